@@ -1,0 +1,215 @@
+//! A typed view of the derive input, borrowing from syn: what `check` and `expand` read.
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::ext::IdentExt;
+use syn::{Data, DeriveInput, Fields, Ident};
+
+use crate::attr::{self, ContractAttrs, FieldAttrs, Limits, SerdeAttrs, SerdePlace};
+use crate::ctxt::Ctxt;
+use crate::symbol::{TOOL_CONTRACT, TOOL_OUTPUT};
+use crate::ty::FieldType;
+
+/// A struct that derives `ToolContract`: the tool's arguments.
+pub struct Contract<'a> {
+    pub original: &'a DeriveInput,
+    pub attrs: ContractAttrs,
+    pub doc: Option<String>,
+    pub fields: Vec<Field<'a>>,
+}
+
+/// A type that derives `ToolOutput`.
+pub struct Output<'a> {
+    pub original: &'a DeriveInput,
+    pub limits: Limits,
+    pub doc: Option<String>,
+    pub data: OutputData<'a>,
+}
+
+pub enum OutputData<'a> {
+    Struct(Vec<Field<'a>>),
+    Enum(Vec<Variant<'a>>),
+}
+
+/// A named field, with its JSON key after serde's renames.
+pub struct Field<'a> {
+    pub original: &'a syn::Field,
+    pub ident: &'a Ident,
+    pub key: String,
+    /// The tokens that decide the key: the `rename` literal, or the field's name.
+    pub key_tokens: TokenStream,
+    pub ty: FieldType<'a>,
+    pub rules: FieldAttrs,
+    pub serde: SerdeAttrs,
+    pub doc: Option<String>,
+}
+
+/// A unit variant, with its JSON string after serde's renames.
+pub struct Variant<'a> {
+    pub ident: &'a Ident,
+    pub value: String,
+    pub value_tokens: TokenStream,
+}
+
+impl<'a> Contract<'a> {
+    pub fn from_ast(cx: &Ctxt, input: &'a DeriveInput) -> Option<Self> {
+        let attrs = ContractAttrs::from_ast(cx, &input.attrs);
+        let serde = attr::serde_attrs(cx, SerdePlace::Container, &input.attrs);
+        let fields = named_struct_fields(cx, input, "ToolContract")?;
+        let fields = fields_from_ast(cx, TOOL_CONTRACT, fields, &serde);
+        Some(Contract {
+            original: input,
+            attrs,
+            doc: attr::doc_comment(&input.attrs),
+            fields,
+        })
+    }
+}
+
+impl<'a> Output<'a> {
+    pub fn from_ast(cx: &Ctxt, input: &'a DeriveInput) -> Option<Self> {
+        let limits = attr::output_container(cx, &input.attrs);
+        let serde = attr::serde_attrs(cx, SerdePlace::Container, &input.attrs);
+        reject_generics(cx, input, "ToolOutput");
+        let data = match &input.data {
+            Data::Struct(_) => {
+                let fields = named_struct_fields(cx, input, "ToolOutput")?;
+                OutputData::Struct(fields_from_ast(cx, TOOL_OUTPUT, fields, &serde))
+            }
+            Data::Enum(data) => {
+                let mut variants = Vec::new();
+                for variant in &data.variants {
+                    let variant_serde =
+                        attr::serde_attrs(cx, SerdePlace::Variant, &variant.attrs);
+                    if !matches!(variant.fields, Fields::Unit) {
+                        cx.error_spanned_by(
+                            variant,
+                            "an output enum must be unit-only (a finite set of strings); \
+                             put data in a struct that derives `ToolOutput`",
+                        );
+                        continue;
+                    }
+                    let (value, value_tokens) = match (&variant_serde.rename, serde.rename_all) {
+                        (Some(rename), _) => (rename.value(), rename.to_token_stream()),
+                        (None, Some(rule)) => (
+                            rule.apply_to_variant(&variant.ident.unraw().to_string()),
+                            variant.ident.to_token_stream(),
+                        ),
+                        (None, None) => (
+                            variant.ident.unraw().to_string(),
+                            variant.ident.to_token_stream(),
+                        ),
+                    };
+                    variants.push(Variant {
+                        ident: &variant.ident,
+                        value,
+                        value_tokens,
+                    });
+                }
+                if data.variants.is_empty() {
+                    cx.error_spanned_by(
+                        &input.ident,
+                        "an output enum needs at least one variant: it is the set of values allowed",
+                    );
+                }
+                OutputData::Enum(variants)
+            }
+            Data::Union(_) => {
+                cx.error_spanned_by(
+                    &input.ident,
+                    "`ToolOutput` cannot be derived for a union; use a struct or a unit-only enum",
+                );
+                return None;
+            }
+        };
+        Some(Output {
+            original: input,
+            limits,
+            doc: attr::doc_comment(&input.attrs),
+            data,
+        })
+    }
+}
+
+fn reject_generics(cx: &Ctxt, input: &DeriveInput, derive: &str) {
+    if !input.generics.params.is_empty() {
+        cx.error_spanned_by(
+            &input.generics,
+            format!(
+                "`{derive}` cannot be derived for a generic type: a contract has one exact shape; \
+                 declare a concrete type"
+            ),
+        );
+    }
+}
+
+fn named_struct_fields<'a>(
+    cx: &Ctxt,
+    input: &'a DeriveInput,
+    derive: &str,
+) -> Option<&'a syn::FieldsNamed> {
+    if derive == "ToolContract" {
+        reject_generics(cx, input, derive);
+    }
+    match &input.data {
+        Data::Struct(data) => match &data.fields {
+            Fields::Named(fields) => Some(fields),
+            Fields::Unnamed(_) | Fields::Unit => {
+                cx.error_spanned_by(
+                    &input.ident,
+                    format!(
+                        "`{derive}` needs a struct with named fields: each field is a JSON key"
+                    ),
+                );
+                None
+            }
+        },
+        _ => {
+            cx.error_spanned_by(
+                &input.ident,
+                format!("`{derive}` needs a struct with named fields"),
+            );
+            None
+        }
+    }
+}
+
+fn fields_from_ast<'a>(
+    cx: &Ctxt,
+    namespace: &'static str,
+    fields: &'a syn::FieldsNamed,
+    container: &SerdeAttrs,
+) -> Vec<Field<'a>> {
+    fields
+        .named
+        .iter()
+        .filter_map(|field| {
+            let ident = field.ident.as_ref()?;
+            if let Some((eq, _)) = &field.default {
+                cx.error_spanned_by(
+                    eq,
+                    "field default values are not supported: every field must be present",
+                );
+            }
+            let serde = attr::serde_attrs(cx, SerdePlace::Field, &field.attrs);
+            let (key, key_tokens) = match (&serde.rename, container.rename_all) {
+                (Some(rename), _) => (rename.value(), rename.to_token_stream()),
+                (None, Some(rule)) => (
+                    rule.apply_to_field(&ident.unraw().to_string()),
+                    ident.to_token_stream(),
+                ),
+                (None, None) => (ident.unraw().to_string(), ident.to_token_stream()),
+            };
+            Some(Field {
+                original: field,
+                ident,
+                key,
+                key_tokens,
+                ty: FieldType::of(&field.ty),
+                rules: FieldAttrs::from_ast(cx, namespace, &field.attrs),
+                serde,
+                doc: attr::doc_comment(&field.attrs),
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,624 @@
+//! Every `#[tool_contract(...)]`, `#[tool_output(...)]` and relevant `#[serde(...)]` attribute,
+//! parsed with `parse_nested_meta`.
+//!
+//! Parsers return no `Result`: each error goes into the `Ctxt` and parsing goes on, so the user
+//! sees every bad attribute in one build.
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::meta::ParseNestedMeta;
+use syn::parse::ParseStream;
+use syn::{Attribute, Ident, LitInt, LitStr, Token};
+
+use crate::case::RenameRule;
+use crate::ctxt::Ctxt;
+use crate::symbol::*;
+
+/// A value set at most once, remembering the tokens that set it.
+struct Attr<'c, T> {
+    cx: &'c Ctxt,
+    namespace: &'static str,
+    name: &'static str,
+    value: Option<(TokenStream, T)>,
+}
+
+impl<'c, T> Attr<'c, T> {
+    fn none(cx: &'c Ctxt, namespace: &'static str, name: &'static str) -> Self {
+        Attr {
+            cx,
+            namespace,
+            name,
+            value: None,
+        }
+    }
+
+    fn set<A: ToTokens>(&mut self, tokens: A, value: T) {
+        let tokens = tokens.into_token_stream();
+        if self.value.is_some() {
+            let message = format!(
+                "duplicate `#[{}({})]` key; give it once",
+                self.namespace, self.name
+            );
+            self.cx.error_spanned_by(tokens, message);
+        } else {
+            self.value = Some((tokens, value));
+        }
+    }
+
+    fn get(self) -> Option<T> {
+        self.value.map(|(_, value)| value)
+    }
+
+    fn get_with_tokens(self) -> Option<Spanned<T>> {
+        self.value.map(|(tokens, value)| Spanned { tokens, value })
+    }
+}
+
+/// A parsed value with the tokens it came from, for errors that point at it.
+#[derive(Clone)]
+pub struct Spanned<T> {
+    pub tokens: TokenStream,
+    pub value: T,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    Pure,
+    ReadOnly,
+    IdempotentWrite,
+    NonIdempotentWrite,
+}
+
+impl Effect {
+    const NAMES: &[&str] = &["pure", "read_only", "idempotent_write", "non_idempotent_write"];
+
+    pub fn is_write(self) -> bool {
+        matches!(self, Effect::IdempotentWrite | Effect::NonIdempotentWrite)
+    }
+
+    pub fn variant(self) -> &'static str {
+        match self {
+            Effect::Pure => "Pure",
+            Effect::ReadOnly => "ReadOnly",
+            Effect::IdempotentWrite => "IdempotentWrite",
+            Effect::NonIdempotentWrite => "NonIdempotentWrite",
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+pub enum Approval {
+    Required,
+    NotRequired,
+}
+
+pub enum Reconcile {
+    Manual,
+    Tool(syn::Path),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Rfc3339,
+    Rfc3339Utc,
+    HttpsUrl,
+}
+
+impl Format {
+    const NAMES: &[&str] = &["rfc3339", "rfc3339_utc", "https_url"];
+
+    pub fn variant(self) -> &'static str {
+        match self {
+            Format::Rfc3339 => "Rfc3339",
+            Format::Rfc3339Utc => "Rfc3339Utc",
+            Format::HttpsUrl => "HttpsUrl",
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+pub struct FreeForm {
+    pub max_depth: usize,
+    pub max_bytes: usize,
+}
+
+/// `max_bytes` and `max_depth` on a contract or an output type.
+#[derive(Default)]
+pub struct Limits {
+    pub max_bytes: Option<usize>,
+    pub max_depth: Option<usize>,
+}
+
+/// `#[tool_contract(...)]` on the struct.
+pub struct ContractAttrs {
+    /// The first `#[tool_contract]` attribute, where "missing key" errors point.
+    pub original: Option<Attribute>,
+    pub output: Option<syn::Type>,
+    pub effect: Option<Spanned<Effect>>,
+    pub source_label: Option<LitStr>,
+    pub producer_revision: Option<LitStr>,
+    pub name: Option<LitStr>,
+    pub approval: Option<Spanned<Approval>>,
+    pub reconcile: Option<Spanned<Reconcile>>,
+    pub input_revision: Option<LitStr>,
+    pub output_revision: Option<LitStr>,
+    pub effect_revision: Option<LitStr>,
+    pub handler_revision: Option<LitStr>,
+    pub policy_revision: Option<LitStr>,
+    pub limits: Limits,
+}
+
+impl ContractAttrs {
+    pub fn from_ast(cx: &Ctxt, attrs: &[Attribute]) -> Self {
+        let ns = TOOL_CONTRACT;
+        let mut output = Attr::none(cx, ns, OUTPUT);
+        let mut effect = Attr::none(cx, ns, EFFECT);
+        let mut source_label = Attr::none(cx, ns, SOURCE_LABEL);
+        let mut producer_revision = Attr::none(cx, ns, PRODUCER_REVISION);
+        let mut name = Attr::none(cx, ns, NAME);
+        let mut approval = Attr::none(cx, ns, APPROVAL);
+        let mut reconcile = Attr::none(cx, ns, RECONCILE);
+        let mut input_revision = Attr::none(cx, ns, INPUT_REVISION);
+        let mut output_revision = Attr::none(cx, ns, OUTPUT_REVISION);
+        let mut effect_revision = Attr::none(cx, ns, EFFECT_REVISION);
+        let mut handler_revision = Attr::none(cx, ns, HANDLER_REVISION);
+        let mut policy_revision = Attr::none(cx, ns, POLICY_REVISION);
+        let mut max_bytes = Attr::none(cx, ns, MAX_BYTES);
+        let mut max_depth = Attr::none(cx, ns, MAX_DEPTH);
+        let mut original = None;
+
+        for attr in attrs.iter().filter(|attr| attr.path().is_ident(ns)) {
+            original.get_or_insert_with(|| attr.clone());
+            let result = attr.parse_nested_meta(|meta| {
+                let path = meta.path.clone();
+                if path.is_ident(OUTPUT) {
+                    let ty: syn::Type = meta.value()?.parse()?;
+                    output.set(&path, ty);
+                } else if path.is_ident(EFFECT) {
+                    let ident: Ident = meta.value()?.parse()?;
+                    if let Some(value) = parse_effect(cx, &ident) {
+                        effect.set(&ident, value);
+                    }
+                } else if path.is_ident(APPROVAL) {
+                    let ident: Ident = meta.value()?.parse()?;
+                    match ident.to_string().as_str() {
+                        "required" => approval.set(&ident, Approval::Required),
+                        "not_required" => approval.set(&ident, Approval::NotRequired),
+                        _ => cx.error_spanned_by(
+                            &ident,
+                            "unknown approval; expected `required` or `not_required`",
+                        ),
+                    }
+                } else if path.is_ident(RECONCILE) {
+                    let target: syn::Path = meta.value()?.parse()?;
+                    let value = if target.is_ident("manual") {
+                        Reconcile::Manual
+                    } else {
+                        Reconcile::Tool(target.clone())
+                    };
+                    reconcile.set(&target, value);
+                } else if let Some(slot) = [
+                    (SOURCE_LABEL, &mut source_label),
+                    (PRODUCER_REVISION, &mut producer_revision),
+                    (NAME, &mut name),
+                    (INPUT_REVISION, &mut input_revision),
+                    (OUTPUT_REVISION, &mut output_revision),
+                    (EFFECT_REVISION, &mut effect_revision),
+                    (HANDLER_REVISION, &mut handler_revision),
+                    (POLICY_REVISION, &mut policy_revision),
+                ]
+                .into_iter()
+                .find_map(|(key, slot)| path.is_ident(key).then_some(slot))
+                {
+                    let lit: LitStr = meta.value()?.parse()?;
+                    if lit.value().is_empty() {
+                        cx.error_spanned_by(&lit, "must not be empty");
+                    }
+                    slot.set(&path, lit);
+                } else if path.is_ident(MAX_BYTES) {
+                    max_bytes.set(&path, parse_usize(&meta)?);
+                } else if path.is_ident(MAX_DEPTH) {
+                    max_depth.set(&path, parse_usize(&meta)?);
+                } else {
+                    unknown_key(cx, &meta, ns, CONTRACT_KEYS)?;
+                }
+                Ok(())
+            });
+            if let Err(error) = result {
+                cx.syn_error(error);
+            }
+        }
+
+        ContractAttrs {
+            original,
+            output: output.get(),
+            effect: effect.get_with_tokens(),
+            source_label: source_label.get(),
+            producer_revision: producer_revision.get(),
+            name: name.get(),
+            approval: approval.get_with_tokens(),
+            reconcile: reconcile.get_with_tokens(),
+            input_revision: input_revision.get(),
+            output_revision: output_revision.get(),
+            effect_revision: effect_revision.get(),
+            handler_revision: handler_revision.get(),
+            policy_revision: policy_revision.get(),
+            limits: Limits {
+                max_bytes: max_bytes.get(),
+                max_depth: max_depth.get(),
+            },
+        }
+    }
+}
+
+fn parse_effect(cx: &Ctxt, ident: &Ident) -> Option<Effect> {
+    Some(match ident.to_string().as_str() {
+        "pure" => Effect::Pure,
+        "read_only" => Effect::ReadOnly,
+        "idempotent_write" => Effect::IdempotentWrite,
+        "non_idempotent_write" => Effect::NonIdempotentWrite,
+        other => {
+            let message = format!(
+                "unknown effect `{other}`; expected one of {}{}",
+                Effect::NAMES.join(", "),
+                did_you_mean(other, Effect::NAMES)
+            );
+            cx.error_spanned_by(ident, message);
+            return None;
+        }
+    })
+}
+
+/// `#[tool_output(...)]` on an output type.
+pub fn output_container(cx: &Ctxt, attrs: &[Attribute]) -> Limits {
+    let mut max_bytes = Attr::none(cx, TOOL_OUTPUT, MAX_BYTES);
+    let mut max_depth = Attr::none(cx, TOOL_OUTPUT, MAX_DEPTH);
+    for attr in attrs.iter().filter(|attr| attr.path().is_ident(TOOL_OUTPUT)) {
+        let result = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident(MAX_BYTES) {
+                max_bytes.set(&meta.path, parse_usize(&meta)?);
+            } else if meta.path.is_ident(MAX_DEPTH) {
+                max_depth.set(&meta.path, parse_usize(&meta)?);
+            } else {
+                unknown_key(cx, &meta, TOOL_OUTPUT, OUTPUT_KEYS)?;
+            }
+            Ok(())
+        });
+        if let Err(error) = result {
+            cx.syn_error(error);
+        }
+    }
+    Limits {
+        max_bytes: max_bytes.get(),
+        max_depth: max_depth.get(),
+    }
+}
+
+/// The rules on one field, in either namespace.
+#[derive(Default)]
+pub struct FieldAttrs {
+    pub max_len: Option<Spanned<u32>>,
+    pub min_len: Option<Spanned<u32>>,
+    pub pattern: Option<LitStr>,
+    pub format: Option<Spanned<Format>>,
+    pub max_items: Option<Spanned<u32>>,
+    pub minimum: Option<Spanned<f64>>,
+    pub maximum: Option<Spanned<f64>>,
+    pub free_form: Option<Spanned<FreeForm>>,
+    pub bound: Option<Ident>,
+}
+
+impl FieldAttrs {
+    /// Parses the field attributes of `namespace`; `bound` only exists in `tool_output`.
+    pub fn from_ast(cx: &Ctxt, namespace: &'static str, attrs: &[Attribute]) -> Self {
+        let mut max_len = Attr::none(cx, namespace, MAX_LEN);
+        let mut min_len = Attr::none(cx, namespace, MIN_LEN);
+        let mut pattern = Attr::none(cx, namespace, PATTERN);
+        let mut format = Attr::none(cx, namespace, FORMAT);
+        let mut max_items = Attr::none(cx, namespace, MAX_ITEMS);
+        let mut minimum = Attr::none(cx, namespace, MINIMUM);
+        let mut maximum = Attr::none(cx, namespace, MAXIMUM);
+        let mut free_form = Attr::none(cx, namespace, FREE_FORM);
+        let mut bound = Attr::none(cx, namespace, BOUND);
+        let output = namespace == TOOL_OUTPUT;
+        let keys = if output {
+            OUTPUT_FIELD_KEYS
+        } else {
+            INPUT_FIELD_KEYS
+        };
+
+        for attr in attrs.iter().filter(|attr| attr.path().is_ident(namespace)) {
+            let result = attr.parse_nested_meta(|meta| {
+                let path = meta.path.clone();
+                if path.is_ident(MAX_LEN) {
+                    max_len.set(&path, parse_u32(&meta)?);
+                } else if path.is_ident(MIN_LEN) {
+                    min_len.set(&path, parse_u32(&meta)?);
+                } else if path.is_ident(MAX_ITEMS) {
+                    max_items.set(&path, parse_u32(&meta)?);
+                } else if path.is_ident(PATTERN) {
+                    let lit: LitStr = meta.value()?.parse()?;
+                    pattern.set(&path, lit);
+                } else if path.is_ident(FORMAT) {
+                    let ident: Ident = meta.value()?.parse()?;
+                    let value = match ident.to_string().as_str() {
+                        "rfc3339" => Some(Format::Rfc3339),
+                        "rfc3339_utc" => Some(Format::Rfc3339Utc),
+                        "https_url" => Some(Format::HttpsUrl),
+                        other => {
+                            let message = format!(
+                                "unknown format `{other}`; expected one of {}{}",
+                                Format::NAMES.join(", "),
+                                did_you_mean(other, Format::NAMES)
+                            );
+                            cx.error_spanned_by(&ident, message);
+                            None
+                        }
+                    };
+                    if let Some(value) = value {
+                        format.set(&path, value);
+                    }
+                } else if path.is_ident(MINIMUM) {
+                    minimum.set(&path, parse_number(meta.value()?)?);
+                } else if path.is_ident(MAXIMUM) {
+                    maximum.set(&path, parse_number(meta.value()?)?);
+                } else if path.is_ident(FREE_FORM) {
+                    free_form.set(&path, parse_free_form(cx, &meta)?);
+                } else if output && path.is_ident(BOUND) {
+                    let ident: Ident = meta.value()?.parse()?;
+                    bound.set(&path, ident);
+                } else {
+                    unknown_key(cx, &meta, namespace, keys)?;
+                }
+                Ok(())
+            });
+            if let Err(error) = result {
+                cx.syn_error(error);
+            }
+        }
+
+        FieldAttrs {
+            max_len: max_len.get_with_tokens(),
+            min_len: min_len.get_with_tokens(),
+            pattern: pattern.get(),
+            format: format.get_with_tokens(),
+            max_items: max_items.get_with_tokens(),
+            minimum: minimum.get_with_tokens(),
+            maximum: maximum.get_with_tokens(),
+            free_form: free_form.get_with_tokens(),
+            bound: bound.get(),
+        }
+    }
+}
+
+fn parse_free_form(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<FreeForm> {
+    let mut max_depth = Attr::none(cx, FREE_FORM, MAX_DEPTH);
+    let mut max_bytes = Attr::none(cx, FREE_FORM, MAX_BYTES);
+    meta.parse_nested_meta(|inner| {
+        if inner.path.is_ident(MAX_DEPTH) {
+            max_depth.set(&inner.path, parse_usize(&inner)?);
+        } else if inner.path.is_ident(MAX_BYTES) {
+            max_bytes.set(&inner.path, parse_usize(&inner)?);
+        } else {
+            unknown_key(cx, &inner, FREE_FORM, &[MAX_DEPTH, MAX_BYTES])?;
+        }
+        Ok(())
+    })?;
+    match (max_depth.get(), max_bytes.get()) {
+        (Some(max_depth), Some(max_bytes)) => Ok(FreeForm {
+            max_depth,
+            max_bytes,
+        }),
+        _ => Err(meta.error(
+            "`free_form` needs both limits: `free_form(max_depth = N, max_bytes = N)`",
+        )),
+    }
+}
+
+fn parse_u32(meta: &ParseNestedMeta) -> syn::Result<u32> {
+    let lit: LitInt = meta.value()?.parse()?;
+    lit.base10_parse()
+}
+
+fn parse_usize(meta: &ParseNestedMeta) -> syn::Result<usize> {
+    let lit: LitInt = meta.value()?.parse()?;
+    lit.base10_parse()
+}
+
+/// A number literal, possibly negative: `0`, `-5`, `0.5`.
+fn parse_number(input: ParseStream) -> syn::Result<f64> {
+    let negative = input.parse::<Option<Token![-]>>()?.is_some();
+    let lookahead = input.lookahead1();
+    let value: f64 = if lookahead.peek(LitInt) {
+        input.parse::<LitInt>()?.base10_parse()?
+    } else if lookahead.peek(syn::LitFloat) {
+        input.parse::<syn::LitFloat>()?.base10_parse()?
+    } else {
+        return Err(lookahead.error());
+    };
+    if !value.is_finite() {
+        return Err(input.error("the number must be finite"));
+    }
+    Ok(if negative { -value } else { value })
+}
+
+/// Records an unknown key (suggesting a close one) and skips its value, so that the keys after
+/// it are still checked.
+fn unknown_key(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta,
+    namespace: &str,
+    known: &[&str],
+) -> syn::Result<()> {
+    let key = meta.path.to_token_stream().to_string().replace(' ', "");
+    let message = format!(
+        "unknown `{namespace}` attribute `{key}`{}",
+        did_you_mean(&key, known)
+    );
+    cx.error_spanned_by(&meta.path, message);
+    skip_value(meta.input)
+}
+
+/// Skips `= tokens` or `(tokens)` up to the next top-level comma.
+fn skip_value(input: ParseStream) -> syn::Result<()> {
+    while !input.is_empty() && !input.peek(Token![,]) {
+        input.parse::<proc_macro2::TokenTree>()?;
+    }
+    Ok(())
+}
+
+/// "; did you mean `x`?" when a known key is within two edits of `found`.
+pub fn did_you_mean(found: &str, known: &[&str]) -> String {
+    known
+        .iter()
+        .map(|candidate| (edit_distance(found, candidate), candidate))
+        .filter(|(distance, _)| *distance <= 2)
+        .min_by_key(|(distance, _)| *distance)
+        .map_or_else(String::new, |(_, candidate)| {
+            format!("; did you mean `{candidate}`?")
+        })
+}
+
+/// Levenshtein distance.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// The doc comment, lines joined, or `None` when there is none.
+pub fn doc_comment(attrs: &[Attribute]) -> Option<String> {
+    let lines: Vec<String> = attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident(DOC))
+        .filter_map(|attr| match &attr.meta {
+            syn::Meta::NameValue(syn::MetaNameValue {
+                value:
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(lit),
+                        ..
+                    }),
+                ..
+            }) => Some(lit.value()),
+            _ => None,
+        })
+        .map(|line| line.strip_prefix(' ').unwrap_or(&line).trim_end().to_owned())
+        .collect();
+    let doc = lines.join("\n").trim().to_owned();
+    (!doc.is_empty()).then_some(doc)
+}
+
+/// Where a `#[serde(...)]` attribute sits: each place refuses its own keys.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum SerdePlace {
+    Container,
+    Field,
+    Variant,
+}
+
+/// The serde attributes that decide JSON keys.
+#[derive(Default)]
+pub struct SerdeAttrs {
+    pub rename: Option<LitStr>,
+    pub rename_all: Option<RenameRule>,
+    /// `with`, `serialize_with` or `deserialize_with`: allowed only where `check` says.
+    pub with: Option<syn::Path>,
+}
+
+/// Why a serde attribute cannot be used on a contract, or `None` if it can.
+fn refused_serde_key(place: SerdePlace, key: &str) -> Option<&'static str> {
+    const EXACT: &str = "it breaks exact-field validation (every declared field present, nothing else)";
+    let why = match (place, key) {
+        (SerdePlace::Field, "flatten") => {
+            "`#[serde(flatten)]` is not supported: it breaks exact-field validation; declare the fields in this struct"
+        }
+        (_, "default") => {
+            "`#[serde(default)]` is not supported: every field must be present; make it `Option<T>` and send `null`"
+        }
+        (_, "skip_serializing_if") => {
+            "`#[serde(skip_serializing_if)]` is not supported: every field must be present; send `null` for `Option<T>`"
+        }
+        (_, "skip" | "skip_serializing" | "skip_deserializing") => {
+            "`#[serde(skip)]` is not supported: a skipped field would not be in the JSON the contract validates"
+        }
+        (_, "alias") => {
+            "`#[serde(alias)]` is not supported: each field has exactly one key; use `rename`"
+        }
+        (SerdePlace::Variant, "other") => {
+            "`#[serde(other)]` is not supported: an output enum is a finite set of strings"
+        }
+        (_, "untagged" | "tag" | "content") => {
+            "only unit-only enums are supported, so `untagged`, `tag` and `content` do not apply"
+        }
+        (SerdePlace::Container, "transparent" | "from" | "try_from" | "into" | "remote") => EXACT,
+        (_, "getter" | "rename_all_fields" | "variant_identifier" | "field_identifier") => EXACT,
+        _ => return None,
+    };
+    Some(why)
+}
+
+/// Parses the `#[serde(...)]` attributes at `place`.
+pub fn serde_attrs(cx: &Ctxt, place: SerdePlace, attrs: &[Attribute]) -> SerdeAttrs {
+    let mut rename = Attr::none(cx, SERDE, "rename");
+    let mut rename_all = Attr::none(cx, SERDE, "rename_all");
+    let mut with = Attr::none(cx, SERDE, "with");
+    for attr in attrs.iter().filter(|attr| attr.path().is_ident(SERDE)) {
+        let result = attr.parse_nested_meta(|meta| {
+            let key = meta.path.to_token_stream().to_string();
+            if let Some(why) = refused_serde_key(place, &key) {
+                cx.error_spanned_by(&meta.path, why);
+                return skip_value(meta.input);
+            }
+            match key.as_str() {
+                "rename" | "rename_all" if !meta.input.peek(Token![=]) => {
+                    cx.error_spanned_by(
+                        &meta.path,
+                        "give one name for both directions: a contract's JSON keys are the \
+                         same in and out",
+                    );
+                    skip_value(meta.input)
+                }
+                "rename" => {
+                    let lit: LitStr = meta.value()?.parse()?;
+                    rename.set(&meta.path, lit);
+                    Ok(())
+                }
+                "rename_all" => {
+                    let lit: LitStr = meta.value()?.parse()?;
+                    match RenameRule::from_lit(&lit) {
+                        Ok(rule) => rename_all.set(&meta.path, rule),
+                        Err(error) => cx.syn_error(error),
+                    }
+                    Ok(())
+                }
+                "with" | "serialize_with" | "deserialize_with" => {
+                    let lit: LitStr = meta.value()?.parse()?;
+                    match lit.parse::<syn::Path>() {
+                        Ok(path) => with.set(&meta.path, path),
+                        Err(error) => cx.syn_error(error),
+                    }
+                    Ok(())
+                }
+                // Everything else leaves the JSON keys and shapes alone; serde checks it.
+                _ => skip_value(meta.input),
+            }
+        });
+        if let Err(error) = result {
+            cx.syn_error(error);
+        }
+    }
+    SerdeAttrs {
+        rename: rename.get(),
+        rename_all: rename_all.get(),
+        with: with.get(),
+    }
+}

@@ -1,0 +1,318 @@
+//! The rules across attributes and types, one `check_*` function each. Every error goes into
+//! the `Ctxt`, at the smallest token that is wrong.
+
+use std::collections::HashMap;
+
+use quote::ToTokens;
+
+use crate::ast::{Contract, Field, Output, OutputData};
+use crate::attr::{Effect, Format, Limits};
+use crate::case::snake_case;
+use crate::ctxt::Ctxt;
+use crate::ty::FieldType;
+
+pub fn check_contract(cx: &Ctxt, contract: &Contract) {
+    check_required_keys(cx, contract);
+    check_description(cx, contract);
+    check_tool_name(cx, contract);
+    check_write_declarations(cx, contract);
+    check_limits(cx, &contract.attrs.limits, contract.original);
+    check_fields(cx, &contract.fields, false);
+}
+
+pub fn check_output(cx: &Ctxt, output: &Output) {
+    check_limits(cx, &output.limits, output.original);
+    match &output.data {
+        OutputData::Struct(fields) => check_fields(cx, fields, true),
+        OutputData::Enum(variants) => {
+            // Two variants with one string would make the string ambiguous:
+            // `#[serde(rename = "paid")] Settled` beside `Paid` under `rename_all = "lowercase"`.
+            let mut seen = HashMap::new();
+            for variant in variants {
+                if let Some(first) = seen.insert(variant.value.as_str(), variant.ident) {
+                    cx.error_spanned_by(
+                        &variant.value_tokens,
+                        format!(
+                            "`{}` serializes as \"{}\", like `{first}`; give each variant its own string",
+                            variant.ident, variant.value
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+// Every contract names its output, effect, source label and producer revision:
+// `#[tool_contract(output = OrderView, effect = read_only, source_label = "orders",
+// producer_revision = "orders-v2")]`.
+fn check_required_keys(cx: &Ctxt, contract: &Contract) {
+    let attrs = &contract.attrs;
+    let missing = [
+        (attrs.output.is_none(), "output = ...", "name the type the tool returns"),
+        (
+            attrs.effect.is_none(),
+            "effect = ...",
+            "one of pure, read_only, idempotent_write, non_idempotent_write",
+        ),
+        (
+            attrs.source_label.is_none(),
+            "source_label = \"...\"",
+            "label the data source the model sees as provenance",
+        ),
+        (
+            attrs.producer_revision.is_none(),
+            "producer_revision = \"...\"",
+            "name the revision of the code that produces results",
+        ),
+    ];
+    for (is_missing, key, hint) in missing {
+        if !is_missing {
+            continue;
+        }
+        let message = format!("`#[tool_contract({key})]` is required on the struct: {hint}");
+        match &attrs.original {
+            Some(attr) => cx.error_spanned_by(attr, message),
+            None => cx.error_spanned_by(&contract.original.ident, message),
+        }
+    }
+}
+
+// The struct's doc comment is the description the model reads to choose the tool.
+fn check_description(cx: &Ctxt, contract: &Contract) {
+    if contract.doc.is_none() {
+        cx.error_spanned_by(
+            &contract.original.ident,
+            "add a doc comment to the struct: it is the tool's description, which the model reads",
+        );
+    }
+}
+
+/// The tool name, explicit or the struct's name in snake_case.
+pub fn tool_name(contract: &Contract) -> String {
+    contract.attrs.name.as_ref().map_or_else(
+        || snake_case(&contract.original.ident.to_string()),
+        syn::LitStr::value,
+    )
+}
+
+// A tool name fits every provider: `^[A-Za-z_][A-Za-z0-9_-]{0,63}$` (OpenAI allows 64
+// characters of `[A-Za-z0-9_-]`, Anthropic the same, Gemini must start with a letter or `_`).
+fn check_tool_name(cx: &Ctxt, contract: &Contract) {
+    let name = tool_name(contract);
+    let mut chars = name.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && name.len() <= 64;
+    if valid {
+        return;
+    }
+    let rule = "a tool name must match `^[A-Za-z_][A-Za-z0-9_-]{0,63}$` to fit every provider";
+    match &contract.attrs.name {
+        Some(lit) => cx.error_spanned_by(lit, rule),
+        None => cx.error_spanned_by(
+            &contract.original.ident,
+            format!("the default name `{name}` does not fit: {rule}; set `name = \"...\"`"),
+        ),
+    }
+}
+
+// Writes declare approval; a non-idempotent write also declares how an unknown outcome is
+// reconciled (`reconcile = GetRefundStatus` or `reconcile = manual`). Reads declare neither.
+fn check_write_declarations(cx: &Ctxt, contract: &Contract) {
+    let attrs = &contract.attrs;
+    let Some(effect) = &attrs.effect else {
+        return;
+    };
+    if effect.value.is_write() && attrs.approval.is_none() {
+        cx.error_spanned_by(
+            &effect.tokens,
+            "a write must declare `approval = required` or `approval = not_required`",
+        );
+    }
+    if let Some(approval) = attrs.approval.as_ref().filter(|_| !effect.value.is_write()) {
+        cx.error_spanned_by(
+            &approval.tokens,
+            "`approval` applies to writes only; this tool does not change state",
+        );
+    }
+    match (effect.value, &attrs.reconcile) {
+        (Effect::NonIdempotentWrite, None) => cx.error_spanned_by(
+            &effect.tokens,
+            "a `non_idempotent_write` must declare how an unknown outcome is reconciled: \
+             `reconcile = StatusTool` (a read_only contract that queries the status) or \
+             `reconcile = manual`",
+        ),
+        (Effect::NonIdempotentWrite, Some(_)) | (_, None) => {}
+        (_, Some(reconcile)) => cx.error_spanned_by(
+            &reconcile.tokens,
+            "`reconcile` applies to `non_idempotent_write` only; other effects are safe to retry",
+        ),
+    }
+}
+
+// `max_depth = 0` would refuse every object; `max_bytes = 0` every document.
+fn check_limits(cx: &Ctxt, limits: &Limits, original: &syn::DeriveInput) {
+    if limits.max_depth == Some(0) || limits.max_bytes == Some(0) {
+        cx.error_spanned_by(
+            &original.ident,
+            "`max_depth` and `max_bytes` must be at least 1",
+        );
+    }
+}
+
+fn check_fields(cx: &Ctxt, fields: &[Field], output: bool) {
+    let mut keys: HashMap<&str, &syn::Ident> = HashMap::new();
+    for field in fields {
+        if let Some(first) = keys.insert(field.key.as_str(), field.ident) {
+            cx.error_spanned_by(
+                &field.key_tokens,
+                format!(
+                    "`{}` has the JSON key \"{}\", like `{first}`; give each field its own key",
+                    field.ident, field.key
+                ),
+            );
+        }
+        if let Some((ty, why)) = field.ty.unsupported() {
+            let shown = ty.to_token_stream().to_string().replace(' ', "");
+            cx.error_spanned_by(ty, format!("unsupported field type `{shown}`: {why}"));
+            continue;
+        }
+        check_rules(cx, field);
+        check_free_form(cx, field);
+        check_serde_with(cx, field, output);
+        if output {
+            check_bound_type(cx, field);
+        }
+    }
+}
+
+// Each rule applies to the type under every `Option` and `Vec`: `max_len` to a String,
+// `minimum` to a number, `max_items` to a Vec. `#[tool_contract(max_len = 3)] n: u32` is
+// a mistake.
+fn check_rules(cx: &Ctxt, field: &Field) {
+    let rules = &field.rules;
+    let inner = field.ty.innermost();
+    let is_string = matches!(inner, FieldType::String);
+    let is_number = matches!(inner, FieldType::Int | FieldType::Float);
+    let name = field.ident;
+
+    for (rule, key) in [(&rules.max_len, "max_len"), (&rules.min_len, "min_len")] {
+        if let Some(rule) = rule.as_ref().filter(|_| !is_string) {
+            cx.error_spanned_by(
+                &rule.tokens,
+                format!("`{key}` applies to strings, and `{name}` is not a String"),
+            );
+        }
+    }
+    if let Some(pattern) = &rules.pattern {
+        if !is_string {
+            cx.error_spanned_by(
+                pattern,
+                format!("`pattern` applies to strings, and `{name}` is not a String"),
+            );
+        } else if let Err(error) = regex_syntax::Parser::new().parse(&pattern.value()) {
+            let error = error.to_string();
+            let reason = error.lines().last().unwrap_or("invalid pattern").trim();
+            cx.error_spanned_by(pattern, format!("invalid `pattern`: {reason}"));
+        }
+        if rules.format.is_some() {
+            cx.error_spanned_by(pattern, "give `pattern` or `format`, not both");
+        }
+    }
+    if let Some(format) = &rules.format {
+        let fits = match format.value {
+            Format::Rfc3339 | Format::Rfc3339Utc => {
+                matches!(inner, FieldType::String | FieldType::DateTime)
+            }
+            Format::HttpsUrl => is_string,
+        };
+        if !fits {
+            cx.error_spanned_by(
+                &format.tokens,
+                format!("this `format` does not apply to the type of `{name}`"),
+            );
+        }
+    }
+    if let Some(max_items) = rules.max_items.as_ref().filter(|_| !field.ty.has_vec()) {
+        cx.error_spanned_by(
+            &max_items.tokens,
+            format!("`max_items` applies to `Vec<T>`, and `{name}` is not one"),
+        );
+    }
+    for (rule, key) in [(&rules.minimum, "minimum"), (&rules.maximum, "maximum")] {
+        if let Some(rule) = rule.as_ref().filter(|_| !is_number) {
+            cx.error_spanned_by(
+                &rule.tokens,
+                format!("`{key}` applies to numbers, and `{name}` is not one"),
+            );
+        }
+    }
+    if let (Some(min), Some(max)) = (&rules.min_len, &rules.max_len) {
+        if min.value > max.value {
+            cx.error_spanned_by(&min.tokens, "`min_len` is greater than `max_len`");
+        }
+    }
+    if let (Some(min), Some(max)) = (&rules.minimum, &rules.maximum) {
+        if min.value > max.value {
+            cx.error_spanned_by(&min.tokens, "`minimum` is greater than `maximum`");
+        }
+    }
+}
+
+// A free-form `serde_json::Value` is accepted only with explicit limits:
+// `#[tool_output(free_form(max_depth = 4, max_bytes = 4096))] extra: serde_json::Value`.
+fn check_free_form(cx: &Ctxt, field: &Field) {
+    let is_json = matches!(field.ty.innermost(), FieldType::Json);
+    match (&field.rules.free_form, is_json) {
+        (None, true) => cx.error_spanned_by(
+            &field.original.ty,
+            "a `serde_json::Value` field needs explicit limits: \
+             `free_form(max_depth = N, max_bytes = N)` in the field's attribute",
+        ),
+        (Some(free_form), false) => cx.error_spanned_by(
+            &free_form.tokens,
+            "`free_form` applies to `serde_json::Value` fields only",
+        ),
+        _ => {}
+    }
+}
+
+// `#[serde(with = ...)]` could give a field any JSON shape; it is accepted only where it sets
+// the RFC 3339 form of a `time::OffsetDateTime`, which an output field needs:
+// `#[serde(with = "time::serde::rfc3339")] observed_at: OffsetDateTime`.
+fn check_serde_with(cx: &Ctxt, field: &Field, output: bool) {
+    let is_time = matches!(field.ty.innermost(), FieldType::DateTime);
+    match (&field.serde.with, is_time) {
+        (Some(with), false) => cx.error_spanned_by(
+            with,
+            "`#[serde(with = ...)]` is only supported on `time::OffsetDateTime` fields, \
+             where it sets the RFC 3339 form",
+        ),
+        (None, true) if output => cx.error_spanned_by(
+            &field.original.ty,
+            "an `OffsetDateTime` output field must serialize as RFC 3339: add \
+             `#[serde(with = \"time::serde::rfc3339\")]` (`time::serde::rfc3339::option` \
+             for `Option<OffsetDateTime>`)",
+        ),
+        _ => {}
+    }
+}
+
+// `bound = order_ref` compares the output value with the input's: it needs a String, bool or
+// integer on this side (the input side is checked where the contract meets its output).
+fn check_bound_type(cx: &Ctxt, field: &Field) {
+    if let Some(bound) = &field.rules.bound {
+        if field.ty.bound_kind().is_none() {
+            cx.error_spanned_by(
+                bound,
+                format!(
+                    "`bound` needs a String, bool or integer field, and `{}` is none of these",
+                    field.ident
+                ),
+            );
+        }
+    }
+}

@@ -1,0 +1,485 @@
+//! Checked input → the impls, the validators and the spec. Reports no user errors: everything
+//! it could trip on was refused by `check`, or is left to a `const` check whose message is ours.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+
+use crate::ast::{Contract, Field, Output, OutputData, Variant};
+use crate::attr::{Approval, Limits, Reconcile};
+use crate::check::tool_name;
+
+pub fn contract(contract: &Contract) -> TokenStream {
+    let ident = &contract.original.ident;
+    let attrs = &contract.attrs;
+    let Some(output_ty) = &attrs.output else {
+        return TokenStream::new();
+    };
+    let Some(effect) = &attrs.effect else {
+        return TokenStream::new();
+    };
+    let name = tool_name(contract);
+    let description = contract.doc.clone().unwrap_or_default();
+    let effect = format_ident!("{}", effect.value.variant());
+    let approval = match attrs.approval.as_ref().map(|approval| approval.value) {
+        Some(Approval::Required) => quote!(::core::option::Option::Some(::tool_contract::Approval::Required)),
+        Some(Approval::NotRequired) => {
+            quote!(::core::option::Option::Some(::tool_contract::Approval::NotRequired))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let (reconcile, reconcile_check) = match attrs.reconcile.as_ref().map(|r| &r.value) {
+        Some(Reconcile::Manual) => (
+            quote!(::core::option::Option::Some(::tool_contract::Reconcile::Manual)),
+            TokenStream::new(),
+        ),
+        Some(Reconcile::Tool(path)) => {
+            let shown = path.to_token_stream().to_string().replace(' ', "");
+            let message = format!(
+                "`reconcile = {shown}` must name a read_only contract: the status query that \
+                 finds out whether the write happened"
+            );
+            let check = quote_spanned! {path.span()=>
+                const _: () = if !::core::matches!(
+                    <#path as ::tool_contract::ToolContract>::EFFECT,
+                    ::tool_contract::Effect::ReadOnly
+                ) {
+                    ::core::panic!(#message)
+                };
+            };
+            let reconcile = quote! {
+                ::core::option::Option::Some(::tool_contract::Reconcile::Tool(
+                    <#path as ::tool_contract::ToolContract>::NAME,
+                ))
+            };
+            (reconcile, check)
+        }
+        None => (quote!(::core::option::Option::None), TokenStream::new()),
+    };
+    let source_label = &attrs.source_label;
+    let producer_revision = &attrs.producer_revision;
+    let input_revision = option_lit(attrs.input_revision.as_ref());
+    let output_revision = option_lit(attrs.output_revision.as_ref());
+    let effect_revision = option_lit(attrs.effect_revision.as_ref());
+    let handler_revision = option_lit(attrs.handler_revision.as_ref());
+    let policy_revision = option_lit(attrs.policy_revision.as_ref());
+    let argument_limits = limits(&attrs.limits);
+
+    let statics = field_statics(&contract.fields);
+    let read_arguments = read_object(&contract.fields);
+    let type_name = ident.to_string();
+
+    let input_fields = contract.fields.iter().map(|field| {
+        let name = field.ident.unraw().to_string();
+        let kind = match field.ty.bound_kind() {
+            Some(kind) => {
+                let kind = format_ident!("{kind}");
+                quote!(::core::option::Option::Some(::tool_contract::__private::BoundKind::#kind))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        quote!(::tool_contract::__private::InputFieldDecl { name: #name, kind: #kind })
+    });
+    let bound_values = contract
+        .fields
+        .iter()
+        .filter(|field| field.ty.bound_kind().is_some())
+        .map(|field| {
+            let name = field.ident.unraw().to_string();
+            let member = field.ident;
+            quote! {
+                #name => ::core::option::Option::Some(
+                    ::tool_contract::BoundField::bound_value(&self.#member),
+                ),
+            }
+        });
+
+    let output_assoc = quote_spanned!(output_ty.span()=> type Output = #output_ty;);
+    let bound_check = quote_spanned! {output_ty.span()=>
+        const _: () = if let ::core::option::Option::Some(message) =
+            ::tool_contract::__private::bound_error(
+                <#output_ty as ::tool_contract::ContractField>::__BOUNDS,
+                <#ident as ::tool_contract::ToolContract>::__INPUT_FIELDS,
+            )
+        {
+            ::core::panic!("{}", message)
+        };
+    };
+
+    quote! {
+        const _: () = {
+            #statics
+            static __ARGUMENTS: ::tool_contract::ObjectShape =
+                ::tool_contract::ObjectShape::new(#type_name, ::core::option::Option::None, &__FIELDS);
+
+            #[automatically_derived]
+            #[allow(unused_qualifications)]
+            impl ::tool_contract::ToolContract for #ident {
+                #output_assoc
+                const NAME: &'static str = #name;
+                const EFFECT: ::tool_contract::Effect = ::tool_contract::Effect::#effect;
+
+                fn spec() -> &'static ::tool_contract::ToolSpec {
+                    static DECL: ::tool_contract::__private::ContractDecl =
+                        ::tool_contract::__private::ContractDecl {
+                            name: #name,
+                            description: #description,
+                            effect: ::tool_contract::Effect::#effect,
+                            approval: #approval,
+                            reconcile: #reconcile,
+                            source_label: #source_label,
+                            producer_revision: #producer_revision,
+                            input_revision: #input_revision,
+                            output_revision: #output_revision,
+                            effect_revision: #effect_revision,
+                            handler_revision: #handler_revision,
+                            policy_revision: #policy_revision,
+                            arguments: &__ARGUMENTS,
+                            argument_limits: #argument_limits,
+                            output: <#output_ty as ::tool_contract::ContractField>::__shape,
+                            output_limits: <#output_ty as ::tool_contract::ToolOutput>::LIMITS,
+                        };
+                    static SPEC: ::tool_contract::__private::OnceLock<::tool_contract::ToolSpec> =
+                        ::tool_contract::__private::OnceLock::new();
+                    SPEC.get_or_init(|| ::tool_contract::__private::build_spec(&DECL))
+                }
+
+                const __ARGUMENT_LIMITS: ::tool_contract::Limits = #argument_limits;
+
+                const __INPUT_FIELDS: &'static [::tool_contract::__private::InputFieldDecl] =
+                    &[#(#input_fields),*];
+
+                fn __read_arguments(
+                    reader: &mut ::tool_contract::__private::Reader<'_>,
+                ) -> ::core::result::Result<
+                    ::core::option::Option<Self>,
+                    ::tool_contract::__private::Stop,
+                > {
+                    #read_arguments
+                }
+
+                fn __bound_value(
+                    &self,
+                    field: &str,
+                ) -> ::core::option::Option<::tool_contract::__private::BoundValue<'_>> {
+                    match field {
+                        #(#bound_values)*
+                        _ => ::core::option::Option::None,
+                    }
+                }
+            }
+
+            #bound_check
+            #reconcile_check
+        };
+    }
+}
+
+pub fn output(output: &Output) -> TokenStream {
+    let ident = &output.original.ident;
+    let type_name = ident.to_string();
+    let description = option_str(output.doc.as_deref());
+    let output_limits = limits(&output.limits);
+    let (statics, read, shape, bounds, name_checks) = match &output.data {
+        OutputData::Struct(fields) => {
+            let statics = field_statics(fields);
+            let read = read_object(fields);
+            let shape = quote! {
+                static __SHAPE: ::tool_contract::ObjectShape =
+                    ::tool_contract::ObjectShape::new(#type_name, #description, &__FIELDS);
+            };
+            let bounds = bound_decls(&type_name, fields);
+            let name_checks = fields.iter().map(forbidden_name_check).collect();
+            (statics, read, shape, bounds, name_checks)
+        }
+        OutputData::Enum(variants) => {
+            let values = variants.iter().map(|variant| &variant.value);
+            let count = variants.len();
+            let statics = quote! {
+                static __VALUES: [&str; #count] = [#(#values),*];
+            };
+            let shape = quote! {
+                static __SHAPE: ::tool_contract::EnumShape =
+                    ::tool_contract::EnumShape::new(#type_name, #description, &__VALUES);
+            };
+            let read = read_enum(variants);
+            (statics, read, shape, TokenStream::new(), TokenStream::new())
+        }
+    };
+    let shape_variant = match &output.data {
+        OutputData::Struct(_) => quote!(Object),
+        OutputData::Enum(_) => quote!(Enum),
+    };
+
+    quote! {
+        const _: () = {
+            #statics
+            #shape
+
+            #[automatically_derived]
+            #[allow(unused_qualifications)]
+            impl ::tool_contract::ContractField for #ident {
+                fn __read(
+                    reader: &mut ::tool_contract::__private::Reader<'_>,
+                    _rules: &::tool_contract::Rules,
+                ) -> ::core::result::Result<
+                    ::core::option::Option<Self>,
+                    ::tool_contract::__private::Stop,
+                > {
+                    #read
+                }
+
+                fn __shape() -> ::tool_contract::Shape {
+                    ::tool_contract::Shape::#shape_variant(&__SHAPE)
+                }
+
+                #bounds
+            }
+
+            #[automatically_derived]
+            impl ::tool_contract::ToolOutput for #ident {
+                const LIMITS: ::tool_contract::Limits = #output_limits;
+            }
+
+            #name_checks
+        };
+    }
+}
+
+/// The `Pattern` statics and the `__FIELDS` spec array of an object's fields.
+fn field_statics(fields: &[Field]) -> TokenStream {
+    let mut patterns = TokenStream::new();
+    let specs = fields.iter().enumerate().map(|(index, field)| {
+        let mut rules = quote!(::tool_contract::Rules::NONE);
+        let rule_fields = &field.rules;
+        if let Some(min_len) = &rule_fields.min_len {
+            let n = min_len.value;
+            rules.extend(quote!(.with_min_len(#n)));
+        }
+        if let Some(max_len) = &rule_fields.max_len {
+            let n = max_len.value;
+            rules.extend(quote!(.with_max_len(#n)));
+        }
+        if let Some(pattern) = &rule_fields.pattern {
+            let static_name = format_ident!("__PATTERN_{index}");
+            patterns.extend(quote! {
+                static #static_name: ::tool_contract::Pattern = ::tool_contract::Pattern::new(#pattern);
+            });
+            rules.extend(quote!(.with_pattern(&#static_name)));
+        }
+        if let Some(format) = &rule_fields.format {
+            let variant = format_ident!("{}", format.value.variant());
+            rules.extend(quote!(.with_format(::tool_contract::Format::#variant)));
+        }
+        if let Some(max_items) = &rule_fields.max_items {
+            let n = max_items.value;
+            rules.extend(quote!(.with_max_items(#n)));
+        }
+        if let Some(minimum) = &rule_fields.minimum {
+            let n = minimum.value;
+            rules.extend(quote!(.with_minimum(#n)));
+        }
+        if let Some(maximum) = &rule_fields.maximum {
+            let n = maximum.value;
+            rules.extend(quote!(.with_maximum(#n)));
+        }
+        if let Some(free_form) = &rule_fields.free_form {
+            let max_depth = free_form.value.max_depth;
+            let max_bytes = free_form.value.max_bytes;
+            rules.extend(quote! {
+                .with_free_form(::tool_contract::FreeFormLimits {
+                    max_depth: #max_depth,
+                    max_bytes: #max_bytes,
+                })
+            });
+        }
+        let key = &field.key;
+        let rust_name = field.ident.unraw().to_string();
+        let description = option_str(field.doc.as_deref());
+        let ty = &field.original.ty;
+        let shape = quote_spanned!(ty.span()=> <#ty as ::tool_contract::ContractField>::__shape);
+        let bound = option_str(field.rules.bound.as_ref().map(|b| b.unraw().to_string()).as_deref());
+        quote! {
+            ::tool_contract::FieldSpec::new(#key, #rust_name, #description, #shape, #rules, #bound)
+        }
+    }).collect::<Vec<_>>();
+    let count = fields.len();
+    quote! {
+        #patterns
+        static __FIELDS: [::tool_contract::FieldSpec; #count] = [#(#specs),*];
+    }
+}
+
+/// Reads an object of exactly `fields`, reporting unknown, duplicate and missing keys.
+fn read_object(fields: &[Field]) -> TokenStream {
+    let slots: Vec<_> = (0..fields.len()).map(|i| format_ident!("__field_{i}")).collect();
+    let arms = fields.iter().zip(&slots).enumerate().map(|(index, (field, slot))| {
+        let key = &field.key;
+        let ty = &field.original.ty;
+        let read = quote_spanned! {ty.span()=>
+            <#ty as ::tool_contract::ContractField>::__read(reader, __FIELDS[#index].rules())?
+        };
+        let bound = field.rules.bound.as_ref().map(|input_field| {
+            let input_field = input_field.unraw().to_string();
+            quote! {
+                if let ::core::option::Option::Some(value) = &value {
+                    reader.check_bound(
+                        #input_field,
+                        ::tool_contract::BoundField::bound_value(value),
+                    )?;
+                }
+            }
+        });
+        quote! {
+            #key => {
+                if #slot.is_some() {
+                    reader.duplicate_key(#key)?;
+                    continue;
+                }
+                let mark = reader.enter_key(#key);
+                let value = #read;
+                #bound
+                reader.leave(mark);
+                #slot = ::core::option::Option::Some(value);
+            }
+        }
+    });
+    let missing = fields.iter().zip(&slots).map(|(field, slot)| {
+        let key = &field.key;
+        quote! {
+            if #slot.is_none() {
+                reader.missing_key(#key)?;
+            }
+        }
+    });
+    let members: Vec<_> = fields.iter().map(|field| field.ident).collect();
+    let values: Vec<_> = (0..fields.len()).map(|i| format_ident!("__value_{i}")).collect();
+    quote! {
+        let ::core::option::Option::Some(mut object) = reader.begin_object()? else {
+            return ::core::result::Result::Ok(::core::option::Option::None);
+        };
+        #(let mut #slots = ::core::option::Option::None;)*
+        while let ::core::option::Option::Some(key) = reader.next_key(&mut object)? {
+            match &*key {
+                #(#arms)*
+                other => reader.unknown_key(other)?,
+            }
+        }
+        #(#missing)*
+        ::core::result::Result::Ok(match (#(#slots,)*) {
+            (#(::core::option::Option::Some(::core::option::Option::Some(#values)),)*) => {
+                ::core::option::Option::Some(Self { #(#members: #values),* })
+            }
+            #[allow(unreachable_patterns)]
+            _ => ::core::option::Option::None,
+        })
+    }
+}
+
+fn read_enum(variants: &[Variant]) -> TokenStream {
+    let arms = variants.iter().map(|variant| {
+        let value = &variant.value;
+        let ident = variant.ident;
+        quote!(#value => ::core::option::Option::Some(Self::#ident),)
+    });
+    quote! {
+        let ::core::option::Option::Some(value) = reader.read_string()? else {
+            return ::core::result::Result::Ok(::core::option::Option::None);
+        };
+        ::core::result::Result::Ok(match &*value {
+            #(#arms)*
+            _ => {
+                reader.not_in_enum(&__VALUES)?;
+                ::core::option::Option::None
+            }
+        })
+    }
+}
+
+/// `__BOUNDS`: this type's `bound` declarations and those of its fields' types.
+fn bound_decls(type_name: &str, fields: &[Field]) -> TokenStream {
+    let own = fields.iter().filter_map(|field| {
+        let input_field = field.rules.bound.as_ref()?.unraw().to_string();
+        let kind = format_ident!("{}", field.ty.bound_kind()?);
+        let at = format!(
+            "`#[tool_output(bound = {input_field})]` on `{type_name}::{}`",
+            field.ident.unraw()
+        );
+        let missing = format!("{at} names no field of the tool's input");
+        let mismatch = format!(
+            "{at} joins fields of different types: the input field `{input_field}` must have the \
+             same kind (String, bool or integer)"
+        );
+        Some(quote! {
+            ::tool_contract::__private::BoundDecl {
+                input_field: #input_field,
+                kind: ::tool_contract::__private::BoundKind::#kind,
+                missing: #missing,
+                mismatch: #mismatch,
+            }
+        })
+    });
+    let nested = fields.iter().map(|field| {
+        let ty = &field.original.ty;
+        quote_spanned!(ty.span()=> <#ty as ::tool_contract::ContractField>::__BOUNDS)
+    });
+    quote! {
+        const __BOUNDS: &'static [::tool_contract::__private::BoundDecl] = {
+            const PARTS: &[&[::tool_contract::__private::BoundDecl]] =
+                &[&[#(#own),*], #(#nested),*];
+            const COUNT: usize = ::tool_contract::__private::total_len(PARTS);
+            const ALL: [::tool_contract::__private::BoundDecl; COUNT] =
+                ::tool_contract::__private::concat_bounds::<COUNT>(PARTS);
+            &ALL
+        };
+    }
+}
+
+/// A compile-time refusal of an output key the runtime's default list forbids, at the tokens
+/// that chose the key.
+fn forbidden_name_check(field: &Field) -> TokenStream {
+    let key = &field.key;
+    let message = format!(
+        "output field key \"{key}\" is forbidden: credential and control fields (tokens, \
+         passwords, call and operation ids, idempotency keys, digests) must never reach the \
+         model; rename the field or leave the value out of the output"
+    );
+    let span = field
+        .key_tokens
+        .clone()
+        .into_iter()
+        .next()
+        .map_or_else(Span::call_site, |token| token.span());
+    quote_spanned! {span=>
+        const _: () = if ::tool_contract::__private::is_forbidden_key(#key) {
+            ::core::panic!(#message)
+        };
+    }
+}
+
+fn limits(limits: &Limits) -> TokenStream {
+    let max_bytes = match limits.max_bytes {
+        Some(n) => quote!(#n),
+        None => quote!(::tool_contract::Limits::DEFAULT.max_bytes),
+    };
+    let max_depth = match limits.max_depth {
+        Some(n) => quote!(#n),
+        None => quote!(::tool_contract::Limits::DEFAULT.max_depth),
+    };
+    quote!(::tool_contract::Limits { max_bytes: #max_bytes, max_depth: #max_depth })
+}
+
+fn option_lit(lit: Option<&syn::LitStr>) -> TokenStream {
+    match lit {
+        Some(lit) => quote!(::core::option::Option::Some(#lit)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+fn option_str(text: Option<&str>) -> TokenStream {
+    match text {
+        Some(text) => quote!(::core::option::Option::Some(#text)),
+        None => quote!(::core::option::Option::None),
+    }
+}

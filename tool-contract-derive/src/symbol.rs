@@ -1,0 +1,61 @@
+//! The attribute keys, as users write them.
+
+pub const TOOL_CONTRACT: &str = "tool_contract";
+pub const TOOL_OUTPUT: &str = "tool_output";
+pub const SERDE: &str = "serde";
+pub const DOC: &str = "doc";
+
+// Container keys of `#[tool_contract(...)]`.
+pub const OUTPUT: &str = "output";
+pub const EFFECT: &str = "effect";
+pub const SOURCE_LABEL: &str = "source_label";
+pub const PRODUCER_REVISION: &str = "producer_revision";
+pub const NAME: &str = "name";
+pub const APPROVAL: &str = "approval";
+pub const RECONCILE: &str = "reconcile";
+pub const INPUT_REVISION: &str = "input_revision";
+pub const OUTPUT_REVISION: &str = "output_revision";
+pub const EFFECT_REVISION: &str = "effect_revision";
+pub const HANDLER_REVISION: &str = "handler_revision";
+pub const POLICY_REVISION: &str = "policy_revision";
+
+// Container keys of both namespaces.
+pub const MAX_BYTES: &str = "max_bytes";
+pub const MAX_DEPTH: &str = "max_depth";
+
+// Field keys of both namespaces.
+pub const MAX_LEN: &str = "max_len";
+pub const MIN_LEN: &str = "min_len";
+pub const PATTERN: &str = "pattern";
+pub const FORMAT: &str = "format";
+pub const MAX_ITEMS: &str = "max_items";
+pub const MINIMUM: &str = "minimum";
+pub const MAXIMUM: &str = "maximum";
+pub const FREE_FORM: &str = "free_form";
+
+// Field key of `#[tool_output(...)]` only.
+pub const BOUND: &str = "bound";
+
+pub const CONTRACT_KEYS: &[&str] = &[
+    OUTPUT,
+    EFFECT,
+    SOURCE_LABEL,
+    PRODUCER_REVISION,
+    NAME,
+    APPROVAL,
+    RECONCILE,
+    INPUT_REVISION,
+    OUTPUT_REVISION,
+    EFFECT_REVISION,
+    HANDLER_REVISION,
+    POLICY_REVISION,
+    MAX_BYTES,
+    MAX_DEPTH,
+];
+pub const OUTPUT_KEYS: &[&str] = &[MAX_BYTES, MAX_DEPTH];
+pub const INPUT_FIELD_KEYS: &[&str] = &[
+    MAX_LEN, MIN_LEN, PATTERN, FORMAT, MAX_ITEMS, MINIMUM, MAXIMUM, FREE_FORM,
+];
+pub const OUTPUT_FIELD_KEYS: &[&str] = &[
+    MAX_LEN, MIN_LEN, PATTERN, FORMAT, MAX_ITEMS, MINIMUM, MAXIMUM, FREE_FORM, BOUND,
+];

@@ -1,0 +1,118 @@
+//! The traits the derives implement: `ToolContract` for a tool's arguments, `ToolOutput` for
+//! what it returns.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::spec::{Effect, Limits, Rules, ToolSpec};
+use crate::validate::field::ContractField;
+use crate::validate::forbidden::ForbiddenKeys;
+use crate::validate::reader::{self, BoundInputs, BoundValue, NoBoundInputs, Reader, Stop};
+use crate::violation::Violations;
+
+/// A tool's contract: its arguments (the implementing struct), its output type, its effect.
+///
+/// Derive it with `#[derive(serde::Deserialize, tool_contract::ToolContract)]`; the crate
+/// docs show the attributes. The provided methods are the entry points for untrusted bytes.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool contract",
+    label = "expected a type that derives `ToolContract`",
+    note = "add `#[derive(serde::Deserialize, tool_contract::ToolContract)]` to `{Self}`"
+)]
+pub trait ToolContract: Sized + 'static {
+    /// What the tool returns.
+    type Output: ToolOutput;
+
+    /// The tool's name, as providers see it.
+    const NAME: &'static str;
+
+    /// What calling the tool does.
+    const EFFECT: Effect;
+
+    /// Everything the registry knows of the tool; built once, on first use.
+    fn spec() -> &'static ToolSpec;
+
+    /// Reads a model's arguments exactly: every field present, no unknown field, real JSON
+    /// types, every declared rule, no duplicate key, within the size and depth limits.
+    fn parse_arguments(bytes: &[u8]) -> Result<Self, Violations> {
+        Self::parse_arguments_with(bytes, &ForbiddenKeys::DEFAULT)
+    }
+
+    /// [`parse_arguments`](Self::parse_arguments) with a registry's forbidden-key list.
+    fn parse_arguments_with(bytes: &[u8], forbidden: &ForbiddenKeys) -> Result<Self, Violations> {
+        reader::read_document(
+            bytes,
+            Self::__ARGUMENT_LIMITS,
+            forbidden,
+            &NoBoundInputs,
+            Self::__read_arguments,
+        )
+    }
+
+    /// Reads a handler's untrusted output for this very call: exactly the output contract,
+    /// and every `bound` field equal to this input's value.
+    fn validate_output(&self, bytes: &[u8]) -> Result<Self::Output, Violations> {
+        self.validate_output_with(bytes, &ForbiddenKeys::DEFAULT)
+    }
+
+    /// [`validate_output`](Self::validate_output) with a registry's forbidden-key list.
+    fn validate_output_with(
+        &self,
+        bytes: &[u8],
+        forbidden: &ForbiddenKeys,
+    ) -> Result<Self::Output, Violations> {
+        let bounds = InputOf(self);
+        reader::read_document(
+            bytes,
+            <Self::Output as ToolOutput>::LIMITS,
+            forbidden,
+            &bounds,
+            |reader| <Self::Output as ContractField>::__read(reader, &Rules::NONE),
+        )
+    }
+
+    /// [`validate_output`](Self::validate_output) for a value already parsed.
+    ///
+    /// The value is encoded once and read like bytes, so the size limit applies to its
+    /// encoding and every check is the same. A `Value` cannot hold duplicate keys (serde_json
+    /// kept the last one when it parsed them), so prefer the bytes form for untrusted input.
+    fn validate_output_value(&self, value: &Value) -> Result<Self::Output, Violations> {
+        // Encoding a `Value` cannot fail: its keys are strings and it has no custom impls.
+        let bytes = serde_json::to_vec(value).unwrap_or_default();
+        self.validate_output(&bytes)
+    }
+
+    #[doc(hidden)]
+    const __ARGUMENT_LIMITS: Limits;
+
+    #[doc(hidden)]
+    const __INPUT_FIELDS: &'static [crate::__private::InputFieldDecl];
+
+    #[doc(hidden)]
+    fn __read_arguments(reader: &mut Reader<'_>) -> Result<Option<Self>, Stop>;
+
+    #[doc(hidden)]
+    fn __bound_value(&self, field: &str) -> Option<BoundValue<'_>>;
+}
+
+/// The input of the call whose output is being read, for `bound` fields.
+struct InputOf<'a, C>(&'a C);
+
+impl<C: ToolContract> BoundInputs for InputOf<'_, C> {
+    fn bound_value(&self, field: &str) -> Option<BoundValue<'_>> {
+        self.0.__bound_value(field)
+    }
+}
+
+/// A type a tool may return: a struct of exactly its fields, or a unit-only enum.
+///
+/// Derive it with `#[derive(serde::Serialize, tool_contract::ToolOutput)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool output",
+    label = "the output type must derive `ToolOutput`",
+    note = "add `#[derive(serde::Serialize, tool_contract::ToolOutput)]` to `{Self}`"
+)]
+pub trait ToolOutput: ContractField + Serialize {
+    /// Size and depth limits on the encoded output (`max_bytes`, `max_depth`).
+    const LIMITS: Limits;
+}

@@ -1,0 +1,202 @@
+//! `ContractField`: the Rust types a contract's fields may have, and how each reads exactly.
+
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use super::reader::{BoundValue, Reader, Stop};
+use crate::spec::{Format, FreeFormLimits, Rules, Shape};
+use crate::violation::ViolationKind;
+
+/// A type that can be a field of a tool's arguments or output.
+///
+/// Implemented for `String`, `bool`, `i8`–`i64`, `u8`–`u64`, `f64`, `Option<T>`, `Vec<T>`,
+/// `time::OffsetDateTime`, `serde_json::Value` (only with the `free_form` opt-in), and every
+/// type that derives [`ToolOutput`](crate::ToolOutput). Its methods are for generated code.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a field of a tool contract",
+    label = "unsupported field type",
+    note = "fields may be String, bool, i8..i64, u8..u64, f64, Option<T>, Vec<T>, \
+            time::OffsetDateTime, serde_json::Value (with `free_form`), or a type that \
+            derives `ToolOutput`"
+)]
+pub trait ContractField: Sized {
+    #[doc(hidden)]
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop>;
+
+    #[doc(hidden)]
+    fn __shape() -> Shape;
+
+    /// The `bound` declarations inside this type, at any depth, for the compile-time check
+    /// that each names an input field of a compatible type.
+    #[doc(hidden)]
+    const __BOUNDS: &'static [crate::__private::BoundDecl] = &[];
+}
+
+impl ContractField for String {
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        let Some(value) = reader.read_string()? else {
+            return Ok(None);
+        };
+        let ok = reader.check_string(&value, rules)?;
+        Ok(ok.then(|| value.into_owned()))
+    }
+
+    fn __shape() -> Shape {
+        Shape::String
+    }
+}
+
+impl ContractField for bool {
+    fn __read(reader: &mut Reader<'_>, _rules: &Rules) -> Result<Option<Self>, Stop> {
+        reader.read_bool()
+    }
+
+    fn __shape() -> Shape {
+        Shape::Boolean
+    }
+}
+
+macro_rules! integer_field {
+    ($($ty:ty),*) => {$(
+        impl ContractField for $ty {
+            fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+                let (min, max) = safe_range(i128::from(<$ty>::MIN), i128::from(<$ty>::MAX));
+                let value = reader.read_integer(min, max, rules)?;
+                // In range by the check above.
+                Ok(value.and_then(|value| <$ty>::try_from(value).ok()))
+            }
+
+            fn __shape() -> Shape {
+                let (min, max) = safe_range(i128::from(<$ty>::MIN), i128::from(<$ty>::MAX));
+                Shape::Integer { min, max }
+            }
+        }
+
+        impl BoundField for $ty {
+            fn bound_value(&self) -> BoundValue<'_> {
+                BoundValue::Int(i128::from(*self))
+            }
+        }
+    )*};
+}
+
+/// An integer type's range narrowed to ±(2^53 − 1).
+fn safe_range(min: i128, max: i128) -> (i64, i64) {
+    let safe = i128::from(super::number::MAX_SAFE_INTEGER);
+    // Clamped to ±(2^53 − 1), so both fit an i64.
+    #[allow(clippy::cast_possible_truncation)]
+    (min.max(-safe) as i64, max.min(safe) as i64)
+}
+
+integer_field!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl ContractField for f64 {
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        reader.read_f64(rules)
+    }
+
+    fn __shape() -> Shape {
+        Shape::Number
+    }
+}
+
+impl ContractField for OffsetDateTime {
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        let Some(value) = reader.read_string()? else {
+            return Ok(None);
+        };
+        let format = rules.format().unwrap_or(Format::Rfc3339);
+        let parsed = super::format::parse_rfc3339(&value).filter(|_| format.matches(&value));
+        if parsed.is_none() {
+            reader.report(ViolationKind::InvalidFormat { format })?;
+        }
+        Ok(parsed)
+    }
+
+    fn __shape() -> Shape {
+        Shape::DateTime
+    }
+}
+
+/// The limits a free-form value gets should generated code ever pass none (the derive
+/// refuses a `serde_json::Value` field without them): scalars only, small.
+const NO_FREE_FORM: FreeFormLimits = FreeFormLimits {
+    max_depth: 0,
+    max_bytes: 1024,
+};
+
+impl ContractField for Value {
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        reader.read_free_form(rules.free_form().unwrap_or(NO_FREE_FORM))
+    }
+
+    fn __shape() -> Shape {
+        Shape::FreeForm
+    }
+}
+
+impl<T: ContractField> ContractField for Option<T> {
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        if reader.take_null()? {
+            return Ok(Some(None));
+        }
+        Ok(T::__read(reader, rules)?.map(Some))
+    }
+
+    fn __shape() -> Shape {
+        Shape::Nullable(T::__shape)
+    }
+
+    const __BOUNDS: &'static [crate::__private::BoundDecl] = T::__BOUNDS;
+}
+
+impl<T: ContractField> ContractField for Vec<T> {
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        let Some(mut array) = reader.begin_array()? else {
+            return Ok(None);
+        };
+        let mut items = Vec::new();
+        let mut count = 0;
+        let mut ok = true;
+        while reader.next_item(&mut array)? {
+            let mark = reader.enter_index(count);
+            match T::__read(reader, rules)? {
+                Some(item) if ok => items.push(item),
+                Some(_) => {}
+                None => ok = false,
+            }
+            reader.leave(mark);
+            count += 1;
+        }
+        ok &= reader.check_items(count, rules)?;
+        Ok(ok.then_some(items))
+    }
+
+    fn __shape() -> Shape {
+        Shape::Array(T::__shape)
+    }
+
+    const __BOUNDS: &'static [crate::__private::BoundDecl] = T::__BOUNDS;
+}
+
+/// An input field type that output fields may be `bound` to: `String`, `bool`, integers.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be `bound`",
+    label = "`bound` needs a String, bool or integer field"
+)]
+pub trait BoundField {
+    /// The value to compare.
+    fn bound_value(&self) -> BoundValue<'_>;
+}
+
+impl BoundField for String {
+    fn bound_value(&self) -> BoundValue<'_> {
+        BoundValue::Str(self)
+    }
+}
+
+impl BoundField for bool {
+    fn bound_value(&self) -> BoundValue<'_> {
+        BoundValue::Bool(*self)
+    }
+}

@@ -1,0 +1,183 @@
+//! Exact reading of JSON number literals: no coercion, no silent rounding.
+
+/// The largest integer I-JSON can carry exactly: 2^53 − 1 (RFC 7493 §2.2).
+pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// Why a literal is not an acceptable integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IntegerError {
+    /// It has a fraction or an exponent (`1.0`, `1e2`): a number, not an integer.
+    NotInteger,
+    /// Its magnitude is over [`MAX_SAFE_INTEGER`].
+    OutOfRange,
+}
+
+/// Whether a (grammatically valid) JSON number literal is written as an integer.
+pub(crate) fn is_integer_literal(literal: &str) -> bool {
+    !literal.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'))
+}
+
+/// Reads an integer literal within ±(2^53 − 1).
+pub(crate) fn parse_integer(literal: &str) -> Result<i64, IntegerError> {
+    if !is_integer_literal(literal) {
+        return Err(IntegerError::NotInteger);
+    }
+    let digits = literal.strip_prefix('-').unwrap_or(literal);
+    // 2^53 − 1 has 16 digits; JSON forbids leading zeros, so more digits is out of range,
+    // and at most 16 always fits an i64.
+    if digits.len() > 16 {
+        return Err(IntegerError::OutOfRange);
+    }
+    let value: i64 = literal.parse().map_err(|_| IntegerError::OutOfRange)?;
+    if value.abs() > MAX_SAFE_INTEGER {
+        return Err(IntegerError::OutOfRange);
+    }
+    Ok(value)
+}
+
+/// Reads a literal as a double, only if the double is exactly the number written.
+///
+/// "Exactly" means the literal and the shortest round-trip form of the parsed double denote
+/// the same decimal: `0.1` and `1.50` pass; `1e400` (infinite), `1e-400` (rounds to zero),
+/// `9007199254740993` and `0.30000000000000001` (round to a neighbour) fail.
+pub(crate) fn parse_exact_f64(literal: &str) -> Option<f64> {
+    // Rust's float parsing is correctly rounded, so the only question left is whether it
+    // rounded at all.
+    let value: f64 = literal.parse().ok()?;
+    if !value.is_finite() {
+        return None;
+    }
+    let mut buffer = ryu::Buffer::new();
+    let shortest = buffer.format_finite(value);
+    (Decimal::of(literal)? == Decimal::of(shortest)?).then_some(value)
+}
+
+/// A decimal `±0.d₁d₂…dₙ × 10^exponent` with no leading or trailing zero digit, so that two
+/// spellings of one number compare equal.
+#[derive(Debug, PartialEq, Eq)]
+struct Decimal<'a> {
+    negative: bool,
+    digits: Digits<'a>,
+    exponent: i64,
+}
+
+/// The significant digits, possibly split around the decimal point.
+#[derive(Debug)]
+struct Digits<'a>(&'a str, &'a str);
+
+impl Digits<'_> {
+    fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        self.0.bytes().chain(self.1.bytes())
+    }
+}
+
+impl PartialEq for Digits<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes().eq(other.bytes())
+    }
+}
+
+impl Eq for Digits<'_> {}
+
+impl<'a> Decimal<'a> {
+    /// Parses a JSON number literal (or ryu's output, which has the same grammar). `None` only
+    /// for a non-zero number whose exponent does not fit an `i64`.
+    fn of(literal: &'a str) -> Option<Decimal<'a>> {
+        let (negative, rest) = match literal.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, literal),
+        };
+        let (mantissa, exponent) = match rest.find(['e', 'E']) {
+            Some(at) => (&rest[..at], &rest[at + 1..]),
+            None => (rest, "0"),
+        };
+        let (integral, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        let point = i64::try_from(integral.len()).ok()?;
+
+        let all_leading_zeros = integral.bytes().all(|b| b == b'0');
+        let (integral, fraction, point) = if all_leading_zeros {
+            let zeros = fraction.len() - fraction.trim_start_matches('0').len();
+            let zeros = i64::try_from(zeros).ok()?;
+            ("", fraction.trim_start_matches('0'), -zeros)
+        } else {
+            (integral.trim_start_matches('0'), fraction, point)
+        };
+        let (integral, fraction) = if fraction.trim_end_matches('0').is_empty() {
+            (integral.trim_end_matches('0'), "")
+        } else {
+            (integral, fraction.trim_end_matches('0'))
+        };
+        if integral.is_empty() && fraction.is_empty() {
+            // Zero: its sign and exponent do not matter for exactness.
+            return Some(Decimal {
+                negative: false,
+                digits: Digits("", ""),
+                exponent: 0,
+            });
+        }
+        Some(Decimal {
+            negative,
+            digits: Digits(integral, fraction),
+            exponent: point.checked_add(exponent.parse().ok()?)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_within_the_safe_range_are_read() {
+        assert_eq!(parse_integer("0"), Ok(0));
+        assert_eq!(parse_integer("-0"), Ok(0));
+        assert_eq!(parse_integer("9007199254740991"), Ok(MAX_SAFE_INTEGER));
+        assert_eq!(parse_integer("-9007199254740991"), Ok(-MAX_SAFE_INTEGER));
+    }
+
+    #[test]
+    fn integers_past_the_safe_range_are_refused() {
+        assert_eq!(
+            parse_integer("9007199254740992"),
+            Err(IntegerError::OutOfRange)
+        );
+        assert_eq!(
+            parse_integer("18446744073709551616"),
+            Err(IntegerError::OutOfRange)
+        );
+    }
+
+    #[test]
+    fn fractions_and_exponents_are_not_integers() {
+        assert_eq!(parse_integer("1.0"), Err(IntegerError::NotInteger));
+        assert_eq!(parse_integer("1e2"), Err(IntegerError::NotInteger));
+    }
+
+    #[test]
+    fn exact_doubles_are_read() {
+        for literal in [
+            "0", "-0", "0.1", "1.50", "1e21", "5e-324", "-2.5E+3", "123456.789", "0.000001",
+        ] {
+            assert!(parse_exact_f64(literal).is_some(), "{literal}");
+        }
+    }
+
+    #[test]
+    fn rounded_doubles_are_refused() {
+        for literal in [
+            "1e400",
+            "1e-400",
+            "9007199254740993",
+            "0.30000000000000001",
+            "18446744073709551616",
+        ] {
+            assert_eq!(parse_exact_f64(literal), None, "{literal}");
+        }
+    }
+
+    #[test]
+    fn zero_with_a_huge_exponent_is_still_zero() {
+        assert_eq!(parse_exact_f64("0e99999999999999999999"), Some(0.0));
+        assert_eq!(parse_exact_f64("0.0e5"), Some(0.0));
+    }
+}
