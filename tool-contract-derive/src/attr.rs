@@ -133,6 +133,8 @@ pub struct Limits {
 pub struct ContractAttrs {
     /// The first `#[tool_contract]` attribute, where "missing key" errors point.
     pub original: Option<Attribute>,
+    /// Every key given, valid or not: a key with a bad value is not also "missing".
+    pub given: Vec<String>,
     pub output: Option<syn::Type>,
     pub effect: Option<Spanned<Effect>>,
     pub source_label: Option<LitStr>,
@@ -166,11 +168,13 @@ impl ContractAttrs {
         let mut max_bytes = Attr::none(cx, ns, MAX_BYTES);
         let mut max_depth = Attr::none(cx, ns, MAX_DEPTH);
         let mut original = None;
+        let mut given = Vec::new();
 
         for attr in attrs.iter().filter(|attr| attr.path().is_ident(ns)) {
             original.get_or_insert_with(|| attr.clone());
             let result = attr.parse_nested_meta(|meta| {
                 let path = meta.path.clone();
+                given.push(path.to_token_stream().to_string());
                 if path.is_ident(OUTPUT) {
                     let ty: syn::Type = meta.value()?.parse()?;
                     output.set(&path, ty);
@@ -231,6 +235,7 @@ impl ContractAttrs {
 
         ContractAttrs {
             original,
+            given,
             output: output.get(),
             effect: effect.get_with_tokens(),
             source_label: source_label.get(),
@@ -467,12 +472,13 @@ fn skip_value(input: ParseStream) -> syn::Result<()> {
     Ok(())
 }
 
-/// "; did you mean `x`?" when a known key is within two edits of `found`.
+/// "; did you mean `x`?" when a known key is a few edits from `found` (a third of its length,
+/// at least two).
 pub fn did_you_mean(found: &str, known: &[&str]) -> String {
     known
         .iter()
         .map(|candidate| (edit_distance(found, candidate), candidate))
-        .filter(|(distance, _)| *distance <= 2)
+        .filter(|(distance, _)| *distance <= (found.chars().count() / 3).max(2))
         .min_by_key(|(distance, _)| *distance)
         .map_or_else(String::new, |(_, candidate)| {
             format!("; did you mean `{candidate}`?")

@@ -9,6 +9,7 @@ use crate::ast::{Contract, Field, Output, OutputData};
 use crate::attr::{Effect, Format, Limits};
 use crate::case::snake_case;
 use crate::ctxt::Ctxt;
+use crate::symbol::{APPROVAL, EFFECT, OUTPUT, PRODUCER_REVISION, SOURCE_LABEL};
 use crate::ty::FieldType;
 
 pub fn check_contract(cx: &Ctxt, contract: &Contract) {
@@ -48,20 +49,21 @@ pub fn check_output(cx: &Ctxt, output: &Output) {
 // producer_revision = "orders-v2")]`.
 fn check_required_keys(cx: &Ctxt, contract: &Contract) {
     let attrs = &contract.attrs;
+    let absent = |key: &str| !attrs.given.iter().any(|given| given == key);
     let missing = [
-        (attrs.output.is_none(), "output = ...", "name the type the tool returns"),
+        (absent(OUTPUT), "output = ...", "name the type the tool returns"),
         (
-            attrs.effect.is_none(),
+            absent(EFFECT),
             "effect = ...",
             "one of pure, read_only, idempotent_write, non_idempotent_write",
         ),
         (
-            attrs.source_label.is_none(),
+            absent(SOURCE_LABEL),
             "source_label = \"...\"",
             "label the data source the model sees as provenance",
         ),
         (
-            attrs.producer_revision.is_none(),
+            absent(PRODUCER_REVISION),
             "producer_revision = \"...\"",
             "name the revision of the code that produces results",
         ),
@@ -126,7 +128,7 @@ fn check_write_declarations(cx: &Ctxt, contract: &Contract) {
     let Some(effect) = &attrs.effect else {
         return;
     };
-    if effect.value.is_write() && attrs.approval.is_none() {
+    if effect.value.is_write() && !attrs.given.iter().any(|key| key == APPROVAL) {
         cx.error_spanned_by(
             &effect.tokens,
             "a write must declare `approval = required` or `approval = not_required`",

@@ -96,10 +96,12 @@ pub fn contract(contract: &Contract) -> TokenStream {
         });
 
     let output_assoc = quote_spanned!(output_ty.span()=> type Output = #output_ty;);
+    // Through `output_bounds::<Self>` rather than naming the output type again, so that an
+    // output type that is not a `ToolOutput` is reported once, at `type Output`.
     let bound_check = quote_spanned! {output_ty.span()=>
         const _: () = if let ::core::option::Option::Some(message) =
             ::tool_contract::__private::bound_error(
-                <#output_ty as ::tool_contract::ContractField>::__BOUNDS,
+                ::tool_contract::__private::output_bounds::<#ident>(),
                 <#ident as ::tool_contract::ToolContract>::__INPUT_FIELDS,
             )
         {
@@ -137,8 +139,8 @@ pub fn contract(contract: &Contract) -> TokenStream {
                             policy_revision: #policy_revision,
                             arguments: &__ARGUMENTS,
                             argument_limits: #argument_limits,
-                            output: <#output_ty as ::tool_contract::ContractField>::__shape,
-                            output_limits: <#output_ty as ::tool_contract::ToolOutput>::LIMITS,
+                            output: ::tool_contract::__private::output_shape::<#ident>,
+                            output_limits: ::tool_contract::__private::output_limits::<#ident>(),
                         };
                     static SPEC: ::tool_contract::__private::OnceLock<::tool_contract::ToolSpec> =
                         ::tool_contract::__private::OnceLock::new();

@@ -8,7 +8,7 @@ pub use crate::validate::reader::{
 };
 use crate::schema;
 use crate::spec::{Approval, Effect, Limits, ObjectShape, Reconcile, Revisions, Rules, Shape, ToolSpec};
-use crate::{ContractField, ToolOutput};
+use crate::{ContractField, ToolContract, ToolOutput};
 pub use std::sync::OnceLock;
 
 /// The kinds of value a `bound` may join.
@@ -126,6 +126,24 @@ pub const fn total_len(parts: &[&[BoundDecl]]) -> usize {
         p += 1;
     }
     n
+}
+
+/// The output shape of contract `C`.
+#[must_use]
+pub fn output_shape<C: ToolContract>() -> Shape {
+    <C::Output as ContractField>::__shape()
+}
+
+/// The output limits of contract `C`.
+#[must_use]
+pub const fn output_limits<C: ToolContract>() -> Limits {
+    <C::Output as ToolOutput>::LIMITS
+}
+
+/// The `bound` declarations of contract `C`'s output, at any depth.
+#[must_use]
+pub const fn output_bounds<C: ToolContract>() -> &'static [BoundDecl] {
+    <C::Output as ContractField>::__BOUNDS
 }
 
 /// Whether the default list forbids an output field named `key`.

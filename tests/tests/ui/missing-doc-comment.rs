@@ -1,0 +1,12 @@
+#[derive(serde::Serialize, tool_contract::ToolOutput)]
+struct Done {
+    ok: bool,
+}
+
+#[derive(serde::Deserialize, tool_contract::ToolContract)]
+#[tool_contract(output = Done, effect = pure, source_label = "ping", producer_revision = "1")]
+struct Ping {
+    host: String,
+}
+
+fn main() {}

@@ -1,0 +1,26 @@
+/// Read one order by its reference.
+#[derive(Debug, serde::Deserialize, tool_contract::ToolContract)]
+#[tool_contract(output = OrderView, effect = read_only,
+                source_label = "orders", producer_revision = "orders-v2")]
+pub struct GetOrder {
+    /// The order reference, e.g. ORDER-7.
+    #[tool_contract(pattern = "^ORDER-[0-9]{1,12}$", max_len = 32)]
+    pub order_ref: String,
+}
+
+#[derive(Debug, serde::Serialize, tool_contract::ToolOutput)]
+pub struct OrderView {
+    #[tool_output(bound = order_ref)]
+    pub order_ref: String,
+    pub status: OrderStatus,
+}
+
+#[derive(Debug, serde::Serialize, tool_contract::ToolOutput)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderStatus {
+    Paid,
+    Pending,
+    Refunded,
+}
+
+fn main() {}
