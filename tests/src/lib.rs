@@ -124,7 +124,9 @@ pub fn rejected(result: Result<OrderView, Violations>) -> Vec<(String, &'static 
 #[must_use]
 pub fn with(pointer: &str, value: Value) -> Value {
     let mut output = valid_output();
-    *output.pointer_mut(pointer).expect("pointer into the valid output") = value;
+    *output
+        .pointer_mut(pointer)
+        .expect("pointer into the valid output") = value;
     output
 }
 

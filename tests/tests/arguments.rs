@@ -66,7 +66,10 @@ fn a_registrys_extra_forbidden_key_applies_to_arguments() {
         &keys,
     )
     .unwrap_err();
-    assert_eq!(found(&violations), vec![("/Tenant".to_owned(), "forbidden_key")]);
+    assert_eq!(
+        found(&violations),
+        vec![("/Tenant".to_owned(), "forbidden_key")]
+    );
 }
 
 #[test]
@@ -79,6 +82,9 @@ fn duplicate_argument_keys_are_refused() {
 
 #[test]
 fn arguments_over_the_default_size_limit_fail() {
-    let huge = format!(r#"{{"order_ref":"{}","with_lines":true}}"#, "9".repeat(2 << 20));
+    let huge = format!(
+        r#"{{"order_ref":"{}","with_lines":true}}"#,
+        "9".repeat(2 << 20)
+    );
     assert_eq!(codes(huge.as_bytes()), vec![(String::new(), "too_large")]);
 }

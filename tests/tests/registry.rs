@@ -81,7 +81,10 @@ fn undeclared_revisions_are_digests_of_what_they_describe() {
     assert_eq!(revisions.output, v2.output);
     assert_eq!(revisions.effect, v2.effect);
     assert_ne!(revisions.input, v2.input);
-    assert_ne!(revisions.effect, CreateRefundDraft::spec().revisions().effect);
+    assert_ne!(
+        revisions.effect,
+        CreateRefundDraft::spec().revisions().effect
+    );
 }
 
 #[test]
@@ -98,7 +101,8 @@ fn the_spec_lists_argument_fields_with_keys_docs_and_shapes() {
 fn an_optional_argument_takes_null_or_a_value() {
     let none = CreateRefundDraft::parse_arguments(br#"{"order_ref":"O-1","reason":null}"#).unwrap();
     assert_eq!((none.order_ref.as_str(), none.reason), ("O-1", None));
-    let some = CreateRefundDraft::parse_arguments(br#"{"order_ref":"O-1","reason":"late"}"#).unwrap();
+    let some =
+        CreateRefundDraft::parse_arguments(br#"{"order_ref":"O-1","reason":"late"}"#).unwrap();
     assert_eq!(some.reason.as_deref(), Some("late"));
 }
 
@@ -122,8 +126,14 @@ fn the_input_schema_is_closed_and_requires_every_property() {
 fn the_output_schema_carries_bounds_formats_and_enums() {
     let schema = GetOrder::spec().output_schema();
     assert_eq!(schema["additionalProperties"], json!(false));
-    assert_eq!(schema["properties"]["status"]["enum"], json!(["paid", "pending", "refunded", "on-hold"]));
-    assert_eq!(schema["properties"]["receipt_url"]["type"], json!(["string", "null"]));
+    assert_eq!(
+        schema["properties"]["status"]["enum"],
+        json!(["paid", "pending", "refunded", "on-hold"])
+    );
+    assert_eq!(
+        schema["properties"]["receipt_url"]["type"],
+        json!(["string", "null"])
+    );
     assert_eq!(schema["properties"]["lines"]["maxItems"], json!(5));
     assert_eq!(
         schema["properties"]["lines"]["items"]["properties"]["quantity"],
@@ -136,8 +146,14 @@ fn the_registry_macro_holds_every_tool_by_name() {
     let registry = tool_contract::registry![GetOrder, GetRefundDraft, CreateRefundDraft];
     assert_eq!(registry.len(), 3);
     let names: Vec<_> = registry.tools().map(|spec| spec.name()).collect();
-    assert_eq!(names, ["get_order", "get_refund_draft", "create_refund_draft"]);
-    assert_eq!(registry.get("get_order").unwrap().effect(), Effect::ReadOnly);
+    assert_eq!(
+        names,
+        ["get_order", "get_refund_draft", "create_refund_draft"]
+    );
+    assert_eq!(
+        registry.get("get_order").unwrap().effect(),
+        Effect::ReadOnly
+    );
     assert!(registry.get("delete_everything").is_none());
 }
 
@@ -146,7 +162,10 @@ fn the_builder_refuses_two_tools_with_one_name() {
     let result = Registry::builder()
         .register::<GetRefundDraft>()
         .and_then(|builder| builder.register::<GetRefundDraftV2>());
-    assert_eq!(result.err(), Some(RegistryError::DuplicateName("get_refund_draft")));
+    assert_eq!(
+        result.err(),
+        Some(RegistryError::DuplicateName("get_refund_draft"))
+    );
 }
 
 #[test]

@@ -79,8 +79,7 @@ impl<'a> Output<'a> {
             Data::Enum(data) => {
                 let mut variants = Vec::new();
                 for variant in &data.variants {
-                    let variant_serde =
-                        attr::serde_attrs(cx, SerdePlace::Variant, &variant.attrs);
+                    let variant_serde = attr::serde_attrs(cx, SerdePlace::Variant, &variant.attrs);
                     if !matches!(variant.fields, Fields::Unit) {
                         cx.error_spanned_by(
                             variant,

@@ -70,7 +70,12 @@ pub enum Effect {
 }
 
 impl Effect {
-    const NAMES: &[&str] = &["pure", "read_only", "idempotent_write", "non_idempotent_write"];
+    const NAMES: &[&str] = &[
+        "pure",
+        "read_only",
+        "idempotent_write",
+        "non_idempotent_write",
+    ];
 
     pub fn is_write(self) -> bool {
         matches!(self, Effect::IdempotentWrite | Effect::NonIdempotentWrite)
@@ -278,7 +283,10 @@ fn parse_effect(cx: &Ctxt, ident: &Ident) -> Option<Effect> {
 pub fn output_container(cx: &Ctxt, attrs: &[Attribute]) -> Limits {
     let mut max_bytes = Attr::none(cx, TOOL_OUTPUT, MAX_BYTES);
     let mut max_depth = Attr::none(cx, TOOL_OUTPUT, MAX_DEPTH);
-    for attr in attrs.iter().filter(|attr| attr.path().is_ident(TOOL_OUTPUT)) {
+    for attr in attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident(TOOL_OUTPUT))
+    {
         let result = attr.parse_nested_meta(|meta| {
             if meta.path.is_ident(MAX_BYTES) {
                 max_bytes.set(&meta.path, parse_usize(&meta)?);
@@ -414,9 +422,10 @@ fn parse_free_form(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<FreeForm> {
             max_depth,
             max_bytes,
         }),
-        _ => Err(meta.error(
-            "`free_form` needs both limits: `free_form(max_depth = N, max_bytes = N)`",
-        )),
+        _ => {
+            Err(meta
+                .error("`free_form` needs both limits: `free_form(max_depth = N, max_bytes = N)`"))
+        }
     }
 }
 
@@ -517,7 +526,12 @@ pub fn doc_comment(attrs: &[Attribute]) -> Option<String> {
             }) => Some(lit.value()),
             _ => None,
         })
-        .map(|line| line.strip_prefix(' ').unwrap_or(&line).trim_end().to_owned())
+        .map(|line| {
+            line.strip_prefix(' ')
+                .unwrap_or(&line)
+                .trim_end()
+                .to_owned()
+        })
         .collect();
     let doc = lines.join("\n").trim().to_owned();
     (!doc.is_empty()).then_some(doc)
@@ -542,7 +556,8 @@ pub struct SerdeAttrs {
 
 /// Why a serde attribute cannot be used on a contract, or `None` if it can.
 fn refused_serde_key(place: SerdePlace, key: &str) -> Option<&'static str> {
-    const EXACT: &str = "it breaks exact-field validation (every declared field present, nothing else)";
+    const EXACT: &str =
+        "it breaks exact-field validation (every declared field present, nothing else)";
     let why = match (place, key) {
         (SerdePlace::Field, "flatten") => {
             "`#[serde(flatten)]` is not supported: it breaks exact-field validation; declare the fields in this struct"

@@ -51,7 +51,11 @@ fn check_required_keys(cx: &Ctxt, contract: &Contract) {
     let attrs = &contract.attrs;
     let absent = |key: &str| !attrs.given.iter().any(|given| given == key);
     let missing = [
-        (absent(OUTPUT), "output = ...", "name the type the tool returns"),
+        (
+            absent(OUTPUT),
+            "output = ...",
+            "name the type the tool returns",
+        ),
         (
             absent(EFFECT),
             "effect = ...",
@@ -252,15 +256,15 @@ fn check_rules(cx: &Ctxt, field: &Field) {
             );
         }
     }
-    if let (Some(min), Some(max)) = (&rules.min_len, &rules.max_len) {
-        if min.value > max.value {
-            cx.error_spanned_by(&min.tokens, "`min_len` is greater than `max_len`");
-        }
+    if let (Some(min), Some(max)) = (&rules.min_len, &rules.max_len)
+        && min.value > max.value
+    {
+        cx.error_spanned_by(&min.tokens, "`min_len` is greater than `max_len`");
     }
-    if let (Some(min), Some(max)) = (&rules.minimum, &rules.maximum) {
-        if min.value > max.value {
-            cx.error_spanned_by(&min.tokens, "`minimum` is greater than `maximum`");
-        }
+    if let (Some(min), Some(max)) = (&rules.minimum, &rules.maximum)
+        && min.value > max.value
+    {
+        cx.error_spanned_by(&min.tokens, "`minimum` is greater than `maximum`");
     }
 }
 
@@ -306,15 +310,15 @@ fn check_serde_with(cx: &Ctxt, field: &Field, output: bool) {
 // `bound = order_ref` compares the output value with the input's: it needs a String, bool or
 // integer on this side (the input side is checked where the contract meets its output).
 fn check_bound_type(cx: &Ctxt, field: &Field) {
-    if let Some(bound) = &field.rules.bound {
-        if field.ty.bound_kind().is_none() {
-            cx.error_spanned_by(
-                bound,
-                format!(
-                    "`bound` needs a String, bool or integer field, and `{}` is none of these",
-                    field.ident
-                ),
-            );
-        }
+    if let Some(bound) = &field.rules.bound
+        && field.ty.bound_kind().is_none()
+    {
+        cx.error_spanned_by(
+            bound,
+            format!(
+                "`bound` needs a String, bool or integer field, and `{}` is none of these",
+                field.ident
+            ),
+        );
     }
 }

@@ -23,15 +23,21 @@ pub fn contract(contract: &Contract) -> TokenStream {
     let description = contract.doc.clone().unwrap_or_default();
     let effect = format_ident!("{}", effect.value.variant());
     let approval = match attrs.approval.as_ref().map(|approval| approval.value) {
-        Some(Approval::Required) => quote!(::core::option::Option::Some(::tool_contract::Approval::Required)),
+        Some(Approval::Required) => quote!(::core::option::Option::Some(
+            ::tool_contract::Approval::Required
+        )),
         Some(Approval::NotRequired) => {
-            quote!(::core::option::Option::Some(::tool_contract::Approval::NotRequired))
+            quote!(::core::option::Option::Some(
+                ::tool_contract::Approval::NotRequired
+            ))
         }
         None => quote!(::core::option::Option::None),
     };
     let (reconcile, reconcile_check) = match attrs.reconcile.as_ref().map(|r| &r.value) {
         Some(Reconcile::Manual) => (
-            quote!(::core::option::Option::Some(::tool_contract::Reconcile::Manual)),
+            quote!(::core::option::Option::Some(
+                ::tool_contract::Reconcile::Manual
+            )),
             TokenStream::new(),
         ),
         Some(Reconcile::Tool(path)) => {
@@ -315,38 +321,44 @@ fn field_statics(fields: &[Field]) -> TokenStream {
 
 /// Reads an object of exactly `fields`, reporting unknown, duplicate and missing keys.
 fn read_object(fields: &[Field]) -> TokenStream {
-    let slots: Vec<_> = (0..fields.len()).map(|i| format_ident!("__field_{i}")).collect();
-    let arms = fields.iter().zip(&slots).enumerate().map(|(index, (field, slot))| {
-        let key = &field.key;
-        let ty = &field.original.ty;
-        let read = quote_spanned! {ty.span()=>
-            <#ty as ::tool_contract::ContractField>::__read(reader, __FIELDS[#index].rules())?
-        };
-        let bound = field.rules.bound.as_ref().map(|input_field| {
-            let input_field = input_field.unraw().to_string();
+    let slots: Vec<_> = (0..fields.len())
+        .map(|i| format_ident!("__field_{i}"))
+        .collect();
+    let arms = fields
+        .iter()
+        .zip(&slots)
+        .enumerate()
+        .map(|(index, (field, slot))| {
+            let key = &field.key;
+            let ty = &field.original.ty;
+            let read = quote_spanned! {ty.span()=>
+                <#ty as ::tool_contract::ContractField>::__read(reader, __FIELDS[#index].rules())?
+            };
+            let bound = field.rules.bound.as_ref().map(|input_field| {
+                let input_field = input_field.unraw().to_string();
+                quote! {
+                    if let ::core::option::Option::Some(value) = &value {
+                        reader.check_bound(
+                            #input_field,
+                            ::tool_contract::BoundField::bound_value(value),
+                        )?;
+                    }
+                }
+            });
             quote! {
-                if let ::core::option::Option::Some(value) = &value {
-                    reader.check_bound(
-                        #input_field,
-                        ::tool_contract::BoundField::bound_value(value),
-                    )?;
+                #key => {
+                    if #slot.is_some() {
+                        reader.duplicate_key(#key)?;
+                        continue;
+                    }
+                    let mark = reader.enter_key(#key);
+                    let value = #read;
+                    #bound
+                    reader.leave(mark);
+                    #slot = ::core::option::Option::Some(value);
                 }
             }
         });
-        quote! {
-            #key => {
-                if #slot.is_some() {
-                    reader.duplicate_key(#key)?;
-                    continue;
-                }
-                let mark = reader.enter_key(#key);
-                let value = #read;
-                #bound
-                reader.leave(mark);
-                #slot = ::core::option::Option::Some(value);
-            }
-        }
-    });
     let missing = fields.iter().zip(&slots).map(|(field, slot)| {
         let key = &field.key;
         quote! {
@@ -356,7 +368,9 @@ fn read_object(fields: &[Field]) -> TokenStream {
         }
     });
     let members: Vec<_> = fields.iter().map(|field| field.ident).collect();
-    let values: Vec<_> = (0..fields.len()).map(|i| format_ident!("__value_{i}")).collect();
+    let values: Vec<_> = (0..fields.len())
+        .map(|i| format_ident!("__value_{i}"))
+        .collect();
     quote! {
         let ::core::option::Option::Some(mut object) = reader.begin_object()? else {
             return ::core::result::Result::Ok(::core::option::Option::None);

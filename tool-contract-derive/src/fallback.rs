@@ -5,14 +5,21 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::DeriveInput;
 
-pub fn contract(input: &DeriveInput, output: Option<&syn::Type>, errors: syn::Error) -> TokenStream {
+pub fn contract(
+    input: &DeriveInput,
+    output: Option<&syn::Type>,
+    errors: syn::Error,
+) -> TokenStream {
     let errors = errors.into_compile_error();
     // A stub for a generic type would itself fail for want of its parameters.
     if !input.generics.params.is_empty() {
         return errors;
     }
     let ident = &input.ident;
-    let output = output.map_or_else(|| quote!(::tool_contract::__private::InvalidOutput), |ty| quote!(#ty));
+    let output = output.map_or_else(
+        || quote!(::tool_contract::__private::InvalidOutput),
+        |ty| quote!(#ty),
+    );
     quote! {
         #errors
         #[allow(unused_qualifications)]

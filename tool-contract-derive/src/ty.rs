@@ -129,7 +129,11 @@ fn single_type_argument(arguments: &PathArguments) -> Option<&Type> {
 fn is_serde_json_value(path: &syn::Path) -> bool {
     let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
     matches!(
-        segments.iter().map(String::as_str).collect::<Vec<_>>().as_slice(),
+        segments
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice(),
         ["Value"] | ["serde_json", "Value"]
     )
 }

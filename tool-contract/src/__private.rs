@@ -2,12 +2,11 @@
 
 use sha2::{Digest, Sha256};
 
-
-pub use crate::validate::reader::{
-    ArrayCursor, BoundValue, ObjectCursor, PathMark, Reader, Stop,
-};
 use crate::schema;
-use crate::spec::{Approval, Effect, Limits, ObjectShape, Reconcile, Revisions, Rules, Shape, ToolSpec};
+use crate::spec::{
+    Approval, Effect, Limits, ObjectShape, Reconcile, Revisions, Rules, Shape, ToolSpec,
+};
+pub use crate::validate::reader::{ArrayCursor, BoundValue, ObjectCursor, PathMark, Reader, Stop};
 use crate::{ContractField, ToolContract, ToolOutput};
 pub use std::sync::OnceLock;
 

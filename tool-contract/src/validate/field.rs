@@ -155,7 +155,8 @@ impl<T: ContractField> ContractField for Vec<T> {
         let Some(mut array) = reader.begin_array()? else {
             return Ok(None);
         };
-        let mut items = Vec::new();
+        // A small start spares the first regrowths without trusting a declared maximum.
+        let mut items = Vec::with_capacity(rules.max_items().map_or(4, |max| max.min(8) as usize));
         let mut count = 0;
         let mut ok = true;
         while reader.next_item(&mut array)? {

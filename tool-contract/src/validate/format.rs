@@ -3,16 +3,19 @@
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-/// Whether `value` is an RFC 3339 date-time, with any offset.
+/// Reads an RFC 3339 date-time with any offset, written with the `T` separator (RFC 3339
+/// §5.6 lets applications use a space instead; one spelling keeps digests stable).
 pub(crate) fn parse_rfc3339(value: &str) -> Option<OffsetDateTime> {
+    if value.as_bytes().get(10) != Some(&b'T') {
+        return None;
+    }
     OffsetDateTime::parse(value, &Rfc3339).ok()
 }
 
 /// Whether `value` is an RFC 3339 date-time written in UTC with a `Z` (not `+00:00`, and not
 /// RFC 3339's `-00:00` for an unknown offset): one spelling per instant keeps digests stable.
 pub(crate) fn is_rfc3339_utc(value: &str) -> bool {
-    value.ends_with('Z')
-        && parse_rfc3339(value).is_some_and(|time| time.offset().is_utc())
+    value.ends_with('Z') && parse_rfc3339(value).is_some_and(|time| time.offset().is_utc())
 }
 
 /// Whether `value` is an absolute `https://` URL: a host (a DNS name, an IPv4 address or a
@@ -36,7 +39,11 @@ fn is_authority(authority: &str) -> bool {
         let Some((address, after)) = bracketed.split_once(']') else {
             return false;
         };
-        if address.is_empty() || !address.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.') {
+        if address.is_empty()
+            || !address
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+        {
             return false;
         }
         match after.strip_prefix(':') {
@@ -65,7 +72,9 @@ fn is_dns_name(host: &str) -> bool {
                 && label.len() <= 63
                 && !label.starts_with('-')
                 && !label.ends_with('-')
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
         })
 }
 

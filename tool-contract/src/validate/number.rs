@@ -35,6 +35,35 @@ pub(crate) fn parse_integer(literal: &str) -> Result<i64, IntegerError> {
     Ok(value)
 }
 
+/// The fast path for integers: `-?(0|[1-9][0-9]{0,15})` at `bytes[start..]`, not followed by
+/// a fraction, an exponent or more digits, within ±(2^53 − 1). Returns the value and the end.
+/// `None` leaves every other literal, and every error, to the general path.
+pub(crate) fn scan_safe_integer(bytes: &[u8], start: usize) -> Option<(i64, usize)> {
+    let mut i = start;
+    let negative = bytes.get(i) == Some(&b'-');
+    if negative {
+        i += 1;
+    }
+    let first = i;
+    let mut value: i64 = 0;
+    while let Some(digit) = bytes.get(i).filter(|b| b.is_ascii_digit()) {
+        if i - first == 16 {
+            return None;
+        }
+        value = value * 10 + i64::from(digit - b'0');
+        i += 1;
+    }
+    let digits = i - first;
+    let leading_zero = digits > 1 && bytes[first] == b'0';
+    if digits == 0 || leading_zero || matches!(bytes.get(i), Some(b'.' | b'e' | b'E')) {
+        return None;
+    }
+    if value > MAX_SAFE_INTEGER {
+        return None;
+    }
+    Some((if negative { -value } else { value }, i))
+}
+
 /// Reads a literal as a double, only if the double is exactly the number written.
 ///
 /// "Exactly" means the literal and the shortest round-trip form of the parsed double denote
@@ -148,6 +177,36 @@ mod tests {
     }
 
     #[test]
+    fn the_integer_fast_path_agrees_with_the_general_one() {
+        for literal in [
+            "0",
+            "-0",
+            "7",
+            "-12",
+            "9007199254740991",
+            "9007199254740992",
+            "01",
+            "1.5",
+            "1e3",
+            "12345678901234567",
+            "-",
+            "",
+        ] {
+            let fast = scan_safe_integer(literal.as_bytes(), 0)
+                .filter(|(_, end)| *end == literal.len())
+                .map(|(value, _)| value);
+            if let Some(value) = fast {
+                assert_eq!(parse_integer(literal), Ok(value), "{literal}");
+            } else {
+                assert!(!matches!(
+                    literal,
+                    "0" | "-0" | "7" | "-12" | "9007199254740991"
+                ));
+            }
+        }
+    }
+
+    #[test]
     fn fractions_and_exponents_are_not_integers() {
         assert_eq!(parse_integer("1.0"), Err(IntegerError::NotInteger));
         assert_eq!(parse_integer("1e2"), Err(IntegerError::NotInteger));
@@ -156,7 +215,15 @@ mod tests {
     #[test]
     fn exact_doubles_are_read() {
         for literal in [
-            "0", "-0", "0.1", "1.50", "1e21", "5e-324", "-2.5E+3", "123456.789", "0.000001",
+            "0",
+            "-0",
+            "0.1",
+            "1.50",
+            "1e21",
+            "5e-324",
+            "-2.5E+3",
+            "123456.789",
+            "0.000001",
         ] {
             assert!(parse_exact_f64(literal).is_some(), "{literal}");
         }

@@ -19,6 +19,13 @@ use crate::violation::{JsonType, MAX_VIOLATIONS, Violation, ViolationKind, Viola
 #[derive(Debug)]
 pub struct Stop(());
 
+/// One step of the path to the value being read.
+#[derive(Debug)]
+enum Segment<'a> {
+    Key(Cow<'a, str>),
+    Index(usize),
+}
+
 /// A position in the path, to return to with [`Reader::leave`].
 #[derive(Debug)]
 #[must_use]
@@ -68,7 +75,8 @@ pub struct Reader<'a> {
     pos: usize,
     depth: usize,
     max_depth: usize,
-    path: String,
+    /// Kept as steps and spelled out as a JSON Pointer only when a violation is recorded.
+    path: Vec<Segment<'a>>,
     violations: Vec<Violation>,
     truncated: bool,
     forbidden: &'a ForbiddenKeys,
@@ -105,7 +113,7 @@ pub(crate) fn read_document<T>(
         pos: 0,
         depth: 0,
         max_depth: limits.max_depth,
-        path: String::new(),
+        path: Vec::with_capacity(limits.max_depth.min(16)),
         violations: Vec::new(),
         truncated: false,
         forbidden,
@@ -133,7 +141,7 @@ impl<'a> Reader<'a> {
             self.truncated = true;
             return Err(Stop(()));
         }
-        self.violations.push(Violation::new(self.path.clone(), kind));
+        self.violations.push(Violation::new(self.pointer(), kind));
         Ok(())
     }
 
@@ -146,34 +154,53 @@ impl<'a> Reader<'a> {
         if self.violations.len() >= MAX_VIOLATIONS {
             self.truncated = true;
         } else {
-            self.violations.push(Violation::new(self.path.clone(), kind));
+            self.violations.push(Violation::new(self.pointer(), kind));
         }
         Stop(())
     }
 
-    /// Appends an object key to the path (escaped as RFC 6901 says).
-    pub fn enter_key(&mut self, key: &str) -> PathMark {
-        let mark = PathMark(self.path.len());
-        self.path.push('/');
-        for c in key.chars() {
-            match c {
-                '~' => self.path.push_str("~0"),
-                '/' => self.path.push_str("~1"),
-                c => self.path.push(c),
+    /// The current path as a JSON Pointer (RFC 6901: `~` and `/` escaped).
+    fn pointer(&self) -> String {
+        let mut pointer = String::new();
+        for segment in &self.path {
+            pointer.push('/');
+            match segment {
+                Segment::Key(key) => {
+                    for c in key.chars() {
+                        match c {
+                            '~' => pointer.push_str("~0"),
+                            '/' => pointer.push_str("~1"),
+                            c => pointer.push(c),
+                        }
+                    }
+                }
+                Segment::Index(index) => {
+                    // Writing to a String cannot fail.
+                    let _ = write!(pointer, "{index}");
+                }
             }
         }
+        pointer
+    }
+
+    /// Appends an object key to the path.
+    #[inline]
+    pub fn enter_key(&mut self, key: impl Into<Cow<'a, str>>) -> PathMark {
+        let mark = PathMark(self.path.len());
+        self.path.push(Segment::Key(key.into()));
         mark
     }
 
     /// Appends an array index to the path.
+    #[inline]
     pub fn enter_index(&mut self, index: usize) -> PathMark {
         let mark = PathMark(self.path.len());
-        // Writing to a String cannot fail.
-        let _ = write!(self.path, "/{index}");
+        self.path.push(Segment::Index(index));
         mark
     }
 
     /// Returns the path to where it was at `mark`.
+    #[inline]
     pub fn leave(&mut self, mark: PathMark) {
         self.path.truncate(mark.0);
     }
@@ -182,7 +209,7 @@ impl<'a> Reader<'a> {
 
     /// Reports a key the object does not declare (as forbidden if it is) and skips its value.
     pub fn unknown_key(&mut self, key: &str) -> Result<(), Stop> {
-        let mark = self.enter_key(key);
+        let mark = self.enter_key(key.to_owned());
         let kind = if self.forbidden.is_forbidden(key) {
             ViolationKind::ForbiddenKey
         } else {
@@ -196,7 +223,7 @@ impl<'a> Reader<'a> {
 
     /// Reports a second occurrence of `key` in one object and skips its value.
     pub fn duplicate_key(&mut self, key: &str) -> Result<(), Stop> {
-        let mark = self.enter_key(key);
+        let mark = self.enter_key(key.to_owned());
         self.report(ViolationKind::DuplicateKey)?;
         self.skip_value()?;
         self.leave(mark);
@@ -204,7 +231,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reports that the object lacks the declared `key`.
-    pub fn missing_key(&mut self, key: &str) -> Result<(), Stop> {
+    pub fn missing_key(&mut self, key: &'static str) -> Result<(), Stop> {
         let mark = self.enter_key(key);
         self.report(ViolationKind::MissingField)?;
         self.leave(mark);
@@ -217,6 +244,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Checks a `bound` output value against the input field of this call.
+    #[inline]
     pub fn check_bound(
         &mut self,
         input_field: &'static str,
@@ -231,6 +259,7 @@ impl<'a> Reader<'a> {
 
     // ---- tokens ----
 
+    #[inline]
     fn peek(&mut self) -> Option<u8> {
         let bytes = self.text.as_bytes();
         while let Some(&b) = bytes.get(self.pos) {
@@ -242,6 +271,7 @@ impl<'a> Reader<'a> {
         None
     }
 
+    #[inline]
     fn eat(&mut self, byte: u8) -> bool {
         if self.peek() == Some(byte) {
             self.pos += 1;
@@ -291,6 +321,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Opens the object that should come next; `None` (after a report) if another value does.
+    #[inline]
     pub fn begin_object(&mut self) -> Result<Option<ObjectCursor>, Stop> {
         if self.peek() == Some(b'{') {
             self.open()?;
@@ -301,6 +332,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next key of the open object, positioned at its value; `None` at the object's end.
+    #[inline]
     pub fn next_key(&mut self, object: &mut ObjectCursor) -> Result<Option<Cow<'a, str>>, Stop> {
         match self.peek() {
             Some(b'}') => {
@@ -326,6 +358,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Opens the array that should come next; `None` (after a report) if another value does.
+    #[inline]
     pub fn begin_array(&mut self) -> Result<Option<ArrayCursor>, Stop> {
         if self.peek() == Some(b'[') {
             self.open()?;
@@ -336,6 +369,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Whether the open array has another item, positioned at it.
+    #[inline]
     pub fn next_item(&mut self, array: &mut ArrayCursor) -> Result<bool, Stop> {
         match self.peek() {
             Some(b']') => {
@@ -351,6 +385,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Consumes a `null` if one comes next.
+    #[inline]
     pub fn take_null(&mut self) -> Result<bool, Stop> {
         if self.peek() != Some(b'n') {
             return Ok(false);
@@ -360,6 +395,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The string that should come next; `None` (after a report) if another value does.
+    #[inline]
     pub fn read_string(&mut self) -> Result<Option<Cow<'a, str>>, Stop> {
         if self.peek() == Some(b'"') {
             self.string().map(Some)
@@ -369,6 +405,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The boolean that should come next; `None` (after a report) if another value does.
+    #[inline]
     pub fn read_bool(&mut self) -> Result<Option<bool>, Stop> {
         match self.peek() {
             Some(b't') => self.literal("true").map(|()| Some(true)),
@@ -383,10 +420,17 @@ impl<'a> Reader<'a> {
         if !matches!(self.peek(), Some(b'-' | b'0'..=b'9')) {
             return self.wrong_type(JsonType::Integer).map(|()| None);
         }
-        let literal = self.number()?;
         let min = min.max(-number::MAX_SAFE_INTEGER);
         let max = max.min(number::MAX_SAFE_INTEGER);
-        let value = match number::parse_integer(literal) {
+        let scanned = number::scan_safe_integer(self.text.as_bytes(), self.pos);
+        let parsed = match scanned {
+            Some((value, end)) => {
+                self.pos = end;
+                Ok(value)
+            }
+            None => number::parse_integer(self.number()?),
+        };
+        let value = match parsed {
             Ok(value) if (min..=max).contains(&value) => value,
             Ok(_) | Err(IntegerError::OutOfRange) => {
                 return self
@@ -421,7 +465,11 @@ impl<'a> Reader<'a> {
         Ok(ok.then_some(value))
     }
 
+    #[inline]
     fn check_range(&mut self, value: f64, rules: &Rules) -> Result<bool, Stop> {
+        if rules.minimum().is_none() && rules.maximum().is_none() {
+            return Ok(true);
+        }
         let mut ok = true;
         if let Some(minimum) = rules.minimum().filter(|minimum| value < *minimum) {
             self.report(ViolationKind::BelowMinimum { minimum })?;
@@ -435,9 +483,17 @@ impl<'a> Reader<'a> {
     }
 
     /// Checks a string against the length, pattern and format `rules`; reports each miss.
+    #[inline]
     pub fn check_string(&mut self, value: &str, rules: &Rules) -> Result<bool, Stop> {
         let mut ok = true;
-        if rules.min_len().is_some() || rules.max_len().is_some() {
+        // A string has at most one character per byte and at least one per four, so most
+        // lengths are settled without counting.
+        let bytes = value.len();
+        let max_settled = rules.max_len().is_none_or(|max| bytes <= max as usize);
+        let min_settled = rules
+            .min_len()
+            .is_none_or(|min| bytes.div_ceil(4) >= min as usize);
+        if !(max_settled && min_settled) {
             let actual = value.chars().count();
             if let Some(min) = rules.min_len().filter(|min| actual < *min as usize) {
                 self.report(ViolationKind::TooShort { min, actual })?;
@@ -461,9 +517,12 @@ impl<'a> Reader<'a> {
     }
 
     /// Checks an array's item count against `rules`.
+    #[inline]
     pub fn check_items(&mut self, actual: usize, rules: &Rules) -> Result<bool, Stop> {
         match rules.max_items().filter(|max| actual > *max as usize) {
-            Some(max) => self.report(ViolationKind::TooManyItems { max, actual }).map(|()| false),
+            Some(max) => self
+                .report(ViolationKind::TooManyItems { max, actual })
+                .map(|()| false),
             None => Ok(true),
         }
     }
@@ -528,28 +587,21 @@ impl<'a> Reader<'a> {
         let bytes = self.text.as_bytes();
         self.pos += 1;
         let start = self.pos;
-        loop {
-            match bytes.get(self.pos) {
-                Some(b'"') => {
-                    let text = &self.text[start..self.pos];
-                    self.pos += 1;
-                    return Ok(Cow::Borrowed(text));
-                }
-                Some(b'\\') => break,
-                Some(0..=0x1f) => return Err(self.syntax("control character in a string")),
-                Some(_) => self.pos += 1,
-                None => return Err(self.syntax("unterminated string")),
+        self.pos = find_string_special(bytes, self.pos);
+        match bytes.get(self.pos) {
+            Some(b'"') => {
+                let text = &self.text[start..self.pos];
+                self.pos += 1;
+                return Ok(Cow::Borrowed(text));
             }
+            Some(b'\\') => {}
+            Some(_) => return Err(self.syntax("control character in a string")),
+            None => return Err(self.syntax("unterminated string")),
         }
         let mut owned = String::from(&self.text[start..self.pos]);
         loop {
             let run_start = self.pos;
-            while let Some(&b) = bytes.get(self.pos) {
-                if b == b'"' || b == b'\\' || b < 0x20 {
-                    break;
-                }
-                self.pos += 1;
-            }
+            self.pos = find_string_special(bytes, self.pos);
             owned.push_str(&self.text[run_start..self.pos]);
             match bytes.get(self.pos) {
                 Some(b'"') => {
@@ -733,7 +785,7 @@ impl<'a> Reader<'a> {
                         self.duplicate_key(&key)?;
                         ok = false;
                     } else {
-                        let mark = self.enter_key(&key);
+                        let mark = self.enter_key(key.clone());
                         match self.free_value(depth_left - 1, max)? {
                             Some(value) => {
                                 map.insert(key.into_owned(), value);
@@ -786,6 +838,62 @@ impl<'a> Reader<'a> {
                 }
             }
             _ => Err(self.syntax("expected a value")),
+        }
+    }
+}
+
+/// The index of the first `"`, `\\` or control character at or after `from`, or the length.
+///
+/// Eight bytes at a time: for a word `x`, `(x - 0x0101…01·n) & !x & 0x8080…80` flags the
+/// bytes below `n` (and `x ^ c·0x0101…01` turns bytes equal to `c` into zeros). A borrow can
+/// only flag bytes above a true match, so the lowest flag is always exact.
+fn find_string_special(bytes: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x;
+    let mut i = from;
+    while let Some(chunk) = bytes.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+        let word = u64::from_le_bytes(*chunk);
+        let flags = (below(word ^ (ONES * u64::from(b'"')), 1)
+            | below(word ^ (ONES * u64::from(b'\\')), 1)
+            | below(word, 0x20))
+            & HIGHS;
+        if flags != 0 {
+            return i + (flags.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while bytes
+        .get(i)
+        .is_some_and(|b| !matches!(b, b'"' | b'\\' | 0..=0x1f))
+    {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::find_string_special;
+
+    #[test]
+    fn the_scan_finds_the_first_special_byte_in_every_position() {
+        for len in 0..24 {
+            for at in 0..len {
+                for special in [b'"', b'\\', 0x00, 0x1f] {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = special;
+                    // Bytes that sit next to the specials in value must not be flagged.
+                    if at + 1 < len {
+                        bytes[at + 1] = b'#';
+                    }
+                    assert_eq!(find_string_special(&bytes, 0), at, "{len} {at} {special}");
+                }
+            }
+            let plain: Vec<u8> = (0..len)
+                .map(|i| [b' ', b'#', b'[', b'~', 0xc3][i % 5])
+                .collect();
+            assert_eq!(find_string_special(&plain, 0), len);
         }
     }
 }
