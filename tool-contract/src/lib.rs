@@ -1,6 +1,69 @@
-//! Declare each LLM tool's contract in Rust types; read what tools return exactly.
+//! Declare each LLM tool's contract in Rust types, and read what tools return exactly.
 //!
-//! (Full docs follow.)
+//! An agent's tools return untrusted data: handler output, third-party APIs, web pages. A
+//! contract says, in Rust types, exactly what a tool takes and what it may return. The derives
+//! turn it into an exact validator and a registry entry at compile time, and misuse of the DSL
+//! is a compile error at your own span.
+//!
+//! ```
+//! use tool_contract::{ToolContract, ToolOutput};
+//!
+//! /// Read one order by its reference.
+//! #[derive(Debug, serde::Deserialize, ToolContract)]
+//! #[tool_contract(output = OrderView, effect = read_only,
+//!                 source_label = "orders", producer_revision = "orders-v2")]
+//! pub struct GetOrder {
+//!     /// The order reference, e.g. ORDER-7.
+//!     #[tool_contract(pattern = "^ORDER-[0-9]{1,12}$", max_len = 32)]
+//!     pub order_ref: String,
+//! }
+//!
+//! #[derive(Debug, serde::Serialize, ToolOutput)]
+//! pub struct OrderView {
+//!     #[tool_output(bound = order_ref)] // must equal this call's order_ref
+//!     pub order_ref: String,
+//!     pub status: OrderStatus,
+//! }
+//!
+//! #[derive(Debug, PartialEq, serde::Serialize, ToolOutput)]
+//! #[serde(rename_all = "snake_case")]
+//! pub enum OrderStatus { Paid, Pending, Refunded }
+//!
+//! // The model's arguments, read exactly.
+//! let call = GetOrder::parse_arguments(br#"{"order_ref":"ORDER-7"}"#)?;
+//!
+//! // The handler's output, untrusted, read against the contract and this very call.
+//! let view = call.validate_output(br#"{"order_ref":"ORDER-7","status":"paid"}"#)?;
+//! assert_eq!(view.status, OrderStatus::Paid);
+//!
+//! // Everything wrong is reported at once, each at a JSON Pointer, with no value echoed.
+//! let bad = br#"{"order_ref":"ORDER-8","status":"lost","access_token":"x"}"#;
+//! let violations = call.validate_output(bad).unwrap_err();
+//! let paths: Vec<&str> = violations.paths().collect();
+//! assert_eq!(paths, ["/order_ref", "/status", "/access_token"]);
+//!
+//! // The spec: schemas for providers, revisions for audits.
+//! let spec = GetOrder::spec();
+//! assert_eq!(spec.name(), "get_order");
+//! assert_eq!(spec.input_schema()["additionalProperties"], false);
+//! # Ok::<(), tool_contract::Violations>(())
+//! ```
+//!
+//! ## What validation checks
+//!
+//! In one pass over the bytes, never through a `serde_json::Value` first:
+//! - the exact field set at every depth (unknown and missing fields both fail; `Option<T>`
+//!   fields must be present, as `null` when empty);
+//! - real JSON types with no coercion: `"1"` is not an integer, `1.0` is not an integer,
+//!   `true` is not a string; integers within the Rust type and I-JSON's ±(2^53 − 1); doubles
+//!   exactly as written (`1e-400` does not become `0`, 2^64 does not become a float);
+//! - enum values, lengths, patterns, formats, bounds, item counts, `bound` fields;
+//! - nesting depth and encoded size; duplicate keys; the forbidden-key scan;
+//! - JSON syntax, UTF-8 and lone surrogates.
+//!
+//! Every violation found is reported (up to [`MAX_VIOLATIONS`]), each with a JSON Pointer path
+//! and a [`ViolationKind`]. Nothing panics on any input.
+#![doc = include_str!("../ATTRIBUTES.md")]
 
 mod contract;
 mod registry;
@@ -18,8 +81,13 @@ pub use spec::{
     Approval, Effect, EnumShape, FieldSpec, Format, FreeFormLimits, Limits, ObjectShape, Pattern,
     Reconcile, Revisions, Rules, Shape, ToolSpec,
 };
-pub use tool_contract_derive::{ToolContract, ToolOutput};
 pub use validate::field::{BoundField, ContractField};
 pub use validate::forbidden::{FORBIDDEN_KEY_SUFFIXES, FORBIDDEN_KEYS, ForbiddenKeys};
 pub use validate::number::MAX_SAFE_INTEGER;
 pub use violation::{JsonType, MAX_VIOLATIONS, Violation, ViolationKind, Violations};
+
+/// Derives [`ToolContract`] for a struct of a tool's arguments; see the crate docs.
+pub use tool_contract_derive::ToolContract;
+
+/// Derives [`ToolOutput`] for a tool's output struct or unit-only enum; see the crate docs.
+pub use tool_contract_derive::ToolOutput;
