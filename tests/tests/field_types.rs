@@ -118,6 +118,8 @@ fn a_small_integer_type_keeps_its_declared_bounds() {
 
 #[test]
 fn string_rules_on_a_vec_apply_to_each_item_and_max_items_to_the_vec() {
+    let ok = GetProduct::parse_arguments(br#"{"tags":["mug","blue"]}"#).unwrap();
+    assert_eq!(ok.tags, ["mug", "blue"]);
     let violations =
         GetProduct::parse_arguments(br#"{"tags":["ok","too-long","x","y"]}"#).unwrap_err();
     assert_eq!(
