@@ -11,6 +11,16 @@ fn one(path: &str, code: &'static str) -> Vec<(String, &'static str)> {
     vec![(path.to_owned(), code)]
 }
 
+/// The valid output with `weight_kg` written as `literal`, which `json!` could not keep.
+fn weight_written_as(
+    literal: &str,
+) -> Result<tool_contract_tests::OrderView, tool_contract::Violations> {
+    let text = valid_output()
+        .to_string()
+        .replace("\"weight_kg\":0.35", &format!("\"weight_kg\":{literal}"));
+    validate_bytes(text.as_bytes())
+}
+
 #[test]
 fn a_valid_output_comes_back_typed() {
     let view = validate(&valid_output()).unwrap();
@@ -162,36 +172,24 @@ fn an_integer_outside_the_i_json_range_fails() {
 
 #[test]
 fn two_to_the_sixty_four_is_not_rounded_into_a_float() {
-    let bytes = valid_output()
-        .to_string()
-        .replace("\"weight_kg\":0.35", "\"weight_kg\":18446744073709551616");
-    let violations = validate_bytes(bytes.as_bytes()).unwrap_err();
     assert_eq!(
-        tool_contract_tests::found(&violations),
+        rejected(weight_written_as("18446744073709551616")),
         one("/weight_kg", "inexact_number")
     );
 }
 
 #[test]
 fn a_tiny_number_is_not_rounded_to_zero() {
-    let bytes = valid_output()
-        .to_string()
-        .replace("\"weight_kg\":0.35", "\"weight_kg\":1e-400");
-    let violations = validate_bytes(bytes.as_bytes()).unwrap_err();
     assert_eq!(
-        tool_contract_tests::found(&violations),
+        rejected(weight_written_as("1e-400")),
         one("/weight_kg", "inexact_number")
     );
 }
 
 #[test]
 fn a_huge_number_is_not_rounded_to_infinity() {
-    let bytes = valid_output()
-        .to_string()
-        .replace("\"weight_kg\":0.35", "\"weight_kg\":1e400");
-    let violations = validate_bytes(bytes.as_bytes()).unwrap_err();
     assert_eq!(
-        tool_contract_tests::found(&violations),
+        rejected(weight_written_as("1e400")),
         one("/weight_kg", "inexact_number")
     );
 }
@@ -205,10 +203,7 @@ fn floats_round_trip_exactly() {
         "1.7976931348623157e308",
         "2.2250738585072014e-308",
     ] {
-        let bytes = valid_output()
-            .to_string()
-            .replace("\"weight_kg\":0.35", &format!("\"weight_kg\":{literal}"));
-        let view = validate_bytes(bytes.as_bytes()).unwrap();
+        let view = weight_written_as(literal).unwrap();
         assert_eq!(view.weight_kg, literal.parse::<f64>().unwrap(), "{literal}");
         assert_eq!(ryu_like(view.weight_kg), literal.parse::<f64>().unwrap());
     }

@@ -159,12 +159,23 @@ fn check_write_declarations(cx: &Ctxt, contract: &Contract) {
     }
 }
 
-// `max_depth = 0` would refuse every object; `max_bytes = 0` every document.
+/// The deepest nesting a contract may allow: free-form values are read recursively, and this
+/// keeps the stack small on any thread (256 levels stay far below a 2 MiB stack).
+const MAX_DEPTH_LIMIT: usize = 256;
+
+// `max_depth = 0` would refuse every object and `max_bytes = 0` every document; a depth over
+// 256 would let hostile input run the reader's stack deep.
 fn check_limits(cx: &Ctxt, limits: &Limits, original: &syn::DeriveInput) {
     if limits.max_depth == Some(0) || limits.max_bytes == Some(0) {
         cx.error_spanned_by(
             &original.ident,
             "`max_depth` and `max_bytes` must be at least 1",
+        );
+    }
+    if limits.max_depth.is_some_and(|depth| depth > MAX_DEPTH_LIMIT) {
+        cx.error_spanned_by(
+            &original.ident,
+            format!("`max_depth` may be at most {MAX_DEPTH_LIMIT}"),
         );
     }
 }
@@ -272,6 +283,14 @@ fn check_rules(cx: &Ctxt, field: &Field) {
 // `#[tool_output(free_form(max_depth = 4, max_bytes = 4096))] extra: serde_json::Value`.
 fn check_free_form(cx: &Ctxt, field: &Field) {
     let is_json = matches!(field.ty.innermost(), FieldType::Json);
+    if let Some(free_form) = &field.rules.free_form
+        && free_form.value.max_depth > MAX_DEPTH_LIMIT
+    {
+        cx.error_spanned_by(
+            &free_form.tokens,
+            format!("`free_form(max_depth = ...)` may be at most {MAX_DEPTH_LIMIT}"),
+        );
+    }
     match (&field.rules.free_form, is_json) {
         (None, true) => cx.error_spanned_by(
             &field.original.ty,
