@@ -130,8 +130,8 @@ pub struct FreeForm {
 /// `max_bytes` and `max_depth` on a contract or an output type.
 #[derive(Default)]
 pub struct Limits {
-    pub max_bytes: Option<usize>,
-    pub max_depth: Option<usize>,
+    pub max_bytes: Option<Spanned<usize>>,
+    pub max_depth: Option<Spanned<usize>>,
 }
 
 /// `#[tool_contract(...)]` on the struct.
@@ -254,8 +254,8 @@ impl ContractAttrs {
             handler_revision: handler_revision.get(),
             policy_revision: policy_revision.get(),
             limits: Limits {
-                max_bytes: max_bytes.get(),
-                max_depth: max_depth.get(),
+                max_bytes: max_bytes.get_with_tokens(),
+                max_depth: max_depth.get_with_tokens(),
             },
         }
     }
@@ -302,8 +302,8 @@ pub fn output_container(cx: &Ctxt, attrs: &[Attribute]) -> Limits {
         }
     }
     Limits {
-        max_bytes: max_bytes.get(),
-        max_depth: max_depth.get(),
+        max_bytes: max_bytes.get_with_tokens(),
+        max_depth: max_depth.get_with_tokens(),
     }
 }
 

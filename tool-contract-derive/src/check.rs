@@ -17,12 +17,12 @@ pub fn check_contract(cx: &Ctxt, contract: &Contract) {
     check_description(cx, contract);
     check_tool_name(cx, contract);
     check_write_declarations(cx, contract);
-    check_limits(cx, &contract.attrs.limits, contract.original);
+    check_limits(cx, &contract.attrs.limits);
     check_fields(cx, &contract.fields, false);
 }
 
 pub fn check_output(cx: &Ctxt, output: &Output) {
-    check_limits(cx, &output.limits, output.original);
+    check_limits(cx, &output.limits);
     match &output.data {
         OutputData::Struct(fields) => check_fields(cx, fields, true),
         OutputData::Enum(variants) => {
@@ -165,16 +165,19 @@ const MAX_DEPTH_LIMIT: usize = 256;
 
 // `max_depth = 0` would refuse every object and `max_bytes = 0` every document; a depth over
 // 256 would let hostile input run the reader's stack deep.
-fn check_limits(cx: &Ctxt, limits: &Limits, original: &syn::DeriveInput) {
-    if limits.max_depth == Some(0) || limits.max_bytes == Some(0) {
-        cx.error_spanned_by(
-            &original.ident,
-            "`max_depth` and `max_bytes` must be at least 1",
-        );
+fn check_limits(cx: &Ctxt, limits: &Limits) {
+    for limit in [&limits.max_depth, &limits.max_bytes].into_iter().flatten() {
+        if limit.value == 0 {
+            cx.error_spanned_by(&limit.tokens, "must be at least 1");
+        }
     }
-    if limits.max_depth.is_some_and(|depth| depth > MAX_DEPTH_LIMIT) {
+    if let Some(depth) = limits
+        .max_depth
+        .as_ref()
+        .filter(|d| d.value > MAX_DEPTH_LIMIT)
+    {
         cx.error_spanned_by(
-            &original.ident,
+            &depth.tokens,
             format!("`max_depth` may be at most {MAX_DEPTH_LIMIT}"),
         );
     }

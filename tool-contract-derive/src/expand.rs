@@ -475,11 +475,11 @@ fn forbidden_name_check(field: &Field) -> TokenStream {
 }
 
 fn limits(limits: &Limits) -> TokenStream {
-    let max_bytes = match limits.max_bytes {
+    let max_bytes = match limits.max_bytes.as_ref().map(|n| n.value) {
         Some(n) => quote!(#n),
         None => quote!(::tool_contract::Limits::DEFAULT.max_bytes),
     };
-    let max_depth = match limits.max_depth {
+    let max_depth = match limits.max_depth.as_ref().map(|n| n.value) {
         Some(n) => quote!(#n),
         None => quote!(::tool_contract::Limits::DEFAULT.max_depth),
     };
