@@ -29,7 +29,10 @@ pub(crate) fn is_https_url(value: &str) -> bool {
     let Some(rest) = value.strip_prefix("https://") else {
         return false;
     };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority_end = rest
+        .bytes()
+        .position(|b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
     is_authority(authority) && is_uri_tail(tail)
 }
