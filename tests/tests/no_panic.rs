@@ -34,9 +34,11 @@ proptest! {
     fn the_reader_accepts_exactly_the_json_serde_json_accepts(text in "[\\[\\]{}\",:0-9a-z\\\\.eE+ -]{0,40}") {
         // Wrapped in a free-form field, the only rules left are JSON's grammar and I-JSON.
         let document = valid_output().to_string().replace("{\"channel\":\"web\"}", &text);
-        // serde_json refuses `1e400` as out of range, a value error we report as inexact_number.
-        let serde_accepts = serde_json::from_str::<serde_json::Value>(&document)
-            .map_or_else(|error| error.to_string().contains("number out of range"), |_| true);
+        let parsed = serde_json::from_str::<serde_json::Value>(&document);
+        // serde_json stops at `1e400` as out of range, a value error we report as
+        // inexact_number, before it would see what follows; grammar says nothing there.
+        prop_assume!(!parsed.as_ref().is_err_and(|e| e.to_string().contains("out of range")));
+        let serde_accepts = parsed.is_ok();
         let violations = validate_bytes(document.as_bytes()).err();
         let ours_syntax_ok = violations
             .as_ref()

@@ -545,3 +545,15 @@ fn violations_carry_no_offending_values() {
     );
     assert!(!shown.contains("IGNORE"), "{shown}");
 }
+
+#[test]
+fn a_path_through_an_escaped_key_shows_the_decoded_key() {
+    let text = valid_output().to_string().replace(
+        "{\"channel\":\"web\"}",
+        "{\"ch\\u0061nnel\":{\"a\":{\"b\":1}}}",
+    );
+    assert_eq!(
+        rejected(validate_bytes(text.as_bytes())),
+        one("/metadata/channel/a", "too_deep")
+    );
+}

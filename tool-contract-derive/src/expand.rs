@@ -348,7 +348,7 @@ fn read_object(fields: &[Field]) -> TokenStream {
             quote! {
                 #key => {
                     if #slot.is_some() {
-                        reader.duplicate_key(#key)?;
+                        reader.duplicate_key(&key)?;
                         continue;
                     }
                     let mark = reader.enter_key(#key);
@@ -379,7 +379,7 @@ fn read_object(fields: &[Field]) -> TokenStream {
         while let ::core::option::Option::Some(key) = reader.next_key(&mut object)? {
             match &*key {
                 #(#arms)*
-                other => reader.unknown_key(other)?,
+                _ => reader.unknown_key(&key)?,
             }
         }
         #(#missing)*

@@ -59,6 +59,7 @@ impl ContractField for bool {
 macro_rules! integer_field {
     ($($ty:ty),*) => {$(
         impl ContractField for $ty {
+            #[inline]
             fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
                 let (min, max) = safe_range(i128::from(<$ty>::MIN), i128::from(<$ty>::MAX));
                 let value = reader.read_integer(min, max, rules)?;

@@ -67,41 +67,72 @@ fn is_authority(authority: &str) -> bool {
     host_ok && port_ok
 }
 
+/// Labels of 1–63 letters, digits and inner hyphens, joined by dots (one trailing dot
+/// allowed), 253 bytes at most.
 fn is_dns_name(host: &str) -> bool {
-    !host.is_empty()
-        && host.len() <= 253
-        && host.trim_end_matches('.').split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        })
+    let host = host.strip_suffix('.').unwrap_or(host);
+    if host.is_empty() || host.len() > 253 {
+        return false;
+    }
+    let mut label_len = 0;
+    let mut previous = b'.';
+    for &b in host.as_bytes() {
+        if b == b'.' {
+            if label_len == 0 || previous == b'-' {
+                return false;
+            }
+            label_len = 0;
+        } else if b.is_ascii_alphanumeric() || (b == b'-' && label_len > 0) {
+            label_len += 1;
+            if label_len > 63 {
+                return false;
+            }
+        } else {
+            return false;
+        }
+        previous = b;
+    }
+    label_len > 0 && previous != b'-'
 }
+
+/// The bytes RFC 3986 allows unescaped in a path, query or fragment (§3.3–3.5): unreserved,
+/// sub-delims, `:`, `@`, `/`, `?`; `#` is handled apart.
+const URI_TAIL_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        // `b < 256`, so the cast is exact.
+        #[allow(clippy::cast_possible_truncation)]
+        let byte = b as u8;
+        table[b] = byte.is_ascii_alphanumeric();
+        b += 1;
+    }
+    let others = b"-._~!$&'()*+,;=:@/?";
+    let mut i = 0;
+    while i < others.len() {
+        table[others[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 fn is_uri_tail(tail: &str) -> bool {
     let bytes = tail.as_bytes();
     let mut i = 0;
     let mut seen_fragment = false;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b == b'%' {
-            let escape = bytes.get(i + 1..i + 3);
-            if !escape.is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit)) {
-                return false;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'%' => {
+                let escape = bytes.get(i + 1..i + 3);
+                if !escape.is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit)) {
+                    return false;
+                }
+                i += 3;
+                continue;
             }
-            i += 3;
-            continue;
-        }
-        if b == b'#' {
-            if seen_fragment {
-                return false;
-            }
-            seen_fragment = true;
-        } else if !(b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?".contains(&b)) {
-            return false;
+            b'#' if !seen_fragment => seen_fragment = true,
+            b if URI_TAIL_BYTES[usize::from(b)] => {}
+            _ => return false,
         }
         i += 1;
     }
@@ -158,6 +189,9 @@ mod tests {
             "https://example.com:0/",
             "https://example.com:99999/",
             "https://-bad-.com/",
+            "https://bad-.com/",
+            "https://a..b/",
+            "https://example.com../",
             "javascript:alert(1)",
         ] {
             assert!(!is_https_url(value), "{value}");

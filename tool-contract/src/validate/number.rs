@@ -38,6 +38,7 @@ pub(crate) fn parse_integer(literal: &str) -> Result<i64, IntegerError> {
 /// The fast path for integers: `-?(0|[1-9][0-9]{0,15})` at `bytes[start..]`, not followed by
 /// a fraction, an exponent or more digits, within ±(2^53 − 1). Returns the value and the end.
 /// `None` leaves every other literal, and every error, to the general path.
+#[inline]
 pub(crate) fn scan_safe_integer(bytes: &[u8], start: usize) -> Option<(i64, usize)> {
     let mut i = start;
     let negative = bytes.get(i) == Some(&b'-');

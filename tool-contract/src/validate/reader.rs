@@ -19,11 +19,40 @@ use crate::violation::{JsonType, MAX_VIOLATIONS, Violation, ViolationKind, Viola
 #[derive(Debug)]
 pub struct Stop(());
 
-/// One step of the path to the value being read.
-#[derive(Debug)]
+/// One step of the path to the value being read. `Copy`, so stepping back costs nothing.
+#[derive(Debug, Clone, Copy)]
 enum Segment<'a> {
-    Key(Cow<'a, str>),
+    /// A key as it is.
+    Key(&'a str),
+    /// A key as the document spells it, escapes and all; decoded only for a report.
+    Escaped(&'a str),
     Index(usize),
+}
+
+/// An object key read from the document.
+#[derive(Debug)]
+pub struct Key<'a> {
+    /// The text between the quotes, as written.
+    raw: &'a str,
+    /// The key with escapes decoded.
+    text: Cow<'a, str>,
+}
+
+impl<'a> Key<'a> {
+    fn segment(&self) -> Segment<'a> {
+        match &self.text {
+            Cow::Borrowed(text) => Segment::Key(text),
+            Cow::Owned(_) => Segment::Escaped(self.raw),
+        }
+    }
+}
+
+impl std::ops::Deref for Key<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.text
+    }
 }
 
 /// A position in the path, to return to with [`Reader::leave`].
@@ -164,19 +193,26 @@ impl<'a> Reader<'a> {
         let mut pointer = String::new();
         for segment in &self.path {
             pointer.push('/');
-            match segment {
-                Segment::Key(key) => {
-                    for c in key.chars() {
-                        match c {
-                            '~' => pointer.push_str("~0"),
-                            '/' => pointer.push_str("~1"),
-                            c => pointer.push(c),
-                        }
-                    }
+            let decoded;
+            let key = match *segment {
+                Segment::Key(key) => key,
+                Segment::Escaped(raw) => {
+                    // `raw` was read as a valid JSON string, so decoding it cannot fail.
+                    decoded = serde_json::from_str::<String>(&format!("\"{raw}\""))
+                        .unwrap_or_else(|_| raw.to_owned());
+                    &decoded
                 }
                 Segment::Index(index) => {
                     // Writing to a String cannot fail.
                     let _ = write!(pointer, "{index}");
+                    continue;
+                }
+            };
+            for c in key.chars() {
+                match c {
+                    '~' => pointer.push_str("~0"),
+                    '/' => pointer.push_str("~1"),
+                    c => pointer.push(c),
                 }
             }
         }
@@ -185,18 +221,21 @@ impl<'a> Reader<'a> {
 
     /// Appends an object key to the path.
     #[inline]
-    pub fn enter_key(&mut self, key: impl Into<Cow<'a, str>>) -> PathMark {
+    pub fn enter_key(&mut self, key: &'a str) -> PathMark {
+        self.enter(Segment::Key(key))
+    }
+
+    #[inline]
+    fn enter(&mut self, segment: Segment<'a>) -> PathMark {
         let mark = PathMark(self.path.len());
-        self.path.push(Segment::Key(key.into()));
+        self.path.push(segment);
         mark
     }
 
     /// Appends an array index to the path.
     #[inline]
     pub fn enter_index(&mut self, index: usize) -> PathMark {
-        let mark = PathMark(self.path.len());
-        self.path.push(Segment::Index(index));
-        mark
+        self.enter(Segment::Index(index))
     }
 
     /// Returns the path to where it was at `mark`.
@@ -208,8 +247,8 @@ impl<'a> Reader<'a> {
     // ---- object fields ----
 
     /// Reports a key the object does not declare (as forbidden if it is) and skips its value.
-    pub fn unknown_key(&mut self, key: &str) -> Result<(), Stop> {
-        let mark = self.enter_key(key.to_owned());
+    pub fn unknown_key(&mut self, key: &Key<'a>) -> Result<(), Stop> {
+        let mark = self.enter(key.segment());
         let kind = if self.forbidden.is_forbidden(key) {
             ViolationKind::ForbiddenKey
         } else {
@@ -222,8 +261,8 @@ impl<'a> Reader<'a> {
     }
 
     /// Reports a second occurrence of `key` in one object and skips its value.
-    pub fn duplicate_key(&mut self, key: &str) -> Result<(), Stop> {
-        let mark = self.enter_key(key.to_owned());
+    pub fn duplicate_key(&mut self, key: &Key<'a>) -> Result<(), Stop> {
+        let mark = self.enter(key.segment());
         self.report(ViolationKind::DuplicateKey)?;
         self.skip_value()?;
         self.leave(mark);
@@ -333,7 +372,7 @@ impl<'a> Reader<'a> {
 
     /// The next key of the open object, positioned at its value; `None` at the object's end.
     #[inline]
-    pub fn next_key(&mut self, object: &mut ObjectCursor) -> Result<Option<Cow<'a, str>>, Stop> {
+    pub fn next_key(&mut self, object: &mut ObjectCursor) -> Result<Option<Key<'a>>, Stop> {
         match self.peek() {
             Some(b'}') => {
                 self.close();
@@ -350,11 +389,13 @@ impl<'a> Reader<'a> {
             _ => return Err(self.syntax("expected `,` or `}`")),
         }
         object.first = false;
-        let key = self.string()?;
+        let start = self.pos + 1;
+        let text = self.string()?;
+        let raw = &self.text[start..self.pos - 1];
         if !self.eat(b':') {
             return Err(self.syntax("expected `:`"));
         }
-        Ok(Some(key))
+        Ok(Some(Key { raw, text }))
     }
 
     /// Opens the array that should come next; `None` (after a report) if another value does.
@@ -781,14 +822,14 @@ impl<'a> Reader<'a> {
                     if self.forbidden.is_forbidden(&key) {
                         self.unknown_key(&key)?;
                         ok = false;
-                    } else if map.contains_key(key.as_ref()) {
+                    } else if map.contains_key(&*key) {
                         self.duplicate_key(&key)?;
                         ok = false;
                     } else {
-                        let mark = self.enter_key(key.clone());
+                        let mark = self.enter(key.segment());
                         match self.free_value(depth_left - 1, max)? {
                             Some(value) => {
-                                map.insert(key.into_owned(), value);
+                                map.insert(key.text.into_owned(), value);
                             }
                             None => ok = false,
                         }
