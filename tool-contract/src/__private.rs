@@ -6,7 +6,7 @@ use crate::schema;
 use crate::spec::{
     Approval, Effect, Limits, ObjectShape, Reconcile, Revisions, Rules, Shape, ToolSpec,
 };
-pub use crate::validate::reader::{ArrayCursor, BoundValue, ObjectCursor, PathMark, Reader, Stop};
+pub use crate::validate::reader::{BoundValue, Reader, Stop};
 use crate::{ContractField, ToolContract, ToolOutput};
 pub use std::sync::OnceLock;
 
