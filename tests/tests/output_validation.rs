@@ -196,7 +196,7 @@ fn a_huge_number_is_not_rounded_to_infinity() {
 
 #[test]
 fn floats_round_trip_exactly() {
-    // Shortest forms that serde_json without `float_roundtrip` parses to a neighbour.
+    // A plain decimal, the smallest subnormal, the largest finite and the smallest normal double.
     for literal in [
         "0.35",
         "5e-324",
