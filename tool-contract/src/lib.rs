@@ -65,6 +65,7 @@
 //! and a [`ViolationKind`]. Nothing panics on any input.
 #![doc = include_str!("../ATTRIBUTES.md")]
 
+pub mod canonical;
 mod contract;
 mod registry;
 mod schema;
