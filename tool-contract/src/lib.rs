@@ -65,19 +65,43 @@
 //! and a [`ViolationKind`]. Nothing panics on any input.
 #![doc = include_str!("../ATTRIBUTES.md")]
 
+mod audit;
+mod binding;
+mod call;
 pub mod canonical;
+mod catalog;
 mod contract;
+mod project;
+pub mod providers;
 mod registry;
+mod result;
 mod schema;
 mod spec;
 mod validate;
+mod verify;
 mod violation;
 
 #[doc(hidden)]
 pub mod __private;
 
+pub use audit::{
+    Binding, ContractRevisions, DigestAlgorithm, Downstream, PROTECTED_AUDIT_SCHEMA_VERSION,
+    ProtectedAudit, ProviderContext, Redaction,
+};
+pub use binding::{AuditKeys, KeyTooShort, SecretKey};
+pub use call::{CallContext, Principal};
+pub use catalog::{
+    CATALOG, CatalogEntry, CatalogMismatch, Category, ErrorCode, ModelError, Recovery, RetryAfter,
+};
 pub use contract::{ToolContract, ToolOutput};
+pub use project::{
+    Binder, CallResult, FailureKind, RawOutput, RawProvenance, RawResult, ToolFailure,
+};
 pub use registry::{Registry, RegistryBuilder, RegistryError};
+pub use result::{
+    CONTROL_PRODUCER_REVISION, CONTROL_SOURCE_LABEL, Delivery, Execution,
+    MODEL_RESULT_SCHEMA_VERSION, ModelResult, Outcome, Provenance, Status, Trust,
+};
 pub use spec::{
     Approval, Effect, EnumShape, FieldSpec, Format, FreeFormLimits, Limits, ObjectShape, Pattern,
     Reconcile, Revisions, Rules, Shape, ToolSpec,
@@ -85,6 +109,7 @@ pub use spec::{
 pub use validate::field::{BoundField, ContractField};
 pub use validate::forbidden::{FORBIDDEN_KEY_SUFFIXES, FORBIDDEN_KEYS, ForbiddenKeys};
 pub use validate::number::MAX_SAFE_INTEGER;
+pub use verify::{Verified, VerifyError};
 pub use violation::{JsonType, MAX_VIOLATIONS, Violation, ViolationKind, Violations};
 
 /// Derives [`ToolContract`] for a struct of a tool's arguments; see the crate docs.

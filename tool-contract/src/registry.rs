@@ -1,6 +1,7 @@
 //! `Registry`: the set of tools an agent may call, with no two sharing a name.
 
 use crate::contract::ToolContract;
+use crate::providers::{Adapter, Api};
 use crate::spec::ToolSpec;
 use crate::validate::forbidden::ForbiddenKeys;
 
@@ -39,6 +40,7 @@ pub enum RegistryError {
 pub struct Registry {
     tools: Vec<&'static ToolSpec>,
     forbidden: ForbiddenKeys,
+    adapters: Vec<Adapter>,
 }
 
 impl Registry {
@@ -52,6 +54,12 @@ impl Registry {
     #[must_use]
     pub fn get(&self, name: &str) -> Option<&'static ToolSpec> {
         self.tools.iter().copied().find(|spec| spec.name() == name)
+    }
+
+    /// A builder holding this registry, to add tools, keys or adapters.
+    #[must_use]
+    pub fn into_builder(self) -> RegistryBuilder {
+        RegistryBuilder { registry: self }
     }
 
     /// Every tool, in the order registered.
@@ -69,6 +77,14 @@ impl Registry {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
+    }
+
+    /// Whether results may be written for calls read by the adapter `revision` of `api`.
+    #[must_use]
+    pub fn accepts_adapter(&self, api: Api, revision: &str) -> bool {
+        self.adapters
+            .iter()
+            .any(|adapter| adapter.api == api && adapter.revision == revision)
     }
 
     /// The forbidden keys validation under this registry refuses.
@@ -108,6 +124,28 @@ impl RegistryBuilder {
     pub fn forbid_key(mut self, name: &str) -> Self {
         self.registry.forbidden = self.registry.forbidden.with_name(name);
         self
+    }
+
+    /// Accepts calls read by `adapter` (e.g. [`providers::openai::ADAPTER`]); results are
+    /// written only for calls of accepted adapters.
+    ///
+    /// [`providers::openai::ADAPTER`]: crate::providers::openai::ADAPTER
+    #[must_use]
+    pub fn adapter(mut self, adapter: Adapter) -> Self {
+        if !self.registry.adapters.contains(&adapter) {
+            self.registry.adapters.push(adapter);
+        }
+        self
+    }
+
+    /// Accepts every adapter this crate ships ([`providers::ADAPTERS`]).
+    ///
+    /// [`providers::ADAPTERS`]: crate::providers::ADAPTERS
+    #[must_use]
+    pub fn all_adapters(self) -> Self {
+        crate::providers::ADAPTERS
+            .into_iter()
+            .fold(self, RegistryBuilder::adapter)
     }
 
     /// The registry.

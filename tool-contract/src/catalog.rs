@@ -1,0 +1,478 @@
+//! The error catalog: every failure the model can see, with its one fixed recovery.
+//!
+//! The model reads a code's safe message and follows its recovery; it never sees internal
+//! error text, and nothing it or a handler writes can change what a code means. Verification
+//! ([`Binder::verify`](crate::Binder::verify)) refuses an error that differs from its entry.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::result::Outcome;
+use crate::violation::{MAX_VIOLATIONS, Violations};
+
+/// A failure the model may see. The wire form is the SCREAMING_SNAKE_CASE name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The model named a tool the registry does not hold.
+    UnknownTool,
+    /// The arguments do not meet the tool's input contract.
+    InvalidArguments,
+    /// The resource does not exist, or the principal may not see it: the two read the same,
+    /// so a caller cannot probe for existence.
+    NotFound,
+    /// A write needs a person's approval first.
+    ApprovalRequired,
+    /// The approval given does not cover this exact action.
+    ApprovalInvalid,
+    /// A deadline or budget ran out before the tool ran; nothing happened.
+    TimeoutBeforeExecute,
+    /// The tool or its upstream is rate limited; nothing happened.
+    RateLimit,
+    /// The tool may or may not have acted; only a status query can tell.
+    OutcomeUnknown,
+    /// The idempotency key was already used for a different request.
+    IdempotencyConflict,
+    /// The facts or states at hand conflict; a person decides.
+    StatusConflict,
+    /// The tool returned something its contract does not allow; it was withheld.
+    OutputContractViolation,
+    /// The tool failed and reported that nothing happened.
+    ToolError,
+}
+
+/// What kind of failure a code is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Category {
+    /// The model's request cannot be run as written.
+    InvalidRequest,
+    /// The resource is missing or hidden.
+    NotFound,
+    /// A person's approval is missing or does not match.
+    Approval,
+    /// A passing condition; the same request may succeed later.
+    Transient,
+    /// Whether the action took place is not known.
+    Outcome,
+    /// A conflict the model cannot resolve by retrying.
+    Conflict,
+    /// The tool broke its output contract.
+    Contract,
+    /// The tool itself failed.
+    Tool,
+}
+
+impl Category {
+    /// The wire name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Category::InvalidRequest => "invalid_request",
+            Category::NotFound => "not_found",
+            Category::Approval => "approval",
+            Category::Transient => "transient",
+            Category::Outcome => "outcome",
+            Category::Conflict => "conflict",
+            Category::Contract => "contract",
+            Category::Tool => "tool",
+        }
+    }
+}
+
+/// What the model should do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recovery {
+    /// Fix the arguments (or the tool name) and call again.
+    CorrectInput,
+    /// Call again, not before `retry_after_ms`.
+    RetryAfter,
+    /// Ask the status-query tool what happened; do not repeat the action.
+    QueryStatus,
+    /// Ask a person to approve the action shown.
+    RequestApproval,
+    /// Stop; a person reviews.
+    HumanReview,
+    /// Nothing to do with this tool for this request.
+    None,
+}
+
+impl Recovery {
+    /// The wire name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Recovery::CorrectInput => "correct_input",
+            Recovery::RetryAfter => "retry_after",
+            Recovery::QueryStatus => "query_status",
+            Recovery::RequestApproval => "request_approval",
+            Recovery::HumanReview => "human_review",
+            Recovery::None => "none",
+        }
+    }
+}
+
+/// How long to wait, for codes whose recovery is [`Recovery::RetryAfter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryAfter {
+    /// Used when nobody gave a better figure.
+    pub default_ms: u64,
+    /// The most a result may ask for (a larger server hint is capped to it).
+    pub max_ms: u64,
+}
+
+/// One code's fixed meaning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CatalogEntry {
+    /// The code.
+    pub code: ErrorCode,
+    /// Its category.
+    pub category: Category,
+    /// What it says about the action: did it happen?
+    pub outcome: Outcome,
+    /// The message the model reads; the same for every occurrence.
+    pub message: &'static str,
+    /// What the model should do next.
+    pub recovery: Recovery,
+    /// For [`Recovery::RetryAfter`], how long to wait; `None` for every other recovery.
+    pub retry_after: Option<RetryAfter>,
+}
+
+const fn entry(
+    code: ErrorCode,
+    category: Category,
+    outcome: Outcome,
+    recovery: Recovery,
+    message: &'static str,
+) -> CatalogEntry {
+    CatalogEntry {
+        code,
+        category,
+        outcome,
+        message,
+        recovery,
+        retry_after: None,
+    }
+}
+
+const fn retrying(mut entry: CatalogEntry, default_ms: u64, max_ms: u64) -> CatalogEntry {
+    entry.retry_after = Some(RetryAfter { default_ms, max_ms });
+    entry
+}
+
+/// Every code, in one place.
+pub const CATALOG: [CatalogEntry; 12] = {
+    use Category as C;
+    use ErrorCode as E;
+    use Outcome::{NotStarted, Unknown};
+    use Recovery as R;
+    [
+        entry(
+            E::UnknownTool,
+            C::InvalidRequest,
+            NotStarted,
+            R::CorrectInput,
+            "No tool by that name is available. Call one of the tools offered.",
+        ),
+        entry(
+            E::InvalidArguments,
+            C::InvalidRequest,
+            NotStarted,
+            R::CorrectInput,
+            "The arguments do not match the tool's input schema. Correct the fields listed and call again.",
+        ),
+        entry(
+            E::NotFound,
+            C::NotFound,
+            NotStarted,
+            R::None,
+            "The requested resource was not found.",
+        ),
+        entry(
+            E::ApprovalRequired,
+            C::Approval,
+            NotStarted,
+            R::RequestApproval,
+            "This action needs a person's approval before it can run.",
+        ),
+        entry(
+            E::ApprovalInvalid,
+            C::Approval,
+            NotStarted,
+            R::RequestApproval,
+            "The approval does not cover this exact action. A new approval is needed.",
+        ),
+        retrying(
+            entry(
+                E::TimeoutBeforeExecute,
+                C::Transient,
+                NotStarted,
+                R::RetryAfter,
+                "The call ran out of time before the tool ran. Nothing happened.",
+            ),
+            1_000,
+            60_000,
+        ),
+        retrying(
+            entry(
+                E::RateLimit,
+                C::Transient,
+                NotStarted,
+                R::RetryAfter,
+                "The tool is rate limited. Nothing happened; call again after the wait.",
+            ),
+            1_000,
+            300_000,
+        ),
+        entry(
+            E::OutcomeUnknown,
+            C::Outcome,
+            Unknown,
+            R::QueryStatus,
+            "The action may or may not have happened. Query its status; do not repeat it.",
+        ),
+        entry(
+            E::IdempotencyConflict,
+            C::Conflict,
+            NotStarted,
+            R::None,
+            "This operation was already requested with different arguments.",
+        ),
+        entry(
+            E::StatusConflict,
+            C::Conflict,
+            NotStarted,
+            R::HumanReview,
+            "The available information conflicts. A person must decide.",
+        ),
+        entry(
+            E::OutputContractViolation,
+            C::Contract,
+            Unknown,
+            R::HumanReview,
+            "The tool returned data its contract does not allow, so it was withheld. A person must review.",
+        ),
+        entry(
+            E::ToolError,
+            C::Tool,
+            NotStarted,
+            R::None,
+            "The tool failed. Nothing happened.",
+        ),
+    ]
+};
+
+impl ErrorCode {
+    /// Every code.
+    pub const ALL: [ErrorCode; 12] = {
+        let mut all = [ErrorCode::UnknownTool; 12];
+        let mut index = 0;
+        while index < CATALOG.len() {
+            all[index] = CATALOG[index].code;
+            index += 1;
+        }
+        all
+    };
+
+    /// The code's catalog entry.
+    #[must_use]
+    pub const fn entry(self) -> &'static CatalogEntry {
+        &CATALOG[self as usize]
+    }
+
+    /// The wire name, e.g. `"RATE_LIMIT"`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::UnknownTool => "UNKNOWN_TOOL",
+            ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::ApprovalRequired => "APPROVAL_REQUIRED",
+            ErrorCode::ApprovalInvalid => "APPROVAL_INVALID",
+            ErrorCode::TimeoutBeforeExecute => "TIMEOUT_BEFORE_EXECUTE",
+            ErrorCode::RateLimit => "RATE_LIMIT",
+            ErrorCode::OutcomeUnknown => "OUTCOME_UNKNOWN",
+            ErrorCode::IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
+            ErrorCode::StatusConflict => "STATUS_CONFLICT",
+            ErrorCode::OutputContractViolation => "OUTPUT_CONTRACT_VIOLATION",
+            ErrorCode::ToolError => "TOOL_ERROR",
+        }
+    }
+}
+
+// `entry` indexes CATALOG by discriminant; this keeps the two in step.
+const _: () = {
+    let mut index = 0;
+    while index < CATALOG.len() {
+        assert!(
+            CATALOG[index].code as usize == index,
+            "CATALOG is out of order"
+        );
+        index += 1;
+    }
+};
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+/// The error half of a model result: a catalog entry as the model reads it.
+///
+/// ```
+/// use tool_contract::{ErrorCode, ModelError, Recovery};
+///
+/// let error = ModelError::retry_after(ErrorCode::RateLimit, 2_500);
+/// assert_eq!(error.recovery(), Recovery::RetryAfter);
+/// assert_eq!(error.retry_after_ms(), Some(2_500));
+/// assert_eq!(error.message(), ErrorCode::RateLimit.entry().message);
+/// assert!(error.check().is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelError {
+    code: ErrorCode,
+    category: Category,
+    message: String,
+    recovery: Recovery,
+    retry_after_ms: Option<u64>,
+    paths: Vec<String>,
+}
+
+impl ModelError {
+    /// The code's entry as it stands, with the catalog's default wait where one applies.
+    #[must_use]
+    pub fn new(code: ErrorCode) -> Self {
+        let entry = code.entry();
+        ModelError {
+            code,
+            category: entry.category,
+            message: entry.message.to_owned(),
+            recovery: entry.recovery,
+            retry_after_ms: entry.retry_after.map(|wait| wait.default_ms),
+            paths: Vec::new(),
+        }
+    }
+
+    /// The code with a wait of `ms` (a server's hint), kept within 1 ms and the catalog's
+    /// maximum. For a code without a wait, the same as [`new`](Self::new).
+    #[must_use]
+    pub fn retry_after(code: ErrorCode, ms: u64) -> Self {
+        let mut error = Self::new(code);
+        if let Some(wait) = code.entry().retry_after {
+            error.retry_after_ms = Some(ms.clamp(1, wait.max_ms));
+        }
+        error
+    }
+
+    /// `INVALID_ARGUMENTS` with the JSON Pointer of each violation (never the values).
+    #[must_use]
+    pub fn invalid_arguments(violations: &Violations) -> Self {
+        let mut error = Self::new(ErrorCode::InvalidArguments);
+        for path in violations.paths() {
+            if !error.paths.iter().any(|seen| seen == path) {
+                error.paths.push(path.to_owned());
+            }
+        }
+        error
+    }
+
+    /// The code.
+    #[must_use]
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    /// The code's category.
+    #[must_use]
+    pub fn category(&self) -> Category {
+        self.category
+    }
+
+    /// The safe message.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// What the model should do next.
+    #[must_use]
+    pub fn recovery(&self) -> Recovery {
+        self.recovery
+    }
+
+    /// How long to wait before calling again, for [`Recovery::RetryAfter`].
+    #[must_use]
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        self.retry_after_ms
+    }
+
+    /// For `INVALID_ARGUMENTS`, the JSON Pointers of the fields at fault.
+    #[must_use]
+    pub fn paths(&self) -> &[String] {
+        &self.paths
+    }
+
+    /// Whether this error is exactly what the catalog says of its code.
+    ///
+    /// # Errors
+    ///
+    /// The first [`CatalogMismatch`] found.
+    pub fn check(&self) -> Result<(), CatalogMismatch> {
+        let entry = self.code.entry();
+        if self.category != entry.category {
+            return Err(CatalogMismatch::Category);
+        }
+        if self.message != entry.message {
+            return Err(CatalogMismatch::Message);
+        }
+        if self.recovery != entry.recovery {
+            return Err(CatalogMismatch::Recovery);
+        }
+        let wait_fits = match (entry.retry_after, self.retry_after_ms) {
+            (Some(wait), Some(ms)) => (1..=wait.max_ms).contains(&ms),
+            (None, None) => true,
+            _ => false,
+        };
+        if !wait_fits {
+            return Err(CatalogMismatch::RetryAfter);
+        }
+        let paths_fit = self.paths.is_empty()
+            || (self.code == ErrorCode::InvalidArguments
+                && self.paths.len() <= MAX_VIOLATIONS
+                && self
+                    .paths
+                    .iter()
+                    .all(|path| path.is_empty() || path.starts_with('/')));
+        if !paths_fit {
+            return Err(CatalogMismatch::Paths);
+        }
+        Ok(())
+    }
+}
+
+/// How an error differs from its catalog entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CatalogMismatch {
+    /// Another category.
+    #[error("the category is not the catalog's")]
+    Category,
+    /// Another message.
+    #[error("the message is not the catalog's")]
+    Message,
+    /// Another recovery.
+    #[error("the recovery is not the catalog's")]
+    Recovery,
+    /// A wait where none applies, none where one does, or one beyond the catalog's bounds.
+    #[error("the retry-after is not within the catalog's bounds")]
+    RetryAfter,
+    /// Paths on a code other than `INVALID_ARGUMENTS`, too many, or not JSON Pointers.
+    #[error("the paths are not allowed here")]
+    Paths,
+}

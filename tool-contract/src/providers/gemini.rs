@@ -1,0 +1,234 @@
+//! Gemini `generateContent`: `functionCall` parts in, one user content of `functionResponse`
+//! parts out.
+//!
+//! Wire shapes as of 2026-08 (python-genai `types.py`, the function-calling docs): a turn asks
+//! for tools by carrying `functionCall` parts (its `finishReason` is plain `STOP`; any other
+//! reason with calls present means they may be cut short); `args` is an object; `id` is
+//! optional in the schema. A call without an id is matched by name only when every name in
+//! the turn is unique, otherwise the turn is refused: never by position. Streamed chunks are
+//! whole responses whose parts are concatenated.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use super::emit::{self, Answer};
+use super::wire::{malformed, object_text, parse};
+use super::{Adapter, Api, Correlation, ProviderError, Turn};
+use crate::call::Principal;
+use crate::project::Binder;
+use crate::result::Status;
+
+/// This adapter.
+pub const ADAPTER: Adapter = Adapter {
+    api: Api::GeminiGenerateContent,
+    revision: "gemini-generate-content/2026-08",
+};
+
+const API: Api = Api::GeminiGenerateContent;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Response<'a> {
+    #[serde(default)]
+    response_id: Option<String>,
+    #[serde(borrow, default)]
+    candidates: Vec<Candidate<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Candidate<'a> {
+    #[serde(borrow, default)]
+    content: Option<Content<'a>>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Content<'a> {
+    #[serde(borrow, default)]
+    parts: Vec<Part<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Part<'a> {
+    #[serde(borrow, default)]
+    function_call: Option<FunctionCall<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionCall<'a> {
+    #[serde(default)]
+    id: Option<String>,
+    name: String,
+    #[serde(borrow, default)]
+    args: Option<&'a RawValue>,
+}
+
+struct PendingCall {
+    id: Option<String>,
+    name: String,
+    arguments: Vec<u8>,
+}
+
+/// Reads the calls of a non-streamed `GenerateContentResponse` (its first candidate).
+///
+/// # Errors
+///
+/// [`ProviderError`] when calls are present but `finishReason` is not `STOP`, a call is
+/// malformed, two share an id, or a call without an id shares its name with another.
+pub fn parse_response(bytes: &[u8]) -> Result<Turn, ProviderError> {
+    let mut assembler = StreamAssembler::new();
+    assembler.push(bytes)?;
+    assembler.finish()
+}
+
+/// Assembles `streamGenerateContent` chunks (each a whole response) in order.
+#[derive(Default)]
+pub struct StreamAssembler {
+    response_id: Option<String>,
+    calls: Vec<PendingCall>,
+    finish_reason: Option<String>,
+}
+
+impl std::fmt::Debug for StreamAssembler {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("StreamAssembler")
+            .field("response_id", &self.response_id)
+            .field("calls", &self.calls.len())
+            .field("finish_reason", &self.finish_reason)
+            .finish()
+    }
+}
+
+impl StreamAssembler {
+    /// An assembler that has seen nothing.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds one chunk.
+    ///
+    /// # Errors
+    ///
+    /// [`ProviderError`] for a malformed chunk, or one of another response.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), ProviderError> {
+        let response: Response<'_> = parse(API, chunk)?;
+        if let Some(id) = response.response_id {
+            match &self.response_id {
+                Some(seen) if *seen != id => {
+                    return Err(malformed(API, "chunks of two responses are mixed"));
+                }
+                _ => self.response_id = Some(id),
+            }
+        }
+        let Some(candidate) = response.candidates.into_iter().next() else {
+            return Ok(());
+        };
+        for part in candidate
+            .content
+            .map(|content| content.parts)
+            .unwrap_or_default()
+        {
+            if let Some(call) = part.function_call {
+                if call.name.is_empty() {
+                    return Err(malformed(API, "a functionCall has no name"));
+                }
+                self.calls.push(PendingCall {
+                    id: call.id,
+                    name: call.name,
+                    arguments: object_text(call.args),
+                });
+            }
+        }
+        if candidate.finish_reason.is_some() {
+            self.finish_reason = candidate.finish_reason;
+        }
+        Ok(())
+    }
+
+    /// The calls of the turn.
+    ///
+    /// # Errors
+    ///
+    /// As [`parse_response`].
+    pub fn finish(self) -> Result<Turn, ProviderError> {
+        if !self.calls.is_empty() && self.finish_reason.as_deref() != Some("STOP") {
+            return Err(ProviderError::Incomplete {
+                api: API,
+                reason: format!(
+                    "finishReason is {}",
+                    self.finish_reason.as_deref().unwrap_or("missing")
+                ),
+            });
+        }
+        let mut turn = Turn::new(API, self.response_id);
+        for (index, call) in self.calls.iter().enumerate() {
+            let (call_id, correlation) = match &call.id {
+                Some(id) if !id.is_empty() => (id.clone(), Correlation::Id),
+                _ => {
+                    let shared = self
+                        .calls
+                        .iter()
+                        .enumerate()
+                        .any(|(other, pending)| other != index && pending.name == call.name);
+                    if shared {
+                        return Err(ProviderError::Uncorrelatable {
+                            api: API,
+                            name: call.name.clone(),
+                        });
+                    }
+                    (call.name.clone(), Correlation::Name)
+                }
+            };
+            turn.push(
+                ADAPTER,
+                call_id,
+                correlation,
+                call.name.clone(),
+                call.arguments.clone(),
+            )?;
+        }
+        Ok(turn)
+    }
+}
+
+/// The next request's user content: one `functionResponse` part per call of `turn`, in call
+/// order, with the call's `name`, its `id` (left out for a call that had none), and
+/// `response` an object: `{"output": result}` on success, `{"error": result}` otherwise.
+///
+/// # Errors
+///
+/// [`EmitError`](super::EmitError) unless every call of the turn has exactly one answer that
+/// verifies, and no answer is for another call or an adapter the registry does not accept.
+pub fn function_responses(
+    binder: &Binder<'_>,
+    principal: &Principal,
+    turn: &Turn,
+    answers: &[Answer],
+) -> Result<Value, super::EmitError> {
+    let verified = emit::verified_in_call_order(binder, principal, turn, answers)?;
+    let parts: Vec<Value> = verified
+        .iter()
+        .map(|result| {
+            let call = &result.context().call;
+            // Re-read from the verified canonical bytes, so the object is exactly what was
+            // verified.
+            let model: Value = serde_json::from_slice(result.model_json()).unwrap_or_default();
+            let key = match result.model().status() {
+                Status::Succeeded => "output",
+                Status::Failed | Status::Unknown => "error",
+            };
+            let mut response = json!({ "name": call.name, "response": { key: model } });
+            if call.correlation == Correlation::Id {
+                response["id"] = Value::String(call.call_id.clone());
+            }
+            json!({ "functionResponse": response })
+        })
+        .collect();
+    Ok(json!({ "role": "user", "parts": parts }))
+}

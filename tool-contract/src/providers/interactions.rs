@@ -1,0 +1,299 @@
+//! Gemini Interactions API: `function_call` steps in, `function_result` steps out.
+//!
+//! Wire shapes as of 2026-08 (python-genai `_gaos/types/interactions`, the May 2026
+//! migration guide, a July 2026 wire capture): an interaction waiting for results has status
+//! `requires_action`; `arguments` is an object. Streamed argument pieces arrive as
+//! `step.delta` `arguments_delta` (field `arguments`, formerly `partial_arguments`) and are
+//! bound to the currently open `function_call` step; a delta whose `index` names another step
+//! is recorded as an anomaly rather than starting a nameless call.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use super::emit::{self, Answer};
+use super::wire::{is_nonempty_object, malformed, object_text, parse, protocol};
+use super::{Adapter, Api, Correlation, ProviderError, Turn};
+use crate::call::Principal;
+use crate::project::Binder;
+use crate::result::Status;
+
+/// This adapter.
+pub const ADAPTER: Adapter = Adapter {
+    api: Api::GeminiInteractions,
+    revision: "gemini-interactions/2026-08",
+};
+
+const API: Api = Api::GeminiInteractions;
+
+#[derive(Deserialize)]
+struct Interaction<'a> {
+    id: String,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(borrow, default)]
+    steps: Vec<Step<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Step<'a> {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+}
+
+/// Reads the calls of a non-streamed `Interaction`.
+///
+/// # Errors
+///
+/// [`ProviderError`] when calls are present but the status is not `requires_action`, a step
+/// is malformed, or two calls share an id.
+pub fn parse_interaction(bytes: &[u8]) -> Result<Turn, ProviderError> {
+    let interaction: Interaction<'_> = parse(API, bytes)?;
+    let mut turn = Turn::new(API, Some(interaction.id));
+    for step in interaction.steps {
+        if step.kind != "function_call" {
+            continue;
+        }
+        let (id, name) = id_and_name(step.id, step.name)?;
+        turn.push(
+            ADAPTER,
+            id,
+            Correlation::Id,
+            name,
+            object_text(step.arguments),
+        )?;
+    }
+    check_status(&turn, interaction.status.as_deref())?;
+    Ok(turn)
+}
+
+fn id_and_name(
+    id: Option<String>,
+    name: Option<String>,
+) -> Result<(String, String), ProviderError> {
+    match (id, name) {
+        (Some(id), Some(name)) if !id.is_empty() && !name.is_empty() => Ok((id, name)),
+        _ => Err(malformed(
+            API,
+            "a function_call step needs an id and a name",
+        )),
+    }
+}
+
+fn check_status(turn: &Turn, status: Option<&str>) -> Result<(), ProviderError> {
+    match status {
+        _ if turn.calls.is_empty() => Ok(()),
+        Some("requires_action") => Ok(()),
+        Some("failed") => Err(ProviderError::Reported {
+            api: API,
+            message: "the interaction failed".to_owned(),
+        }),
+        other => Err(ProviderError::Incomplete {
+            api: API,
+            reason: format!("status is {}", other.unwrap_or("missing")),
+        }),
+    }
+}
+
+/// Assembles a streamed interaction, event by event (each the JSON `data` of one SSE event).
+#[derive(Debug, Default)]
+pub struct StreamAssembler {
+    interaction_id: Option<String>,
+    status: Option<String>,
+    open: Option<OpenCall>,
+    calls: Vec<(String, String, String)>,
+    anomalies: Vec<String>,
+}
+
+#[derive(Debug)]
+struct OpenCall {
+    index: u64,
+    id: String,
+    name: String,
+    start_arguments: String,
+    deltas: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    event_type: String,
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(borrow, default)]
+    step: Option<Step<'a>>,
+    #[serde(default)]
+    delta: Option<Value>,
+    #[serde(borrow, default)]
+    interaction: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct InteractionHead {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+}
+
+impl StreamAssembler {
+    /// An assembler that has seen nothing.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds one event.
+    ///
+    /// # Errors
+    ///
+    /// [`ProviderError`] for a malformed event, an argument delta with no open call, a call
+    /// whose start carries arguments and which also gets deltas, or an `error` event.
+    pub fn push(&mut self, event: &[u8]) -> Result<(), ProviderError> {
+        let event: Event<'_> = parse(API, event)?;
+        match event.event_type.as_str() {
+            "interaction.created" | "interaction.completed" | "interaction.status_update" => {
+                if let Some(raw) = event.interaction {
+                    let head: InteractionHead = parse(API, raw.get().as_bytes())?;
+                    self.interaction_id = head.id.or(self.interaction_id.take());
+                    if event.event_type == "interaction.completed" {
+                        self.status = head.status;
+                    }
+                }
+            }
+            "step.start" => {
+                let step = event
+                    .step
+                    .ok_or_else(|| malformed(API, "step.start has no step"))?;
+                if step.kind == "function_call" {
+                    if let Some(open) = &self.open {
+                        return Err(protocol(API, format!("call {} never stopped", open.id)));
+                    }
+                    let (id, name) = id_and_name(step.id, step.name)?;
+                    self.open = Some(OpenCall {
+                        index: event.index.unwrap_or_default(),
+                        id,
+                        name,
+                        start_arguments: String::from_utf8(object_text(step.arguments))
+                            .unwrap_or_default(),
+                        deltas: None,
+                    });
+                }
+            }
+            "step.delta" => {
+                let delta = event.delta.unwrap_or_default();
+                if delta.get("type").and_then(Value::as_str) != Some("arguments_delta") {
+                    return Ok(());
+                }
+                let piece = delta
+                    .get("arguments")
+                    .or_else(|| delta.get("partial_arguments"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let open = self
+                    .open
+                    .as_mut()
+                    .ok_or_else(|| protocol(API, "an arguments_delta with no open call"))?;
+                if event.index != Some(open.index) {
+                    self.anomalies.push(format!(
+                        "arguments_delta index {:?} bound to the open call {} at index {}",
+                        event.index, open.id, open.index
+                    ));
+                }
+                open.deltas.get_or_insert_with(String::new).push_str(piece);
+            }
+            "step.stop" => {
+                if let Some(open) = self.open.take_if(|open| Some(open.index) == event.index) {
+                    let arguments = match open.deltas {
+                        Some(_) if is_nonempty_object(&open.start_arguments) => {
+                            return Err(protocol(
+                                API,
+                                format!("call {} has arguments at start and in deltas", open.id),
+                            ));
+                        }
+                        Some(deltas) => deltas,
+                        None => open.start_arguments,
+                    };
+                    self.calls.push((open.id, open.name, arguments));
+                }
+            }
+            "error" => {
+                let message = event
+                    .error
+                    .as_ref()
+                    .and_then(|error| error.get("message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("stream error");
+                return Err(ProviderError::Reported {
+                    api: API,
+                    message: message.to_owned(),
+                });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The calls of the stream, once `interaction.completed` said `requires_action`.
+    ///
+    /// # Errors
+    ///
+    /// [`ProviderError::Incomplete`] when a call never stopped or the interaction ended
+    /// otherwise; [`ProviderError::DuplicateCallId`].
+    pub fn finish(self) -> Result<Turn, ProviderError> {
+        if let Some(open) = self.open {
+            return Err(ProviderError::Incomplete {
+                api: API,
+                reason: format!("call {} never stopped", open.id),
+            });
+        }
+        let mut turn = Turn::new(API, self.interaction_id);
+        turn.anomalies = self.anomalies;
+        for (id, name, arguments) in self.calls {
+            turn.push(ADAPTER, id, Correlation::Id, name, arguments.into_bytes())?;
+        }
+        check_status(&turn, self.status.as_deref())?;
+        Ok(turn)
+    }
+}
+
+/// The next request's `input`: one `function_result` step per call of `turn`, in call order,
+/// with `call_id`, `name`, `result` the verified model result's canonical JSON, and
+/// `is_error` on failures.
+///
+/// # Errors
+///
+/// [`EmitError`](super::EmitError) unless every call of the turn has exactly one answer that
+/// verifies, and no answer is for another call or an adapter the registry does not accept.
+pub fn function_results(
+    binder: &Binder<'_>,
+    principal: &Principal,
+    turn: &Turn,
+    answers: &[Answer],
+) -> Result<Value, super::EmitError> {
+    let verified = emit::verified_in_call_order(binder, principal, turn, answers)?;
+    let steps = verified
+        .iter()
+        .map(|result| {
+            let call = &result.context().call;
+            let mut step = json!({
+                "type": "function_result",
+                "call_id": call.call_id,
+                "name": call.name,
+                "result": result.model_json_str(),
+            });
+            if result.model().status() != Status::Succeeded {
+                step["is_error"] = Value::Bool(true);
+            }
+            step
+        })
+        .collect();
+    Ok(Value::Array(steps))
+}

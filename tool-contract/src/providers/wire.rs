@@ -1,0 +1,37 @@
+//! Reading provider JSON: shared helpers for the adapters.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{Api, ProviderError};
+
+/// Parses one provider payload (a response, or one stream event).
+pub(super) fn parse<'a, T: Deserialize<'a>>(api: Api, bytes: &'a [u8]) -> Result<T, ProviderError> {
+    serde_json::from_slice(bytes).map_err(|error| malformed(api, error.to_string()))
+}
+
+pub(super) fn malformed(api: Api, reason: impl Into<String>) -> ProviderError {
+    ProviderError::Malformed {
+        api,
+        reason: reason.into(),
+    }
+}
+
+pub(super) fn protocol(api: Api, reason: impl Into<String>) -> ProviderError {
+    ProviderError::Protocol {
+        api,
+        reason: reason.into(),
+    }
+}
+
+/// Arguments given as a JSON object (Anthropic `input`, Gemini `args`, Interactions
+/// `arguments`): their exact text, or `{}` when absent.
+pub(super) fn object_text(value: Option<&RawValue>) -> Vec<u8> {
+    value.map_or_else(|| b"{}".to_vec(), |raw| raw.get().as_bytes().to_vec())
+}
+
+/// Whether a JSON text is a non-empty object (`{}` with any whitespace is empty).
+pub(super) fn is_nonempty_object(text: &str) -> bool {
+    let inner = text.trim();
+    inner.starts_with('{') && inner.ends_with('}') && !inner[1..inner.len() - 1].trim().is_empty()
+}
