@@ -6,7 +6,12 @@ use serde_json::value::RawValue;
 use super::{Api, ProviderError};
 
 /// Parses one provider payload (a response, or one stream event).
+///
+/// Every provider payload is a JSON object; serde would also fill a struct from an array.
 pub(super) fn parse<'a, T: Deserialize<'a>>(api: Api, bytes: &'a [u8]) -> Result<T, ProviderError> {
+    if bytes.trim_ascii_start().first() != Some(&b'{') {
+        return Err(malformed(api, "the payload is not a JSON object"));
+    }
     serde_json::from_slice(bytes).map_err(|error| malformed(api, error.to_string()))
 }
 
