@@ -91,15 +91,16 @@ pub fn to_vec(value: &Value) -> Result<Vec<u8>, CanonicalError> {
 
 /// Orders member names as RFC 8785 does: by UTF-16 code units.
 ///
-/// UTF-8 bytes order strings by code point, which agrees with UTF-16 unless one side has a
-/// character at U+E000 or above (UTF-8 lead byte 0xEE or more): U+E000..=U+FFFF is one code
-/// unit above the surrogates that encode everything beyond U+FFFF.
+/// UTF-8 bytes order strings by code point, which agrees with UTF-16 except between a
+/// character in U+E000..=U+FFFF and one above U+FFFF (UTF-16 writes the latter with
+/// surrogates, which sort below U+E000). Such characters start with a byte of 0xEE or more, so
+/// byte order decides unless the first differing bytes include one.
 #[must_use]
 pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
-    let needs_utf16 = |s: &str| s.bytes().any(|byte| byte >= 0xEE);
-    if needs_utf16(a) || needs_utf16(b) {
-        a.encode_utf16().cmp(b.encode_utf16())
-    } else {
-        a.cmp(b)
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    match x.iter().zip(y).position(|(p, q)| p != q) {
+        Some(at) if x[at] >= 0xEE || y[at] >= 0xEE => a.encode_utf16().cmp(b.encode_utf16()),
+        Some(at) => x[at].cmp(&y[at]),
+        None => x.len().cmp(&y.len()),
     }
 }

@@ -132,32 +132,50 @@ fn write_f64(out: &mut Vec<u8>, value: f64) {
     out.extend_from_slice(ryu_js::Buffer::new().format_finite(value).as_bytes());
 }
 
+/// For each byte, what follows the backslash when it is escaped: `u` for `\u00xx`, 0 when it
+/// is written as itself (RFC 8785 section 3.2.2.2: only `"`, `\\` and U+0000..U+001F).
+const ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = b'u';
+        byte += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
 /// A JSON string as RFC 8785 section 3.2.2.2 writes it.
 pub(crate) fn write_str(out: &mut Vec<u8>, value: &str) {
-    out.push(b'"');
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = value.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
     let mut run_start = 0;
     for (index, &byte) in bytes.iter().enumerate() {
-        let escape: &[u8] = match byte {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\x08' => b"\\b",
-            b'\t' => b"\\t",
-            b'\n' => b"\\n",
-            b'\x0c' => b"\\f",
-            b'\r' => b"\\r",
-            0x00..=0x1f => &[],
-            _ => continue,
-        };
+        let escape = ESCAPE[usize::from(byte)];
+        if escape == 0 {
+            continue;
+        }
         out.extend_from_slice(&bytes[run_start..index]);
         run_start = index + 1;
-        if escape.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[usize::from(byte >> 4)]);
-            out.push(HEX[usize::from(byte & 0xf)]);
+        if escape == b'u' {
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0xf)],
+            ]);
         } else {
-            out.extend_from_slice(escape);
+            out.extend_from_slice(&[b'\\', escape]);
         }
     }
     out.extend_from_slice(&bytes[run_start..]);
