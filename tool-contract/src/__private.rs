@@ -258,9 +258,9 @@ pub struct ContractDecl {
 
 /// `sha256:` and the first 16 hex digits of the SHA-256 of `value`'s JSON encoding.
 fn short_digest(value: &serde_json::Value) -> String {
-    // Keys come out sorted (serde_json's default map) and the values are only strings,
-    // integers and booleans, so the encoding is stable.
-    let bytes = serde_json::to_vec(value).unwrap_or_default();
+    // RFC 8785, so the revision depends on the schema's meaning, not on how serde_json
+    // happens to order or spell it. Schemas hold no non-finite number, so this cannot fail.
+    let bytes = crate::canonical::to_vec(value).unwrap_or_default();
     let digest = Sha256::digest(&bytes);
     let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
