@@ -437,7 +437,7 @@ fn a_truncated_result_is_not_complete() {
     let input = SearchKb::parse_arguments(&context.call.arguments).unwrap();
     let raw = RawResult::new(hits("refund").to_string(), kb_provenance()).truncated();
     let result = binder().project_output(&alice(), &context, &input, raw);
-    assert_eq!(result.model.execution().complete, false);
+    assert!(!result.model.execution().complete);
     assert!(result.model.execution().truncated);
     assert_eq!(result.model.execution().delivery, Delivery::Fresh);
 }

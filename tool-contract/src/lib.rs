@@ -63,6 +63,16 @@
 //!
 //! Every violation found is reported (up to [`MAX_VIOLATIONS`]), each with a JSON Pointer path
 //! and a [`ViolationKind`]. Nothing panics on any input.
+//!
+//! ## Results the model may see, audits it may not
+//!
+//! A [`Binder`] turns each call's outcome into a [`CallResult`]: a [`ModelResult`]
+//! (`tool-model-result-v2`: status, data or a catalog [`ModelError`], execution, provenance)
+//! and a [`ProtectedAudit`] (principal reference, provider context, contract revisions,
+//! downstream ids, redactions, and the three digests of [`Binding`]). [`Binder::verify`]
+//! recomputes every digest from the trusted principal, call and registry; the adapters in
+//! [`providers`] write only what verifies. [`canonical`] is RFC 8785 on its own. The
+//! [`CATALOG`] fixes every failure's message and recovery.
 #![doc = include_str!("../ATTRIBUTES.md")]
 
 mod audit;
