@@ -165,6 +165,14 @@ const fn retrying(mut entry: CatalogEntry, default_ms: u64, max_ms: u64) -> Cata
 }
 
 /// Every code, in one place.
+///
+/// ```
+/// use tool_contract::{CATALOG, ErrorCode, Recovery};
+///
+/// let entry = ErrorCode::OutcomeUnknown.entry();
+/// assert_eq!(entry.recovery, Recovery::QueryStatus);
+/// assert!(CATALOG.iter().all(|entry| entry.message.len() < 120));
+/// ```
 pub const CATALOG: [CatalogEntry; 12] = {
     use Category as C;
     use ErrorCode as E;

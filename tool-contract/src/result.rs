@@ -157,6 +157,24 @@ enum Body {
 /// It holds no tenant, subject, principal, operation id, receipt, idempotency key or digest:
 /// those live in the [`ProtectedAudit`](crate::ProtectedAudit) beside it. Results are made by
 /// a [`Binder`](crate::Binder).
+///
+/// ```
+/// use tool_contract::{ModelResult, Status};
+///
+/// let text = r#"{"schema_version":"tool-model-result-v2","status":"failed","data":null,
+///   "error":{"code":"NOT_FOUND","category":"not_found","message":"The requested resource was not found.",
+///            "recovery":"none","retry_after_ms":null,"paths":[]},
+///   "execution":{"outcome":"not_started","delivery":"fresh","complete":false,"truncated":false},
+///   "provenance":{"source_label":"orders","producer_revision":"orders-v2","resource_revision":null,
+///                 "observed_at":"2026-08-22T10:00:00Z","trust":"untrusted_data"}}"#;
+/// let result: ModelResult = serde_json::from_str(text)?;
+/// assert_eq!(result.status(), Status::Failed);
+///
+/// // "failed" with data is refused: the halves of a result are consistent by construction.
+/// let inconsistent = text.replace(r#""data":null"#, r#""data":{}"#);
+/// assert!(serde_json::from_str::<ModelResult>(&inconsistent).is_err());
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelResult {
     body: Body,

@@ -95,6 +95,15 @@ pub fn to_vec(value: &Value) -> Result<Vec<u8>, CanonicalError> {
 /// character in U+E000..=U+FFFF and one above U+FFFF (UTF-16 writes the latter with
 /// surrogates, which sort below U+E000). Such characters start with a byte of 0xEE or more, so
 /// byte order decides unless the first differing bytes include one.
+///
+/// ```
+/// use std::cmp::Ordering;
+/// use tool_contract::canonical::cmp_utf16;
+///
+/// // U+1F600 is written with surrogates (0xD83D...), below U+FF61 in UTF-16.
+/// assert_eq!(cmp_utf16("\u{1F600}", "\u{FF61}"), Ordering::Less);
+/// assert_eq!(cmp_utf16("a", "b"), Ordering::Less);
+/// ```
 #[must_use]
 pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
     let (x, y) = (a.as_bytes(), b.as_bytes());

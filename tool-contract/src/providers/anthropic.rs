@@ -93,6 +93,27 @@ fn check_stop_reason(turn: &Turn, stop_reason: Option<&str>) -> Result<(), Provi
 }
 
 /// Assembles a streamed message, event by event (each the JSON `data` of one SSE event).
+///
+/// ```
+/// use tool_contract::providers::anthropic::StreamAssembler;
+///
+/// let events = [
+///     r#"{"type":"message_start","message":{"id":"msg_1","content":[],"stop_reason":null}}"#,
+///     r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_order","input":{}}}"#,
+///     r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"order_ref\": \"ORD"}}"#,
+///     r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"ER-7\"}"}}"#,
+///     r#"{"type":"content_block_stop","index":0}"#,
+///     r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"}}"#,
+///     r#"{"type":"message_stop"}"#,
+/// ];
+/// let mut assembler = StreamAssembler::new();
+/// for event in events {
+///     assembler.push(event.as_bytes())?;
+/// }
+/// let turn = assembler.finish()?;
+/// assert_eq!(turn.calls[0].arguments, br#"{"order_ref": "ORDER-7"}"#);
+/// # Ok::<(), tool_contract::providers::ProviderError>(())
+/// ```
 #[derive(Debug, Default)]
 pub struct StreamAssembler {
     message_id: Option<String>,

@@ -79,6 +79,22 @@ struct PendingCall {
 ///
 /// [`ProviderError`] when calls are present but `finishReason` is not `STOP`, a call is
 /// malformed, two share an id, or a call without an id shares its name with another.
+///
+/// ```
+/// use tool_contract::providers::{Correlation, gemini};
+///
+/// // No ids, unique names: matched by name.
+/// let response = br#"{"candidates":[{"finishReason":"STOP","content":{"parts":[
+///   {"functionCall":{"name":"get_order","args":{"order_ref":"ORDER-7"}}}]}}]}"#;
+/// let turn = gemini::parse_response(response)?;
+/// assert_eq!(turn.calls[0].correlation, Correlation::Name);
+///
+/// // No ids, one name twice: refused, never matched by position.
+/// let ambiguous = br#"{"candidates":[{"finishReason":"STOP","content":{"parts":[
+///   {"functionCall":{"name":"get_order","args":{}}},{"functionCall":{"name":"get_order","args":{}}}]}}]}"#;
+/// assert!(gemini::parse_response(ambiguous).is_err());
+/// # Ok::<(), tool_contract::providers::ProviderError>(())
+/// ```
 pub fn parse_response(bytes: &[u8]) -> Result<Turn, ProviderError> {
     let mut assembler = StreamAssembler::new();
     assembler.push(bytes)?;

@@ -53,6 +53,17 @@ struct Step<'a> {
 ///
 /// [`ProviderError`] when calls are present but the status is not `requires_action`, a step
 /// is malformed, or two calls share an id.
+///
+/// ```
+/// use tool_contract::providers::interactions;
+///
+/// let interaction = br#"{"id":"int_1","status":"requires_action","steps":[
+///   {"type":"thought","signature":"opaque"},
+///   {"type":"function_call","id":"fc1","name":"get_order","arguments":{"order_ref":"ORDER-7"}}]}"#;
+/// let turn = interactions::parse_interaction(interaction)?;
+/// assert_eq!((turn.calls[0].call_id.as_str(), turn.response_id.as_deref()), ("fc1", Some("int_1")));
+/// # Ok::<(), tool_contract::providers::ProviderError>(())
+/// ```
 pub fn parse_interaction(bytes: &[u8]) -> Result<Turn, ProviderError> {
     let interaction: Interaction<'_> = parse(API, bytes)?;
     let mut turn = Turn::new(API, Some(interaction.id));

@@ -52,6 +52,21 @@ struct FunctionCall {
 ///
 /// [`ProviderError`] when the response is not `completed`, a call item is not `completed`,
 /// a call is malformed, or two calls share a `call_id`.
+///
+/// ```
+/// use tool_contract::providers::openai;
+///
+/// let response = br#"{"id":"resp_1","status":"completed","output":[
+///   {"type":"function_call","id":"fc_1","call_id":"call_1","name":"get_order",
+///    "arguments":"{\"order_ref\":\"ORDER-7\"}","status":"completed"}]}"#;
+/// let turn = openai::parse_response(response)?;
+/// assert_eq!(turn.calls[0].call_id, "call_1");
+/// assert_eq!(turn.calls[0].arguments, br#"{"order_ref":"ORDER-7"}"#);
+///
+/// let cut_short = br#"{"id":"resp_2","status":"incomplete","output":[]}"#;
+/// assert!(openai::parse_response(cut_short).is_err());
+/// # Ok::<(), tool_contract::providers::ProviderError>(())
+/// ```
 pub fn parse_response(bytes: &[u8]) -> Result<Turn, ProviderError> {
     let response: Response = parse(API, bytes)?;
     check_status(&response)?;
