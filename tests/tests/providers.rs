@@ -789,3 +789,15 @@ fn malformed_provider_bytes_are_errors_not_panics() {
             .is_empty()
     );
 }
+
+#[test]
+fn an_error_event_in_a_stream_stops_the_turn() {
+    let event = br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    let outcome = anthropic::StreamAssembler::new().push(event);
+    assert!(
+        matches!(outcome, Err(ProviderError::Reported { message, .. }) if message == "Overloaded")
+    );
+    let event = br#"{"event_type":"error","error":{"message":"quota"}}"#;
+    let outcome = interactions::StreamAssembler::new().push(event);
+    assert!(matches!(outcome, Err(ProviderError::Reported { message, .. }) if message == "quota"));
+}

@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::emit::{self, Answer};
-use super::wire::{malformed, object_text, parse, protocol};
+use super::wire::{malformed, object_text, parse, protocol, reported};
 use super::{Adapter, Api, Correlation, ProviderError, Turn};
 use crate::call::Principal;
 use crate::project::Binder;
@@ -221,18 +221,7 @@ impl StreamAssembler {
                 }
             }
             "message_stop" => self.stopped = true,
-            "error" => {
-                let message = event
-                    .error
-                    .as_ref()
-                    .and_then(|error| error.get("message"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("stream error");
-                return Err(ProviderError::Reported {
-                    api: API,
-                    message: message.to_owned(),
-                });
-            }
+            "error" => return Err(reported(API, event.error.as_ref())),
             _ => {}
         }
         Ok(())

@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::emit::{self, Answer};
-use super::wire::{is_nonempty_object, malformed, object_text, parse, protocol};
+use super::wire::{is_nonempty_object, malformed, object_text, parse, protocol, reported};
 use super::{Adapter, Api, Correlation, ProviderError, Turn};
 use crate::call::Principal;
 use crate::project::Binder;
@@ -235,18 +235,7 @@ impl StreamAssembler {
                     self.calls.push((open.id, open.name, arguments));
                 }
             }
-            "error" => {
-                let message = event
-                    .error
-                    .as_ref()
-                    .and_then(|error| error.get("message"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("stream error");
-                return Err(ProviderError::Reported {
-                    api: API,
-                    message: message.to_owned(),
-                });
-            }
+            "error" => return Err(reported(API, event.error.as_ref())),
             _ => {}
         }
         Ok(())

@@ -1,6 +1,7 @@
 //! Reading provider JSON: shared helpers for the adapters.
 
 use serde::Deserialize;
+use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::{Api, ProviderError};
@@ -39,4 +40,16 @@ pub(super) fn object_text(value: Option<&RawValue>) -> Vec<u8> {
 pub(super) fn is_nonempty_object(text: &str) -> bool {
     let inner = text.trim();
     inner.starts_with('{') && inner.ends_with('}') && !inner[1..inner.len() - 1].trim().is_empty()
+}
+
+/// The error an `error` stream event reports, by its `error.message`.
+pub(super) fn reported(api: Api, error: Option<&Value>) -> ProviderError {
+    let message = error
+        .and_then(|error| error.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or("stream error");
+    ProviderError::Reported {
+        api,
+        message: message.to_owned(),
+    }
 }
