@@ -801,3 +801,51 @@ fn an_error_event_in_a_stream_stops_the_turn() {
     let outcome = interactions::StreamAssembler::new().push(event);
     assert!(matches!(outcome, Err(ProviderError::Reported { message, .. }) if message == "quota"));
 }
+
+#[test]
+fn stateless_replays_carry_the_same_calls_and_result_items() {
+    // OpenAI store:false: the replayed function_call items read as the same calls, and our
+    // outputs have the shape and ids of the fixture's.
+    let replay = fixture_json("openai-responses-result-stateless.json")["input"].clone();
+    let items: Vec<&Value> = replay.as_array().unwrap().iter().collect();
+    let calls_in_replay: Vec<Value> = items
+        .iter()
+        .filter(|i| i["type"] == "function_call")
+        .map(|i| (*i).clone())
+        .collect();
+    let response = json!({ "id": "resp_68a1f0c2d4e08190a1b2c3d4e5f60718", "status": "completed", "output": calls_in_replay });
+    let turn = openai::parse_response(&serde_json::to_vec(&response).unwrap()).unwrap();
+    assert_eq!(turn, openai_turn());
+    let ours = openai::function_call_outputs(&binder(), &alice(), &turn, &answers(&turn)).unwrap();
+    let theirs: Vec<&&Value> = items
+        .iter()
+        .filter(|i| i["type"] == "function_call_output")
+        .collect();
+    for (ours, theirs) in ours.as_array().unwrap().iter().zip(theirs) {
+        assert_eq!(sorted_keys(ours), sorted_keys(theirs));
+        assert_eq!(ours["call_id"], theirs["call_id"]);
+    }
+
+    // Interactions store:false: likewise for function_call and function_result steps.
+    let replay = fixture_json("gemini-interactions-result-stateless.json")["input"].clone();
+    let steps: Vec<&Value> = replay.as_array().unwrap().iter().collect();
+    let interaction = json!({
+        "id": "int_7f3c2a9e41b84d0c", "status": "requires_action",
+        "steps": steps.iter().filter(|s| s["type"] == "function_call").collect::<Vec<_>>(),
+    });
+    let turn = interactions::parse_interaction(&serde_json::to_vec(&interaction).unwrap()).unwrap();
+    let original =
+        interactions::parse_interaction(&fixture("gemini-interactions-call.json")).unwrap();
+    assert_eq!(calls(&turn), calls(&original));
+    let ours = interactions::function_results(&binder(), &alice(), &turn, &answers(&turn)).unwrap();
+    let theirs: Vec<&&Value> = steps
+        .iter()
+        .filter(|s| s["type"] == "function_result")
+        .collect();
+    for (ours, theirs) in ours.as_array().unwrap().iter().zip(theirs) {
+        let mut keys = sorted_keys(ours);
+        keys.retain(|key| key != "is_error");
+        assert_eq!(keys, sorted_keys(theirs));
+        assert_eq!(ours["call_id"], theirs["call_id"]);
+    }
+}
