@@ -125,9 +125,6 @@ fn push_call(turn: &mut Turn, call: FunctionCall) -> Result<(), ProviderError> {
     if call.call_id.is_empty() || call.call_id.len() > 64 {
         return Err(malformed(API, "a call_id must have 1 to 64 characters"));
     }
-    if call.id.as_deref() == Some(call.call_id.as_str()) {
-        return Err(malformed(API, "an item id must not be its call_id"));
-    }
     turn.push(
         ADAPTER,
         call.call_id,
