@@ -192,8 +192,8 @@ fn not_found_reads_the_same_for_missing_and_unauthorised() {
         ToolFailure::new(FailureKind::Unauthorized, "acme may not read KB-9"),
     );
     assert_eq!(
-        missing.model.to_canonical_json().unwrap(),
-        hidden.model.to_canonical_json().unwrap()
+        missing.model.to_canonical_json(),
+        hidden.model.to_canonical_json()
     );
     assert_eq!(
         missing.audit.binding.result_sha256,
@@ -243,7 +243,7 @@ fn no_internal_error_text_reaches_the_model() {
         },
     ] {
         let result = binder().project_failure(&alice(), &context, ToolFailure::new(kind, detail));
-        let model = String::from_utf8(result.model.to_canonical_json().unwrap()).unwrap();
+        let model = String::from_utf8(result.model.to_canonical_json()).unwrap();
         assert!(
             !model.contains("ECONNREFUSED") && !model.contains("10.0.3.7"),
             "{model}"

@@ -58,7 +58,7 @@ fn a_model_result_has_exactly_the_v2_members() {
 fn succeeded_has_data_and_no_error() {
     let result = search(&search_call("1", "refund"), &hits("refund"));
     assert_eq!(result.model.status(), Status::Succeeded);
-    assert_eq!(result.model.data(), Some(&hits("refund")));
+    assert_eq!(result.model.data(), Some(hits("refund")));
     assert!(result.model.error().is_none());
 }
 
@@ -425,7 +425,7 @@ fn canonical_json_of_a_result_equals_rfc8785_of_its_serde_form() {
             tool_contract::canonical::to_vec(&serde_json::to_value(&result.model).unwrap())
                 .unwrap();
         assert_eq!(
-            String::from_utf8(result.model.to_canonical_json().unwrap()).unwrap(),
+            String::from_utf8(result.model.to_canonical_json()).unwrap(),
             String::from_utf8(by_serde).unwrap()
         );
     }

@@ -268,7 +268,7 @@ fn openai_results_are_function_call_outputs_with_the_canonical_json_string() {
     let output = items[0]["output"].as_str().unwrap();
     assert_eq!(
         output.as_bytes(),
-        answers[0].result.model.to_canonical_json().unwrap()
+        answers[0].result.model.to_canonical_json()
     );
     assert_no_audit(&payload, &answers);
 }
@@ -396,7 +396,7 @@ fn anthropic_results_are_one_user_message_of_tool_result_blocks_first() {
     assert_eq!(blocks[1]["is_error"], true);
     assert_eq!(
         blocks[1]["content"][0]["text"].as_str().unwrap().as_bytes(),
-        answers[1].result.model.to_canonical_json().unwrap()
+        answers[1].result.model.to_canonical_json()
     );
     assert_no_audit(&message, &answers);
 }

@@ -189,7 +189,7 @@ pub fn output(output: &Output) -> TokenStream {
     let type_name = ident.to_string();
     let description = option_str(output.doc.as_deref());
     let output_limits = limits(&output.limits);
-    let (statics, read, shape, bounds, name_checks) = match &output.data {
+    let (statics, read, shape, bounds, name_checks, write) = match &output.data {
         OutputData::Struct(fields) => {
             let statics = field_statics(fields);
             let read = read_object(fields);
@@ -199,7 +199,8 @@ pub fn output(output: &Output) -> TokenStream {
             };
             let bounds = bound_decls(&type_name, fields);
             let name_checks = fields.iter().map(forbidden_name_check).collect();
-            (statics, read, shape, bounds, name_checks)
+            let write = write_object(fields);
+            (statics, read, shape, bounds, name_checks, write)
         }
         OutputData::Enum(variants) => {
             let values = variants.iter().map(|variant| &variant.value);
@@ -212,7 +213,15 @@ pub fn output(output: &Output) -> TokenStream {
                     ::tool_contract::EnumShape::new(#type_name, #description, &__VALUES);
             };
             let read = read_enum(variants);
-            (statics, read, shape, TokenStream::new(), TokenStream::new())
+            let write = write_enum(variants);
+            (
+                statics,
+                read,
+                shape,
+                TokenStream::new(),
+                TokenStream::new(),
+                write,
+            )
         }
     };
     let shape_variant = match &output.data {
@@ -240,6 +249,10 @@ pub fn output(output: &Output) -> TokenStream {
 
                 fn __shape() -> ::tool_contract::Shape {
                     ::tool_contract::Shape::#shape_variant(&__SHAPE)
+                }
+
+                fn __write_canonical(&self, out: &mut ::std::vec::Vec<u8>) {
+                    #write
                 }
 
                 #bounds
@@ -410,6 +423,48 @@ fn read_enum(variants: &[Variant]) -> TokenStream {
                 ::core::option::Option::None
             }
         })
+    }
+}
+
+/// `__write_canonical` of a struct: its members in RFC 8785 order (names by UTF-16 code
+/// units, sorted here at compile time), each value by its own type's writer.
+fn write_object(fields: &[Field]) -> TokenStream {
+    let mut sorted: Vec<&Field> = fields.iter().collect();
+    sorted.sort_by(|a, b| a.key.encode_utf16().cmp(b.key.encode_utf16()));
+    let members = sorted.iter().enumerate().map(|(index, field)| {
+        let key = &field.key;
+        let ident = field.ident;
+        let ty = &field.original.ty;
+        let comma = (index > 0).then(|| quote!(out.push(b',');));
+        // At the field's type, like the read: an unsupported type is one error there.
+        let write = quote_spanned! {ty.span()=>
+            <#ty as ::tool_contract::ContractField>::__write_canonical(&self.#ident, out);
+        };
+        quote! {
+            #comma
+            ::tool_contract::__private::write_canonical_key(out, #key);
+            #write
+        }
+    });
+    quote! {
+        out.push(b'{');
+        #(#members)*
+        out.push(b'}');
+    }
+}
+
+/// `__write_canonical` of a unit enum: its JSON string.
+fn write_enum(variants: &[Variant]) -> TokenStream {
+    let arms = variants.iter().map(|variant| {
+        let value = &variant.value;
+        let ident = variant.ident;
+        quote!(Self::#ident => #value,)
+    });
+    quote! {
+        let value = match self {
+            #(#arms)*
+        };
+        ::tool_contract::__private::write_canonical_str(out, value);
     }
 }
 

@@ -66,6 +66,9 @@ pub fn output(input: &DeriveInput, errors: syn::Error) -> TokenStream {
             fn __shape() -> ::tool_contract::Shape {
                 ::tool_contract::Shape::FreeForm
             }
+            fn __write_canonical(&self, _: &mut ::std::vec::Vec<u8>) {
+                ::core::unreachable!("the output type did not compile")
+            }
         }
         impl ::tool_contract::ToolOutput for #ident {
             const LIMITS: ::tool_contract::Limits = ::tool_contract::Limits::DEFAULT;

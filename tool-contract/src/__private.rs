@@ -266,6 +266,17 @@ fn short_digest(value: &serde_json::Value) -> String {
     format!("sha256:{hex}")
 }
 
+/// Writes `"key":` canonically (generated `__write_canonical` of structs).
+pub fn write_canonical_key(out: &mut Vec<u8>, key: &str) {
+    crate::canonical::write_str(out, key);
+    out.push(b':');
+}
+
+/// Writes a string canonically (generated `__write_canonical` of enums).
+pub fn write_canonical_str(out: &mut Vec<u8>, value: &str) {
+    crate::canonical::write_str(out, value);
+}
+
 /// Builds a tool's spec: schemas, and a digest for every revision not declared.
 #[must_use]
 pub fn build_spec(decl: &'static ContractDecl) -> ToolSpec {
@@ -322,6 +333,10 @@ impl ContractField for InvalidOutput {
 
     fn __shape() -> Shape {
         Shape::FreeForm
+    }
+
+    fn __write_canonical(&self, _: &mut Vec<u8>) {
+        match *self {}
     }
 }
 

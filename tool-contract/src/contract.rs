@@ -115,4 +115,23 @@ impl<C: ToolContract> BoundInputs for InputOf<'_, C> {
 pub trait ToolOutput: ContractField + Serialize {
     /// Size and depth limits on the encoded output (`max_bytes`, `max_depth`).
     const LIMITS: Limits;
+
+    /// The value as RFC 8785 canonical JSON, written in one pass from the typed value (member
+    /// names were sorted at compile time): the same bytes as
+    /// [`canonical::to_vec`](crate::canonical::to_vec) of its `serde_json::to_value`.
+    ///
+    /// ```
+    /// use tool_contract::ToolOutput;
+    ///
+    /// #[derive(serde::Serialize, ToolOutput)]
+    /// struct Reading { zone: String, celsius: f64, at_noon: bool }
+    ///
+    /// let reading = Reading { zone: "é-1".into(), celsius: 21.0, at_noon: true };
+    /// assert_eq!(reading.to_canonical_json(), r#"{"at_noon":true,"celsius":21,"zone":"é-1"}"#.as_bytes());
+    /// ```
+    fn to_canonical_json(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256);
+        self.__write_canonical(&mut out);
+        out
+    }
 }

@@ -12,7 +12,7 @@ use crate::audit::{
 use crate::binding::AuditKeys;
 use crate::call::{CallContext, Principal};
 use crate::catalog::{ErrorCode, ModelError};
-use crate::contract::ToolContract;
+use crate::contract::{ToolContract, ToolOutput};
 use crate::registry::Registry;
 use crate::result::{
     CONTROL_PRODUCER_REVISION, CONTROL_SOURCE_LABEL, Delivery, ModelResult, Provenance, Trust,
@@ -391,7 +391,7 @@ impl<'r> Binder<'r> {
         spec: &ToolSpec,
         input: &C,
         raw: &RawResult,
-    ) -> Result<(Value, Provenance), Withheld> {
+    ) -> Result<(String, Provenance), Withheld> {
         let mut redactions = Vec::new();
         let claimed = &raw.provenance;
         if claimed.producer_revision != spec.producer_revision() {
@@ -424,7 +424,8 @@ impl<'r> Binder<'r> {
                 None
             }
         };
-        let data = output.and_then(|output| serde_json::to_value(&output).ok());
+        // Written canonically straight from the typed output: no `Value` in between.
+        let data = output.and_then(|output| String::from_utf8(output.to_canonical_json()).ok());
         match data {
             Some(data) if redactions.is_empty() => Ok((
                 data,
@@ -506,9 +507,7 @@ impl<'r> Binder<'r> {
         detail: Option<String>,
     ) -> CallResult {
         let call = &context.call;
-        // A validated output holds only finite numbers, so this cannot fail; an empty text
-        // would fail verification rather than pass it.
-        let model_json = model.to_canonical_json().unwrap_or_default();
+        let model_json = model.to_canonical_json();
         let request_sha256 = self
             .keys
             .request_digest(principal, &call.name, spec, &call.arguments);

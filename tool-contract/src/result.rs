@@ -5,7 +5,7 @@ use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::canonical::{self, CanonicalError};
+use crate::canonical;
 use crate::catalog::{ErrorCode, ModelError};
 
 /// The `schema_version` of every [`ModelResult`].
@@ -142,7 +142,8 @@ pub const CONTROL_PRODUCER_REVISION: &str = concat!("tool-contract/", env!("CARG
 
 #[derive(Debug, Clone, PartialEq)]
 enum Body {
-    Succeeded(Value),
+    /// The data's canonical JSON text: written once, hashed and sent as it is.
+    Succeeded(String),
     Failed(ModelError),
     Unknown(ModelError),
 }
@@ -183,15 +184,17 @@ pub struct ModelResult {
 }
 
 impl ModelResult {
+    /// A success whose data is `data_json`, which must be canonical JSON (a contract output's
+    /// `to_canonical_json`).
     pub(crate) fn succeeded(
-        data: Value,
+        data_json: String,
         delivery: Delivery,
         truncated: bool,
         provenance: Provenance,
     ) -> Self {
         debug_assert_eq!(provenance.trust, Trust::UntrustedData);
         ModelResult {
-            body: Body::Succeeded(data),
+            body: Body::Succeeded(data_json),
             execution: Execution {
                 outcome: Outcome::Committed,
                 delivery,
@@ -231,9 +234,17 @@ impl ModelResult {
         }
     }
 
-    /// The tool's data, on success.
+    /// The tool's data, on success, as a value (parsed from [`data_json`](Self::data_json)).
     #[must_use]
-    pub fn data(&self) -> Option<&Value> {
+    pub fn data(&self) -> Option<Value> {
+        // Canonical JSON is JSON; `Null` cannot stand in for anything real here.
+        self.data_json()
+            .map(|text| serde_json::from_str(text).unwrap_or(Value::Null))
+    }
+
+    /// The tool's data, on success, as its RFC 8785 canonical JSON text.
+    #[must_use]
+    pub fn data_json(&self) -> Option<&str> {
         match &self.body {
             Body::Succeeded(data) => Some(data),
             Body::Failed(_) | Body::Unknown(_) => None,
@@ -263,18 +274,13 @@ impl ModelResult {
 
     /// The RFC 8785 canonical JSON of the result: the exact bytes the model is sent and
     /// `result_sha256` covers.
-    ///
-    /// # Errors
-    ///
-    /// Only for data holding a non-finite number, which no validated output can.
-    pub fn to_canonical_json(&self) -> Result<Vec<u8>, CanonicalError> {
-        let mut out = Vec::with_capacity(512);
+    #[must_use]
+    pub fn to_canonical_json(&self) -> Vec<u8> {
+        let data = self.data_json().unwrap_or("null");
+        let mut out = Vec::with_capacity(data.len() + 400);
         // Members in RFC 8785 order: data, error, execution, provenance, schema_version, status.
         out.extend_from_slice(b"{\"data\":");
-        match self.data() {
-            Some(data) => canonical::write_value(&mut out, data)?,
-            None => out.extend_from_slice(b"null"),
-        }
+        out.extend_from_slice(data.as_bytes());
         out.extend_from_slice(b",\"error\":");
         match self.error() {
             Some(error) => write_error(&mut out, error),
@@ -308,7 +314,7 @@ impl ModelResult {
         out.extend_from_slice(b"\",\"status\":\"");
         out.extend_from_slice(self.status().as_str().as_bytes());
         out.extend_from_slice(b"\"}");
-        Ok(out)
+        out
     }
 }
 
@@ -392,7 +398,12 @@ impl ModelResult {
                 if execution.complete == execution.truncated {
                     return Err("data is complete exactly when it is not truncated");
                 }
-                Body::Succeeded(data.into_owned())
+                // Whatever spelling came in, the data is kept (and hashed) canonical.
+                let canonical =
+                    canonical::to_vec(&data).map_err(|_| "data has a non-finite number")?;
+                Body::Succeeded(
+                    String::from_utf8(canonical).map_err(|_| "canonical JSON is UTF-8")?,
+                )
             }
             (Status::Failed | Status::Unknown, None, Some(error)) => {
                 let error = error.into_owned();

@@ -136,10 +136,7 @@ impl Binder<'_> {
         if !digests_equal(&audit.binding.request_sha256, &request_sha256) {
             return Err(VerifyError::RequestDigest);
         }
-        let model_json = result
-            .model
-            .to_canonical_json()
-            .map_err(|_| VerifyError::ResultDigest)?;
+        let model_json = result.model.to_canonical_json();
         let result_sha256 = self.keys.result_digest(&model_json);
         if !digests_equal(&audit.binding.result_sha256, &result_sha256) {
             return Err(VerifyError::ResultDigest);

@@ -28,7 +28,7 @@
 //! ```
 
 mod parse;
-mod write;
+pub(crate) mod write;
 
 use std::cmp::Ordering;
 

@@ -99,7 +99,7 @@ fn write_member(
     write_value(out, value)
 }
 
-fn write_bool(out: &mut Vec<u8>, value: bool) {
+pub(crate) fn write_bool(out: &mut Vec<u8>, value: bool) {
     out.extend_from_slice(if value { b"true" } else { b"false" });
 }
 
@@ -119,7 +119,13 @@ fn write_number(out: &mut Vec<u8>, number: &Number) -> Result<(), CanonicalError
 }
 
 fn write_i64(out: &mut Vec<u8>, value: i64) {
-    if value.unsigned_abs() <= EXACT_INTEGER_LIMIT {
+    write_integer(out, i128::from(value));
+}
+
+/// An integer as the double RFC 8785 reads it as: its digits up to 2^53, the nearest double
+/// beyond.
+pub(crate) fn write_integer(out: &mut Vec<u8>, value: i128) {
+    if value.unsigned_abs() <= u128::from(EXACT_INTEGER_LIMIT) {
         out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
     } else {
         write_f64(out, value as f64);
@@ -127,7 +133,7 @@ fn write_i64(out: &mut Vec<u8>, value: i64) {
 }
 
 /// ECMAScript `Number.prototype.toString` of a finite double (RFC 8785 section 3.2.2.3).
-fn write_f64(out: &mut Vec<u8>, value: f64) {
+pub(crate) fn write_f64(out: &mut Vec<u8>, value: f64) {
     debug_assert!(value.is_finite(), "callers refuse non-finite numbers");
     out.extend_from_slice(ryu_js::Buffer::new().format_finite(value).as_bytes());
 }

@@ -4,6 +4,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use super::reader::{BoundValue, Reader, Stop};
+use crate::canonical::write as canonical;
 use crate::spec::{Format, FreeFormLimits, Rules, Shape};
 use crate::violation::ViolationKind;
 
@@ -26,6 +27,11 @@ pub trait ContractField: Sized {
     #[doc(hidden)]
     fn __shape() -> Shape;
 
+    /// Writes the value as RFC 8785 canonical JSON, exactly as `serde_json::to_value` and
+    /// [`canonical::to_vec`](crate::canonical::to_vec) would, in one pass and with no `Value`.
+    #[doc(hidden)]
+    fn __write_canonical(&self, out: &mut Vec<u8>);
+
     /// The `bound` declarations inside this type, at any depth, for the compile-time check
     /// that each names an input field of a compatible type.
     #[doc(hidden)]
@@ -44,6 +50,10 @@ impl ContractField for String {
     fn __shape() -> Shape {
         Shape::String
     }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        canonical::write_str(out, self);
+    }
 }
 
 impl ContractField for bool {
@@ -53,6 +63,10 @@ impl ContractField for bool {
 
     fn __shape() -> Shape {
         Shape::Boolean
+    }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        canonical::write_bool(out, *self);
     }
 }
 
@@ -70,6 +84,10 @@ macro_rules! integer_field {
             fn __shape() -> Shape {
                 let (min, max) = safe_range(i128::from(<$ty>::MIN), i128::from(<$ty>::MAX));
                 Shape::Integer { min, max }
+            }
+
+            fn __write_canonical(&self, out: &mut Vec<u8>) {
+                canonical::write_integer(out, i128::from(*self));
             }
         }
 
@@ -99,6 +117,15 @@ impl ContractField for f64 {
     fn __shape() -> Shape {
         Shape::Number
     }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        // serde_json writes a non-finite double as null; a validated one is always finite.
+        if self.is_finite() {
+            canonical::write_f64(out, *self);
+        } else {
+            out.extend_from_slice(b"null");
+        }
+    }
 }
 
 impl ContractField for OffsetDateTime {
@@ -117,6 +144,14 @@ impl ContractField for OffsetDateTime {
     fn __shape() -> Shape {
         Shape::DateTime
     }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        // As `time::serde::rfc3339`, the only `with` the derive accepts for it, writes it.
+        let text = self
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        canonical::write_str(out, &text);
+    }
 }
 
 /// The limits a free-form value gets should generated code ever pass none (the derive
@@ -134,6 +169,11 @@ impl ContractField for Value {
     fn __shape() -> Shape {
         Shape::FreeForm
     }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        // A value validated as free-form holds finite numbers only.
+        let _ = canonical::write_value(out, self);
+    }
 }
 
 impl<T: ContractField> ContractField for Option<T> {
@@ -146,6 +186,13 @@ impl<T: ContractField> ContractField for Option<T> {
 
     fn __shape() -> Shape {
         Shape::Nullable(T::__shape)
+    }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        match self {
+            Some(value) => value.__write_canonical(out),
+            None => out.extend_from_slice(b"null"),
+        }
     }
 
     const __BOUNDS: &'static [crate::__private::BoundDecl] = T::__BOUNDS;
@@ -176,6 +223,17 @@ impl<T: ContractField> ContractField for Vec<T> {
 
     fn __shape() -> Shape {
         Shape::Array(T::__shape)
+    }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        out.push(b'[');
+        for (index, item) in self.iter().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            item.__write_canonical(out);
+        }
+        out.push(b']');
     }
 
     const __BOUNDS: &'static [crate::__private::BoundDecl] = T::__BOUNDS;
