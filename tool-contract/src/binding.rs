@@ -18,8 +18,11 @@ const CALL_BINDING_DOMAIN: &str = "tool-contract/call-binding-v1";
 const PRINCIPAL_DOMAIN: &str = "tool-contract/principal-v1";
 
 /// A secret key for HMAC-SHA256: at least 32 bytes. Its `Debug` shows nothing of it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SecretKey(Vec<u8>);
+///
+/// Held as HMAC's keyed state, so each digest starts from a copy of it instead of hashing the
+/// key again.
+#[derive(Clone)]
+pub struct SecretKey(Hmac<Sha256>);
 
 impl SecretKey {
     /// The shortest key accepted, in bytes (SHA-256's output size).
@@ -35,12 +38,14 @@ impl SecretKey {
         if bytes.len() < Self::MIN_LEN {
             return Err(KeyTooShort { len: bytes.len() });
         }
-        Ok(SecretKey(bytes))
+        // HMAC takes keys of any length, so this refusal never happens.
+        let keyed = <Hmac<Sha256> as Mac>::new_from_slice(&bytes)
+            .map_err(|_| KeyTooShort { len: bytes.len() })?;
+        Ok(SecretKey(keyed))
     }
 
     fn mac(&self) -> Hmac<Sha256> {
-        // HMAC takes keys of any length; `new_from_slice` cannot fail for it.
-        <Hmac<Sha256> as Mac>::new_from_slice(&self.0).unwrap_or_else(|_| unreachable!())
+        self.0.clone()
     }
 }
 
