@@ -47,6 +47,33 @@ fn member_names_are_sorted_by_utf16_at_compile_time() {
     assert_eq!(generated(&glyphs), by_serde(&glyphs));
 }
 
+/// Names that need escaping.
+#[derive(serde::Serialize, ToolOutput)]
+struct Escaped {
+    #[serde(rename = "say \"hi\"\t")]
+    quoted: Quoted,
+    plain: bool,
+}
+
+#[derive(serde::Serialize, ToolOutput)]
+enum Quoted {
+    #[serde(rename = "back\\slash")]
+    Backslash,
+}
+
+#[test]
+fn names_that_need_escaping_are_escaped() {
+    let escaped = Escaped {
+        quoted: Quoted::Backslash,
+        plain: false,
+    };
+    assert_eq!(
+        generated(&escaped),
+        r#"{"plain":false,"say \"hi\"\t":"back\\slash"}"#
+    );
+    assert_eq!(generated(&escaped), by_serde(&escaped));
+}
+
 #[test]
 fn renamed_enum_values_write_their_wire_name() {
     assert_eq!(generated(&OrderStatus::OnHold), "\"on-hold\"");

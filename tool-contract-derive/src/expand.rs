@@ -440,9 +440,10 @@ fn write_object(fields: &[Field]) -> TokenStream {
         let write = quote_spanned! {ty.span()=>
             <#ty as ::tool_contract::ContractField>::__write_canonical(&self.#ident, out);
         };
+        let write_key = write_json_string(key, ":");
         quote! {
             #comma
-            ::tool_contract::__private::write_canonical_key(out, #key);
+            #write_key
             #write
         }
     });
@@ -456,15 +457,32 @@ fn write_object(fields: &[Field]) -> TokenStream {
 /// `__write_canonical` of a unit enum: its JSON string.
 fn write_enum(variants: &[Variant]) -> TokenStream {
     let arms = variants.iter().map(|variant| {
-        let value = &variant.value;
         let ident = variant.ident;
-        quote!(Self::#ident => #value,)
+        let write = write_json_string(&variant.value, "");
+        quote!(Self::#ident => { #write })
     });
     quote! {
-        let value = match self {
+        match self {
             #(#arms)*
-        };
-        ::tool_contract::__private::write_canonical_str(out, value);
+        }
+    }
+}
+
+/// Code that writes `text` as a canonical JSON string followed by `suffix`: one literal when
+/// the text has nothing to escape (any ordinary name), the runtime's escaping otherwise.
+fn write_json_string(text: &str, suffix: &str) -> TokenStream {
+    let plain = !text
+        .bytes()
+        .any(|byte| byte == b'"' || byte == b'\\' || byte < 0x20);
+    if plain {
+        let literal =
+            syn::LitByteStr::new(format!("\"{text}\"{suffix}").as_bytes(), Span::call_site());
+        quote!(out.extend_from_slice(#literal);)
+    } else {
+        quote! {
+            ::tool_contract::__private::write_canonical_str(out, #text);
+            out.extend_from_slice(#suffix.as_bytes());
+        }
     }
 }
 

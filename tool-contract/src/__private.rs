@@ -266,13 +266,7 @@ fn short_digest(value: &serde_json::Value) -> String {
     format!("sha256:{hex}")
 }
 
-/// Writes `"key":` canonically (generated `__write_canonical` of structs).
-pub fn write_canonical_key(out: &mut Vec<u8>, key: &str) {
-    crate::canonical::write_str(out, key);
-    out.push(b':');
-}
-
-/// Writes a string canonically (generated `__write_canonical` of enums).
+/// Writes a string canonically (generated `__write_canonical`, for names that need escaping).
 pub fn write_canonical_str(out: &mut Vec<u8>, value: &str) {
     crate::canonical::write_str(out, value);
 }

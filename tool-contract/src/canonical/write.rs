@@ -4,6 +4,7 @@ use serde_json::{Map, Number, Value};
 
 use super::parse::Node;
 use super::{CanonicalError, cmp_utf16};
+use crate::validate::reader::find_string_special;
 
 /// 2^53: below it every integer is a double written exactly as its decimal digits.
 const EXACT_INTEGER_LIMIT: u64 = 1 << 53;
@@ -125,10 +126,11 @@ fn write_i64(out: &mut Vec<u8>, value: i64) {
 /// An integer as the double RFC 8785 reads it as: its digits up to 2^53, the nearest double
 /// beyond.
 pub(crate) fn write_integer(out: &mut Vec<u8>, value: i128) {
-    if value.unsigned_abs() <= u128::from(EXACT_INTEGER_LIMIT) {
-        out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
-    } else {
-        write_f64(out, value as f64);
+    match i64::try_from(value) {
+        Ok(small) if small.unsigned_abs() <= EXACT_INTEGER_LIMIT => {
+            out.extend_from_slice(itoa::Buffer::new().format(small).as_bytes());
+        }
+        _ => write_f64(out, value as f64),
     }
 }
 
@@ -138,25 +140,6 @@ pub(crate) fn write_f64(out: &mut Vec<u8>, value: f64) {
     out.extend_from_slice(ryu_js::Buffer::new().format_finite(value).as_bytes());
 }
 
-/// For each byte, what follows the backslash when it is escaped: `u` for `\u00xx`, 0 when it
-/// is written as itself (RFC 8785 section 3.2.2.2: only `"`, `\\` and U+0000..U+001F).
-const ESCAPE: [u8; 256] = {
-    let mut table = [0u8; 256];
-    let mut byte = 0;
-    while byte < 0x20 {
-        table[byte] = b'u';
-        byte += 1;
-    }
-    table[0x08] = b'b';
-    table[0x09] = b't';
-    table[0x0a] = b'n';
-    table[0x0c] = b'f';
-    table[0x0d] = b'r';
-    table[b'"' as usize] = b'"';
-    table[b'\\' as usize] = b'\\';
-    table
-};
-
 /// A JSON string as RFC 8785 section 3.2.2.2 writes it.
 pub(crate) fn write_str(out: &mut Vec<u8>, value: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -164,26 +147,36 @@ pub(crate) fn write_str(out: &mut Vec<u8>, value: &str) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut run_start = 0;
-    for (index, &byte) in bytes.iter().enumerate() {
-        let escape = ESCAPE[usize::from(byte)];
-        if escape == 0 {
-            continue;
-        }
-        out.extend_from_slice(&bytes[run_start..index]);
-        run_start = index + 1;
-        if escape == b'u' {
-            out.extend_from_slice(&[
+    loop {
+        // The bytes to escape are exactly those the reader stops at in a string.
+        let at = find_string_special(bytes, run_start);
+        out.extend_from_slice(&bytes[run_start..at]);
+        let Some(&byte) = bytes.get(at) else {
+            break;
+        };
+        // RFC 8785 section 3.2.2.2: short escapes where JSON has them, else \u00xx.
+        let short = match byte {
+            b'"' => Some(b'"'),
+            b'\\' => Some(b'\\'),
+            0x08 => Some(b'b'),
+            b'\t' => Some(b't'),
+            b'\n' => Some(b'n'),
+            0x0c => Some(b'f'),
+            b'\r' => Some(b'r'),
+            _ => None,
+        };
+        match short {
+            Some(letter) => out.extend_from_slice(&[b'\\', letter]),
+            None => out.extend_from_slice(&[
                 b'\\',
                 b'u',
                 b'0',
                 b'0',
                 HEX[usize::from(byte >> 4)],
                 HEX[usize::from(byte & 0xf)],
-            ]);
-        } else {
-            out.extend_from_slice(&[b'\\', escape]);
+            ]),
         }
+        run_start = at + 1;
     }
-    out.extend_from_slice(&bytes[run_start..]);
     out.push(b'"');
 }

@@ -888,7 +888,7 @@ impl<'a> Reader<'a> {
 /// Eight bytes at a time: for a word `x`, `(x - 0x0101…01·n) & !x & 0x8080…80` flags the
 /// bytes below `n` (and `x ^ c·0x0101…01` turns bytes equal to `c` into zeros). A borrow can
 /// only flag bytes above a true match, so the lowest flag is always exact.
-fn find_string_special(bytes: &[u8], from: usize) -> usize {
+pub(crate) fn find_string_special(bytes: &[u8], from: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x;
