@@ -152,7 +152,7 @@ impl AuditKeys {
         let arguments = match &canonical_arguments {
             Ok(canonical) => ("arguments", Field::Raw(canonical)),
             Err(_) => {
-                unparsed_digest = format!("{:x}", Sha256::digest(arguments));
+                unparsed_digest = hex::encode(Sha256::digest(arguments));
                 ("arguments_bytes_sha256", Field::Str(&unparsed_digest))
             }
         };
@@ -282,8 +282,8 @@ impl Hasher {
 
     fn finish(self) -> String {
         match self {
-            Hasher::Plain(hasher) => format!("{:x}", hasher.finalize()),
-            Hasher::Keyed(mac) => format!("{:x}", mac.finalize().into_bytes()),
+            Hasher::Plain(hasher) => hex::encode(hasher.finalize()),
+            Hasher::Keyed(mac) => hex::encode(mac.finalize().into_bytes()),
         }
     }
 }
