@@ -145,3 +145,27 @@ fn a_non_finite_double_writes_as_serde_json_writes_it() {
     assert_eq!(generated(&view), by_serde(&view));
     assert!(generated(&view).contains(r#""weight_kg":null"#));
 }
+
+/// A time written as `time::serde::rfc3339` writes it.
+#[derive(serde::Serialize, ToolOutput)]
+struct Stamped {
+    #[serde(with = "time::serde::rfc3339")]
+    at: time::OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    until: Option<time::OffsetDateTime>,
+}
+
+#[test]
+fn a_date_time_writes_as_its_rfc3339_serde_form() {
+    let at = time::OffsetDateTime::parse(
+        "2026-11-29T10:00:00.5+01:00",
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    let stamped = Stamped { at, until: None };
+    assert_eq!(generated(&stamped), by_serde(&stamped));
+    assert_eq!(
+        generated(&stamped),
+        r#"{"at":"2026-11-29T10:00:00.5+01:00","until":null}"#
+    );
+}

@@ -146,7 +146,8 @@ impl ContractField for OffsetDateTime {
     }
 
     fn __write_canonical(&self, out: &mut Vec<u8>) {
-        // As `time::serde::rfc3339`, the only `with` the derive accepts for it, writes it.
+        // As `time::serde::rfc3339`, the only `with` the derive accepts for it, writes it. A
+        // value read by validation always formats (it was parsed from RFC 3339).
         let text = self
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default();
@@ -171,8 +172,14 @@ impl ContractField for Value {
     }
 
     fn __write_canonical(&self, out: &mut Vec<u8>) {
-        // A value validated as free-form holds finite numbers only.
-        let _ = canonical::write_value(out, self);
+        // A value validated as free-form holds finite doubles only; a number no double can
+        // hold exists only under serde_json's `arbitrary_precision`, and is written as null
+        // (never as half a value).
+        let start = out.len();
+        if canonical::write_value(out, self).is_err() {
+            out.truncate(start);
+            out.extend_from_slice(b"null");
+        }
     }
 }
 
