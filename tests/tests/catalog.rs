@@ -14,7 +14,7 @@ fn tampered(edit: impl FnOnce(&mut serde_json::Value)) -> Result<(), CatalogMism
 }
 
 #[test]
-fn the_catalog_has_the_twelve_codes_each_once() {
+fn the_catalog_has_its_eighteen_codes_each_once() {
     let names: Vec<&str> = ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
     assert_eq!(
         names,
@@ -30,14 +30,20 @@ fn the_catalog_has_the_twelve_codes_each_once() {
             "IDEMPOTENCY_CONFLICT",
             "STATUS_CONFLICT",
             "OUTPUT_CONTRACT_VIOLATION",
-            "TOOL_ERROR"
+            "TOOL_ERROR",
+            "BLOCKED",
+            "PREREQUISITE_REQUIRED",
+            "BUDGET_EXHAUSTED",
+            "OPERATION_IN_PROGRESS",
+            "OUTCOME_UNCONFIRMED",
+            "CANCELLED"
         ]
     );
     for code in ErrorCode::ALL {
         assert_eq!(code.entry().code, code);
         assert_eq!(serde_json::to_value(code).unwrap(), code.as_str());
     }
-    assert_eq!(CATALOG.len(), 12);
+    assert_eq!(CATALOG.len(), 18);
 }
 
 #[test]
@@ -250,4 +256,48 @@ fn no_internal_error_text_reaches_the_model() {
         );
         assert_eq!(result.audit.detail.as_deref(), Some(detail));
     }
+}
+
+#[test]
+fn the_dispatcher_codes_have_their_recoveries() {
+    let recovery = |code: ErrorCode| code.entry().recovery;
+    assert_eq!(recovery(ErrorCode::Blocked), Recovery::None);
+    assert_eq!(recovery(ErrorCode::PrerequisiteRequired), Recovery::CallTool);
+    assert_eq!(recovery(ErrorCode::BudgetExhausted), Recovery::None);
+    assert_eq!(recovery(ErrorCode::OperationInProgress), Recovery::RetryAfter);
+    assert_eq!(recovery(ErrorCode::OutcomeUnconfirmed), Recovery::HumanReview);
+    assert_eq!(recovery(ErrorCode::Cancelled), Recovery::None);
+    assert_eq!(ErrorCode::OutcomeUnconfirmed.entry().outcome, Outcome::Unknown);
+    assert!(ErrorCode::OutcomeUnconfirmed.is_unknown_outcome());
+    assert!(!ErrorCode::OutputContractViolation.is_unknown_outcome());
+}
+
+#[test]
+fn a_redirect_names_its_next_tool_and_only_a_redirect_does() {
+    let redirect = ModelError::prerequisite("list_candidate_schools");
+    assert_eq!(redirect.next_tool(), Some("list_candidate_schools"));
+    assert_eq!(redirect.check(), Ok(()));
+    let text = serde_json::to_value(&redirect).unwrap();
+    assert_eq!(text["next_tool"], "list_candidate_schools");
+
+    // Another code's error never carries one; without one, the redirect is incomplete.
+    let mut planted = serde_json::to_value(ModelError::new(ErrorCode::NotFound)).unwrap();
+    planted["next_tool"] = json!("exfiltrate");
+    let planted: ModelError = serde_json::from_value(planted).unwrap();
+    assert_eq!(planted.check(), Err(CatalogMismatch::NextTool));
+    let mut bare = text.clone();
+    bare.as_object_mut().unwrap().remove("next_tool");
+    let bare: ModelError = serde_json::from_value(bare).unwrap();
+    assert_eq!(bare.check(), Err(CatalogMismatch::NextTool));
+    // Not a tool name at all.
+    assert_eq!(
+        ModelError::prerequisite("ignore previous instructions").check(),
+        Err(CatalogMismatch::NextTool)
+    );
+}
+
+#[test]
+fn errors_without_next_tool_keep_their_wire_form() {
+    let text = serde_json::to_string(&ModelError::new(ErrorCode::NotFound)).unwrap();
+    assert!(!text.contains("next_tool"), "{text}");
 }

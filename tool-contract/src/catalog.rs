@@ -41,6 +41,18 @@ pub enum ErrorCode {
     OutputContractViolation,
     /// The tool failed and reported that nothing happened.
     ToolError,
+    /// A gate of the application refused the call; nothing happened.
+    Blocked,
+    /// A gate found the call's context incomplete: another tool (`next_tool`) must run first.
+    PrerequisiteRequired,
+    /// The task's budget (tool calls, model turns, cost units) is spent; nothing happened.
+    BudgetExhausted,
+    /// The same operation is already running; nothing new was started.
+    OperationInProgress,
+    /// A write may have happened and no status query can tell: a person must check.
+    OutcomeUnconfirmed,
+    /// The call was cancelled and the tool confirmed it never acted.
+    Cancelled,
 }
 
 /// What kind of failure a code is.
@@ -64,6 +76,10 @@ pub enum Category {
     Contract,
     /// The tool itself failed.
     Tool,
+    /// The application's policy decided against the call.
+    Policy,
+    /// The task ran out of what it may spend.
+    Budget,
 }
 
 impl Category {
@@ -79,6 +95,8 @@ impl Category {
             Category::Conflict => "conflict",
             Category::Contract => "contract",
             Category::Tool => "tool",
+            Category::Policy => "policy",
+            Category::Budget => "budget",
         }
     }
 }
@@ -97,6 +115,8 @@ pub enum Recovery {
     RequestApproval,
     /// Stop; a person reviews.
     HumanReview,
+    /// Call the tool named in `next_tool` first, then this one again.
+    CallTool,
     /// Nothing to do with this tool for this request.
     None,
 }
@@ -111,6 +131,7 @@ impl Recovery {
             Recovery::QueryStatus => "query_status",
             Recovery::RequestApproval => "request_approval",
             Recovery::HumanReview => "human_review",
+            Recovery::CallTool => "call_tool",
             Recovery::None => "none",
         }
     }
@@ -173,7 +194,7 @@ const fn retrying(mut entry: CatalogEntry, default_ms: u64, max_ms: u64) -> Cata
 /// assert_eq!(entry.recovery, Recovery::QueryStatus);
 /// assert!(CATALOG.iter().all(|entry| entry.message.len() < 120));
 /// ```
-pub const CATALOG: [CatalogEntry; 12] = {
+pub const CATALOG: [CatalogEntry; 18] = {
     use Category as C;
     use ErrorCode as E;
     use Outcome::{NotStarted, Unknown};
@@ -271,13 +292,59 @@ pub const CATALOG: [CatalogEntry; 12] = {
             R::None,
             "The tool failed. Nothing happened.",
         ),
+        entry(
+            E::Blocked,
+            C::Policy,
+            NotStarted,
+            R::None,
+            "The application's policy does not allow this call. Nothing happened; do not call it again for this request.",
+        ),
+        entry(
+            E::PrerequisiteRequired,
+            C::Policy,
+            NotStarted,
+            R::CallTool,
+            "This call needs information another step provides. Call the tool named in next_tool first.",
+        ),
+        entry(
+            E::BudgetExhausted,
+            C::Budget,
+            NotStarted,
+            R::None,
+            "The task's budget is spent, so the call was not made. Nothing happened; finish with what you have.",
+        ),
+        retrying(
+            entry(
+                E::OperationInProgress,
+                C::Conflict,
+                NotStarted,
+                R::RetryAfter,
+                "This operation is already running. Nothing new was started; call again after the wait for its result.",
+            ),
+            1_000,
+            60_000,
+        ),
+        entry(
+            E::OutcomeUnconfirmed,
+            C::Outcome,
+            Unknown,
+            R::HumanReview,
+            "The action may have happened and cannot be confirmed. Do not repeat it; a person must check.",
+        ),
+        entry(
+            E::Cancelled,
+            C::Tool,
+            NotStarted,
+            R::None,
+            "The call was cancelled before the tool acted. Nothing happened.",
+        ),
     ]
 };
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 12] = {
-        let mut all = [ErrorCode::UnknownTool; 12];
+    pub const ALL: [ErrorCode; 18] = {
+        let mut all = [ErrorCode::UnknownTool; 18];
         let mut index = 0;
         while index < CATALOG.len() {
             all[index] = CATALOG[index].code;
@@ -308,7 +375,21 @@ impl ErrorCode {
             ErrorCode::StatusConflict => "STATUS_CONFLICT",
             ErrorCode::OutputContractViolation => "OUTPUT_CONTRACT_VIOLATION",
             ErrorCode::ToolError => "TOOL_ERROR",
+            ErrorCode::Blocked => "BLOCKED",
+            ErrorCode::PrerequisiteRequired => "PREREQUISITE_REQUIRED",
+            ErrorCode::BudgetExhausted => "BUDGET_EXHAUSTED",
+            ErrorCode::OperationInProgress => "OPERATION_IN_PROGRESS",
+            ErrorCode::OutcomeUnconfirmed => "OUTCOME_UNCONFIRMED",
+            ErrorCode::Cancelled => "CANCELLED",
         }
+    }
+}
+
+impl ErrorCode {
+    /// Whether a result with this code has status `unknown`: the action may have happened.
+    #[must_use]
+    pub const fn is_unknown_outcome(self) -> bool {
+        matches!(self, ErrorCode::OutcomeUnknown | ErrorCode::OutcomeUnconfirmed)
     }
 }
 
@@ -350,6 +431,8 @@ pub struct ModelError {
     recovery: Recovery,
     retry_after_ms: Option<u64>,
     paths: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    next_tool: Option<String>,
 }
 
 impl ModelError {
@@ -364,6 +447,7 @@ impl ModelError {
             recovery: entry.recovery,
             retry_after_ms: entry.retry_after.map(|wait| wait.default_ms),
             paths: Vec::new(),
+            next_tool: None,
         }
     }
 
@@ -387,6 +471,15 @@ impl ModelError {
                 error.paths.push(path.to_owned());
             }
         }
+        error
+    }
+
+    /// `PREREQUISITE_REQUIRED`, naming the tool to call first (a registered tool's name; the
+    /// dispatcher checks it, and so does verification).
+    #[must_use]
+    pub fn prerequisite(next_tool: impl Into<String>) -> Self {
+        let mut error = Self::new(ErrorCode::PrerequisiteRequired);
+        error.next_tool = Some(next_tool.into());
         error
     }
 
@@ -426,6 +519,12 @@ impl ModelError {
         &self.paths
     }
 
+    /// For [`Recovery::CallTool`], the tool to call first.
+    #[must_use]
+    pub fn next_tool(&self) -> Option<&str> {
+        self.next_tool.as_deref()
+    }
+
     /// Whether this error is exactly what the catalog says of its code.
     ///
     /// # Errors
@@ -460,6 +559,13 @@ impl ModelError {
         if !paths_fit {
             return Err(CatalogMismatch::Paths);
         }
+        let next_tool_fits = match &self.next_tool {
+            None => entry.recovery != Recovery::CallTool,
+            Some(name) => entry.recovery == Recovery::CallTool && crate::spec::is_tool_name(name),
+        };
+        if !next_tool_fits {
+            return Err(CatalogMismatch::NextTool);
+        }
         Ok(())
     }
 }
@@ -483,4 +589,8 @@ pub enum CatalogMismatch {
     /// Paths on a code other than `INVALID_ARGUMENTS`, too many, or not JSON Pointers.
     #[error("the paths are not allowed here")]
     Paths,
+    /// A `next_tool` where the recovery is not `call_tool`, none where it is, or not a tool
+    /// name.
+    #[error("next_tool does not fit the recovery")]
+    NextTool,
 }

@@ -81,6 +81,7 @@ mod call;
 pub mod canonical;
 mod catalog;
 mod contract;
+pub mod dispatch;
 mod project;
 pub mod providers;
 mod registry;

@@ -146,6 +146,11 @@ pub enum FailureKind {
     OutcomeUnknown,
     /// Failed, and nothing happened (`TOOL_ERROR`).
     Failed,
+    /// The service could not be reached and nothing was sent (`TIMEOUT_BEFORE_EXECUTE`): safe
+    /// to retry whatever the effect.
+    NotSent,
+    /// The call was cancelled and the handler confirms it never acted (`CANCELLED`).
+    Cancelled,
 }
 
 impl FailureKind {
@@ -162,6 +167,8 @@ impl FailureKind {
             } => ModelError::new(ErrorCode::RateLimit),
             FailureKind::OutcomeUnknown => ModelError::new(ErrorCode::OutcomeUnknown),
             FailureKind::Failed => ModelError::new(ErrorCode::ToolError),
+            FailureKind::NotSent => ModelError::new(ErrorCode::TimeoutBeforeExecute),
+            FailureKind::Cancelled => ModelError::new(ErrorCode::Cancelled),
         }
     }
 
@@ -172,6 +179,8 @@ impl FailureKind {
             FailureKind::RateLimited { .. } => "rate_limited",
             FailureKind::OutcomeUnknown => "outcome_unknown",
             FailureKind::Failed => "failed",
+            FailureKind::NotSent => "not_sent",
+            FailureKind::Cancelled => "cancelled",
         }
     }
 }
@@ -287,7 +296,7 @@ impl<'r> Binder<'r> {
     ) -> CallResult {
         let spec = match self.spec_for::<C>(context) {
             Ok(spec) => spec,
-            Err(withheld) => return self.withheld(principal, context, withheld, raw.downstream),
+            Err(withheld) => return self.withheld(principal, context, *withheld, raw.downstream),
         };
         match self.checked_output(spec, input, &raw) {
             Ok((data, provenance)) => {
@@ -303,7 +312,7 @@ impl<'r> Binder<'r> {
                     None,
                 )
             }
-            Err(withheld) => self.withheld(principal, context, withheld, raw.downstream),
+            Err(withheld) => self.withheld(principal, context, *withheld, raw.downstream),
         }
     }
 
@@ -371,10 +380,13 @@ impl<'r> Binder<'r> {
         )
     }
 
-    fn spec_for<C: ToolContract>(&self, context: &CallContext) -> Result<&'r ToolSpec, Withheld> {
+    fn spec_for<C: ToolContract>(
+        &self,
+        context: &CallContext,
+    ) -> Result<&'r ToolSpec, Box<Withheld>> {
         match self.registry.get(&context.call.name) {
             Some(spec) if spec.name() == C::NAME && std::ptr::eq(spec, C::spec()) => Ok(spec),
-            _ => Err(Withheld {
+            _ => Err(Box::new(Withheld {
                 error: ModelError::new(ErrorCode::UnknownTool),
                 redactions: Vec::new(),
                 detail: format!(
@@ -382,7 +394,7 @@ impl<'r> Binder<'r> {
                     context.call.name,
                     C::NAME
                 ),
-            }),
+            })),
         }
     }
 
@@ -391,7 +403,7 @@ impl<'r> Binder<'r> {
         spec: &ToolSpec,
         input: &C,
         raw: &RawResult,
-    ) -> Result<(String, Provenance), Withheld> {
+    ) -> Result<(String, Provenance), Box<Withheld>> {
         let mut redactions = Vec::new();
         let claimed = &raw.provenance;
         if claimed.producer_revision != spec.producer_revision() {
@@ -448,11 +460,11 @@ impl<'r> Binder<'r> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
-                Err(Withheld {
+                Err(Box::new(Withheld {
                     error: ModelError::new(ErrorCode::OutputContractViolation),
                     redactions,
                     detail,
-                })
+                }))
             }
         }
     }
@@ -496,7 +508,7 @@ impl<'r> Binder<'r> {
 
     /// Computes the three digests and builds the audit.
     #[allow(clippy::too_many_arguments)]
-    fn seal(
+    pub(crate) fn seal(
         &self,
         principal: &Principal,
         context: &CallContext,

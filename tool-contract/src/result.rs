@@ -6,7 +6,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::canonical;
-use crate::catalog::{ErrorCode, ModelError};
+use crate::catalog::ModelError;
 
 /// The `schema_version` of every [`ModelResult`].
 pub const MODEL_RESULT_SCHEMA_VERSION: &str = "tool-model-result-v2";
@@ -151,8 +151,8 @@ enum Body {
 /// What the model may see of one tool call: `tool-model-result-v2`.
 ///
 /// Consistent by construction, and refused when deserialized otherwise: `succeeded` has data,
-/// no error and outcome `committed`; `failed` has an error other than `OUTCOME_UNKNOWN`, no
-/// data, and its code's outcome; `unknown` has `OUTCOME_UNKNOWN`, no data, outcome `unknown`;
+/// no error and outcome `committed`; `failed` has any other error, no data, and its code's
+/// outcome; `unknown` has `OUTCOME_UNKNOWN` or `OUTCOME_UNCONFIRMED`, no data, outcome `unknown`;
 /// `trusted_control` never carries data; truncated data is never complete.
 ///
 /// It holds no tenant, subject, principal, operation id, receipt, idempotency key or digest:
@@ -205,9 +205,16 @@ impl ModelResult {
         }
     }
 
+    /// The same result, as delivered another way (a stored result replayed, or one learned
+    /// from a status query).
+    pub(crate) fn delivered_as(mut self, delivery: Delivery) -> Self {
+        self.execution.delivery = delivery;
+        self
+    }
+
     pub(crate) fn failed(error: ModelError, delivery: Delivery, provenance: Provenance) -> Self {
         let outcome = error.code().entry().outcome;
-        let body = if error.code() == ErrorCode::OutcomeUnknown {
+        let body = if error.code().is_unknown_outcome() {
             Body::Unknown(error)
         } else {
             Body::Failed(error)
@@ -319,13 +326,18 @@ impl ModelResult {
 }
 
 fn write_error(out: &mut Vec<u8>, error: &ModelError) {
-    // Members in RFC 8785 order: category, code, message, paths, recovery, retry_after_ms.
+    // Members in RFC 8785 order: category, code, message, next_tool (only when present), paths,
+    // recovery, retry_after_ms.
     out.extend_from_slice(b"{\"category\":\"");
     out.extend_from_slice(error.category().as_str().as_bytes());
     out.extend_from_slice(b"\",\"code\":\"");
     out.extend_from_slice(error.code().as_str().as_bytes());
     out.extend_from_slice(b"\",\"message\":");
     canonical::write_str(out, error.message());
+    if let Some(next_tool) = error.next_tool() {
+        out.extend_from_slice(b",\"next_tool\":");
+        canonical::write_str(out, next_tool);
+    }
     out.extend_from_slice(b",\"paths\":[");
     for (index, path) in error.paths().iter().enumerate() {
         if index > 0 {
@@ -407,9 +419,9 @@ impl ModelResult {
             }
             (Status::Failed | Status::Unknown, None, Some(error)) => {
                 let error = error.into_owned();
-                let unknown = error.code() == ErrorCode::OutcomeUnknown;
+                let unknown = error.code().is_unknown_outcome();
                 if unknown != (wire.status == Status::Unknown) {
-                    return Err("status unknown goes with OUTCOME_UNKNOWN, and only with it");
+                    return Err("status unknown goes with an unknown-outcome code, and only with it");
                 }
                 if execution.outcome != error.code().entry().outcome {
                     return Err("the outcome is not the error code's");

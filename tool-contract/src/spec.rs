@@ -611,3 +611,14 @@ impl ToolSpec {
         &self.output_schema
     }
 }
+
+/// Whether `name` fits every provider's tool-name rules: `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`
+/// (the rule the derive enforces on contracts at compile time).
+pub(crate) fn is_tool_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    matches!(bytes.first(), Some(first) if first.is_ascii_alphabetic() || *first == b'_')
+        && bytes.len() <= 64
+        && bytes
+            .iter()
+            .all(|byte| byte.is_ascii_alphanumeric() || *byte == b'_' || *byte == b'-')
+}

@@ -126,6 +126,13 @@ impl Binder<'_> {
         check_provenance(&result.model, spec)?;
         if let Some(error) = result.model.error() {
             error.check()?;
+            // A redirect may only point at a tool the model is offered.
+            if error
+                .next_tool()
+                .is_some_and(|name| self.registry.get(name).is_none())
+            {
+                return Err(CatalogMismatch::NextTool.into());
+            }
         }
         if audit.binding.algorithm != self.keys.algorithm() {
             return Err(VerifyError::Algorithm);

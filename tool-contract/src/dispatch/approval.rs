@@ -1,0 +1,265 @@
+//! Approvals bound to the exact action: request digest, preview, approver, expiry; used once.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+
+use crate::canonical;
+use crate::spec::Effect;
+
+/// What the person approving sees: built by the dispatcher from the validated arguments and
+/// the registry, never from text the model wrote about the action.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Preview {
+    /// The tool that will run.
+    pub tool: String,
+    /// The tool's description, from its contract.
+    pub description: String,
+    /// What the tool does to the world.
+    pub effect: Effect,
+    /// The validated arguments, exactly as the handler will receive them.
+    pub arguments: Value,
+}
+
+impl Preview {
+    /// The SHA-256 (hex) of the preview's RFC 8785 canonical JSON: what an approval names to
+    /// say "this is what I saw".
+    #[must_use]
+    pub fn sha256(&self) -> String {
+        let value = serde_json::to_value(self).unwrap_or(Value::Null);
+        let bytes = canonical::to_vec(&value).unwrap_or_default();
+        hex::encode(Sha256::digest(bytes))
+    }
+}
+
+/// A write waiting for a person: what they are asked to approve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingApproval {
+    /// The id to approve or reject it by.
+    pub approval_id: String,
+    /// The request digest of the exact action.
+    pub request_sha256: String,
+    /// What the person sees.
+    pub preview: Preview,
+    /// [`Preview::sha256`] of `preview`.
+    pub preview_sha256: String,
+    /// The keyed reference of the principal who asked.
+    pub principal_ref: String,
+    /// The logical operation.
+    pub operation_id: String,
+    /// The ledger key of the operation.
+    pub(crate) ledger_key: String,
+}
+
+/// A person's approval of one pending action. It covers that request digest, tool, principal,
+/// operation and key only, until `expires_at`, and is consumed by the one execution it allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalGrant {
+    /// The pending approval it answers.
+    pub approval_id: String,
+    /// The request digest approved.
+    pub request_sha256: String,
+    /// The preview the person saw.
+    pub preview_sha256: String,
+    /// The tool approved.
+    pub tool: String,
+    /// The principal it was approved for.
+    pub principal_ref: String,
+    /// The operation it was approved for.
+    pub operation_id: String,
+    /// Who approved (the application's own name for the person).
+    pub approver: String,
+    /// When it lapses.
+    pub expires_at: OffsetDateTime,
+    pub(crate) ledger_key: String,
+}
+
+/// Why an approval or rejection was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// No pending approval has that id: it never existed, was decided, or was superseded by
+    /// a changed request.
+    #[error("no pending approval has that id (decided, superseded, or never issued)")]
+    NotPending,
+    /// The preview digest given is not the one the pending approval showed.
+    #[error("the preview approved is not the preview pending")]
+    PreviewMismatch,
+    /// The expiry is not after now.
+    #[error("the approval would already have expired")]
+    Expired,
+}
+
+/// Why a request cannot run on the approval at hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Invalidity {
+    /// The arguments (hence request digest) changed since approval.
+    RequestChanged,
+    /// The approval is for another tool, principal or operation.
+    Moved,
+    /// The approval has lapsed.
+    Expired,
+}
+
+impl Invalidity {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Invalidity::RequestChanged => "request changed after approval",
+            Invalidity::Moved => "approval is for another tool, principal or operation",
+            Invalidity::Expired => "approval expired",
+        }
+    }
+}
+
+/// What the approval stage decides for one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ApprovalCheck {
+    /// Approved: the grant is consumed.
+    Proceed(ApprovalGrant),
+    /// Waiting for a person (first ask, or the same request asked again).
+    Required(PendingApproval),
+    /// The approval does not cover this request: a new pending approval replaces it.
+    Invalid(PendingApproval, Invalidity),
+    /// A person refused this operation.
+    Rejected,
+}
+
+/// The facts of the request at the approval stage.
+pub(crate) struct Asked<'a> {
+    pub(crate) ledger_key: &'a str,
+    pub(crate) request_sha256: &'a str,
+    pub(crate) tool: &'a str,
+    pub(crate) principal_ref: &'a str,
+    pub(crate) operation_id: &'a str,
+    pub(crate) now: OffsetDateTime,
+}
+
+#[derive(Debug)]
+enum Entry {
+    Pending(PendingApproval),
+    Granted(ApprovalGrant),
+    Rejected,
+}
+
+/// Pending approvals and grants, one entry per operation (ledger key).
+#[derive(Debug, Default)]
+pub(crate) struct ApprovalBook {
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+impl ApprovalBook {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Decides the approval stage, atomically: a grant is taken out as it is used.
+    pub(crate) fn check(
+        &self,
+        asked: &Asked<'_>,
+        pending: impl FnOnce() -> PendingApproval,
+    ) -> ApprovalCheck {
+        let mut entries = self.entries();
+        let invalidity = match entries.remove(asked.ledger_key) {
+            None => None,
+            Some(Entry::Rejected) => {
+                entries.insert(asked.ledger_key.to_owned(), Entry::Rejected);
+                return ApprovalCheck::Rejected;
+            }
+            Some(Entry::Pending(waiting)) if waiting.request_sha256 == asked.request_sha256 => {
+                entries.insert(
+                    asked.ledger_key.to_owned(),
+                    Entry::Pending(waiting.clone()),
+                );
+                return ApprovalCheck::Required(waiting);
+            }
+            // Changed before anyone approved: simply a new request to approve.
+            Some(Entry::Pending(_)) => None,
+            Some(Entry::Granted(grant)) => match grant_covers(&grant, asked) {
+                Ok(()) => return ApprovalCheck::Proceed(grant),
+                Err(invalidity) => Some(invalidity),
+            },
+        };
+        let fresh = pending();
+        entries.insert(asked.ledger_key.to_owned(), Entry::Pending(fresh.clone()));
+        match invalidity {
+            Some(invalidity) => ApprovalCheck::Invalid(fresh, invalidity),
+            None => ApprovalCheck::Required(fresh),
+        }
+    }
+
+    pub(crate) fn approve(
+        &self,
+        approval_id: &str,
+        preview_sha256: &str,
+        approver: &str,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Result<ApprovalGrant, ApprovalError> {
+        let mut entries = self.entries();
+        let (key, pending) = find_pending(&entries, approval_id)?;
+        if pending.preview_sha256 != preview_sha256 {
+            return Err(ApprovalError::PreviewMismatch);
+        }
+        if expires_at <= now {
+            return Err(ApprovalError::Expired);
+        }
+        let grant = ApprovalGrant {
+            approval_id: pending.approval_id.clone(),
+            request_sha256: pending.request_sha256.clone(),
+            preview_sha256: pending.preview_sha256.clone(),
+            tool: pending.preview.tool.clone(),
+            principal_ref: pending.principal_ref.clone(),
+            operation_id: pending.operation_id.clone(),
+            approver: approver.to_owned(),
+            expires_at,
+            ledger_key: pending.ledger_key.clone(),
+        };
+        entries.insert(key, Entry::Granted(grant.clone()));
+        Ok(grant)
+    }
+
+    pub(crate) fn reject(&self, approval_id: &str) -> Result<(), ApprovalError> {
+        let mut entries = self.entries();
+        let (key, _) = find_pending(&entries, approval_id)?;
+        entries.insert(key, Entry::Rejected);
+        Ok(())
+    }
+}
+
+fn find_pending(
+    entries: &HashMap<String, Entry>,
+    approval_id: &str,
+) -> Result<(String, PendingApproval), ApprovalError> {
+    entries
+        .iter()
+        .find_map(|(key, entry)| match entry {
+            Entry::Pending(pending) if pending.approval_id == approval_id => {
+                Some((key.clone(), pending.clone()))
+            }
+            _ => None,
+        })
+        .ok_or(ApprovalError::NotPending)
+}
+
+fn grant_covers(grant: &ApprovalGrant, asked: &Asked<'_>) -> Result<(), Invalidity> {
+    if grant.tool != asked.tool
+        || grant.principal_ref != asked.principal_ref
+        || grant.operation_id != asked.operation_id
+        || grant.ledger_key != asked.ledger_key
+    {
+        return Err(Invalidity::Moved);
+    }
+    if grant.request_sha256 != asked.request_sha256 {
+        return Err(Invalidity::RequestChanged);
+    }
+    if grant.expires_at <= asked.now {
+        return Err(Invalidity::Expired);
+    }
+    Ok(())
+}

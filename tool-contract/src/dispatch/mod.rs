@@ -1,0 +1,58 @@
+//! The dispatch pipeline: the trusted control plane around every tool call.
+//!
+//! [`Dispatcher::dispatch`] takes one call from lookup to a sealed result, in this order
+//! (each stage is one method of the same name in `dispatcher.rs`):
+//!
+//! 1. **lookup** of the tool in the registry (`UNKNOWN_TOOL`);
+//! 2. **validate**: the arguments, exactly, against the contract (`INVALID_ARGUMENTS`);
+//! 3. **gates**, in order: proceed, block (`BLOCKED`) or redirect to the tool that must run
+//!    first (`PREREQUISITE_REQUIRED`, with `next_tool`);
+//! 4. **authorize**: a refusal reads as `NOT_FOUND`, so nothing can be probed;
+//! 5. for writes, the **ledger**'s word on the operation's key first: a finished operation is
+//!    replayed (`local_replay`, no second dispatch), a key used for another request is
+//!    `IDEMPOTENCY_CONFLICT`, a running one `OPERATION_IN_PROGRESS`, an unknown one goes to
+//!    reconciliation; then **approval** (a grant for exactly this request digest, tool,
+//!    principal and operation, consumed once; else `APPROVAL_REQUIRED` / `APPROVAL_INVALID`
+//!    with a fresh [`Preview`]), **authorize** again, and the atomic **claim**;
+//! 6. **budget** and deadline, checked before each attempt it would pay for
+//!    (`BUDGET_EXHAUSTED`, `TIMEOUT_BEFORE_EXECUTE`);
+//! 7. the **handler**, under a timeout, with a cancellation signal; transient failures retried
+//!    as the effect allows ([`RetryPolicy`]): reads always, `idempotent_write` under the same
+//!    key, `non_idempotent_write` only when nothing was sent;
+//! 8. output **validation, projection and binding** ([`Binder`](crate::Binder));
+//! 9. the **audit sink**, then the **ledger record** of a write's end.
+//!
+//! A write that may have happened (timeout after dispatch, crash, withheld output) is
+//! `unknown`, and is never run again by the dispatcher: its status query (the contract's
+//! `reconcile = "tool"`) settles it, with delivery `receipt_reconciled`; with
+//! `reconcile = manual` the model reads `OUTCOME_UNCONFIRMED` and a person checks.
+//!
+//! Traces: one `tool_call` span per dispatch (request id, tool, call id, operation id) with
+//! an event per stage (attempt, state, duration, error code, budget left, stop reason).
+//! Arguments, results and keys appear only as 12-digit digest prefixes; principals and
+//! secrets never.
+
+mod approval;
+mod audit_log;
+mod budget;
+mod builder;
+mod dispatcher;
+mod gate;
+mod handler;
+pub mod ledger;
+mod retry;
+mod state;
+
+pub use approval::{ApprovalError, ApprovalGrant, PendingApproval, Preview};
+pub use audit_log::{
+    AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256, JsonLinesAuditLog,
+    MemoryAuditLog, verify_chain,
+};
+pub use budget::{Budget, Remaining, StopReason, Task};
+pub use builder::{Authorizer, BuildError, DispatcherBuilder, ToolOptions};
+pub use dispatcher::{Dispatch, Dispatcher};
+pub use gate::{Gate, GateCall, GateDecision, RequireNonEmpty};
+pub use handler::{Handler, HandlerContext, Reconciled, StatusQuery, StatusRequest};
+pub use ledger::{Ledger, LedgerError, MemoryLedger};
+pub use retry::RetryPolicy;
+pub use state::{IllegalTransition, UnknownWriteState, WriteEvent, WriteState};

@@ -1,0 +1,190 @@
+//! The life of one write, as an explicit state machine whose illegal moves are refused.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Where one write operation stands.
+///
+/// ```text
+/// draft ─► pending_approval ─► approved ─► executing ─► succeeded
+///   │            │                            │  ├───► failed     (the remote confirmed nothing happened)
+///   │            └─► rejected                 │  └───► unknown ─► succeeded | failed (reconciled)
+///   └──────────────(no approval needed)──────►│
+///                                cancel_requested ─► cancelled (the handler confirmed it never ran)
+///                                                ─► succeeded | failed | unknown
+/// ```
+///
+/// `succeeded`, `failed`, `rejected` and `cancelled` are terminal and absorbing. `unknown` is
+/// left only by reconciliation (a status query or a person), never by running the write again.
+///
+/// ```
+/// use tool_contract::dispatch::{WriteEvent, WriteState};
+///
+/// let state = WriteState::Draft.next(WriteEvent::Execute)?;
+/// let state = state.next(WriteEvent::LoseTrack)?;
+/// assert_eq!(state, WriteState::Unknown);
+/// // An unknown write cannot be executed again, only reconciled.
+/// assert!(state.next(WriteEvent::Execute).is_err());
+/// assert_eq!(state.next(WriteEvent::ReconcileFound)?, WriteState::Succeeded);
+/// # Ok::<(), tool_contract::dispatch::IllegalTransition>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteState {
+    /// Validated, not yet submitted.
+    Draft,
+    /// Waiting for a person to approve the exact action.
+    PendingApproval,
+    /// Approved; not yet running.
+    Approved,
+    /// Handed to the handler.
+    Executing,
+    /// Cancellation asked for while executing; the handler has not confirmed.
+    CancelRequested,
+    /// The remote confirmed the action.
+    Succeeded,
+    /// The remote confirmed nothing happened.
+    Failed,
+    /// The action may or may not have happened.
+    Unknown,
+    /// The person said no.
+    Rejected,
+    /// The handler confirmed it never acted.
+    Cancelled,
+}
+
+/// What happens to a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WriteEvent {
+    /// Submit for approval.
+    RequestApproval,
+    /// A person approved the pending action.
+    Approve,
+    /// A person refused it.
+    Reject,
+    /// Hand it to the handler (from `approved`, or from `draft` when no approval is needed).
+    Execute,
+    /// Ask a running write to stop.
+    RequestCancel,
+    /// The handler confirms it never acted.
+    ConfirmCancelled,
+    /// The remote confirms the action.
+    Commit,
+    /// The remote confirms nothing happened.
+    ConfirmNothingHappened,
+    /// The outcome can no longer be learned from this execution (timeout after dispatch,
+    /// crash, lost lease).
+    LoseTrack,
+    /// A status query found the action done.
+    ReconcileFound,
+    /// A status query found that the action never happened.
+    ReconcileAbsent,
+}
+
+/// A move the state machine does not have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a write in state {from} cannot take {event:?}")]
+pub struct IllegalTransition {
+    /// The state the write was in (unchanged).
+    pub from: WriteState,
+    /// What was attempted.
+    pub event: WriteEvent,
+}
+
+impl WriteState {
+    /// Every state, in declaration order.
+    pub const ALL: [WriteState; 10] = [
+        WriteState::Draft,
+        WriteState::PendingApproval,
+        WriteState::Approved,
+        WriteState::Executing,
+        WriteState::CancelRequested,
+        WriteState::Succeeded,
+        WriteState::Failed,
+        WriteState::Unknown,
+        WriteState::Rejected,
+        WriteState::Cancelled,
+    ];
+
+    /// The state after `event`, or why there is none.
+    ///
+    /// # Errors
+    ///
+    /// [`IllegalTransition`] for every move not drawn in the type's diagram; a terminal state
+    /// takes no event at all.
+    pub const fn next(self, event: WriteEvent) -> Result<WriteState, IllegalTransition> {
+        use WriteEvent as E;
+        use WriteState as S;
+        let next = match (self, event) {
+            (S::Draft, E::RequestApproval) => S::PendingApproval,
+            (S::Draft, E::Execute) | (S::Approved, E::Execute) => S::Executing,
+            (S::PendingApproval, E::Approve) => S::Approved,
+            (S::PendingApproval, E::Reject) => S::Rejected,
+            (S::Executing, E::RequestCancel) => S::CancelRequested,
+            (S::CancelRequested, E::ConfirmCancelled) => S::Cancelled,
+            (S::Executing | S::CancelRequested, E::Commit) => S::Succeeded,
+            (S::Executing | S::CancelRequested, E::ConfirmNothingHappened) => S::Failed,
+            (S::Executing | S::CancelRequested, E::LoseTrack) => S::Unknown,
+            (S::Unknown, E::ReconcileFound) => S::Succeeded,
+            (S::Unknown, E::ReconcileAbsent) => S::Failed,
+            (from, event) => return Err(IllegalTransition { from, event }),
+        };
+        Ok(next)
+    }
+
+    /// Whether nothing can happen to the write any more.
+    #[must_use]
+    pub const fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            WriteState::Succeeded | WriteState::Failed | WriteState::Rejected | WriteState::Cancelled
+        )
+    }
+
+    /// Whether a handler may be running for it.
+    #[must_use]
+    pub const fn is_in_flight(self) -> bool {
+        matches!(self, WriteState::Executing | WriteState::CancelRequested)
+    }
+
+    /// The wire name, e.g. `pending_approval`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            WriteState::Draft => "draft",
+            WriteState::PendingApproval => "pending_approval",
+            WriteState::Approved => "approved",
+            WriteState::Executing => "executing",
+            WriteState::CancelRequested => "cancel_requested",
+            WriteState::Succeeded => "succeeded",
+            WriteState::Failed => "failed",
+            WriteState::Unknown => "unknown",
+            WriteState::Rejected => "rejected",
+            WriteState::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for WriteState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is no [`WriteState`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a write state")]
+pub struct UnknownWriteState(pub String);
+
+impl FromStr for WriteState {
+    type Err = UnknownWriteState;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        WriteState::ALL
+            .into_iter()
+            .find(|state| state.as_str() == name)
+            .ok_or_else(|| UnknownWriteState(name.to_owned()))
+    }
+}
