@@ -178,7 +178,13 @@ pub fn alice() -> Principal {
 }
 
 /// A call of `name` with `arguments`, for operation `operation` under key `key`.
-pub fn context(call_id: &str, name: &str, arguments: serde_json::Value, operation: &str, key: &str) -> CallContext {
+pub fn context(
+    call_id: &str,
+    name: &str,
+    arguments: serde_json::Value,
+    operation: &str,
+    key: &str,
+) -> CallContext {
     let call = ToolCall {
         api: Api::AnthropicMessages,
         adapter_revision: tool_contract::providers::anthropic::ADAPTER
@@ -195,7 +201,13 @@ pub fn context(call_id: &str, name: &str, arguments: serde_json::Value, operatio
 
 /// A `create_issue` call.
 pub fn create(call_id: &str, title: &str, body: &str, key: &str) -> CallContext {
-    context(call_id, "create_issue", json!({ "title": title, "body": body }), &format!("op-{key}"), key)
+    context(
+        call_id,
+        "create_issue",
+        json!({ "title": title, "body": body }),
+        &format!("op-{key}"),
+        key,
+    )
 }
 
 /// What the fake remote does with the next request.
@@ -243,7 +255,9 @@ impl Remote {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, RemoteState> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Scripts the next requests' faults (then `Fault::None`).
@@ -278,7 +292,11 @@ impl Remote {
 
     /// The write itself, as a non-idempotent remote does it: every request that arrives
     /// creates an issue.
-    pub async fn create(&self, key: &str, cx: &mut HandlerContext) -> Result<RawResult, ToolFailure> {
+    pub async fn create(
+        &self,
+        key: &str,
+        cx: &mut HandlerContext,
+    ) -> Result<RawResult, ToolFailure> {
         let fault = self.state().faults.pop_front().unwrap_or(Fault::None);
         if fault == Fault::NotSent {
             return Err(ToolFailure::new(FailureKind::NotSent, "connection refused"));
@@ -286,14 +304,22 @@ impl Remote {
         *self.state().requests.entry(key.to_owned()).or_default() += 1;
         match fault {
             Fault::RateLimit(ms) => {
-                return Err(ToolFailure::new(FailureKind::RateLimited { retry_after_ms: Some(ms) }, "429"));
+                return Err(ToolFailure::new(
+                    FailureKind::RateLimited {
+                        retry_after_ms: Some(ms),
+                    },
+                    "429",
+                ));
             }
             Fault::HangBeforeCommit => {
                 tokio::time::sleep(HANG).await;
             }
             Fault::HonourCancel => {
                 cx.cancel_requested().await;
-                return Err(ToolFailure::new(FailureKind::Cancelled, "stopped before sending"));
+                return Err(ToolFailure::new(
+                    FailureKind::Cancelled,
+                    "stopped before sending",
+                ));
             }
             _ => {}
         }
@@ -340,7 +366,12 @@ impl Remote {
         let fault = self.state().faults.pop_front().unwrap_or(Fault::None);
         self.state().reads += 1;
         match fault {
-            Fault::RateLimit(ms) => Err(ToolFailure::new(FailureKind::RateLimited { retry_after_ms: Some(ms) }, "429")),
+            Fault::RateLimit(ms) => Err(ToolFailure::new(
+                FailureKind::RateLimited {
+                    retry_after_ms: Some(ms),
+                },
+                "429",
+            )),
             Fault::NotSent => Err(ToolFailure::new(FailureKind::NotSent, "connection refused")),
             Fault::HangBeforeCommit | Fault::CommitThenHang => {
                 tokio::time::sleep(HANG).await;
@@ -352,11 +383,17 @@ impl Remote {
 }
 
 fn issue(number: u32) -> RawResult {
-    RawResult::new(json!({ "number": number }).to_string(), RawProvenance::new("tracker-v1", "2026-08-22T10:00:00Z"))
+    RawResult::new(
+        json!({ "number": number }).to_string(),
+        RawProvenance::new("tracker-v1", "2026-08-22T10:00:00Z"),
+    )
 }
 
 fn document(text: &str) -> RawResult {
-    RawResult::new(json!({ "text": text }).to_string(), RawProvenance::new("docs-v1", "2026-08-22T10:00:00Z"))
+    RawResult::new(
+        json!({ "text": text }).to_string(),
+        RawProvenance::new("docs-v1", "2026-08-22T10:00:00Z"),
+    )
 }
 
 /// Options the tests run tools with: 5 s per attempt, three attempts, no cost.
@@ -404,7 +441,10 @@ pub fn builder(remote: &Arc<Remote>) -> DispatcherBuilder {
                 let remote = r3.clone();
                 async move {
                     let _ = remote.read(&input.title).await?;
-                    Err(ToolFailure::new(FailureKind::NotFound, "no issue by that title"))
+                    Err(ToolFailure::new(
+                        FailureKind::NotFound,
+                        "no issue by that title",
+                    ))
                 }
             },
             OPTIONS,
@@ -448,15 +488,25 @@ pub fn builder(remote: &Arc<Remote>) -> DispatcherBuilder {
                 let remote = r8.clone();
                 async move {
                     let _ = remote.read("advisors").await?;
-                    let names: Vec<String> = input.schools.iter().map(|school| format!("advisor at {school}")).collect();
-                    Ok(RawResult::new(json!({ "names": names }).to_string(), RawProvenance::new("advisors-v1", "2026-08-22T10:00:00Z")))
+                    let names: Vec<String> = input
+                        .schools
+                        .iter()
+                        .map(|school| format!("advisor at {school}"))
+                        .collect();
+                    Ok(RawResult::new(
+                        json!({ "names": names }).to_string(),
+                        RawProvenance::new("advisors-v1", "2026-08-22T10:00:00Z"),
+                    ))
                 }
             },
             OPTIONS,
         )
         .handler_with::<ListCandidateSchools>(
             |_input: ListCandidateSchools, _cx: HandlerContext| async move {
-                Ok(RawResult::new(json!({ "names": ["Lund", "Uppsala"] }).to_string(), RawProvenance::new("advisors-v1", "2026-08-22T10:00:00Z")))
+                Ok(RawResult::new(
+                    json!({ "names": ["Lund", "Uppsala"] }).to_string(),
+                    RawProvenance::new("advisors-v1", "2026-08-22T10:00:00Z"),
+                ))
             },
             OPTIONS,
         )
@@ -464,5 +514,8 @@ pub fn builder(remote: &Arc<Remote>) -> DispatcherBuilder {
 
 /// [`builder`] with `ledger`, built.
 pub fn dispatcher(remote: &Arc<Remote>, ledger: Arc<dyn Ledger>) -> Dispatcher {
-    builder(remote).ledger(ledger).build().expect("every tool has its handler")
+    builder(remote)
+        .ledger(ledger)
+        .build()
+        .expect("every tool has its handler")
 }

@@ -262,12 +262,24 @@ fn no_internal_error_text_reaches_the_model() {
 fn the_dispatcher_codes_have_their_recoveries() {
     let recovery = |code: ErrorCode| code.entry().recovery;
     assert_eq!(recovery(ErrorCode::Blocked), Recovery::None);
-    assert_eq!(recovery(ErrorCode::PrerequisiteRequired), Recovery::CallTool);
+    assert_eq!(
+        recovery(ErrorCode::PrerequisiteRequired),
+        Recovery::CallTool
+    );
     assert_eq!(recovery(ErrorCode::BudgetExhausted), Recovery::None);
-    assert_eq!(recovery(ErrorCode::OperationInProgress), Recovery::RetryAfter);
-    assert_eq!(recovery(ErrorCode::OutcomeUnconfirmed), Recovery::HumanReview);
+    assert_eq!(
+        recovery(ErrorCode::OperationInProgress),
+        Recovery::RetryAfter
+    );
+    assert_eq!(
+        recovery(ErrorCode::OutcomeUnconfirmed),
+        Recovery::HumanReview
+    );
     assert_eq!(recovery(ErrorCode::Cancelled), Recovery::None);
-    assert_eq!(ErrorCode::OutcomeUnconfirmed.entry().outcome, Outcome::Unknown);
+    assert_eq!(
+        ErrorCode::OutcomeUnconfirmed.entry().outcome,
+        Outcome::Unknown
+    );
     assert!(ErrorCode::OutcomeUnconfirmed.is_unknown_outcome());
     assert!(!ErrorCode::OutputContractViolation.is_unknown_outcome());
 }

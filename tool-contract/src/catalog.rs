@@ -389,7 +389,10 @@ impl ErrorCode {
     /// Whether a result with this code has status `unknown`: the action may have happened.
     #[must_use]
     pub const fn is_unknown_outcome(self) -> bool {
-        matches!(self, ErrorCode::OutcomeUnknown | ErrorCode::OutcomeUnconfirmed)
+        matches!(
+            self,
+            ErrorCode::OutcomeUnknown | ErrorCode::OutcomeUnconfirmed
+        )
     }
 }
 

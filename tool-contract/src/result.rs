@@ -421,7 +421,9 @@ impl ModelResult {
                 let error = error.into_owned();
                 let unknown = error.code().is_unknown_outcome();
                 if unknown != (wire.status == Status::Unknown) {
-                    return Err("status unknown goes with an unknown-outcome code, and only with it");
+                    return Err(
+                        "status unknown goes with an unknown-outcome code, and only with it",
+                    );
                 }
                 if execution.outcome != error.code().entry().outcome {
                     return Err("the outcome is not the error code's");

@@ -172,10 +172,7 @@ impl ApprovalBook {
                 return ApprovalCheck::Rejected;
             }
             Some(Entry::Pending(waiting)) if waiting.request_sha256 == asked.request_sha256 => {
-                entries.insert(
-                    asked.ledger_key.to_owned(),
-                    Entry::Pending(waiting.clone()),
-                );
+                entries.insert(asked.ledger_key.to_owned(), Entry::Pending(waiting.clone()));
                 return ApprovalCheck::Required(waiting);
             }
             // Changed before anyone approved: simply a new request to approve.

@@ -95,8 +95,8 @@ impl ChainHead {
         let digest = record_digest(&record);
         record["record_sha256"] = Value::String(digest.clone());
         // A `Value` of strings and integers always has a canonical form.
-        let line = String::from_utf8(canonical::to_vec(&record).unwrap_or_default())
-            .unwrap_or_default();
+        let line =
+            String::from_utf8(canonical::to_vec(&record).unwrap_or_default()).unwrap_or_default();
         (
             line,
             ChainHead {
@@ -269,8 +269,7 @@ impl MemoryAuditLog {
         self.lines()
             .iter()
             .filter_map(|line| {
-                let mut record: serde_json::Map<String, Value> =
-                    serde_json::from_str(line).ok()?;
+                let mut record: serde_json::Map<String, Value> = serde_json::from_str(line).ok()?;
                 let model = serde_json::from_value(record.remove("model")?).ok()?;
                 let audit = serde_json::from_value(record.remove("audit")?).ok()?;
                 Some((model, audit))

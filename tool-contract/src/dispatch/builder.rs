@@ -290,9 +290,7 @@ impl DispatcherBuilder {
             tools: self.tools,
             gates: self.gates,
             authorizer: self.authorizer,
-            ledger: self
-                .ledger
-                .unwrap_or_else(|| Arc::new(MemoryLedger::new())),
+            ledger: self.ledger.unwrap_or_else(|| Arc::new(MemoryLedger::new())),
             approvals: ApprovalBook::default(),
             audit_sink: self
                 .audit_sink

@@ -217,7 +217,9 @@ impl Dispatcher {
             let key = self.write_key(&flow, valid.spec);
             match self.ledger.get(&key.ledger_key).await {
                 Ok(Some(record)) if record.state == WriteState::Unknown => {
-                    let result = self.reconcile_unknown(&mut flow, &valid, &key, record).await;
+                    let result = self
+                        .reconcile_unknown(&mut flow, &valid, &key, record)
+                        .await;
                     self.finish(flow, result)
                 }
                 Ok(Some(record)) => {
@@ -298,7 +300,12 @@ impl Dispatcher {
         if record.state != WriteState::Executing || record.owner != self.owner {
             return Ok(Some(record.state));
         }
-        let step = self.advance(&ledger_key, WriteState::Executing, WriteEvent::RequestCancel, None);
+        let step = self.advance(
+            &ledger_key,
+            WriteState::Executing,
+            WriteEvent::RequestCancel,
+            None,
+        );
         let state = match self.ledger.advance(&step).await? {
             Advanced::Applied(record) => record.state,
             Advanced::Stale(record) => return Ok(record.map(|record| record.state)),
@@ -321,7 +328,11 @@ impl Dispatcher {
         context: &CallContext,
     ) -> Result<Option<WriteState>, LedgerError> {
         let ledger_key = self.ledger_key(principal, context);
-        Ok(self.ledger.get(&ledger_key).await?.map(|record| record.state))
+        Ok(self
+            .ledger
+            .get(&ledger_key)
+            .await?
+            .map(|record| record.state))
     }
 
     async fn dispatch_in_span(
@@ -390,10 +401,17 @@ impl Dispatcher {
         else {
             debug!(stage = "lookup", error_code = "UNKNOWN_TOOL");
             let error = ModelError::new(ErrorCode::UnknownTool);
-            return Err(Box::new(self.control(flow, error, "no registered tool by that name")));
+            return Err(Box::new(self.control(
+                flow,
+                error,
+                "no registered tool by that name",
+            )));
         };
         let arguments = &flow.context.call.arguments;
-        if let Err(violations) = entry.tool.validate(arguments, self.registry.forbidden_keys()) {
+        if let Err(violations) = entry
+            .tool
+            .validate(arguments, self.registry.forbidden_keys())
+        {
             debug!(
                 stage = "validate",
                 error_code = "INVALID_ARGUMENTS",
@@ -425,9 +443,18 @@ impl Dispatcher {
             match gate.check(&call) {
                 GateDecision::Proceed => {}
                 GateDecision::Block { reason } => {
-                    debug!(stage = "gate", gate = index, decision = "block", error_code = "BLOCKED");
+                    debug!(
+                        stage = "gate",
+                        gate = index,
+                        decision = "block",
+                        error_code = "BLOCKED"
+                    );
                     let error = ModelError::new(ErrorCode::Blocked);
-                    return Err(Box::new(self.control(flow, error, &format!("gate {index}: {reason}"))));
+                    return Err(Box::new(self.control(
+                        flow,
+                        error,
+                        &format!("gate {index}: {reason}"),
+                    )));
                 }
                 GateDecision::Redirect { target, reason } => {
                     debug!(stage = "gate", gate = index, decision = "redirect", target);
@@ -436,7 +463,11 @@ impl Dispatcher {
                         ModelError::prerequisite(target)
                     } else {
                         // A redirect to nowhere must not send the model looking for it.
-                        warn!(stage = "gate", gate = index, "redirect to an unregistered tool");
+                        warn!(
+                            stage = "gate",
+                            gate = index,
+                            "redirect to an unregistered tool"
+                        );
                         ModelError::new(ErrorCode::Blocked)
                     };
                     return Err(Box::new(self.control(flow, error, &detail)));
@@ -454,7 +485,11 @@ impl Dispatcher {
         if allowed {
             return Ok(());
         }
-        debug!(stage = "authorize", error_code = "NOT_FOUND", "not authorized");
+        debug!(
+            stage = "authorize",
+            error_code = "NOT_FOUND",
+            "not authorized"
+        );
         let failure = ToolFailure::new(FailureKind::Unauthorized, "the authorizer refused");
         Err(Box::new(self.project_failure(flow, failure)))
     }
@@ -530,9 +565,9 @@ impl Dispatcher {
                     let _ = self.ledger.release(&key.ledger_key, &self.owner).await;
                     None
                 }
-                Ok(Claimed::Replay(record) | Claimed::Conflict(record) | Claimed::InFlight(record)) => {
-                    Some(self.answer_existing(flow, valid, key, record))
-                }
+                Ok(
+                    Claimed::Replay(record) | Claimed::Conflict(record) | Claimed::InFlight(record),
+                ) => Some(self.answer_existing(flow, valid, key, record)),
                 Err(error) => Some(self.ledger_failed(flow, &error)),
             },
         }
@@ -560,7 +595,11 @@ impl Dispatcher {
         if record.state == WriteState::Unknown {
             return self.unknown_result(flow, valid, "the outcome is unknown");
         }
-        debug!(stage = "ledger", state = record.state.as_str(), delivery = "local_replay");
+        debug!(
+            stage = "ledger",
+            state = record.state.as_str(),
+            delivery = "local_replay"
+        );
         match stored_result(&record) {
             Some(model) => self.reseal(flow, valid, model.delivered_as(Delivery::LocalReplay)),
             None => {
@@ -624,24 +663,40 @@ impl Dispatcher {
                 Ok(grant)
             }
             ApprovalCheck::Required(pending) => {
-                debug!(stage = "approval", state = "pending_approval", error_code = "APPROVAL_REQUIRED");
+                debug!(
+                    stage = "approval",
+                    state = "pending_approval",
+                    error_code = "APPROVAL_REQUIRED"
+                );
                 flow.write_state = Some(WriteState::PendingApproval);
                 flow.pending_approval = Some(pending);
                 let error = ModelError::new(ErrorCode::ApprovalRequired);
                 Err(Box::new(self.control(flow, error, "waiting for approval")))
             }
             ApprovalCheck::Invalid(pending, why) => {
-                debug!(stage = "approval", state = "pending_approval", error_code = "APPROVAL_INVALID");
+                debug!(
+                    stage = "approval",
+                    state = "pending_approval",
+                    error_code = "APPROVAL_INVALID"
+                );
                 flow.write_state = Some(WriteState::PendingApproval);
                 flow.pending_approval = Some(pending);
                 let error = ModelError::new(ErrorCode::ApprovalInvalid);
                 Err(Box::new(self.control(flow, error, why.as_str())))
             }
             ApprovalCheck::Rejected => {
-                debug!(stage = "approval", state = "rejected", error_code = "BLOCKED");
+                debug!(
+                    stage = "approval",
+                    state = "rejected",
+                    error_code = "BLOCKED"
+                );
                 flow.write_state = Some(WriteState::Rejected);
                 let error = ModelError::new(ErrorCode::Blocked);
-                Err(Box::new(self.control(flow, error, "the approver rejected this operation")))
+                Err(Box::new(self.control(
+                    flow,
+                    error,
+                    "the approver rejected this operation",
+                )))
             }
         }
     }
@@ -697,7 +752,12 @@ impl Dispatcher {
             let duration_ms = started.elapsed().as_millis() as u64;
             let (transient, retry_after) = match answer {
                 Ok(Ok(raw)) => {
-                    debug!(stage = "handler", attempt = flow.attempts, duration_ms, "returned output");
+                    debug!(
+                        stage = "handler",
+                        attempt = flow.attempts,
+                        duration_ms,
+                        "returned output"
+                    );
                     break AttemptOutcome::Output(raw);
                 }
                 Ok(Err(failure)) => {
@@ -709,15 +769,21 @@ impl Dispatcher {
                     );
                     match failure.kind {
                         FailureKind::NotSent => (Transient::NotSent, None),
-                        FailureKind::RateLimited { retry_after_ms } => {
-                            (Transient::Refused, retry_after_ms.map(Duration::from_millis))
-                        }
+                        FailureKind::RateLimited { retry_after_ms } => (
+                            Transient::Refused,
+                            retry_after_ms.map(Duration::from_millis),
+                        ),
                         FailureKind::OutcomeUnknown => (Transient::MayHaveActed, None),
                         _ => break AttemptOutcome::Failure(failure),
                     }
                 }
                 Err(_elapsed) => {
-                    debug!(stage = "handler", attempt = flow.attempts, duration_ms, "timed out");
+                    debug!(
+                        stage = "handler",
+                        attempt = flow.attempts,
+                        duration_ms,
+                        "timed out"
+                    );
                     (Transient::TimedOutAfterSend, None)
                 }
             };
@@ -733,7 +799,9 @@ impl Dispatcher {
                     .rng
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                options.retry.wait(flow.attempts - 1, retry_after, &mut *rng)
+                options
+                    .retry
+                    .wait(flow.attempts - 1, retry_after, &mut *rng)
             };
             let stop = stop.or_else(|| {
                 if waited + wait > options.retry.max_total_wait {
@@ -747,7 +815,11 @@ impl Dispatcher {
             if let Some(stop) = stop {
                 break AttemptOutcome::GaveUp(transient, retry_after, stop);
             }
-            debug!(stage = "retry", attempt = flow.attempts, wait_ms = wait.as_millis() as u64);
+            debug!(
+                stage = "retry",
+                attempt = flow.attempts,
+                wait_ms = wait.as_millis() as u64
+            );
             tokio::time::sleep(wait).await;
             waited += wait;
         };
@@ -768,10 +840,11 @@ impl Dispatcher {
         let effect = valid.spec.effect();
         let (result, event) = match outcome {
             AttemptOutcome::Output(raw) => {
-                let result = valid
-                    .entry
-                    .tool
-                    .project(&flow.binder, flow.principal, flow.context, raw);
+                let result =
+                    valid
+                        .entry
+                        .tool
+                        .project(&flow.binder, flow.principal, flow.context, raw);
                 // Output withheld by the contract: the write ran, but what it did is not known.
                 let event = match result.model.status() {
                     Status::Succeeded => WriteEvent::Commit,
@@ -795,7 +868,11 @@ impl Dispatcher {
                     StopReason::DeadlineReached => ErrorCode::TimeoutBeforeExecute,
                     _ => ErrorCode::BudgetExhausted,
                 };
-                info!(stage = "budget", stop_reason = stop.as_str(), "stopped before the call");
+                info!(
+                    stage = "budget",
+                    stop_reason = stop.as_str(),
+                    "stopped before the call"
+                );
                 let result = self.control(flow, ModelError::new(code), stop.as_str());
                 // Nothing was sent: the key is free again.
                 (result, None)
@@ -819,7 +896,8 @@ impl Dispatcher {
                     }
                     Transient::TimedOutAfterSend | Transient::MayHaveActed if effect.is_write() => {
                         flow.stop = Some(StopReason::OutcomeUnknown);
-                        let result = self.unknown_result(flow, valid, "the write may have happened");
+                        let result =
+                            self.unknown_result(flow, valid, "the write may have happened");
                         (result, Some(WriteEvent::LoseTrack))
                     }
                     // A read that timed out changed nothing.
@@ -933,10 +1011,11 @@ impl Dispatcher {
         debug!(stage = "reconcile", answered = answer.is_ok());
         let (result, event) = match answer {
             Ok(Ok(Reconciled::Found(raw))) => {
-                let projected = valid
-                    .entry
-                    .tool
-                    .project(&flow.binder, flow.principal, flow.context, raw);
+                let projected =
+                    valid
+                        .entry
+                        .tool
+                        .project(&flow.binder, flow.principal, flow.context, raw);
                 if projected.model.status() != Status::Succeeded {
                     return projected;
                 }
@@ -958,7 +1037,10 @@ impl Dispatcher {
                     FailureKind::Failed,
                     "the status query confirms the write never happened",
                 );
-                (self.project_failure(flow, failure), WriteEvent::ReconcileAbsent)
+                (
+                    self.project_failure(flow, failure),
+                    WriteEvent::ReconcileAbsent,
+                )
             }
             Ok(Ok(Reconciled::StillUnknown)) | Ok(Err(_)) | Err(_) => {
                 return self.unknown_result(flow, valid, "the status query could not tell");
@@ -971,7 +1053,10 @@ impl Dispatcher {
             Ok(Advanced::Stale(record)) => record.map(|record| record.state),
             Err(_) => Some(WriteState::Unknown),
         };
-        debug!(stage = "reconcile", state = flow.write_state.map(WriteState::as_str));
+        debug!(
+            stage = "reconcile",
+            state = flow.write_state.map(WriteState::as_str)
+        );
         result
     }
 
@@ -985,7 +1070,11 @@ impl Dispatcher {
             }
             _ => ErrorCode::OutcomeUnconfirmed,
         };
-        debug!(stage = "outcome", state = "unknown", error_code = code.as_str());
+        debug!(
+            stage = "outcome",
+            state = "unknown",
+            error_code = code.as_str()
+        );
         self.control(flow, ModelError::new(code), detail)
     }
 
@@ -1015,7 +1104,11 @@ impl Dispatcher {
     fn ledger_failed(&self, flow: &Flow<'_>, error: &LedgerError) -> CallResult {
         warn!(stage = "ledger", error = %error, "ledger failed; nothing was run");
         let error_text = error.to_string();
-        self.control(flow, ModelError::new(ErrorCode::TimeoutBeforeExecute), &error_text)
+        self.control(
+            flow,
+            ModelError::new(ErrorCode::TimeoutBeforeExecute),
+            &error_text,
+        )
     }
 
     /// Sends the result to the audit sink and closes the dispatch.

@@ -173,7 +173,8 @@ pub(crate) trait ErasedTool: Send + Sync {
     ) -> Option<BoxFuture<Result<Reconciled, ToolFailure>>>;
 }
 
-pub(crate) type ErasedQuery<C> = dyn Fn(C, StatusRequest) -> BoxFuture<Result<Reconciled, ToolFailure>> + Send + Sync;
+pub(crate) type ErasedQuery<C> =
+    dyn Fn(C, StatusRequest) -> BoxFuture<Result<Reconciled, ToolFailure>> + Send + Sync;
 
 pub(crate) struct TypedTool<C: ToolContract, H> {
     pub(crate) handler: Arc<H>,
@@ -181,7 +182,9 @@ pub(crate) struct TypedTool<C: ToolContract, H> {
     pub(crate) contract: PhantomData<fn() -> C>,
 }
 
-pub(crate) fn erase_query<W: ToolContract + Send, Q: StatusQuery<W>>(query: Q) -> Arc<ErasedQuery<W>> {
+pub(crate) fn erase_query<W: ToolContract + Send, Q: StatusQuery<W>>(
+    query: Q,
+) -> Arc<ErasedQuery<W>> {
     let query = Arc::new(query);
     Arc::new(move |input, request| {
         let query = Arc::clone(&query);
@@ -249,6 +252,9 @@ impl<C: ToolContract + Send, H: Handler<C>> ErasedTool for TypedTool<C, H> {
 fn unparsable(violations: &Violations) -> ToolFailure {
     ToolFailure::new(
         crate::project::FailureKind::Failed,
-        format!("arguments no longer parse: {} violation(s)", violations.len()),
+        format!(
+            "arguments no longer parse: {} violation(s)",
+            violations.len()
+        ),
     )
 }

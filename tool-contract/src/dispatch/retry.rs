@@ -50,7 +50,12 @@ impl RetryPolicy {
     /// The wait before retry `retry`: full jitter under the ceiling, but never less than the
     /// server's `retry_after`.
     #[must_use]
-    pub fn wait(&self, retry: u32, retry_after: Option<Duration>, rng: &mut impl rand::Rng) -> Duration {
+    pub fn wait(
+        &self,
+        retry: u32,
+        retry_after: Option<Duration>,
+        rng: &mut impl rand::Rng,
+    ) -> Duration {
         let ceiling = u64::try_from(self.ceiling(retry).as_millis()).unwrap_or(u64::MAX);
         let jittered = Duration::from_millis(rng.random_range(0..=ceiling));
         jittered.max(retry_after.unwrap_or_default())

@@ -139,7 +139,10 @@ impl WriteState {
     pub const fn is_terminal(self) -> bool {
         matches!(
             self,
-            WriteState::Succeeded | WriteState::Failed | WriteState::Rejected | WriteState::Cancelled
+            WriteState::Succeeded
+                | WriteState::Failed
+                | WriteState::Rejected
+                | WriteState::Cancelled
         )
     }
 

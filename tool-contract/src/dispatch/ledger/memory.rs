@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::{
-    Advance, AdvanceDecision, Advanced, Claim, ClaimDecision, Claimed, Ledger, LedgerFuture, Record, decide_advance, decide_claim,
+    Advance, AdvanceDecision, Advanced, Claim, ClaimDecision, Claimed, Ledger, LedgerFuture,
+    Record, decide_advance, decide_claim,
 };
 
 /// A ledger in this process's memory. Clones share one map, so a dispatcher built again over
@@ -83,7 +84,9 @@ impl Ledger for MemoryLedger {
         Box::pin(async move {
             let mut records = self.records();
             let before = records.len();
-            records.retain(|_, record| !(record.state.is_terminal() && record.expires_at_ms <= now_ms));
+            records.retain(|_, record| {
+                !(record.state.is_terminal() && record.expires_at_ms <= now_ms)
+            });
             Ok((before - records.len()) as u64)
         })
     }
