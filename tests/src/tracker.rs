@@ -410,6 +410,11 @@ pub const OPTIONS: ToolOptions = ToolOptions {
 
 /// A dispatcher over [`registry`] with every handler wired to `remote`, before `build`.
 pub fn builder(remote: &Arc<Remote>) -> DispatcherBuilder {
+    builder_with_keys(remote, keys())
+}
+
+/// [`builder`] sealing with `keys`.
+pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBuilder {
     let (r1, r2, r3, r4, r5, r6, r7, r8) = (
         remote.clone(),
         remote.clone(),
@@ -420,7 +425,7 @@ pub fn builder(remote: &Arc<Remote>) -> DispatcherBuilder {
         remote.clone(),
         remote.clone(),
     );
-    Dispatcher::builder(registry(), keys())
+    Dispatcher::builder(registry(), keys)
         .clock(clock)
         .write_handler::<CreateIssue>(
             move |_input: CreateIssue, mut cx: HandlerContext| {
