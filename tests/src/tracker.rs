@@ -238,6 +238,8 @@ struct RemoteState {
     next_number: u32,
     issues: HashMap<String, u32>,
     requests: HashMap<String, u32>,
+    creations: HashMap<String, u32>,
+    arrivals: Vec<String>,
     faults: VecDeque<Fault>,
     status_queries: u32,
     reads: u32,
@@ -260,9 +262,11 @@ impl Remote {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Scripts the next requests' faults (then `Fault::None`).
+    /// Scripts the next requests' faults (then `Fault::None`), replacing what was left.
     pub fn script(&self, faults: &[Fault]) {
-        self.state().faults.extend(faults);
+        let mut state = self.state();
+        state.faults.clear();
+        state.faults.extend(faults);
     }
 
     /// Requests the remote received under `key` (sent, whatever became of them).
@@ -275,7 +279,17 @@ impl Remote {
         self.state().requests.values().sum()
     }
 
-    /// Issues created under `key` (0 or 1 when nothing runs twice).
+    /// How many times a create under `key` took effect (at most 1 when nothing runs twice).
+    pub fn creations(&self, key: &str) -> u32 {
+        self.state().creations.get(key).copied().unwrap_or(0)
+    }
+
+    /// What every create request that arrived asked for, in order.
+    pub fn arrivals(&self) -> Vec<String> {
+        self.state().arrivals.clone()
+    }
+
+    /// The number of the first issue created under `key`.
     pub fn created(&self, key: &str) -> Option<u32> {
         self.state().issues.get(key).copied()
     }
@@ -295,13 +309,18 @@ impl Remote {
     pub async fn create(
         &self,
         key: &str,
+        what: &str,
         cx: &mut HandlerContext,
     ) -> Result<RawResult, ToolFailure> {
         let fault = self.state().faults.pop_front().unwrap_or(Fault::None);
         if fault == Fault::NotSent {
             return Err(ToolFailure::new(FailureKind::NotSent, "connection refused"));
         }
-        *self.state().requests.entry(key.to_owned()).or_default() += 1;
+        {
+            let mut state = self.state();
+            *state.requests.entry(key.to_owned()).or_default() += 1;
+            state.arrivals.push(what.to_owned());
+        }
         match fault {
             Fault::RateLimit(ms) => {
                 return Err(ToolFailure::new(
@@ -329,6 +348,7 @@ impl Remote {
             state.next_number += 1;
             // A second create under one key is a second issue: keep the first for lookups.
             state.issues.entry(key.to_owned()).or_insert(number);
+            *state.creations.entry(key.to_owned()).or_default() += 1;
             number
         };
         if fault == Fault::CommitThenHang {
@@ -428,11 +448,13 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
     Dispatcher::builder(registry(), keys)
         .clock(clock)
         .write_handler::<CreateIssue>(
-            move |_input: CreateIssue, mut cx: HandlerContext| {
+            move |input: CreateIssue, mut cx: HandlerContext| {
                 let remote = r1.clone();
                 async move {
                     let key = cx.idempotency_key().to_owned();
-                    remote.create(&key, &mut cx).await
+                    remote
+                        .create(&key, &format!("{}|{}", input.title, input.body), &mut cx)
+                        .await
                 }
             },
             move |_input: CreateIssue, request: StatusRequest| {
@@ -455,11 +477,13 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
             OPTIONS,
         )
         .handler_with::<FileIssue>(
-            move |_input: FileIssue, mut cx: HandlerContext| {
+            move |input: FileIssue, mut cx: HandlerContext| {
                 let remote = r4.clone();
                 async move {
                     let key = cx.idempotency_key().to_owned();
-                    remote.create(&key, &mut cx).await
+                    remote
+                        .create(&key, &format!("{}|{}", input.title, input.body), &mut cx)
+                        .await
                 }
             },
             OPTIONS,
@@ -472,11 +496,13 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
             OPTIONS,
         )
         .handler_with::<SendMessage>(
-            move |_input: SendMessage, mut cx: HandlerContext| {
+            move |input: SendMessage, mut cx: HandlerContext| {
                 let remote = r6.clone();
                 async move {
                     let key = cx.idempotency_key().to_owned();
-                    remote.create(&key, &mut cx).await
+                    remote
+                        .create(&key, &format!("{}|{}", input.to, input.text), &mut cx)
+                        .await
                 }
             },
             OPTIONS,

@@ -191,6 +191,17 @@ async fn a_restart_between_executing_and_the_outcome_leaves_the_operation_unknow
     assert!(matches!(later, Claimed::Unknown(_)), "{later:?}");
 }
 
+async fn a_lapsed_lease_turns_unknown_whoever_asks(store: &dyn Store) {
+    let ledger = store.open();
+    ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap();
+    let other = ledger
+        .claim(&claim("k", "r2", "b", T0 + LEASE))
+        .await
+        .unwrap();
+    assert!(matches!(other, Claimed::Conflict(ref record) if record.state == WriteState::Unknown));
+    assert_eq!(state_of(&*ledger, "k").await, Some(WriteState::Unknown));
+}
+
 async fn only_the_owner_moves_a_write_in_flight(store: &dyn Store) {
     let ledger = store.open();
     ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap();
@@ -491,6 +502,7 @@ conformance!(
     the_same_key_with_another_request_conflicts_in_every_state,
     a_key_in_flight_is_refused_while_its_lease_runs,
     a_restart_between_executing_and_the_outcome_leaves_the_operation_unknown,
+    a_lapsed_lease_turns_unknown_whoever_asks,
     only_the_owner_moves_a_write_in_flight,
     an_event_without_a_move_is_refused,
     finished_records_absorb_every_event,

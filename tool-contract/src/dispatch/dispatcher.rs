@@ -317,7 +317,8 @@ impl Dispatcher {
         Ok(Some(state))
     }
 
-    /// Where the write of `context` stands in the ledger.
+    /// Where the write of `context` stands in the ledger: `unknown` for one still marked
+    /// running whose lease has lapsed.
     ///
     /// # Errors
     ///
@@ -328,11 +329,15 @@ impl Dispatcher {
         context: &CallContext,
     ) -> Result<Option<WriteState>, LedgerError> {
         let ledger_key = self.ledger_key(principal, context);
-        Ok(self
-            .ledger
-            .get(&ledger_key)
-            .await?
-            .map(|record| record.state))
+        let now_ms = self.now_ms();
+        Ok(self.ledger.get(&ledger_key).await?.map(|record| {
+            // Nobody holds a lapsed lease any more: what it was doing is unknown.
+            if record.state.is_in_flight() && record.lease_until_ms <= now_ms {
+                WriteState::Unknown
+            } else {
+                record.state
+            }
+        }))
     }
 
     async fn dispatch_in_span(
@@ -544,19 +549,10 @@ impl Dispatcher {
         key: &WriteKey,
         record: Record,
     ) -> Option<CallResult> {
-        let same_request =
-            record.request_sha256 == key.request_sha256 && record.tool == valid.spec.name();
-        if !same_request || record.state.is_terminal() {
-            return Some(self.answer_existing(flow, valid, key, record));
-        }
-        match record.state {
-            WriteState::Unknown => Some(self.reconcile_unknown(flow, valid, key, record).await),
-            state if state.is_in_flight() && record.lease_until_ms > self.now_ms() => {
-                Some(self.answer_existing(flow, valid, key, record))
-            }
+        if record.state.is_in_flight() && record.lease_until_ms <= self.now_ms() {
             // A lapsed lease: the claim turns it to unknown, atomically, before anyone is
             // asked to approve a write that may already have happened.
-            _ => match self.ledger.claim(&self.claim(valid, key)).await {
+            return match self.ledger.claim(&self.claim(valid, key)).await {
                 Ok(Claimed::Unknown(record)) => {
                     Some(self.reconcile_unknown(flow, valid, key, record).await)
                 }
@@ -569,8 +565,14 @@ impl Dispatcher {
                     Claimed::Replay(record) | Claimed::Conflict(record) | Claimed::InFlight(record),
                 ) => Some(self.answer_existing(flow, valid, key, record)),
                 Err(error) => Some(self.ledger_failed(flow, &error)),
-            },
+            };
         }
+        let same_request =
+            record.request_sha256 == key.request_sha256 && record.tool == valid.spec.name();
+        if same_request && record.state == WriteState::Unknown {
+            return Some(self.reconcile_unknown(flow, valid, key, record).await);
+        }
+        Some(self.answer_existing(flow, valid, key, record))
     }
 
     /// The answer a record gives without running anything: replay, conflict, in flight.

@@ -10,7 +10,7 @@ use super::{
 
 /// A ledger in this process's memory. Clones share one map, so a dispatcher built again over
 /// a clone sees what the first one left (which is how tests stand for a restart); a real
-/// restart loses it all: use [`SqliteLedger`](super::SqliteLedger) where that matters.
+/// restart loses it all: use `SqliteLedger` (feature `sqlite`) where that matters.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryLedger {
     records: Arc<Mutex<HashMap<String, Record>>>,

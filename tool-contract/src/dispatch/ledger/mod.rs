@@ -29,7 +29,7 @@ pub type LedgerFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, LedgerError
 ///
 /// Implementations must make each step atomic with respect to every other step on the same
 /// key, across every process that shares the store. The [`MemoryLedger`] serves one
-/// process; [`SqliteLedger`] (feature `sqlite`) survives a restart.
+/// process; `SqliteLedger` (feature `sqlite`) survives a restart.
 pub trait Ledger: Send + Sync {
     /// Claims `claim.key` for one execution: inserts an `executing` record leased to
     /// `claim.owner`, or says why not (see [`decide_claim`]).
@@ -163,10 +163,11 @@ pub enum ClaimDecision {
 /// The one decision every store makes for a claim.
 ///
 /// - no record, or a finished one past its retention: a new `executing` record → `Fresh`;
+/// - in flight with its lease over (the owner crashed or vanished): now `unknown`, whoever
+///   asks → `Unknown` for the same request, `Conflict` for another;
 /// - a record of another request digest → `Conflict`, whatever its state;
 /// - finished (`succeeded`, `failed`, `cancelled`, `rejected`) → `Replay`;
 /// - in flight with its lease running → `InFlight`;
-/// - in flight with its lease over (the owner crashed or vanished) → now `unknown` → `Unknown`;
 /// - `unknown` → `Unknown`.
 #[must_use]
 pub fn decide_claim(existing: Option<&Record>, claim: &Claim) -> ClaimDecision {
@@ -186,19 +187,24 @@ pub fn decide_claim(existing: Option<&Record>, claim: &Claim) -> ClaimDecision {
     if record.state.is_terminal() && record.expires_at_ms <= claim.now_ms {
         return ClaimDecision::Write(fresh());
     }
-    if record.request_sha256 != claim.request_sha256 || record.tool != claim.tool {
+    let same_request = record.request_sha256 == claim.request_sha256 && record.tool == claim.tool;
+    // A lapsed lease is settled first, whoever asks: the record must not claim to be running.
+    if record.state.is_in_flight() && record.lease_until_ms <= claim.now_ms {
+        let mut lost = record.clone();
+        lost.state = WriteState::Unknown;
+        let answer = if same_request {
+            Claimed::Unknown(lost.clone())
+        } else {
+            Claimed::Conflict(lost.clone())
+        };
+        return ClaimDecision::WriteAndAnswer(lost, answer);
+    }
+    if !same_request {
         return ClaimDecision::Answer(Claimed::Conflict(record.clone()));
     }
     match record.state {
         state if state.is_terminal() => ClaimDecision::Answer(Claimed::Replay(record.clone())),
-        state if state.is_in_flight() && record.lease_until_ms > claim.now_ms => {
-            ClaimDecision::Answer(Claimed::InFlight(record.clone()))
-        }
-        state if state.is_in_flight() => {
-            let mut lost = record.clone();
-            lost.state = WriteState::Unknown;
-            ClaimDecision::WriteAndAnswer(lost.clone(), Claimed::Unknown(lost))
-        }
+        state if state.is_in_flight() => ClaimDecision::Answer(Claimed::InFlight(record.clone())),
         _ => ClaimDecision::Answer(Claimed::Unknown(record.clone())),
     }
 }

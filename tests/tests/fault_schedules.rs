@@ -1,0 +1,302 @@
+//! Issue 4, point 9: random fault schedules (timeouts, refusals, cancels, crashes, restarts at
+//! every step) against one logical write, on tokio's paused clock.
+//!
+//! Whatever happens:
+//! - a non-idempotent write takes effect at most once per key;
+//! - every operation ends terminal or unknown;
+//! - once unknown, nothing is sent under its key again (only status queries);
+//! - nothing runs that was not approved as it is: a change voids the approval.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use serde_json::json;
+use tool_contract::CallContext;
+use tool_contract::dispatch::{Dispatcher, MemoryLedger, PendingApproval, Task, WriteState};
+use tool_contract_tests::tracker::{
+    Fault, Remote, advance_clock, alice, clock, context, dispatcher,
+};
+
+const KEY: &str = "k-op";
+
+#[derive(Debug, Clone)]
+enum Step {
+    /// The model calls the write (with one of two argument variants).
+    Dispatch { fault: Fault, variant: bool },
+    /// The process dies `after_ms` into the call; a new one starts over the same ledger.
+    Crash {
+        fault: Fault,
+        variant: bool,
+        after_ms: u64,
+    },
+    /// Someone cancels `at_ms` into the call.
+    CancelDuring {
+        fault: Fault,
+        variant: bool,
+        at_ms: u64,
+    },
+    /// The process restarts between calls.
+    Restart,
+    /// Wall-clock time passes (leases and approvals may lapse).
+    Wait { seconds: u64 },
+    /// The application asks what became of the write.
+    Reconcile { variant: bool },
+    /// A person approves what is pending.
+    Approve,
+}
+
+fn fault() -> impl Strategy<Value = Fault> {
+    prop_oneof![
+        3 => Just(Fault::None),
+        2 => Just(Fault::CommitThenHang),
+        1 => Just(Fault::HangBeforeCommit),
+        1 => Just(Fault::NotSent),
+        1 => (1_u64..3_000).prop_map(Fault::RateLimit),
+        1 => Just(Fault::HonourCancel),
+    ]
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        4 => (fault(), any::<bool>()).prop_map(|(fault, variant)| Step::Dispatch { fault, variant }),
+        2 => (fault(), any::<bool>(), 1_u64..8_000).prop_map(|(fault, variant, after_ms)| Step::Crash { fault, variant, after_ms }),
+        2 => (fault(), any::<bool>(), 1_u64..8_000).prop_map(|(fault, variant, at_ms)| Step::CancelDuring { fault, variant, at_ms }),
+        1 => Just(Step::Restart),
+        1 => prop_oneof![Just(30_u64), Just(600), Just(7_200)].prop_map(|seconds| Step::Wait { seconds }),
+        1 => any::<bool>().prop_map(|variant| Step::Reconcile { variant }),
+        3 => Just(Step::Approve),
+    ]
+}
+
+/// The write under test: with a status query and no approval, or with approval and manual
+/// reconciliation.
+#[derive(Debug, Clone, Copy)]
+enum Tool {
+    CreateIssue,
+    FileIssue,
+}
+
+impl Tool {
+    fn call(self, variant: bool, call_id: usize) -> CallContext {
+        let body = if variant { "body B" } else { "body A" };
+        let name = match self {
+            Tool::CreateIssue => "create_issue",
+            Tool::FileIssue => "file_issue",
+        };
+        context(
+            &format!("c{call_id}"),
+            name,
+            json!({ "title": "T", "body": body }),
+            "op",
+            KEY,
+        )
+    }
+}
+
+struct World {
+    tool: Tool,
+    remote: Arc<Remote>,
+    ledger: MemoryLedger,
+    dispatcher: Dispatcher,
+    task: Task,
+    calls: usize,
+    pending: Option<PendingApproval>,
+    /// What was approved, once per approval.
+    approved: Vec<String>,
+    /// Requests under the key when it was first seen unknown.
+    requests_when_unknown: Option<u32>,
+}
+
+impl World {
+    fn new(tool: Tool) -> Self {
+        let remote = Remote::new();
+        let ledger = MemoryLedger::new();
+        let dispatcher = dispatcher(&remote, Arc::new(ledger.clone()));
+        World {
+            tool,
+            remote,
+            ledger,
+            dispatcher,
+            task: Task::unlimited(),
+            calls: 0,
+            pending: None,
+            approved: Vec::new(),
+            requests_when_unknown: None,
+        }
+    }
+
+    fn restart(&mut self) {
+        self.dispatcher = dispatcher(&self.remote, Arc::new(self.ledger.clone()));
+    }
+
+    fn next_call(&mut self, variant: bool) -> CallContext {
+        self.calls += 1;
+        self.tool.call(variant, self.calls)
+    }
+
+    fn note(&mut self, dispatch: tool_contract::dispatch::Dispatch) {
+        if let Some(pending) = dispatch.pending_approval {
+            self.pending = Some(pending);
+        }
+    }
+
+    async fn run(&mut self, step: Step) {
+        match step {
+            Step::Dispatch { fault, variant } => {
+                self.remote.script(&[fault]);
+                let call = self.next_call(variant);
+                let dispatch = self.dispatcher.dispatch(&alice(), &call, &self.task).await;
+                self.note(dispatch);
+            }
+            Step::Crash {
+                fault,
+                variant,
+                after_ms,
+            } => {
+                self.remote.script(&[fault]);
+                let call = self.next_call(variant);
+                let finished = tokio::time::timeout(
+                    Duration::from_millis(after_ms),
+                    self.dispatcher.dispatch(&alice(), &call, &self.task),
+                )
+                .await;
+                if let Ok(dispatch) = finished {
+                    self.note(dispatch);
+                }
+                self.restart();
+            }
+            Step::CancelDuring {
+                fault,
+                variant,
+                at_ms,
+            } => {
+                self.remote.script(&[fault]);
+                let call = self.next_call(variant);
+                let principal = alice();
+                let (dispatch, _) = tokio::join!(
+                    self.dispatcher.dispatch(&principal, &call, &self.task),
+                    async {
+                        tokio::time::sleep(Duration::from_millis(at_ms)).await;
+                        self.dispatcher.cancel(&alice(), &call).await
+                    }
+                );
+                self.note(dispatch);
+            }
+            Step::Restart => self.restart(),
+            Step::Wait { seconds } => advance_clock(Duration::from_secs(seconds)),
+            Step::Reconcile { variant } => {
+                let call = self.next_call(variant);
+                self.dispatcher.reconcile(&alice(), &call, &self.task).await;
+            }
+            Step::Approve => {
+                if let Some(pending) = self.pending.take() {
+                    let approved = self.dispatcher.approve(
+                        &pending.approval_id,
+                        &pending.preview_sha256,
+                        "reviewer",
+                        clock() + Duration::from_secs(900),
+                    );
+                    if approved.is_ok() {
+                        let arguments = &pending.preview.arguments;
+                        self.approved.push(format!(
+                            "{}|{}",
+                            arguments["title"].as_str().unwrap_or(""),
+                            arguments["body"].as_str().unwrap_or("")
+                        ));
+                    }
+                }
+            }
+        }
+        // Unscripted faults must not linger into the next step.
+        self.remote.script(&[]);
+    }
+
+    async fn state(&self) -> Option<WriteState> {
+        self.dispatcher
+            .write_state(&alice(), &self.tool.call(false, 0))
+            .await
+            .unwrap()
+    }
+
+    async fn check(&mut self) -> Result<(), TestCaseError> {
+        let requests = self.remote.requests(KEY);
+        prop_assert!(
+            self.remote.creations(KEY) <= 1,
+            "the write took effect {} times",
+            self.remote.creations(KEY)
+        );
+        if let Some(when_unknown) = self.requests_when_unknown {
+            prop_assert_eq!(
+                requests,
+                when_unknown,
+                "something was sent after the outcome became unknown"
+            );
+        } else if self.state().await == Some(WriteState::Unknown) {
+            self.requests_when_unknown = Some(requests);
+        }
+        if let Tool::FileIssue = self.tool {
+            // Each arrival ran on an approval of exactly what arrived, used once.
+            let arrivals = self.remote.arrivals();
+            for arrival in &arrivals {
+                let approvals = self
+                    .approved
+                    .iter()
+                    .filter(|approved| *approved == arrival)
+                    .count();
+                let uses = arrivals.iter().filter(|other| *other == arrival).count();
+                prop_assert!(
+                    uses <= approvals,
+                    "{arrival:?} ran {uses} times on {approvals} approvals"
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+fn run_schedule(tool: Tool, steps: Vec<Step>) -> Result<(), TestCaseError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        let mut world = World::new(tool);
+        for step in steps {
+            world.run(step).await;
+            world.check().await?;
+        }
+        // Settle: leases lapse, anything pending is approved, and the model asks once more.
+        advance_clock(Duration::from_secs(7_200));
+        for _ in 0..2 {
+            world.run(Step::Approve).await;
+            world
+                .run(Step::Dispatch {
+                    fault: Fault::None,
+                    variant: false,
+                })
+                .await;
+            world.check().await?;
+        }
+        let end = world.state().await;
+        prop_assert!(
+            end.is_some_and(|state| state.is_terminal() || state == WriteState::Unknown),
+            "the operation ended {end:?}"
+        );
+        Ok(())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1_000))]
+
+    #[test]
+    fn no_fault_schedule_runs_a_write_twice_or_leaves_it_unsettled(
+        with_approval in any::<bool>(),
+        steps in proptest::collection::vec(step(), 1..12),
+    ) {
+        let tool = if with_approval { Tool::FileIssue } else { Tool::CreateIssue };
+        run_schedule(tool, steps)?;
+    }
+}
