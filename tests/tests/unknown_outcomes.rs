@@ -397,3 +397,38 @@ async fn cancelling_a_finished_write_changes_nothing() {
         None
     );
 }
+
+#[test]
+fn one_write_dispatched_from_many_threads_at_once_runs_once() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_time()
+        .build()
+        .unwrap();
+    let remote = Remote::new();
+    let dispatcher = Arc::new(memory_dispatcher(&remote));
+    let outcomes: Vec<Dispatch> = runtime.block_on(async {
+        let tasks: Vec<_> = (0..16)
+            .map(|index| {
+                let dispatcher = Arc::clone(&dispatcher);
+                tokio::spawn(async move {
+                    let call = create(&format!("c{index}"), "t", "b", "k-1");
+                    dispatcher
+                        .dispatch(&alice(), &call, &Task::unlimited())
+                        .await
+                })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for task in tasks {
+            outcomes.push(task.await.unwrap());
+        }
+        outcomes
+    });
+    assert_eq!(remote.creations("k-1"), 1);
+    for dispatch in &outcomes {
+        let fine = dispatch.result.model.status() == Status::Succeeded
+            || code(dispatch) == Some(ErrorCode::OperationInProgress);
+        assert!(fine, "{:?}", dispatch.result.model.error());
+    }
+}

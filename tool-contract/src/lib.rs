@@ -73,6 +73,15 @@
 //! recomputes every digest from the trusted principal, call and registry; the adapters in
 //! [`providers`] write only what verifies. [`canonical`] is RFC 8785 on its own. The
 //! [`CATALOG`] fixes every failure's message and recovery.
+//!
+//! ## The pipeline around every call
+//!
+//! A [`dispatch::Dispatcher`] takes each call from the registry lookup to a sealed result:
+//! exact argument validation, gates, authorization, approvals bound to the exact action, the
+//! idempotency ledger ([`dispatch::MemoryLedger`], or `SqliteLedger` with the `sqlite`
+//! feature), budgets and deadline, the handler under a timeout with cancellation, retries by
+//! effect, projection, the audit sink ([`dispatch::JsonLinesAuditLog`], a hash chain), and the
+//! ledger record. A write whose outcome is lost is `unknown` and is reconciled, never rerun.
 #![doc = include_str!("../ATTRIBUTES.md")]
 
 mod audit;

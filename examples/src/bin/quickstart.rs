@@ -2,14 +2,24 @@
 //! must read anything a tool returns: as untrusted bytes, against the contract. Then take one
 //! call through the trusted path: read it from a provider response, project the tool's output
 //! into a model result and its audit, verify the binding, and write the next turn's payload
-//! for each provider.
+//! for each provider. Last, run a write through the dispatcher: approval bound to the exact
+//! action, a response lost after the write happened, reconciliation by a status query, and a
+//! replay from the idempotency ledger.
 //!
 //! Run it with `cargo run -p tool-contract-examples --bin quickstart`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tool_contract::dispatch::{
+    Dispatch, Dispatcher, HandlerContext, MemoryAuditLog, Reconciled, StatusRequest, Task,
+    ToolOptions, verify_chain,
+};
 use tool_contract::providers::{Answer, Turn, anthropic, gemini, interactions, openai};
 use tool_contract::{
-    AuditKeys, Binder, CallContext, Principal, RawProvenance, RawResult, Registry, SecretKey,
-    ToolContract, ToolOutput, Violations,
+    AuditKeys, Binder, CallContext, FailureKind, Principal, RawProvenance, RawResult, Registry,
+    SecretKey, ToolContract, ToolFailure, ToolOutput, Violations,
 };
 
 /// Read one order by its reference.
@@ -137,6 +147,7 @@ fn main() {
     );
 
     trusted_path();
+    dispatch_path();
 }
 
 /// The same `get_order` call as each provider API asks for it.
@@ -227,6 +238,228 @@ fn trusted_path() {
                 eprintln!("{api}: {error}");
                 std::process::exit(1);
             }
+        }
+    }
+}
+
+/// Draft a refund for one order; a person approves it first.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = RefundDraft, effect = non_idempotent_write, approval = required,
+                reconcile = GetRefundDraft, source_label = "refunds", producer_revision = "refunds-v1")]
+struct CreateRefundDraft {
+    /// The order to refund.
+    #[tool_contract(pattern = "^ORDER-[0-9]{1,12}$", max_len = 32)]
+    order_ref: String,
+    /// Why, in a sentence.
+    #[tool_contract(max_len = 200)]
+    reason: String,
+}
+
+/// Read a refund draft by its order.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = RefundDraft, effect = read_only, source_label = "refunds",
+                producer_revision = "refunds-v1")]
+struct GetRefundDraft {
+    /// The order.
+    #[tool_contract(pattern = "^ORDER-[0-9]{1,12}$", max_len = 32)]
+    order_ref: String,
+}
+
+/// A refund draft.
+#[derive(Debug, serde::Serialize, ToolOutput)]
+struct RefundDraft {
+    #[tool_output(max_len = 32)]
+    draft_ref: String,
+    #[tool_output(max_len = 32)]
+    order_ref: String,
+}
+
+/// The refund service: drafts by idempotency key; its first answer is lost on the way back.
+#[derive(Default)]
+struct RefundService {
+    drafts: Mutex<Vec<(String, String)>>,
+    lose_next_answer: AtomicBool,
+}
+
+impl RefundService {
+    async fn create(&self, input: CreateRefundDraft, key: &str) -> Result<RawResult, ToolFailure> {
+        let draft_ref = {
+            let mut drafts = self.drafts.lock().unwrap_or_else(PoisonError::into_inner);
+            drafts.push((key.to_owned(), input.order_ref.clone()));
+            format!("DRAFT-{}", drafts.len())
+        };
+        if self.lose_next_answer.swap(false, Ordering::SeqCst) {
+            // The draft exists, but the answer never arrives (the dispatcher gives up after 1 s).
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+        Ok(draft(&draft_ref, &input.order_ref))
+    }
+
+    /// The first draft whose key (or order) is `matches`.
+    fn find(&self, matches: impl Fn(&(String, String)) -> bool) -> Reconciled {
+        let drafts = self.drafts.lock().unwrap_or_else(PoisonError::into_inner);
+        match drafts.iter().position(matches) {
+            Some(index) => {
+                Reconciled::Found(draft(&format!("DRAFT-{}", index + 1), &drafts[index].1))
+            }
+            None => Reconciled::Absent,
+        }
+    }
+}
+
+fn draft(draft_ref: &str, order_ref: &str) -> RawResult {
+    let output = serde_json::json!({ "draft_ref": draft_ref, "order_ref": order_ref });
+    RawResult::new(
+        output.to_string(),
+        RawProvenance::new("refunds-v1", "2026-11-29T10:00:05Z"),
+    )
+}
+
+fn dispatch_path() {
+    let service = Arc::new(RefundService::default());
+    let (creates, queries, reads) = (service.clone(), service.clone(), service.clone());
+    let audit_log = Arc::new(MemoryAuditLog::new());
+    let keys =
+        AuditKeys::new(SecretKey::new(*b"quickstart demo key, not secret!").expect("32 bytes"));
+    let dispatcher = Dispatcher::builder(
+        tool_contract::registry![CreateRefundDraft, GetRefundDraft],
+        keys,
+    )
+    .write_handler::<CreateRefundDraft>(
+        move |input: CreateRefundDraft, cx: HandlerContext| {
+            let service = creates.clone();
+            async move { service.create(input, cx.idempotency_key()).await }
+        },
+        move |_: CreateRefundDraft, request: StatusRequest| {
+            let service = queries.clone();
+            async move { Ok(service.find(|(key, _)| *key == request.idempotency_key)) }
+        },
+        ToolOptions {
+            timeout: Duration::from_secs(1),
+            ..ToolOptions::DEFAULT
+        },
+    )
+    .handler::<GetRefundDraft>(move |input: GetRefundDraft, _: HandlerContext| {
+        let service = reads.clone();
+        async move {
+            match service.find(|(_, order_ref)| *order_ref == input.order_ref) {
+                Reconciled::Found(raw) => Ok(raw),
+                _ => Err(ToolFailure::new(
+                    FailureKind::NotFound,
+                    format!("no draft for {}", input.order_ref),
+                )),
+            }
+        }
+    })
+    .audit_sink(audit_log.clone())
+    .build();
+    let dispatcher = match dispatcher {
+        Ok(dispatcher) => dispatcher,
+        Err(errors) => {
+            eprintln!("the dispatcher could not be built: {errors:?}");
+            std::process::exit(1);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("no runtime: {error}");
+            std::process::exit(1);
+        }
+    };
+    let principal = Principal::new("acme", "alice@acme.example");
+    let task = Task::unlimited();
+    let call = |call_id: &str| {
+        let call = tool_contract::providers::ToolCall {
+            api: tool_contract::providers::Api::OpenAiResponses,
+            adapter_revision: openai::ADAPTER.revision.to_owned(),
+            response_id: Some("resp_9".to_owned()),
+            call_id: call_id.to_owned(),
+            correlation: tool_contract::providers::Correlation::Id,
+            name: "create_refund_draft".to_owned(),
+            arguments: br#"{"order_ref":"ORDER-7","reason":"arrived broken"}"#.to_vec(),
+        };
+        CallContext::new(call, "refund-ORDER-7").with_idempotency_key("refund-ORDER-7-1")
+    };
+    let show_dispatch = |label: &str, dispatch: &Dispatch| {
+        let model = &dispatch.result.model;
+        let error = model.error().map_or(String::new(), |error| {
+            format!(" {} (recovery {})", error.code(), error.recovery().as_str())
+        });
+        println!(
+            "  {label}: status {}{error}, delivery {}, write state {}",
+            model.status().as_str(),
+            model.execution().delivery.as_str(),
+            dispatch.write_state.map_or("-", |state| state.as_str()),
+        );
+        if let Some(data) = model.data_json() {
+            println!("    data: {data}");
+        }
+    };
+
+    println!("6. a write through the dispatcher");
+    runtime.block_on(async {
+        let asked = dispatcher
+            .dispatch(&principal, &call("call_a"), &task)
+            .await;
+        show_dispatch("asked", &asked);
+        let Some(pending) = asked.pending_approval else {
+            eprintln!("expected a pending approval");
+            std::process::exit(1);
+        };
+        println!(
+            "    preview shown to the approver: {}",
+            serde_json::to_string(&pending.preview).unwrap_or_default()
+        );
+        let expires = time::OffsetDateTime::now_utc() + Duration::from_secs(600);
+        if let Err(error) = dispatcher.approve(
+            &pending.approval_id,
+            &pending.preview_sha256,
+            "bob@acme.example",
+            expires,
+        ) {
+            eprintln!("approval refused: {error}");
+            std::process::exit(1);
+        }
+        service.lose_next_answer.store(true, Ordering::SeqCst);
+        show_dispatch(
+            "approved, answer lost",
+            &dispatcher
+                .dispatch(&principal, &call("call_b"), &task)
+                .await,
+        );
+        show_dispatch(
+            "asked again (status query)",
+            &dispatcher
+                .dispatch(&principal, &call("call_c"), &task)
+                .await,
+        );
+        show_dispatch(
+            "asked once more (ledger)",
+            &dispatcher
+                .dispatch(&principal, &call("call_d"), &task)
+                .await,
+        );
+    });
+    let drafts = service
+        .drafts
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .len();
+    println!("  drafts the service holds: {drafts}");
+    let lines = audit_log.lines().join("\n");
+    match verify_chain(lines.as_bytes()) {
+        Ok(head) => println!(
+            "  audit log: {} records, chain verifies (head {}…)",
+            head.records,
+            &head.head_sha256[..12]
+        ),
+        Err(error) => {
+            eprintln!("the audit chain does not verify: {error}");
+            std::process::exit(1);
         }
     }
 }

@@ -79,7 +79,7 @@ where
 /// # #[tool_contract(output = Advisors, effect = read_only, source_label = "advisors", producer_revision = "a-1")]
 /// # struct DiscoverAdvisors { #[tool_contract(max_items = 20)] schools: Vec<String> }
 /// # #[derive(serde::Serialize, ToolOutput)]
-/// # struct Advisors { #[tool_contract(max_items = 20)] names: Vec<String> }
+/// # struct Advisors { #[tool_output(max_items = 20)] names: Vec<String> }
 /// # let call = ToolCall { api: Api::OpenAiResponses, adapter_revision: "r".into(), response_id: None,
 /// #     call_id: "c".into(), correlation: Correlation::Id, name: "discover_advisors".into(), arguments: vec![] };
 /// # let context = CallContext::new(call, "op");
