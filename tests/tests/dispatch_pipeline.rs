@@ -423,6 +423,19 @@ async fn an_approved_write_runs_once_and_its_approval_is_consumed() {
     assert_eq!(ran.result.model.status(), Status::Succeeded);
     assert_eq!(ran.write_state, Some(WriteState::Succeeded));
     assert_eq!(remote.requests("k-1"), 1);
+    let approval = ran
+        .result
+        .audit
+        .approval
+        .clone()
+        .expect("the audit names the approval");
+    assert_eq!(approval.approver, "bob@acme");
+    assert_eq!(
+        approval.request_sha256,
+        ran.result.audit.binding.request_sha256
+    );
+    assert_eq!(approval.preview_sha256, pending.preview_sha256);
+    verified(&dispatcher, &alice(), &call, &ran);
 
     // The same call again is a replay of the stored result, not a second write, and needs
     // no approval.

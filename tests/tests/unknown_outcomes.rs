@@ -432,3 +432,30 @@ fn one_write_dispatched_from_many_threads_at_once_runs_once() {
         assert!(fine, "{:?}", dispatch.result.model.error());
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_key_is_replayed_within_its_retention_and_free_after_it() {
+    let remote = Remote::new();
+    let dispatcher = tool_contract_tests::tracker::builder(&remote)
+        .retention(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let call = create("c1", "t", "b", "k-1");
+    dispatcher
+        .dispatch(&alice(), &call, &Task::unlimited())
+        .await;
+    advance_clock(Duration::from_secs(1800));
+    let kept = dispatcher
+        .dispatch(&alice(), &call, &Task::unlimited())
+        .await;
+    assert_eq!(
+        kept.result.model.execution().delivery,
+        Delivery::LocalReplay
+    );
+    advance_clock(Duration::from_secs(1801));
+    let expired = dispatcher
+        .dispatch(&alice(), &call, &Task::unlimited())
+        .await;
+    assert_eq!(expired.result.model.execution().delivery, Delivery::Fresh);
+    assert_eq!(expired.result.model.data(), Some(json!({ "number": 242 })));
+}

@@ -37,6 +37,25 @@ pub struct ProtectedAudit {
     pub redactions: Vec<Redaction>,
     /// Internal failure text (a handler's message, a validation report) for operators.
     pub detail: Option<String>,
+    /// For a write that ran on a person's approval: whose, of what.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalRecord>,
+}
+
+/// The approval a write ran on, as the audit keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRecord {
+    /// The approval's id.
+    pub approval_id: String,
+    /// Who approved (the application's name for the person).
+    pub approver: String,
+    /// The request digest approved: the `request_sha256` of this very call.
+    pub request_sha256: String,
+    /// The digest of the preview the person saw.
+    pub preview_sha256: String,
+    /// When the approval would have lapsed, RFC 3339.
+    pub expires_at: String,
 }
 
 /// The provider turn a call came from.

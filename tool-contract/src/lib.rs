@@ -105,8 +105,8 @@ mod violation;
 pub mod __private;
 
 pub use audit::{
-    Binding, ContractRevisions, DigestAlgorithm, Downstream, PROTECTED_AUDIT_SCHEMA_VERSION,
-    ProtectedAudit, ProviderContext, Redaction,
+    ApprovalRecord, Binding, ContractRevisions, DigestAlgorithm, Downstream,
+    PROTECTED_AUDIT_SCHEMA_VERSION, ProtectedAudit, ProviderContext, Redaction,
 };
 pub use binding::{AuditKeys, KeyTooShort, SecretKey};
 pub use call::{CallContext, Principal};

@@ -543,6 +543,7 @@ impl<'r> Binder<'r> {
             },
             redactions,
             detail,
+            approval: None,
         };
         CallResult { model, audit }
     }

@@ -10,9 +10,11 @@ use rand::rngs::SmallRng;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 use tokio::sync::watch;
 use tracing::{Instrument, Span, debug, info, warn};
 
+use crate::audit::ApprovalRecord;
 use crate::binding::AuditKeys;
 use crate::call::{CallContext, Principal};
 use crate::catalog::{ErrorCode, ModelError};
@@ -96,6 +98,7 @@ struct Flow<'a> {
     binder: Binder<'a>,
     write_state: Option<WriteState>,
     pending_approval: Option<PendingApproval>,
+    approval: Option<ApprovalRecord>,
     attempts: u32,
     stop: Option<StopReason>,
 }
@@ -378,6 +381,7 @@ impl Dispatcher {
             binder: self.binder(),
             write_state: None,
             pending_approval: None,
+            approval: None,
             attempts: 0,
             stop: None,
         }
@@ -662,6 +666,13 @@ impl Dispatcher {
             ApprovalCheck::Proceed(grant) => {
                 debug!(stage = "approval", state = "approved", "approval consumed");
                 flow.write_state = Some(WriteState::Approved);
+                flow.approval = Some(ApprovalRecord {
+                    approval_id: grant.approval_id.clone(),
+                    approver: grant.approver.clone(),
+                    request_sha256: grant.request_sha256.clone(),
+                    preview_sha256: grant.preview_sha256.clone(),
+                    expires_at: grant.expires_at.format(&Rfc3339).unwrap_or_default(),
+                });
                 Ok(grant)
             }
             ApprovalCheck::Required(pending) => {
@@ -1114,7 +1125,9 @@ impl Dispatcher {
     }
 
     /// Sends the result to the audit sink and closes the dispatch.
-    fn finish(&self, flow: Flow<'_>, result: CallResult) -> Dispatch {
+    fn finish(&self, flow: Flow<'_>, mut result: CallResult) -> Dispatch {
+        // Not part of any digest: the approval is kept beside the binding, for auditors.
+        result.audit.approval.clone_from(&flow.approval);
         let audit_error = self.audit_sink.append(&result.model, &result.audit).err();
         if let Some(error) = &audit_error {
             warn!(stage = "audit", error = %error, "audit sink failed");
