@@ -24,6 +24,19 @@ pub struct HandlerContext {
 }
 
 impl HandlerContext {
+    /// A context for calling a handler outside a dispatcher (its own tests, a bench): attempt
+    /// 1, never cancelled.
+    #[must_use]
+    pub fn detached(operation_id: impl Into<String>, idempotency_key: impl Into<String>) -> Self {
+        let (_, cancel) = watch::channel(false);
+        HandlerContext {
+            operation_id: operation_id.into(),
+            idempotency_key: idempotency_key.into(),
+            attempt: 1,
+            cancel,
+        }
+    }
+
     /// The logical operation this call serves.
     #[must_use]
     pub fn operation_id(&self) -> &str {
