@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::json;
 use time::OffsetDateTime;
 use tool_contract::dispatch::{
-    Dispatcher, DispatcherBuilder, HandlerContext, Ledger, Reconciled, RetryPolicy, StatusRequest,
-    ToolOptions,
+    Dispatch, Dispatcher, DispatcherBuilder, HandlerContext, Ledger, PendingApproval, Reconciled,
+    RetryPolicy, StatusRequest, Task, ToolOptions,
 };
 use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::{
@@ -541,6 +541,45 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
             },
             OPTIONS,
         )
+}
+
+/// Dispatches `call` for [`alice`], with no budget limit.
+pub async fn run(dispatcher: &Dispatcher, call: &CallContext) -> Dispatch {
+    dispatcher
+        .dispatch(&alice(), call, &Task::unlimited())
+        .await
+}
+
+/// The audit's internal detail of a dispatch (empty when it has none).
+pub fn detail(dispatch: &Dispatch) -> &str {
+    dispatch.result.audit.detail.as_deref().unwrap_or_default()
+}
+
+/// Dispatches `call`, a write that must wait for approval, and returns what is pending.
+pub async fn pending_approval(dispatcher: &Dispatcher, call: &CallContext) -> PendingApproval {
+    run(dispatcher, call)
+        .await
+        .pending_approval
+        .expect("the write waits for approval")
+}
+
+/// Dispatches `call` and approves what it waits for, as `approver`, for an hour.
+pub async fn approve(
+    dispatcher: &Dispatcher,
+    call: &CallContext,
+    approver: &str,
+) -> PendingApproval {
+    let pending = pending_approval(dispatcher, call).await;
+    let expires = clock() + Duration::from_secs(3600);
+    dispatcher
+        .approve(
+            &pending.approval_id,
+            &pending.preview_sha256,
+            approver,
+            expires,
+        )
+        .expect("the pending approval is approved");
+    pending
 }
 
 /// [`builder`] with `ledger`, built.

@@ -93,6 +93,25 @@ fn step(
     }
 }
 
+/// Claims `key` for request `r1` as `owner` at `T0` and moves it by `event` at once.
+async fn finished(
+    ledger: &dyn Ledger,
+    key: &str,
+    owner: &str,
+    event: WriteEvent,
+    result: Option<&str>,
+) {
+    assert_eq!(
+        ledger.claim(&claim(key, "r1", owner, T0)).await.unwrap(),
+        Claimed::Fresh
+    );
+    let moved = ledger
+        .advance(&step(key, owner, WriteState::Executing, event, result, T0))
+        .await
+        .unwrap();
+    assert!(matches!(moved, Advanced::Applied(_)), "{moved:?}");
+}
+
 async fn state_of(ledger: &dyn Ledger, key: &str) -> Option<WriteState> {
     ledger.get(key).await.unwrap().map(|record| record.state)
 }
@@ -256,18 +275,14 @@ async fn an_event_without_a_move_is_refused(store: &dyn Store) {
 
 async fn finished_records_absorb_every_event(store: &dyn Store) {
     let ledger = store.open();
-    ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap();
-    ledger
-        .advance(&step(
-            "k",
-            "a",
-            WriteState::Executing,
-            WriteEvent::ConfirmNothingHappened,
-            Some("{}"),
-            T0,
-        ))
-        .await
-        .unwrap();
+    finished(
+        &*ledger,
+        "k",
+        "a",
+        WriteEvent::ConfirmNothingHappened,
+        Some("{}"),
+    )
+    .await;
     for event in [
         WriteEvent::Commit,
         WriteEvent::LoseTrack,
@@ -287,18 +302,7 @@ async fn finished_records_absorb_every_event(store: &dyn Store) {
 
 async fn an_unknown_write_is_settled_only_by_reconciliation(store: &dyn Store) {
     let ledger = store.open();
-    ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap();
-    ledger
-        .advance(&step(
-            "k",
-            "a",
-            WriteState::Executing,
-            WriteEvent::LoseTrack,
-            None,
-            T0,
-        ))
-        .await
-        .unwrap();
+    finished(&*ledger, "k", "a", WriteEvent::LoseTrack, None).await;
     let rerun = ledger
         .advance(&step(
             "k",
@@ -360,30 +364,8 @@ async fn a_claim_is_released_only_by_its_owner_before_anything_was_sent(store: &
 
 async fn keys_expire_after_the_retention_and_unknown_ones_never_do(store: &dyn Store) {
     let ledger = store.open();
-    ledger.claim(&claim("done", "r1", "a", T0)).await.unwrap();
-    ledger
-        .advance(&step(
-            "done",
-            "a",
-            WriteState::Executing,
-            WriteEvent::Commit,
-            Some("{}"),
-            T0,
-        ))
-        .await
-        .unwrap();
-    ledger.claim(&claim("lost", "r1", "a", T0)).await.unwrap();
-    ledger
-        .advance(&step(
-            "lost",
-            "a",
-            WriteState::Executing,
-            WriteEvent::LoseTrack,
-            None,
-            T0,
-        ))
-        .await
-        .unwrap();
+    finished(&*ledger, "done", "a", WriteEvent::Commit, Some("{}")).await;
+    finished(&*ledger, "lost", "a", WriteEvent::LoseTrack, None).await;
     assert!(matches!(
         ledger
             .claim(&claim("done", "r1", "b", T0 + RETENTION - 1))
@@ -416,18 +398,7 @@ async fn keys_expire_after_the_retention_and_unknown_ones_never_do(store: &dyn S
 async fn purge_removes_only_finished_records_past_their_retention(store: &dyn Store) {
     let ledger = store.open();
     for key in ["a", "b"] {
-        ledger.claim(&claim(key, "r1", "o", T0)).await.unwrap();
-        ledger
-            .advance(&step(
-                key,
-                "o",
-                WriteState::Executing,
-                WriteEvent::Commit,
-                Some("{}"),
-                T0,
-            ))
-            .await
-            .unwrap();
+        finished(&*ledger, key, "o", WriteEvent::Commit, Some("{}")).await;
     }
     ledger
         .claim(&claim("running", "r1", "o", T0))

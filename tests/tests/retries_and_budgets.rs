@@ -15,7 +15,7 @@ use tool_contract::dispatch::{
 };
 use tool_contract::{ErrorCode, Recovery, Status};
 use tool_contract_tests::tracker::{
-    Fault, OPTIONS, ReadDoc, Remote, alice, builder, context, create, dispatcher,
+    Fault, OPTIONS, ReadDoc, Remote, alice, builder, context, create, dispatcher, run,
 };
 
 fn memory_dispatcher(remote: &Arc<Remote>) -> Dispatcher {
@@ -165,18 +165,14 @@ async fn a_non_idempotent_write_is_never_retried_once_dispatched() {
     remote.script(&[Fault::RateLimit(100)]);
     let dispatcher = memory_dispatcher(&remote);
     let call = create("c1", "t", "b", "k-1");
-    let dispatch = dispatcher
-        .dispatch(&alice(), &call, &Task::unlimited())
-        .await;
+    let dispatch = run(&dispatcher, &call).await;
     assert_eq!(code(&dispatch), Some(ErrorCode::RateLimit));
     assert_eq!(dispatch.stop, Some(StopReason::NotRetryable));
     assert_eq!(dispatch.attempts, 1);
     assert_eq!(remote.requests("k-1"), 1);
     // Refused by the remote: nothing happened, so the key is free again.
     assert_eq!(dispatch.write_state, None);
-    let again = dispatcher
-        .dispatch(&alice(), &call, &Task::unlimited())
-        .await;
+    let again = run(&dispatcher, &call).await;
     assert_eq!(again.result.model.status(), Status::Succeeded);
     assert_eq!(remote.requests("k-1"), 2);
 }
@@ -186,9 +182,7 @@ async fn a_non_idempotent_write_that_was_never_sent_is_retried() {
     let remote = Remote::new();
     remote.script(&[Fault::NotSent]);
     let dispatcher = memory_dispatcher(&remote);
-    let dispatch = dispatcher
-        .dispatch(&alice(), &create("c1", "t", "b", "k-1"), &Task::unlimited())
-        .await;
+    let dispatch = run(&dispatcher, &create("c1", "t", "b", "k-1")).await;
     assert_eq!(dispatch.result.model.status(), Status::Succeeded);
     assert_eq!(dispatch.attempts, 2);
     assert_eq!(remote.requests("k-1"), 1);

@@ -11,7 +11,7 @@ use tool_contract::dispatch::{
 };
 use tool_contract::{Delivery, ErrorCode, Outcome, Recovery, Status};
 use tool_contract_tests::tracker::{
-    Fault, OPTIONS, Remote, advance_clock, alice, clock, context, create, dispatcher,
+    Fault, OPTIONS, Remote, advance_clock, alice, approve, context, create, dispatcher, run,
 };
 
 fn memory_dispatcher(remote: &Arc<Remote>) -> Dispatcher {
@@ -37,9 +37,7 @@ async fn a_create_that_times_out_is_unknown_and_a_status_query_by_key_finds_241_
     let dispatcher = memory_dispatcher(&remote);
     let call = create("c1", "Printer on fire", "Floor 3", "k-1");
 
-    let timed_out = dispatcher
-        .dispatch(&alice(), &call, &Task::unlimited())
-        .await;
+    let timed_out = run(&dispatcher, &call).await;
     assert_eq!(timed_out.result.model.status(), Status::Unknown);
     assert_eq!(code(&timed_out), Some(ErrorCode::OutcomeUnknown));
     assert_eq!(
@@ -91,12 +89,8 @@ async fn calling_the_write_again_after_an_unknown_outcome_queries_its_status_ins
     let remote = Remote::new();
     remote.script(&[Fault::CommitThenHang]);
     let dispatcher = memory_dispatcher(&remote);
-    dispatcher
-        .dispatch(&alice(), &create("c1", "t", "b", "k-1"), &Task::unlimited())
-        .await;
-    let retried = dispatcher
-        .dispatch(&alice(), &create("c2", "t", "b", "k-1"), &Task::unlimited())
-        .await;
+    run(&dispatcher, &create("c1", "t", "b", "k-1")).await;
+    let retried = run(&dispatcher, &create("c2", "t", "b", "k-1")).await;
     assert_eq!(
         retried.result.model.execution().delivery,
         Delivery::ReceiptReconciled
@@ -112,9 +106,7 @@ async fn a_status_query_that_finds_nothing_settles_the_write_as_failed_without_r
     remote.script(&[Fault::HangBeforeCommit]);
     let dispatcher = memory_dispatcher(&remote);
     let call = create("c1", "t", "b", "k-1");
-    let unknown = dispatcher
-        .dispatch(&alice(), &call, &Task::unlimited())
-        .await;
+    let unknown = run(&dispatcher, &call).await;
     assert_eq!(unknown.write_state, Some(WriteState::Unknown));
     let settled = dispatcher
         .reconcile(&alice(), &call, &Task::unlimited())
@@ -137,23 +129,9 @@ async fn a_remote_without_keys_or_status_queries_stops_and_says_the_issue_may_ex
         "op-1",
         "k-1",
     );
-    let pending = dispatcher
-        .dispatch(&alice(), &call, &Task::unlimited())
-        .await
-        .pending_approval
-        .unwrap();
-    dispatcher
-        .approve(
-            &pending.approval_id,
-            &pending.preview_sha256,
-            "bob",
-            clock() + Duration::from_secs(600),
-        )
-        .unwrap();
+    approve(&dispatcher, &call, "bob").await;
 
-    let stopped = dispatcher
-        .dispatch(&alice(), &call, &Task::unlimited())
-        .await;
+    let stopped = run(&dispatcher, &call).await;
     assert_eq!(stopped.result.model.status(), Status::Unknown);
     assert_eq!(code(&stopped), Some(ErrorCode::OutcomeUnconfirmed));
     let error = stopped.result.model.error().unwrap();
@@ -167,9 +145,7 @@ async fn a_remote_without_keys_or_status_queries_stops_and_says_the_issue_may_ex
     verified(&dispatcher, &call, &stopped);
 
     // It waits for a person: asking again neither runs it nor pretends to know.
-    let again = dispatcher
-        .dispatch(&alice(), &call, &Task::unlimited())
-        .await;
+    let again = run(&dispatcher, &call).await;
     assert_eq!(code(&again), Some(ErrorCode::OutcomeUnconfirmed));
     assert_eq!(remote.requests("k-1"), 1);
     assert_eq!(remote.status_queries(), 0);
@@ -185,9 +161,7 @@ async fn the_same_key_while_the_first_is_in_flight_is_refused_never_dispatched_t
     let (principal, task) = (alice(), Task::unlimited());
     let (first, second) = tokio::join!(dispatcher.dispatch(&principal, &first, &task), async {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        dispatcher
-            .dispatch(&alice(), &second, &Task::unlimited())
-            .await
+        run(&dispatcher, &second).await
     });
     assert_eq!(code(&second), Some(ErrorCode::OperationInProgress));
     assert_eq!(
@@ -203,14 +177,10 @@ async fn the_same_key_while_the_first_is_in_flight_is_refused_never_dispatched_t
 async fn the_same_key_with_other_arguments_is_an_idempotency_conflict() {
     let remote = Remote::new();
     let dispatcher = memory_dispatcher(&remote);
-    let done = dispatcher
-        .dispatch(&alice(), &create("c1", "t", "b", "k-1"), &Task::unlimited())
-        .await;
+    let done = run(&dispatcher, &create("c1", "t", "b", "k-1")).await;
     assert_eq!(done.result.model.status(), Status::Succeeded);
     let conflicting = create("c2", "another title", "b", "k-1");
-    let conflict = dispatcher
-        .dispatch(&alice(), &conflicting, &Task::unlimited())
-        .await;
+    let conflict = run(&dispatcher, &conflicting).await;
     assert_eq!(code(&conflict), Some(ErrorCode::IdempotencyConflict));
     verified(&dispatcher, &conflicting, &conflict);
     assert_eq!(remote.requests("k-1"), 1);
@@ -220,12 +190,8 @@ async fn the_same_key_with_other_arguments_is_an_idempotency_conflict() {
 async fn a_new_key_is_a_new_intent() {
     let remote = Remote::new();
     let dispatcher = memory_dispatcher(&remote);
-    dispatcher
-        .dispatch(&alice(), &create("c1", "t", "b", "k-1"), &Task::unlimited())
-        .await;
-    let second = dispatcher
-        .dispatch(&alice(), &create("c2", "t", "b", "k-2"), &Task::unlimited())
-        .await;
+    run(&dispatcher, &create("c1", "t", "b", "k-1")).await;
+    let second = run(&dispatcher, &create("c2", "t", "b", "k-2")).await;
     assert_eq!(second.result.model.data(), Some(json!({ "number": 242 })));
     assert_eq!(second.result.model.execution().delivery, Delivery::Fresh);
 }
@@ -234,9 +200,7 @@ async fn a_new_key_is_a_new_intent() {
 async fn two_principals_never_share_a_key() {
     let remote = Remote::new();
     let dispatcher = memory_dispatcher(&remote);
-    dispatcher
-        .dispatch(&alice(), &create("c1", "t", "b", "k-1"), &Task::unlimited())
-        .await;
+    run(&dispatcher, &create("c1", "t", "b", "k-1")).await;
     let mallory = tool_contract::Principal::new("evil", "mallory");
     let theirs = dispatcher
         .dispatch(&mallory, &create("c2", "t", "b", "k-1"), &Task::unlimited())
@@ -267,7 +231,7 @@ async fn restart_between_executing_and_the_outcome(open: impl Fn() -> Arc<dyn Le
         after.write_state(&alice(), &call).await.unwrap(),
         Some(WriteState::Executing)
     );
-    let early = after.dispatch(&alice(), &call, &Task::unlimited()).await;
+    let early = run(&after, &call).await;
     assert_eq!(
         code(&early),
         Some(ErrorCode::OperationInProgress),
@@ -275,9 +239,7 @@ async fn restart_between_executing_and_the_outcome(open: impl Fn() -> Arc<dyn Le
     );
 
     advance_clock(Duration::from_secs(3600));
-    let recovered = after
-        .dispatch(&alice(), &create("c2", "t", "b", "k-1"), &Task::unlimited())
-        .await;
+    let recovered = run(&after, &create("c2", "t", "b", "k-1")).await;
     assert_eq!(
         recovered.result.model.execution().delivery,
         Delivery::ReceiptReconciled
@@ -326,28 +288,34 @@ async fn a_write_lost_without_a_status_query_stays_unknown_after_a_restart() {
         "k-1",
     );
     let first = dispatcher(&remote, Arc::new(ledger.clone()));
-    let lost = first.dispatch(&alice(), &call, &Task::unlimited()).await;
+    let lost = run(&first, &call).await;
     assert_eq!(lost.attempts, OPTIONS.retry.max_attempts);
     assert_eq!(lost.write_state, Some(WriteState::Unknown));
     assert_eq!(code(&lost), Some(ErrorCode::OutcomeUnconfirmed));
     let second = dispatcher(&remote, Arc::new(ledger));
-    let still = second.dispatch(&alice(), &call, &Task::unlimited()).await;
+    let still = run(&second, &call).await;
     assert_eq!(code(&still), Some(ErrorCode::OutcomeUnconfirmed));
     assert_eq!(still.attempts, 0);
     assert_eq!(remote.requests("k-1"), 3);
 }
 
-#[tokio::test(start_paused = true)]
-async fn cancelling_a_running_write_reports_cancel_requested_until_the_handler_confirms() {
+/// Runs a create whose remote behaves as `fault`, and asks to cancel it 500 ms in.
+async fn cancelled_half_a_second_in(fault: Fault) -> (Dispatcher, Dispatch, Option<WriteState>) {
     let remote = Remote::new();
-    remote.script(&[Fault::HonourCancel]);
+    remote.script(&[fault]);
     let dispatcher = memory_dispatcher(&remote);
     let call = create("c1", "t", "b", "k-1");
     let (principal, task) = (alice(), Task::unlimited());
     let (dispatch, asked) = tokio::join!(dispatcher.dispatch(&principal, &call, &task), async {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        dispatcher.cancel(&alice(), &call).await.unwrap()
+        dispatcher.cancel(&principal, &call).await.unwrap()
     });
+    (dispatcher, dispatch, asked)
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_a_running_write_reports_cancel_requested_until_the_handler_confirms() {
+    let (_, dispatch, asked) = cancelled_half_a_second_in(Fault::HonourCancel).await;
     assert_eq!(asked, Some(WriteState::CancelRequested));
     assert_eq!(code(&dispatch), Some(ErrorCode::Cancelled));
     assert_eq!(dispatch.write_state, Some(WriteState::Cancelled));
@@ -359,15 +327,8 @@ async fn cancelling_a_running_write_reports_cancel_requested_until_the_handler_c
 
 #[tokio::test(start_paused = true)]
 async fn a_cancel_the_handler_never_confirms_is_not_reported_as_nothing_happened() {
-    let remote = Remote::new();
-    remote.script(&[Fault::CommitThenHang]);
-    let dispatcher = memory_dispatcher(&remote);
+    let (dispatcher, dispatch, asked) = cancelled_half_a_second_in(Fault::CommitThenHang).await;
     let call = create("c1", "t", "b", "k-1");
-    let (principal, task) = (alice(), Task::unlimited());
-    let (dispatch, asked) = tokio::join!(dispatcher.dispatch(&principal, &call, &task), async {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        dispatcher.cancel(&alice(), &call).await.unwrap()
-    });
     assert_eq!(asked, Some(WriteState::CancelRequested));
     assert_eq!(dispatch.result.model.status(), Status::Unknown);
     assert_eq!(dispatch.write_state, Some(WriteState::Unknown));
@@ -382,9 +343,7 @@ async fn cancelling_a_finished_write_changes_nothing() {
     let remote = Remote::new();
     let dispatcher = memory_dispatcher(&remote);
     let call = create("c1", "t", "b", "k-1");
-    dispatcher
-        .dispatch(&alice(), &call, &Task::unlimited())
-        .await;
+    run(&dispatcher, &call).await;
     assert_eq!(
         dispatcher.cancel(&alice(), &call).await.unwrap(),
         Some(WriteState::Succeeded)
@@ -413,9 +372,7 @@ fn one_write_dispatched_from_many_threads_at_once_runs_once() {
                 let dispatcher = Arc::clone(&dispatcher);
                 tokio::spawn(async move {
                     let call = create(&format!("c{index}"), "t", "b", "k-1");
-                    dispatcher
-                        .dispatch(&alice(), &call, &Task::unlimited())
-                        .await
+                    run(&dispatcher, &call).await
                 })
             })
             .collect();
@@ -441,21 +398,15 @@ async fn a_key_is_replayed_within_its_retention_and_free_after_it() {
         .build()
         .unwrap();
     let call = create("c1", "t", "b", "k-1");
-    dispatcher
-        .dispatch(&alice(), &call, &Task::unlimited())
-        .await;
+    run(&dispatcher, &call).await;
     advance_clock(Duration::from_secs(1800));
-    let kept = dispatcher
-        .dispatch(&alice(), &call, &Task::unlimited())
-        .await;
+    let kept = run(&dispatcher, &call).await;
     assert_eq!(
         kept.result.model.execution().delivery,
         Delivery::LocalReplay
     );
     advance_clock(Duration::from_secs(1801));
-    let expired = dispatcher
-        .dispatch(&alice(), &call, &Task::unlimited())
-        .await;
+    let expired = run(&dispatcher, &call).await;
     assert_eq!(expired.result.model.execution().delivery, Delivery::Fresh);
     assert_eq!(expired.result.model.data(), Some(json!({ "number": 242 })));
 }

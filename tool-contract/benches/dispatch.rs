@@ -107,11 +107,15 @@ fn context(name: &str, key: String) -> CallContext {
     CallContext::new(call, "op-1").with_idempotency_key(key)
 }
 
-fn bench_read(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
-        .expect("a runtime");
+        .expect("a runtime")
+}
+
+fn bench_read(c: &mut Criterion) {
+    let runtime = runtime();
     let principal = Principal::new("acme", "alice");
     let task = Task::unlimited();
     let read = context("get_order", "k".to_owned());
@@ -142,10 +146,7 @@ fn bench_read(c: &mut Criterion) {
 }
 
 fn bench_write(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("a runtime");
+    let runtime = runtime();
     let principal = Principal::new("acme", "alice");
     let task = Task::unlimited();
     let counter = AtomicU64::new(0);

@@ -172,7 +172,7 @@ impl FailureKind {
         }
     }
 
-    fn audit_reason(self) -> &'static str {
+    pub(crate) fn audit_reason(self) -> &'static str {
         match self {
             FailureKind::NotFound => "not_found",
             FailureKind::Unauthorized => "unauthorized",

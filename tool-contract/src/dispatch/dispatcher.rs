@@ -675,27 +675,14 @@ impl Dispatcher {
                 });
                 Ok(grant)
             }
-            ApprovalCheck::Required(pending) => {
-                debug!(
-                    stage = "approval",
-                    state = "pending_approval",
-                    error_code = "APPROVAL_REQUIRED"
-                );
-                flow.write_state = Some(WriteState::PendingApproval);
-                flow.pending_approval = Some(pending);
-                let error = ModelError::new(ErrorCode::ApprovalRequired);
-                Err(Box::new(self.control(flow, error, "waiting for approval")))
-            }
+            ApprovalCheck::Required(pending) => Err(self.awaiting_approval(
+                flow,
+                pending,
+                ErrorCode::ApprovalRequired,
+                "waiting for approval",
+            )),
             ApprovalCheck::Invalid(pending, why) => {
-                debug!(
-                    stage = "approval",
-                    state = "pending_approval",
-                    error_code = "APPROVAL_INVALID"
-                );
-                flow.write_state = Some(WriteState::PendingApproval);
-                flow.pending_approval = Some(pending);
-                let error = ModelError::new(ErrorCode::ApprovalInvalid);
-                Err(Box::new(self.control(flow, error, why.as_str())))
+                Err(self.awaiting_approval(flow, pending, ErrorCode::ApprovalInvalid, why.as_str()))
             }
             ApprovalCheck::Rejected => {
                 debug!(
@@ -712,6 +699,25 @@ impl Dispatcher {
                 )))
             }
         }
+    }
+
+    /// A write that waits for a person: `APPROVAL_REQUIRED` or `APPROVAL_INVALID`, with the
+    /// pending approval for the application to show.
+    fn awaiting_approval(
+        &self,
+        flow: &mut Flow<'_>,
+        pending: PendingApproval,
+        code: ErrorCode,
+        detail: &str,
+    ) -> Exit {
+        debug!(
+            stage = "approval",
+            state = "pending_approval",
+            error_code = code.as_str()
+        );
+        flow.write_state = Some(WriteState::PendingApproval);
+        flow.pending_approval = Some(pending);
+        Box::new(self.control(flow, ModelError::new(code), detail))
     }
 
     /// Budget, handler with timeout and cancellation, retries; then projection and, for a
@@ -778,7 +784,7 @@ impl Dispatcher {
                         stage = "handler",
                         attempt = flow.attempts,
                         duration_ms,
-                        failure = failure_name(failure.kind)
+                        failure = failure.kind.audit_reason()
                     );
                     match failure.kind {
                         FailureKind::NotSent => (Transient::NotSent, None),
@@ -1267,16 +1273,4 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// The first 12 hex digits: enough to correlate traces, too few to matter as a digest.
 fn prefix(digest: &str) -> &str {
     digest.get(..12).unwrap_or(digest)
-}
-
-fn failure_name(kind: FailureKind) -> &'static str {
-    match kind {
-        FailureKind::NotFound => "not_found",
-        FailureKind::Unauthorized => "unauthorized",
-        FailureKind::RateLimited { .. } => "rate_limited",
-        FailureKind::OutcomeUnknown => "outcome_unknown",
-        FailureKind::Failed => "failed",
-        FailureKind::NotSent => "not_sent",
-        FailureKind::Cancelled => "cancelled",
-    }
 }
