@@ -191,3 +191,95 @@ fn a_sink_that_fails_is_reported_and_the_result_still_stands() {
         tool_contract::Status::Succeeded
     );
 }
+
+/// Every step, in the order the dispatcher took it.
+#[derive(Clone, Default)]
+struct Steps(Arc<std::sync::Mutex<Vec<&'static str>>>);
+
+impl Steps {
+    fn push(&self, step: &'static str) {
+        self.0.lock().unwrap().push(step);
+    }
+}
+
+struct RecordingLedger(tool_contract::dispatch::MemoryLedger, Steps);
+
+impl tool_contract::dispatch::Ledger for RecordingLedger {
+    fn claim<'a>(
+        &'a self,
+        claim: &'a tool_contract::dispatch::ledger::Claim,
+    ) -> tool_contract::dispatch::ledger::LedgerFuture<'a, tool_contract::dispatch::ledger::Claimed>
+    {
+        self.1.push("claim");
+        self.0.claim(claim)
+    }
+    fn advance<'a>(
+        &'a self,
+        step: &'a tool_contract::dispatch::ledger::Advance,
+    ) -> tool_contract::dispatch::ledger::LedgerFuture<'a, tool_contract::dispatch::ledger::Advanced>
+    {
+        self.1.push("ledger record");
+        self.0.advance(step)
+    }
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        owner: &'a str,
+    ) -> tool_contract::dispatch::ledger::LedgerFuture<'a, bool> {
+        self.0.release(key, owner)
+    }
+    fn get<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> tool_contract::dispatch::ledger::LedgerFuture<
+        'a,
+        Option<tool_contract::dispatch::ledger::Record>,
+    > {
+        self.0.get(key)
+    }
+    fn purge_expired(&self, now_ms: u64) -> tool_contract::dispatch::ledger::LedgerFuture<'_, u64> {
+        self.0.purge_expired(now_ms)
+    }
+}
+
+struct RecordingSink(Steps);
+
+impl AuditSink for RecordingSink {
+    fn append(
+        &self,
+        _: &tool_contract::ModelResult,
+        _: &tool_contract::ProtectedAudit,
+    ) -> Result<(), AuditLogError> {
+        self.0.push("audit");
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_write_is_audited_before_its_ledger_record() {
+    let steps = Steps::default();
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .ledger(Arc::new(RecordingLedger(Default::default(), steps.clone())))
+        .audit_sink(Arc::new(RecordingSink(steps.clone())))
+        .build()
+        .unwrap();
+    let call = context(
+        "c1",
+        "create_issue",
+        json!({ "title": "t", "body": "b" }),
+        "op",
+        "k",
+    );
+    let dispatch = dispatcher
+        .dispatch(&tracker::alice(), &call, &Task::unlimited())
+        .await;
+    assert_eq!(
+        dispatch.result.model.status(),
+        tool_contract::Status::Succeeded
+    );
+    assert_eq!(
+        *steps.0.lock().unwrap(),
+        ["claim", "audit", "ledger record"]
+    );
+}

@@ -677,3 +677,62 @@ async fn every_dispatch_is_appended_to_the_audit_sink() {
         dispatcher.binder().verify(&alice(), call, &result).unwrap();
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_read_handler_becomes_a_tool_error() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .handler_with::<ReadDoc>(
+            |_: ReadDoc, _: HandlerContext| async {
+                if true {
+                    panic!("the handler's own bug");
+                }
+                Err::<RawResult, _>(ToolFailure::new(
+                    tool_contract::FailureKind::Failed,
+                    "unreached",
+                ))
+            },
+            tracker::OPTIONS,
+        )
+        .build()
+        .unwrap();
+    let call = context("c1", "read_doc", json!({ "doc_id": "d" }), "op-1", "k-1");
+    let dispatch = run(&dispatcher, &call).await;
+    assert_eq!(code(&dispatch), Some(ErrorCode::ToolError));
+    assert_eq!(dispatch.attempts, 1, "a panic is not retried");
+    assert!(detail(&dispatch).contains("panicked"));
+    verified(&dispatcher, &alice(), &call, &dispatch);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_write_whose_handler_panics_is_unknown_and_not_retried() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .handler_with::<tracker::LabelIssue>(
+            |_: tracker::LabelIssue, _: HandlerContext| async {
+                if true {
+                    panic!("the handler's own bug");
+                }
+                Err::<RawResult, _>(ToolFailure::new(
+                    tool_contract::FailureKind::Failed,
+                    "unreached",
+                ))
+            },
+            tracker::OPTIONS,
+        )
+        .build()
+        .unwrap();
+    let call = context(
+        "c1",
+        "label_issue",
+        json!({ "number": 1, "label": "x" }),
+        "op-1",
+        "k-1",
+    );
+    let dispatch = run(&dispatcher, &call).await;
+    assert_eq!(dispatch.result.model.status(), Status::Unknown);
+    assert_eq!(dispatch.write_state, Some(WriteState::Unknown));
+    assert_eq!(dispatch.attempts, 1);
+    let again = run(&dispatcher, &call).await;
+    assert_eq!(again.attempts, 0, "an unknown write is never run again");
+}

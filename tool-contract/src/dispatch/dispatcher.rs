@@ -2,10 +2,12 @@
 //! ledger, budget, handler, projection, audit. Each stage is one method named after it.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use rand::rngs::SmallRng;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -101,6 +103,8 @@ struct Flow<'a> {
     approval: Option<ApprovalRecord>,
     attempts: u32,
     stop: Option<StopReason>,
+    audited: bool,
+    audit_error: Option<AuditLogError>,
 }
 
 /// A registered, validated call.
@@ -208,7 +212,7 @@ impl Dispatcher {
         let span = self.span(context);
         async {
             let mut flow = self.flow(principal, context, task);
-            let valid = match self.lookup_and_validate(&mut flow) {
+            let valid = match self.lookup_and_validate(&flow) {
                 Ok(valid) => valid,
                 Err(result) => return self.finish(flow, *result),
             };
@@ -350,7 +354,7 @@ impl Dispatcher {
         task: &Task,
     ) -> Dispatch {
         let mut flow = self.flow(principal, context, task);
-        let valid = match self.lookup_and_validate(&mut flow) {
+        let valid = match self.lookup_and_validate(&flow) {
             Ok(valid) => valid,
             Err(result) => return self.finish(flow, *result),
         };
@@ -363,7 +367,7 @@ impl Dispatcher {
         let result = if valid.spec.effect().is_write() {
             self.write(&mut flow, &valid).await
         } else {
-            self.run_attempts(&mut flow, &valid, None).await
+            self.execute(&mut flow, &valid, None).await
         };
         self.finish(flow, result)
     }
@@ -384,6 +388,8 @@ impl Dispatcher {
             approval: None,
             attempts: 0,
             stop: None,
+            audited: false,
+            audit_error: None,
         }
     }
 
@@ -403,19 +409,36 @@ impl Dispatcher {
         )
     }
 
-    /// Lookup and exact argument validation.
-    fn lookup_and_validate<'s>(&'s self, flow: &mut Flow<'_>) -> Result<Valid<'s>, Exit> {
+    /// Lookup and exact argument validation, the first two stages of every call.
+    fn lookup_and_validate<'s>(&'s self, flow: &Flow<'_>) -> Result<Valid<'s>, Exit> {
+        let (spec, entry) = self.lookup(flow)?;
+        self.validate(flow, spec, entry)
+    }
+
+    /// The tool, by the name the model gave (`UNKNOWN_TOOL` when the registry lacks it).
+    fn lookup<'s>(&'s self, flow: &Flow<'_>) -> Result<(&'static ToolSpec, &'s ToolEntry), Exit> {
         let name = &flow.context.call.name;
-        let (Some(spec), Some(entry)) = (self.registry.get(name), self.tools.get(name.as_str()))
-        else {
-            debug!(stage = "lookup", error_code = "UNKNOWN_TOOL");
-            let error = ModelError::new(ErrorCode::UnknownTool);
-            return Err(Box::new(self.control(
-                flow,
-                error,
-                "no registered tool by that name",
-            )));
-        };
+        match (self.registry.get(name), self.tools.get(name.as_str())) {
+            (Some(spec), Some(entry)) => Ok((spec, entry)),
+            _ => {
+                debug!(stage = "lookup", error_code = "UNKNOWN_TOOL");
+                let error = ModelError::new(ErrorCode::UnknownTool);
+                Err(Box::new(self.control(
+                    flow,
+                    error,
+                    "no registered tool by that name",
+                )))
+            }
+        }
+    }
+
+    /// The arguments, exactly, against the contract (`INVALID_ARGUMENTS` with every path).
+    fn validate<'s>(
+        &self,
+        flow: &Flow<'_>,
+        spec: &'static ToolSpec,
+        entry: &'s ToolEntry,
+    ) -> Result<Valid<'s>, Exit> {
         let arguments = &flow.context.call.arguments;
         if let Err(violations) = entry
             .tool
@@ -535,7 +558,7 @@ impl Dispatcher {
             Ok(Claimed::Fresh) => {
                 flow.write_state = Some(WriteState::Executing);
                 debug!(stage = "ledger", state = "executing", "claimed");
-                self.run_attempts(flow, valid, Some(&key)).await
+                self.execute(flow, valid, Some(&key)).await
             }
             Ok(Claimed::Replay(record)) => self.answer_existing(flow, valid, &key, record),
             Ok(Claimed::Conflict(record)) => self.answer_existing(flow, valid, &key, record),
@@ -722,14 +745,12 @@ impl Dispatcher {
 
     /// Budget, handler with timeout and cancellation, retries; then projection and, for a
     /// write, the ledger record.
-    async fn run_attempts(
+    async fn execute(
         &self,
         flow: &mut Flow<'_>,
         valid: &Valid<'_>,
         key: Option<&WriteKey>,
     ) -> CallResult {
-        let options = valid.entry.options;
-        let effect = valid.spec.effect();
         let (cancel_sender, cancel_receiver) = watch::channel(false);
         if let Some(key) = key {
             self.in_flight_signals()
@@ -737,119 +758,144 @@ impl Dispatcher {
         }
         let mut waited = Duration::ZERO;
         let outcome = loop {
-            if let Err(stop) = flow.task.spend_tool_call(options.cost_units) {
+            if let Err(stop) = self.budget(flow, valid) {
                 break AttemptOutcome::Stopped(stop);
             }
-            flow.attempts += 1;
-            let remaining = flow.task.remaining();
-            debug!(
-                stage = "budget",
-                attempt = flow.attempts,
-                tool_calls_left = remaining.tool_calls,
-                cost_units_left = remaining.cost_units,
-            );
-            let timeout = flow
-                .task
-                .time_left()
-                .map_or(options.timeout, |left| left.min(options.timeout));
-            let context = HandlerContext {
-                operation_id: flow.context.operation_id.clone(),
-                idempotency_key: key.map_or_else(
-                    || flow.context.operation_id.clone(),
-                    |key| key.downstream_key.clone(),
-                ),
-                attempt: flow.attempts,
-                cancel: cancel_receiver.clone(),
-            };
-            let started = tokio::time::Instant::now();
-            let attempt = valid.entry.tool.attempt(
-                &flow.context.call.arguments,
-                self.registry.forbidden_keys(),
-                context,
-            );
-            let answer = tokio::time::timeout(timeout, attempt).await;
-            let duration_ms = started.elapsed().as_millis() as u64;
-            let (transient, retry_after) = match answer {
-                Ok(Ok(raw)) => {
-                    debug!(
-                        stage = "handler",
-                        attempt = flow.attempts,
-                        duration_ms,
-                        "returned output"
-                    );
-                    break AttemptOutcome::Output(raw);
+            let (transient, retry_after) =
+                match self.attempt(flow, valid, key, &cancel_receiver).await {
+                    Answer::Done(outcome) => break outcome,
+                    Answer::Transient(transient, retry_after) => (transient, retry_after),
+                };
+            match self.retry_wait(flow, valid, transient, retry_after, waited) {
+                Ok(wait) => {
+                    tokio::time::sleep(wait).await;
+                    waited += wait;
                 }
-                Ok(Err(failure)) => {
-                    debug!(
-                        stage = "handler",
-                        attempt = flow.attempts,
-                        duration_ms,
-                        failure = failure.kind.audit_reason()
-                    );
-                    match failure.kind {
-                        FailureKind::NotSent => (Transient::NotSent, None),
-                        FailureKind::RateLimited { retry_after_ms } => (
-                            Transient::Refused,
-                            retry_after_ms.map(Duration::from_millis),
-                        ),
-                        FailureKind::OutcomeUnknown => (Transient::MayHaveActed, None),
-                        _ => break AttemptOutcome::Failure(failure),
-                    }
-                }
-                Err(_elapsed) => {
-                    debug!(
-                        stage = "handler",
-                        attempt = flow.attempts,
-                        duration_ms,
-                        "timed out"
-                    );
-                    (Transient::TimedOutAfterSend, None)
-                }
-            };
-            let stop = if !may_retry(effect, transient) {
-                Some(StopReason::NotRetryable)
-            } else if flow.attempts >= options.retry.max_attempts {
-                Some(StopReason::AttemptsExhausted)
-            } else {
-                None
-            };
-            let wait = {
-                let mut rng = self
-                    .rng
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                options
-                    .retry
-                    .wait(flow.attempts - 1, retry_after, &mut *rng)
-            };
-            let stop = stop.or_else(|| {
-                if waited + wait > options.retry.max_total_wait {
-                    Some(StopReason::RetryWaitExhausted)
-                } else if flow.task.time_left().is_some_and(|left| wait >= left) {
-                    Some(StopReason::DeadlineReached)
-                } else {
-                    None
-                }
-            });
-            if let Some(stop) = stop {
-                break AttemptOutcome::GaveUp(transient, retry_after, stop);
+                Err(stop) => break AttemptOutcome::GaveUp(transient, retry_after, stop),
             }
-            debug!(
-                stage = "retry",
-                attempt = flow.attempts,
-                wait_ms = wait.as_millis() as u64
-            );
-            tokio::time::sleep(wait).await;
-            waited += wait;
         };
         if let Some(key) = key {
             self.in_flight_signals().remove(&key.ledger_key);
         }
-        self.conclude(flow, valid, key, outcome).await
+        self.project(flow, valid, key, outcome).await
     }
 
-    /// Turns the last attempt's outcome into the result, and records a write's end.
-    async fn conclude(
+    /// The budget and deadline, checked (and spent) before the attempt they pay for.
+    fn budget(&self, flow: &mut Flow<'_>, valid: &Valid<'_>) -> Result<(), StopReason> {
+        flow.task.spend_tool_call(valid.entry.options.cost_units)?;
+        flow.attempts += 1;
+        let remaining = flow.task.remaining();
+        debug!(
+            stage = "budget",
+            attempt = flow.attempts,
+            tool_calls_left = remaining.tool_calls,
+            cost_units_left = remaining.cost_units,
+        );
+        Ok(())
+    }
+
+    /// One run of the handler, under the tool's timeout (or less, before the deadline), with
+    /// the cancellation signal; a panic in it is caught and becomes an answer.
+    async fn attempt(
+        &self,
+        flow: &Flow<'_>,
+        valid: &Valid<'_>,
+        key: Option<&WriteKey>,
+        cancel: &watch::Receiver<bool>,
+    ) -> Answer {
+        let options = valid.entry.options;
+        let timeout = flow
+            .task
+            .time_left()
+            .map_or(options.timeout, |left| left.min(options.timeout));
+        let context = HandlerContext {
+            operation_id: flow.context.operation_id.clone(),
+            idempotency_key: key.map_or_else(
+                || flow.context.operation_id.clone(),
+                |key| key.downstream_key.clone(),
+            ),
+            attempt: flow.attempts,
+            cancel: cancel.clone(),
+        };
+        let started = tokio::time::Instant::now();
+        let running = AssertUnwindSafe(valid.entry.tool.attempt(
+            &flow.context.call.arguments,
+            self.registry.forbidden_keys(),
+            context,
+        ))
+        .catch_unwind();
+        let answer = tokio::time::timeout(timeout, running).await;
+        let duration_ms = duration_ms(started.elapsed());
+        let attempt = flow.attempts;
+        match answer {
+            Ok(Ok(Ok(raw))) => {
+                debug!(stage = "handler", attempt, duration_ms, "returned output");
+                Answer::Done(AttemptOutcome::Output(raw))
+            }
+            Ok(Ok(Err(failure))) => {
+                let reason = failure.kind.audit_reason();
+                debug!(stage = "handler", attempt, duration_ms, failure = reason);
+                match failure.kind {
+                    FailureKind::NotSent => Answer::Transient(Transient::NotSent, None),
+                    FailureKind::RateLimited { retry_after_ms } => Answer::Transient(
+                        Transient::Refused,
+                        retry_after_ms.map(Duration::from_millis),
+                    ),
+                    FailureKind::OutcomeUnknown => Answer::Transient(Transient::MayHaveActed, None),
+                    _ => Answer::Done(AttemptOutcome::Failure(failure)),
+                }
+            }
+            Ok(Err(_panic)) => {
+                warn!(stage = "handler", attempt, duration_ms, "handler panicked");
+                Answer::Done(AttemptOutcome::Panicked)
+            }
+            Err(_elapsed) => {
+                debug!(stage = "handler", attempt, duration_ms, "timed out");
+                Answer::Transient(Transient::TimedOutAfterSend, None)
+            }
+        }
+    }
+
+    /// How long to wait before the next attempt, or why there is none: the effect forbids it,
+    /// the attempts are spent, or the wait would pass the call's allowance or the deadline.
+    fn retry_wait(
+        &self,
+        flow: &Flow<'_>,
+        valid: &Valid<'_>,
+        transient: Transient,
+        retry_after: Option<Duration>,
+        waited: Duration,
+    ) -> Result<Duration, StopReason> {
+        let policy = valid.entry.options.retry;
+        if !may_retry(valid.spec.effect(), transient) {
+            return Err(StopReason::NotRetryable);
+        }
+        if flow.attempts >= policy.max_attempts {
+            return Err(StopReason::AttemptsExhausted);
+        }
+        let wait = {
+            let mut rng = self
+                .rng
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            policy.wait(flow.attempts - 1, retry_after, &mut *rng)
+        };
+        if waited + wait > policy.max_total_wait {
+            return Err(StopReason::RetryWaitExhausted);
+        }
+        if flow.task.time_left().is_some_and(|left| wait >= left) {
+            return Err(StopReason::DeadlineReached);
+        }
+        debug!(
+            stage = "retry",
+            attempt = flow.attempts,
+            wait_ms = duration_ms(wait)
+        );
+        Ok(wait)
+    }
+
+    /// Validation and projection of the last attempt's outcome, and a write's ledger record.
+    async fn project(
         &self,
         flow: &mut Flow<'_>,
         valid: &Valid<'_>,
@@ -880,6 +926,15 @@ impl Dispatcher {
                     .binder
                     .project_failure(flow.principal, flow.context, failure);
                 (result, Some(event))
+            }
+            AttemptOutcome::Panicked if effect.is_write() => {
+                flow.stop = Some(StopReason::OutcomeUnknown);
+                let result = self.unknown_result(flow, valid, "the handler panicked mid-write");
+                (result, Some(WriteEvent::LoseTrack))
+            }
+            AttemptOutcome::Panicked => {
+                let failure = ToolFailure::new(FailureKind::Failed, "the handler panicked");
+                (self.project_failure(flow, failure), None)
             }
             AttemptOutcome::Stopped(stop) => {
                 flow.stop = Some(stop);
@@ -930,6 +985,10 @@ impl Dispatcher {
         let Some(key) = key else {
             return result;
         };
+        // The audit first: should the process die before the ledger record, the lease lapses,
+        // the write turns unknown, and the audit already holds what happened.
+        let mut result = result;
+        self.audit(flow, &mut result);
         match event {
             None => {
                 if let Err(error) = self.ledger.release(&key.ledger_key, &self.owner).await {
@@ -938,7 +997,7 @@ impl Dispatcher {
                 flow.write_state = None;
             }
             Some(event) => {
-                flow.write_state = self.record_end(key, event, &result).await;
+                flow.write_state = self.ledger_record(key, event, &result).await;
             }
         }
         result
@@ -947,7 +1006,7 @@ impl Dispatcher {
     /// Moves the record from wherever this execution left it (executing, or
     /// cancel_requested); a confirmation that does not fit the state reads as "nothing
     /// happened".
-    async fn record_end(
+    async fn ledger_record(
         &self,
         key: &WriteKey,
         event: WriteEvent,
@@ -1131,13 +1190,24 @@ impl Dispatcher {
     }
 
     /// Sends the result to the audit sink and closes the dispatch.
-    fn finish(&self, flow: Flow<'_>, mut result: CallResult) -> Dispatch {
+    /// Sends the result to the audit sink (once per dispatch).
+    fn audit(&self, flow: &mut Flow<'_>, result: &mut CallResult) {
+        if flow.audited {
+            return;
+        }
         // Not part of any digest: the approval is kept beside the binding, for auditors.
         result.audit.approval.clone_from(&flow.approval);
-        let audit_error = self.audit_sink.append(&result.model, &result.audit).err();
-        if let Some(error) = &audit_error {
+        flow.audited = true;
+        flow.audit_error = self.audit_sink.append(&result.model, &result.audit).err();
+        if let Some(error) = &flow.audit_error {
             warn!(stage = "audit", error = %error, "audit sink failed");
         }
+    }
+
+    /// Closes the dispatch: the audit sink (if the write path has not sent it yet) and the
+    /// last trace event.
+    fn finish(&self, mut flow: Flow<'_>, mut result: CallResult) -> Dispatch {
+        self.audit(&mut flow, &mut result);
         let binding = &result.audit.binding;
         info!(
             stage = "done",
@@ -1156,7 +1226,7 @@ impl Dispatcher {
             pending_approval: flow.pending_approval,
             attempts: flow.attempts,
             stop: flow.stop,
-            audit_error,
+            audit_error: flow.audit_error,
         }
     }
 
@@ -1235,6 +1305,16 @@ enum AttemptOutcome {
     Stopped(StopReason),
     /// A transient failure that may not, or can no longer, be retried.
     GaveUp(Transient, Option<Duration>, StopReason),
+    /// The handler panicked: whatever it did is not known.
+    Panicked,
+}
+
+/// What one attempt says about the next.
+enum Answer {
+    /// No retry: this is how it ends.
+    Done(AttemptOutcome),
+    /// A transient failure, with the server's retry-after if it gave one.
+    Transient(Transient, Option<Duration>),
 }
 
 /// The key sent downstream: the idempotency key, or the operation id when there is none.
