@@ -410,3 +410,48 @@ async fn a_key_is_replayed_within_its_retention_and_free_after_it() {
     assert_eq!(expired.result.model.execution().delivery, Delivery::Fresh);
     assert_eq!(expired.result.model.data(), Some(json!({ "number": 242 })));
 }
+
+#[tokio::test(start_paused = true)]
+async fn reconciling_a_write_whose_process_died_asks_the_status_query() {
+    let remote = Remote::new();
+    remote.script(&[Fault::CommitThenHang]);
+    let ledger = MemoryLedger::new();
+    let call = create("c1", "t", "b", "k-1");
+    {
+        let before = dispatcher(&remote, Arc::new(ledger.clone()));
+        let crashed = tokio::time::timeout(Duration::from_secs(1), run(&before, &call)).await;
+        assert!(crashed.is_err());
+    }
+    let after = dispatcher(&remote, Arc::new(ledger));
+    assert_eq!(
+        code(&after.reconcile(&alice(), &call, &Task::unlimited()).await),
+        Some(ErrorCode::OperationInProgress)
+    );
+    advance_clock(Duration::from_secs(3600));
+    assert_eq!(
+        after.write_state(&alice(), &call).await.unwrap(),
+        Some(WriteState::Unknown)
+    );
+    let settled = after.reconcile(&alice(), &call, &Task::unlimited()).await;
+    assert_eq!(
+        settled.result.model.execution().delivery,
+        Delivery::ReceiptReconciled
+    );
+    assert_eq!(settled.write_state, Some(WriteState::Succeeded));
+    assert_eq!(remote.requests("k-1"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn reconciling_an_operation_nobody_started_finds_nothing() {
+    let remote = Remote::new();
+    let dispatcher = memory_dispatcher(&remote);
+    let settled = dispatcher
+        .reconcile(
+            &alice(),
+            &create("c1", "t", "b", "k-none"),
+            &Task::unlimited(),
+        )
+        .await;
+    assert_eq!(code(&settled), Some(ErrorCode::NotFound));
+    assert_eq!(remote.status_queries(), 0);
+}

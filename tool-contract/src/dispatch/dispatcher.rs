@@ -222,30 +222,16 @@ impl Dispatcher {
                 return self.finish(flow, result);
             }
             let key = self.write_key(&flow, valid.spec);
-            match self.ledger.get(&key.ledger_key).await {
-                Ok(Some(record)) if record.state == WriteState::Unknown => {
-                    let result = self
-                        .reconcile_unknown(&mut flow, &valid, &key, record)
-                        .await;
-                    self.finish(flow, result)
-                }
-                Ok(Some(record)) => {
-                    let result = self.answer_existing(&mut flow, &valid, &key, record);
-                    self.finish(flow, result)
-                }
-                Ok(None) => {
-                    let result = self.control(
-                        &flow,
-                        ModelError::new(ErrorCode::NotFound),
-                        "no operation under this key",
-                    );
-                    self.finish(flow, result)
-                }
-                Err(error) => {
-                    let result = self.ledger_failed(&flow, &error);
-                    self.finish(flow, result)
-                }
-            }
+            let settled = match self.ledger.get(&key.ledger_key).await {
+                Ok(Some(record)) => self.settled(&mut flow, &valid, &key, record).await,
+                Ok(None) => None,
+                Err(error) => Some(self.ledger_failed(&flow, &error)),
+            };
+            let result = settled.unwrap_or_else(|| {
+                let error = ModelError::new(ErrorCode::NotFound);
+                self.control(&flow, error, "no operation under this key")
+            });
+            self.finish(flow, result)
         }
         .instrument(span)
         .await
