@@ -736,3 +736,35 @@ async fn a_write_whose_handler_panics_is_unknown_and_not_retried() {
     let again = run(&dispatcher, &call).await;
     assert_eq!(again.attempts, 0, "an unknown write is never run again");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn any_name_and_argument_bytes_give_a_verifiable_result(
+        name in proptest::prop_oneof![
+            proptest::strategy::Just("read_doc".to_owned()),
+            proptest::strategy::Just("create_issue".to_owned()),
+            proptest::strategy::Just("file_issue".to_owned()),
+            ".{0,80}",
+        ],
+        arguments in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+        json_arguments in proptest::option::of("\\{\"(title|body|doc_id)\":\"[^\"]{0,40}\"(,\"(title|body)\":\"[a-z]{0,8}\")?\\}"),
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let remote = Remote::new();
+        let dispatcher = memory_dispatcher(&remote);
+        let mut call = context("c1", "read_doc", json!({}), "op-1", "k-1");
+        call.call.name = name;
+        call.call.arguments = json_arguments.map_or(arguments, String::into_bytes);
+        let dispatch = runtime.block_on(run(&dispatcher, &call));
+        dispatcher
+            .binder()
+            .verify(&alice(), &call, &dispatch.result)
+            .map_err(|error| proptest::test_runner::TestCaseError::fail(error.to_string()))?;
+    }
+}

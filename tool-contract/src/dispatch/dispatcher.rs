@@ -1071,10 +1071,14 @@ impl Dispatcher {
             flow.stop = Some(stop);
             return self.unknown_result(flow, valid, "no budget left for the status query");
         }
-        let answer = tokio::time::timeout(valid.entry.options.timeout, query).await;
+        let answer = tokio::time::timeout(
+            valid.entry.options.timeout,
+            AssertUnwindSafe(query).catch_unwind(),
+        )
+        .await;
         debug!(stage = "reconcile", answered = answer.is_ok());
         let (result, event) = match answer {
-            Ok(Ok(Reconciled::Found(raw))) => {
+            Ok(Ok(Ok(Reconciled::Found(raw)))) => {
                 let projected =
                     valid
                         .entry
@@ -1096,7 +1100,7 @@ impl Dispatcher {
                 );
                 (result, WriteEvent::ReconcileFound)
             }
-            Ok(Ok(Reconciled::Absent)) => {
+            Ok(Ok(Ok(Reconciled::Absent))) => {
                 let failure = ToolFailure::new(
                     FailureKind::Failed,
                     "the status query confirms the write never happened",
@@ -1106,10 +1110,13 @@ impl Dispatcher {
                     WriteEvent::ReconcileAbsent,
                 )
             }
-            Ok(Ok(Reconciled::StillUnknown)) | Ok(Err(_)) | Err(_) => {
+            // Not known yet, failed, panicked, or timed out: still unknown.
+            Ok(Ok(Ok(Reconciled::StillUnknown) | Err(_)) | Err(_)) | Err(_) => {
                 return self.unknown_result(flow, valid, "the status query could not tell");
             }
         };
+        let mut result = result;
+        self.audit(flow, &mut result);
         let stored = serde_json::to_string(&result.model).ok();
         let step = self.advance(&key.ledger_key, WriteState::Unknown, event, stored);
         flow.write_state = match self.ledger.advance(&step).await {
