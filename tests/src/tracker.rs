@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::json;
 use time::OffsetDateTime;
 use tool_contract::dispatch::{
-    Dispatch, Dispatcher, DispatcherBuilder, HandlerContext, Ledger, PendingApproval, Reconciled,
-    RetryPolicy, StatusRequest, Task, ToolOptions,
+    Dispatch, Dispatcher, DispatcherBuilder, HandlerContext, Ledger, MemoryAuditLog,
+    PendingApproval, Reconciled, RetryPolicy, StatusRequest, Task, ToolOptions,
 };
 use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::{
@@ -447,6 +447,7 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
     );
     Dispatcher::builder(registry(), keys)
         .clock(clock)
+        .audit_sink(Arc::new(MemoryAuditLog::new()))
         .write_handler::<CreateIssue>(
             move |input: CreateIssue, mut cx: HandlerContext| {
                 let remote = r1.clone();

@@ -300,6 +300,10 @@ async fn every_registered_tool_needs_a_handler_and_every_reconciled_write_a_stat
         .build()
         .unwrap_err();
     assert!(errors.contains(&BuildError::MissingHandler("create_issue")));
+    assert!(
+        errors.contains(&BuildError::MissingAuditSink),
+        "no silent audit default"
+    );
     assert!(errors.contains(&BuildError::MissingHandler("find_issue")));
     assert!(!errors.contains(&BuildError::MissingHandler("read_doc")));
 

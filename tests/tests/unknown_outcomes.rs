@@ -455,3 +455,41 @@ async fn reconciling_an_operation_nobody_started_finds_nothing() {
     assert_eq!(code(&settled), Some(ErrorCode::NotFound));
     assert_eq!(remote.status_queries(), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn expired_keys_are_purged_on_request_and_every_so_many_writes() {
+    let remote = Remote::new();
+    let ledger = MemoryLedger::new();
+    let dispatcher = tool_contract_tests::tracker::builder(&remote)
+        .ledger(Arc::new(ledger.clone()))
+        .retention(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    run(&dispatcher, &create("c0", "t", "b", "k-0")).await;
+    advance_clock(Duration::from_secs(61));
+    assert_eq!(dispatcher.purge_expired().await.unwrap(), 1);
+
+    // The first write above and these fill all but the last write of a round.
+    for index in 0..tool_contract::dispatch::PURGE_EVERY - 2 {
+        run(
+            &dispatcher,
+            &create(&format!("c{index}"), "t", "b", &format!("k-{index}")),
+        )
+        .await;
+    }
+    advance_clock(Duration::from_secs(61));
+    // The write that completes the next round of PURGE_EVERY purges what expired.
+    run(&dispatcher, &create("c-last", "t", "b", "k-last")).await;
+    for index in [0, 1, 253] {
+        assert_eq!(
+            ledger
+                .get(&format!(
+                    "{}:k-{index}",
+                    tool_contract_tests::tracker::keys().principal_ref(&alice())
+                ))
+                .await
+                .unwrap(),
+            None
+        );
+    }
+}

@@ -14,7 +14,9 @@ use crate::binding::AuditKeys;
 use crate::call::Principal;
 use crate::contract::ToolContract;
 use crate::dispatch::approval::ApprovalBook;
-use crate::dispatch::audit_log::{AuditSink, MemoryAuditLog};
+use crate::dispatch::audit_log::AuditSink;
+#[cfg(doc)]
+use crate::dispatch::audit_log::MemoryAuditLog;
 use crate::dispatch::dispatcher::{Dispatcher, ToolEntry};
 use crate::dispatch::gate::Gate;
 use crate::dispatch::handler::{Handler, StatusQuery, TypedTool, erase_query};
@@ -106,6 +108,9 @@ pub enum BuildError {
     /// A write reconciled by a tool has no status query.
     #[error("{0:?} is reconciled by a tool but was given no status query")]
     MissingStatusQuery(&'static str),
+    /// No audit sink was given: every call must leave an audit, so there is no silent default.
+    #[error("no audit sink: give one with `audit_sink` (JsonLinesAuditLog is the embedded one)")]
+    MissingAuditSink,
 }
 
 /// Builds a [`Dispatcher`]. See [`Dispatcher::builder`].
@@ -215,7 +220,8 @@ impl DispatcherBuilder {
         self
     }
 
-    /// Where audits go. Without one, a [`MemoryAuditLog`].
+    /// Where audits go (required): [`JsonLinesAuditLog`](crate::dispatch::JsonLinesAuditLog)
+    /// is the embedded, hash-chained file; [`MemoryAuditLog`] keeps the same chain in memory.
     #[must_use]
     pub fn audit_sink(mut self, sink: Arc<dyn AuditSink>) -> Self {
         self.audit_sink = Some(sink);
@@ -237,8 +243,8 @@ impl DispatcherBuilder {
         self
     }
 
-    /// The dispatcher, once every registered tool has a handler and every reconciled write
-    /// its status query and read-only reconcile tool.
+    /// The dispatcher, once every registered tool has a handler, every reconciled write its
+    /// status query and read-only reconcile tool, and an audit sink was given.
     ///
     /// # Errors
     ///
@@ -274,9 +280,12 @@ impl DispatcherBuilder {
                 errors.push(BuildError::MissingStatusQuery(spec.name()));
             }
         }
-        if !errors.is_empty() {
-            return Err(errors);
+        if self.audit_sink.is_none() {
+            errors.push(BuildError::MissingAuditSink);
         }
+        let (Some(audit_sink), true) = (self.audit_sink, errors.is_empty()) else {
+            return Err(errors);
+        };
         let mut rng = SmallRng::try_from_rng(&mut SysRng).unwrap_or_else(|_| {
             // No OS randomness: jitter and owner ids still differ per process and instant.
             let nanos = OffsetDateTime::now_utc().unix_timestamp_nanos();
@@ -292,14 +301,13 @@ impl DispatcherBuilder {
             authorizer: self.authorizer,
             ledger: self.ledger.unwrap_or_else(|| Arc::new(MemoryLedger::new())),
             approvals: ApprovalBook::default(),
-            audit_sink: self
-                .audit_sink
-                .unwrap_or_else(|| Arc::new(MemoryAuditLog::new())),
+            audit_sink,
             owner,
             retention: self.retention,
             in_flight: Mutex::new(HashMap::new()),
             rng: Mutex::new(rng),
             sequence: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
         })
     }
 }

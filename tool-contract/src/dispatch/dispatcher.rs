@@ -61,7 +61,11 @@ pub struct Dispatcher {
     pub(crate) in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
     pub(crate) rng: Mutex<SmallRng>,
     pub(crate) sequence: AtomicU64,
+    pub(crate) writes: AtomicU64,
 }
+
+/// How many writes pass between two purges of expired ledger keys.
+pub const PURGE_EVERY: u64 = 256;
 
 impl std::fmt::Debug for Dispatcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -126,7 +130,8 @@ impl Dispatcher {
     ///
     /// ```
     /// # use tool_contract::{ToolContract, ToolOutput};
-    /// use tool_contract::dispatch::{Dispatcher, HandlerContext, Task};
+    /// use std::sync::Arc;
+    /// use tool_contract::dispatch::{Dispatcher, HandlerContext, MemoryAuditLog, Task};
     /// use tool_contract::providers::{Api, Correlation, ToolCall};
     /// use tool_contract::{AuditKeys, CallContext, Principal, RawProvenance, RawResult, SecretKey, Status, ToolFailure};
     ///
@@ -146,6 +151,7 @@ impl Dispatcher {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let dispatcher = Dispatcher::builder(tool_contract::registry![Echo], AuditKeys::new(SecretKey::new([7; 32])?))
     ///     .handler::<Echo>(echo)
+    ///     .audit_sink(Arc::new(MemoryAuditLog::new()))
     ///     .build()
     ///     .map_err(|errors| format!("{errors:?}"))?;
     /// let call = ToolCall {
@@ -308,6 +314,18 @@ impl Dispatcher {
         }
         info!(stage = "cancel", state = state.as_str(), "cancel requested");
         Ok(Some(state))
+    }
+
+    /// Removes the ledger's finished records whose retention has passed; returns how many.
+    /// The dispatcher also does this on its own, once every [`PURGE_EVERY`] writes.
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError`] when the ledger fails.
+    pub async fn purge_expired(&self) -> Result<u64, LedgerError> {
+        let purged = self.ledger.purge_expired(self.now_ms()).await?;
+        debug!(stage = "ledger", purged, "expired keys purged");
+        Ok(purged)
     }
 
     /// Where the write of `context` stands in the ledger: `unknown` for one still marked
@@ -515,6 +533,10 @@ impl Dispatcher {
     /// A write: the ledger's word on the key first (replay, conflict, in flight, unknown), then
     /// approval, authorization again, the atomic claim, and the execution.
     async fn write(&self, flow: &mut Flow<'_>, valid: &Valid<'_>) -> CallResult {
+        if self.writes.fetch_add(1, Ordering::Relaxed) % PURGE_EVERY == PURGE_EVERY - 1 {
+            // Housekeeping only: a failure here changes no answer.
+            let _ = self.purge_expired().await;
+        }
         let key = self.write_key(flow, valid.spec);
         debug!(
             stage = "ledger",
@@ -631,7 +653,7 @@ impl Dispatcher {
         flow: &mut Flow<'_>,
         valid: &Valid<'_>,
         key: &WriteKey,
-    ) -> Result<ApprovalGrant, Exit> {
+    ) -> Result<(), Exit> {
         let principal_ref = self.keys.principal_ref(flow.principal);
         let asked = Asked {
             ledger_key: &key.ledger_key,
@@ -682,7 +704,7 @@ impl Dispatcher {
                     preview_sha256: grant.preview_sha256.clone(),
                     expires_at: grant.expires_at.format(&Rfc3339).unwrap_or_default(),
                 });
-                Ok(grant)
+                Ok(())
             }
             ApprovalCheck::Required(pending) => Err(self.awaiting_approval(
                 flow,

@@ -52,7 +52,7 @@ pub use audit_log::{
 };
 pub use budget::{Budget, Remaining, StopReason, Task};
 pub use builder::{Authorizer, BuildError, DispatcherBuilder, ToolOptions};
-pub use dispatcher::{Dispatch, Dispatcher};
+pub use dispatcher::{Dispatch, Dispatcher, PURGE_EVERY};
 pub use gate::{Gate, GateCall, GateDecision, RequireNonEmpty};
 pub use handler::{Handler, HandlerContext, Reconciled, StatusQuery, StatusRequest};
 pub use ledger::{Ledger, LedgerError, MemoryLedger};

@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS tool_contract_ledger (
     expires_at_ms  INTEGER NOT NULL,
     result         TEXT
 ) STRICT;
+CREATE INDEX IF NOT EXISTS tool_contract_ledger_expiry ON tool_contract_ledger (expires_at_ms);
 ";
 
 const COLUMNS: &str =
