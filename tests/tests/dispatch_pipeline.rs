@@ -772,3 +772,35 @@ proptest::proptest! {
             .map_err(|error| proptest::test_runner::TestCaseError::fail(error.to_string()))?;
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn pending_approvals_older_than_the_retention_are_forgotten() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .retention(Duration::from_secs(600))
+        .build()
+        .unwrap();
+    let pending = pending_approval(&dispatcher, &file_issue("c1", "t", "b", "k-1")).await;
+    advance_clock(Duration::from_secs(599));
+    dispatcher.purge_expired().await.unwrap();
+    let kept = dispatcher.approve(
+        &pending.approval_id,
+        &pending.preview_sha256,
+        "bob",
+        in_an_hour(),
+    );
+    assert!(kept.is_ok(), "{kept:?}");
+
+    let stale = pending_approval(&dispatcher, &file_issue("c2", "t", "b", "k-2")).await;
+    advance_clock(Duration::from_secs(601));
+    dispatcher.purge_expired().await.unwrap();
+    assert_eq!(
+        dispatcher.approve(
+            &stale.approval_id,
+            &stale.preview_sha256,
+            "bob",
+            in_an_hour()
+        ),
+        Err(ApprovalError::NotPending)
+    );
+}

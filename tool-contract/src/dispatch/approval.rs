@@ -140,9 +140,11 @@ pub(crate) struct Asked<'a> {
 
 #[derive(Debug)]
 enum Entry {
-    Pending(PendingApproval),
+    /// Waiting since the instant given.
+    Pending(PendingApproval, OffsetDateTime),
     Granted(ApprovalGrant),
-    Rejected,
+    /// Refused at the instant given.
+    Rejected(OffsetDateTime),
 }
 
 /// Pending approvals and grants, one entry per operation (ledger key).
@@ -167,23 +169,31 @@ impl ApprovalBook {
         let mut entries = self.entries();
         let invalidity = match entries.remove(asked.ledger_key) {
             None => None,
-            Some(Entry::Rejected) => {
-                entries.insert(asked.ledger_key.to_owned(), Entry::Rejected);
+            Some(Entry::Rejected(at)) => {
+                entries.insert(asked.ledger_key.to_owned(), Entry::Rejected(at));
                 return ApprovalCheck::Rejected;
             }
-            Some(Entry::Pending(waiting)) if waiting.request_sha256 == asked.request_sha256 => {
-                entries.insert(asked.ledger_key.to_owned(), Entry::Pending(waiting.clone()));
+            Some(Entry::Pending(waiting, since))
+                if waiting.request_sha256 == asked.request_sha256 =>
+            {
+                entries.insert(
+                    asked.ledger_key.to_owned(),
+                    Entry::Pending(waiting.clone(), since),
+                );
                 return ApprovalCheck::Required(waiting);
             }
             // Changed before anyone approved: simply a new request to approve.
-            Some(Entry::Pending(_)) => None,
+            Some(Entry::Pending(..)) => None,
             Some(Entry::Granted(grant)) => match grant_covers(&grant, asked) {
                 Ok(()) => return ApprovalCheck::Proceed(grant),
                 Err(invalidity) => Some(invalidity),
             },
         };
         let fresh = pending();
-        entries.insert(asked.ledger_key.to_owned(), Entry::Pending(fresh.clone()));
+        entries.insert(
+            asked.ledger_key.to_owned(),
+            Entry::Pending(fresh.clone(), asked.now),
+        );
         match invalidity {
             Some(invalidity) => ApprovalCheck::Invalid(fresh, invalidity),
             None => ApprovalCheck::Required(fresh),
@@ -221,11 +231,27 @@ impl ApprovalBook {
         Ok(grant)
     }
 
-    pub(crate) fn reject(&self, approval_id: &str) -> Result<(), ApprovalError> {
+    pub(crate) fn reject(
+        &self,
+        approval_id: &str,
+        now: OffsetDateTime,
+    ) -> Result<(), ApprovalError> {
         let mut entries = self.entries();
         let (key, _) = find_pending(&entries, approval_id)?;
-        entries.insert(key, Entry::Rejected);
+        entries.insert(key, Entry::Rejected(now));
         Ok(())
+    }
+
+    /// Forgets grants that lapsed, and pending approvals and rejections older than
+    /// `retention`; returns how many.
+    pub(crate) fn purge(&self, now: OffsetDateTime, retention: std::time::Duration) -> usize {
+        let mut entries = self.entries();
+        let before = entries.len();
+        entries.retain(|_, entry| match entry {
+            Entry::Pending(_, at) | Entry::Rejected(at) => *at + retention > now,
+            Entry::Granted(grant) => grant.expires_at > now,
+        });
+        before - entries.len()
     }
 }
 
@@ -236,7 +262,7 @@ fn find_pending(
     entries
         .iter()
         .find_map(|(key, entry)| match entry {
-            Entry::Pending(pending) if pending.approval_id == approval_id => {
+            Entry::Pending(pending, _) if pending.approval_id == approval_id => {
                 Some((key.clone(), pending.clone()))
             }
             _ => None,

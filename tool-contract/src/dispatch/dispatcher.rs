@@ -275,7 +275,7 @@ impl Dispatcher {
     ///
     /// [`ApprovalError::NotPending`] when nothing is pending under that id.
     pub fn reject(&self, approval_id: &str) -> Result<(), ApprovalError> {
-        self.approvals.reject(approval_id)?;
+        self.approvals.reject(approval_id, (self.clock)())?;
         info!(stage = "approval", state = "rejected", "write rejected");
         Ok(())
     }
@@ -316,15 +316,21 @@ impl Dispatcher {
         Ok(Some(state))
     }
 
-    /// Removes the ledger's finished records whose retention has passed; returns how many.
+    /// Removes the ledger's finished records whose retention has passed (and forgets lapsed
+    /// grants, and pending approvals and rejections older than the retention); returns how
+    /// many ledger records went.
     /// The dispatcher also does this on its own, once every [`PURGE_EVERY`] writes.
     ///
     /// # Errors
     ///
     /// [`LedgerError`] when the ledger fails.
     pub async fn purge_expired(&self) -> Result<u64, LedgerError> {
+        let forgotten = self.approvals.purge((self.clock)(), self.retention);
         let purged = self.ledger.purge_expired(self.now_ms()).await?;
-        debug!(stage = "ledger", purged, "expired keys purged");
+        debug!(
+            stage = "ledger",
+            purged, forgotten, "expired keys and approvals purged"
+        );
         Ok(purged)
     }
 
@@ -648,12 +654,7 @@ impl Dispatcher {
 
     /// The approval stage: the grant for exactly this request, consumed; or a pending
     /// approval with a preview built from the validated arguments.
-    fn approval(
-        &self,
-        flow: &mut Flow<'_>,
-        valid: &Valid<'_>,
-        key: &WriteKey,
-    ) -> Result<(), Exit> {
+    fn approval(&self, flow: &mut Flow<'_>, valid: &Valid<'_>, key: &WriteKey) -> Result<(), Exit> {
         let principal_ref = self.keys.principal_ref(flow.principal);
         let asked = Asked {
             ledger_key: &key.ledger_key,
