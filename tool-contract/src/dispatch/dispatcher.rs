@@ -761,10 +761,16 @@ impl Dispatcher {
         key: Option<&WriteKey>,
     ) -> CallResult {
         let (cancel_sender, cancel_receiver) = watch::channel(false);
-        if let Some(key) = key {
+        // Dropped when this future ends or is dropped (a caller gave up, a timeout around
+        // it): the signal never outlives the execution it belongs to.
+        let _in_flight = key.map(|key| {
             self.in_flight_signals()
                 .insert(key.ledger_key.clone(), cancel_sender);
-        }
+            InFlight {
+                signals: &self.in_flight,
+                ledger_key: key.ledger_key.clone(),
+            }
+        });
         let mut waited = Duration::ZERO;
         let outcome = loop {
             if let Err(stop) = self.budget(flow, valid) {
@@ -783,9 +789,6 @@ impl Dispatcher {
                 Err(stop) => break AttemptOutcome::GaveUp(transient, retry_after, stop),
             }
         };
-        if let Some(key) = key {
-            self.in_flight_signals().remove(&key.ledger_key);
-        }
         self.project(flow, valid, key, outcome).await
     }
 
@@ -1308,6 +1311,21 @@ impl Dispatcher {
         self.in_flight
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A write's cancellation signal, registered while it executes.
+struct InFlight<'a> {
+    signals: &'a Mutex<HashMap<String, watch::Sender<bool>>>,
+    ledger_key: String,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.signals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.ledger_key);
     }
 }
 
