@@ -682,22 +682,16 @@ async fn every_dispatch_is_appended_to_the_audit_sink() {
     }
 }
 
+/// A handler with a bug.
+async fn panics<C>(_: C, _: HandlerContext) -> Result<RawResult, ToolFailure> {
+    panic!("the handler's own bug")
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_panicking_read_handler_becomes_a_tool_error() {
     let remote = Remote::new();
     let dispatcher = builder(&remote)
-        .handler_with::<ReadDoc>(
-            |_: ReadDoc, _: HandlerContext| async {
-                if true {
-                    panic!("the handler's own bug");
-                }
-                Err::<RawResult, _>(ToolFailure::new(
-                    tool_contract::FailureKind::Failed,
-                    "unreached",
-                ))
-            },
-            tracker::OPTIONS,
-        )
+        .handler_with::<ReadDoc>(panics::<ReadDoc>, tracker::OPTIONS)
         .build()
         .unwrap();
     let call = context("c1", "read_doc", json!({ "doc_id": "d" }), "op-1", "k-1");
@@ -712,18 +706,7 @@ async fn a_panicking_read_handler_becomes_a_tool_error() {
 async fn a_write_whose_handler_panics_is_unknown_and_not_retried() {
     let remote = Remote::new();
     let dispatcher = builder(&remote)
-        .handler_with::<tracker::LabelIssue>(
-            |_: tracker::LabelIssue, _: HandlerContext| async {
-                if true {
-                    panic!("the handler's own bug");
-                }
-                Err::<RawResult, _>(ToolFailure::new(
-                    tool_contract::FailureKind::Failed,
-                    "unreached",
-                ))
-            },
-            tracker::OPTIONS,
-        )
+        .handler_with::<tracker::LabelIssue>(panics::<tracker::LabelIssue>, tracker::OPTIONS)
         .build()
         .unwrap();
     let call = context(
