@@ -1,7 +1,7 @@
 //! The dispatch pipeline: the trusted control plane around every tool call.
 //!
 //! [`Dispatcher::dispatch`] takes one call from lookup to a sealed result, in this order
-//! (each stage is one method of `dispatcher.rs`, named in brackets):
+//! (each stage is one method of the `dispatcher` module, named in brackets):
 //!
 //! 1. lookup of the tool in the registry (`lookup`: `UNKNOWN_TOOL`);
 //! 2. the arguments, exactly, against the contract (`validate`: `INVALID_ARGUMENTS`);

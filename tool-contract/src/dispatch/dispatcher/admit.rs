@@ -1,0 +1,129 @@
+//! Whether a call may run at all: lookup, exact arguments, gates, authorization.
+
+use serde_json::Value;
+use tracing::{debug, warn};
+
+use super::{Dispatcher, Exit, Flow, ToolEntry, Valid};
+use crate::catalog::{ErrorCode, ModelError};
+use crate::dispatch::gate::{GateCall, GateDecision};
+use crate::project::{FailureKind, ToolFailure};
+use crate::spec::ToolSpec;
+
+impl Dispatcher {
+    /// Lookup and exact argument validation, the first two stages of every call.
+    pub(super) fn lookup_and_validate<'s>(&'s self, flow: &Flow<'_>) -> Result<Valid<'s>, Exit> {
+        let (spec, entry) = self.lookup(flow)?;
+        self.validate(flow, spec, entry)
+    }
+
+    /// The tool, by the name the model gave (`UNKNOWN_TOOL` when the registry lacks it).
+    fn lookup<'s>(&'s self, flow: &Flow<'_>) -> Result<(&'static ToolSpec, &'s ToolEntry), Exit> {
+        let name = &flow.context.call.name;
+        match (self.registry.get(name), self.tools.get(name.as_str())) {
+            (Some(spec), Some(entry)) => Ok((spec, entry)),
+            _ => {
+                debug!(stage = "lookup", error_code = "UNKNOWN_TOOL");
+                let error = ModelError::new(ErrorCode::UnknownTool);
+                Err(Box::new(self.control(
+                    flow,
+                    error,
+                    "no registered tool by that name",
+                )))
+            }
+        }
+    }
+
+    /// The arguments, exactly, against the contract (`INVALID_ARGUMENTS` with every path).
+    fn validate<'s>(
+        &self,
+        flow: &Flow<'_>,
+        spec: &'static ToolSpec,
+        entry: &'s ToolEntry,
+    ) -> Result<Valid<'s>, Exit> {
+        let arguments = &flow.context.call.arguments;
+        if let Err(violations) = entry
+            .tool
+            .validate(arguments, self.registry.forbidden_keys())
+        {
+            debug!(
+                stage = "validate",
+                error_code = "INVALID_ARGUMENTS",
+                violations = violations.len()
+            );
+            let detail = violations.to_string();
+            let error = ModelError::invalid_arguments(&violations);
+            return Err(Box::new(self.control(flow, error, &detail)));
+        }
+        // Validated arguments are well-formed JSON.
+        let arguments = serde_json::from_slice(arguments).unwrap_or(Value::Null);
+        debug!(stage = "validate", "arguments valid");
+        Ok(Valid {
+            spec,
+            entry,
+            arguments,
+        })
+    }
+
+    /// Gates, in order; the first decision other than proceed wins.
+    pub(super) fn gates(&self, flow: &Flow<'_>, valid: &Valid<'_>) -> Result<(), Exit> {
+        let call = GateCall {
+            spec: valid.spec,
+            principal: flow.principal,
+            context: flow.context,
+            arguments: &valid.arguments,
+        };
+        for (index, gate) in self.gates.iter().enumerate() {
+            match gate.check(&call) {
+                GateDecision::Proceed => {}
+                GateDecision::Block { reason } => {
+                    debug!(
+                        stage = "gate",
+                        gate = index,
+                        decision = "block",
+                        error_code = "BLOCKED"
+                    );
+                    let error = ModelError::new(ErrorCode::Blocked);
+                    return Err(Box::new(self.control(
+                        flow,
+                        error,
+                        &format!("gate {index}: {reason}"),
+                    )));
+                }
+                GateDecision::Redirect { target, reason } => {
+                    debug!(stage = "gate", gate = index, decision = "redirect", target);
+                    let detail = format!("gate {index}: {reason}");
+                    let error = if self.registry.get(target).is_some() {
+                        ModelError::prerequisite(target)
+                    } else {
+                        // A redirect to nowhere must not send the model looking for it.
+                        warn!(
+                            stage = "gate",
+                            gate = index,
+                            "redirect to an unregistered tool"
+                        );
+                        ModelError::new(ErrorCode::Blocked)
+                    };
+                    return Err(Box::new(self.control(flow, error, &detail)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Authorization: a refusal reads as `NOT_FOUND`, word for word.
+    pub(super) fn authorize(&self, flow: &Flow<'_>, valid: &Valid<'_>) -> Result<(), Exit> {
+        let allowed = self.authorizer.as_ref().is_none_or(|authorizer| {
+            authorizer.authorize(flow.principal, valid.spec, &valid.arguments)
+        });
+        if allowed {
+            return Ok(());
+        }
+        debug!(
+            stage = "authorize",
+            error_code = "NOT_FOUND",
+            "not authorized"
+        );
+        let failure = ToolFailure::new(FailureKind::Unauthorized, "the authorizer refused");
+        Err(Box::new(self.project_failure(flow, failure)))
+    }
+}
