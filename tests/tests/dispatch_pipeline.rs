@@ -787,3 +787,53 @@ async fn pending_approvals_older_than_the_retention_are_forgotten() {
         Err(ApprovalError::NotPending)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_provider_turn_runs_through_the_dispatcher_and_back_to_the_provider() {
+    use tool_contract::providers::{Answer, anthropic};
+    let message = json!({
+        "id": "msg_7", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [
+            { "type": "tool_use", "id": "toolu_1", "name": "read_doc", "input": { "doc_id": "d-1" } },
+            { "type": "tool_use", "id": "toolu_2", "name": "file_issue", "input": { "title": "t", "body": "b" } },
+            { "type": "tool_use", "id": "toolu_3", "name": "read_env", "input": { "name": "HOME" } }
+        ],
+        "stop_reason": "tool_use", "stop_sequence": null,
+        "usage": { "input_tokens": 1, "output_tokens": 1 }
+    });
+    let turn = anthropic::parse_message(message.to_string().as_bytes()).unwrap();
+    let remote = Remote::new();
+    let dispatcher = memory_dispatcher(&remote);
+    let mut answers = Vec::new();
+    for (index, call) in turn.calls.iter().enumerate().rev() {
+        let context = CallContext::new(call.clone(), format!("op-{index}"))
+            .with_idempotency_key(format!("k-{index}"));
+        let dispatch = run(&dispatcher, &context).await;
+        answers.push(Answer {
+            context,
+            result: dispatch.result,
+        });
+    }
+    let payload =
+        anthropic::tool_results_message(&dispatcher.binder(), &alice(), &turn, &answers).unwrap();
+    let blocks = payload["content"].as_array().unwrap();
+    let ids: Vec<&str> = blocks
+        .iter()
+        .map(|block| block["tool_use_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["toolu_1", "toolu_2", "toolu_3"],
+        "in call order, whatever order they ran in"
+    );
+    let text = payload.to_string();
+    for code in ["APPROVAL_REQUIRED", "UNKNOWN_TOOL"] {
+        assert!(text.contains(code), "{text}");
+    }
+    for audit_only in ["principal_ref", "request_sha256", "op-1", "k-1"] {
+        assert!(
+            !text.contains(audit_only),
+            "{audit_only} reached the provider payload"
+        );
+    }
+}
