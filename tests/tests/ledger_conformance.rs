@@ -112,6 +112,19 @@ async fn finished(
     assert!(matches!(moved, Advanced::Applied(_)), "{moved:?}");
 }
 
+/// Moves the record at `k` as `owner`, from `from`, by `event`, at `T0`.
+async fn move_k(
+    ledger: &dyn Ledger,
+    owner: &str,
+    from: WriteState,
+    event: WriteEvent,
+    result: Option<&str>,
+) -> Result<Advanced, LedgerError> {
+    ledger
+        .advance(&step("k", owner, from, event, result, T0))
+        .await
+}
+
 async fn state_of(ledger: &dyn Ledger, key: &str) -> Option<WriteState> {
     ledger.get(key).await.unwrap().map(|record| record.state)
 }
@@ -151,17 +164,15 @@ async fn the_same_key_with_another_request_conflicts_in_every_state(store: &dyn 
         ledger.claim(&claim("k", "r2", "b", T0)).await.unwrap(),
         Claimed::Conflict(_)
     ));
-    ledger
-        .advance(&step(
-            "k",
-            "a",
-            WriteState::Executing,
-            WriteEvent::Commit,
-            Some("{}"),
-            T0,
-        ))
-        .await
-        .unwrap();
+    move_k(
+        &*ledger,
+        "a",
+        WriteState::Executing,
+        WriteEvent::Commit,
+        Some("{}"),
+    )
+    .await
+    .unwrap();
     assert!(matches!(
         ledger.claim(&claim("k", "r2", "b", T0)).await.unwrap(),
         Claimed::Conflict(_)
@@ -224,31 +235,27 @@ async fn a_lapsed_lease_turns_unknown_whoever_asks(store: &dyn Store) {
 async fn only_the_owner_moves_a_write_in_flight(store: &dyn Store) {
     let ledger = store.open();
     ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap();
-    let intruder = ledger
-        .advance(&step(
-            "k",
-            "b",
-            WriteState::Executing,
-            WriteEvent::Commit,
-            Some("{}"),
-            T0,
-        ))
-        .await
-        .unwrap();
+    let intruder = move_k(
+        &*ledger,
+        "b",
+        WriteState::Executing,
+        WriteEvent::Commit,
+        Some("{}"),
+    )
+    .await
+    .unwrap();
     assert!(
         matches!(intruder, Advanced::Stale(Some(ref record)) if record.state == WriteState::Executing)
     );
-    let wrong_state = ledger
-        .advance(&step(
-            "k",
-            "a",
-            WriteState::CancelRequested,
-            WriteEvent::Commit,
-            Some("{}"),
-            T0,
-        ))
-        .await
-        .unwrap();
+    let wrong_state = move_k(
+        &*ledger,
+        "a",
+        WriteState::CancelRequested,
+        WriteEvent::Commit,
+        Some("{}"),
+    )
+    .await
+    .unwrap();
     assert!(matches!(wrong_state, Advanced::Stale(_)));
     assert_eq!(state_of(&*ledger, "k").await, Some(WriteState::Executing));
 }
@@ -256,16 +263,14 @@ async fn only_the_owner_moves_a_write_in_flight(store: &dyn Store) {
 async fn an_event_without_a_move_is_refused(store: &dyn Store) {
     let ledger = store.open();
     ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap();
-    let refused = ledger
-        .advance(&step(
-            "k",
-            "a",
-            WriteState::Executing,
-            WriteEvent::Approve,
-            None,
-            T0,
-        ))
-        .await;
+    let refused = move_k(
+        &*ledger,
+        "a",
+        WriteState::Executing,
+        WriteEvent::Approve,
+        None,
+    )
+    .await;
     assert!(
         matches!(refused, Err(LedgerError::Illegal(_))),
         "{refused:?}"
@@ -289,9 +294,7 @@ async fn finished_records_absorb_every_event(store: &dyn Store) {
         WriteEvent::Execute,
         WriteEvent::ReconcileFound,
     ] {
-        let refused = ledger
-            .advance(&step("k", "a", WriteState::Failed, event, None, T0))
-            .await;
+        let refused = move_k(&*ledger, "a", WriteState::Failed, event, None).await;
         assert!(
             matches!(refused, Err(LedgerError::Illegal(_))),
             "{event:?}: {refused:?}"
@@ -303,16 +306,14 @@ async fn finished_records_absorb_every_event(store: &dyn Store) {
 async fn an_unknown_write_is_settled_only_by_reconciliation(store: &dyn Store) {
     let ledger = store.open();
     finished(&*ledger, "k", "a", WriteEvent::LoseTrack, None).await;
-    let rerun = ledger
-        .advance(&step(
-            "k",
-            "a",
-            WriteState::Unknown,
-            WriteEvent::Execute,
-            None,
-            T0,
-        ))
-        .await;
+    let rerun = move_k(
+        &*ledger,
+        "a",
+        WriteState::Unknown,
+        WriteEvent::Execute,
+        None,
+    )
+    .await;
     assert!(matches!(rerun, Err(LedgerError::Illegal(_))));
     // Any worker may reconcile: the status query is a read.
     let settled = ledger
@@ -345,17 +346,15 @@ async fn a_claim_is_released_only_by_its_owner_before_anything_was_sent(store: &
         ledger.claim(&claim("k", "r1", "b", T0)).await.unwrap(),
         Claimed::Fresh
     );
-    ledger
-        .advance(&step(
-            "k",
-            "b",
-            WriteState::Executing,
-            WriteEvent::Commit,
-            Some("{}"),
-            T0,
-        ))
-        .await
-        .unwrap();
+    move_k(
+        &*ledger,
+        "b",
+        WriteState::Executing,
+        WriteEvent::Commit,
+        Some("{}"),
+    )
+    .await
+    .unwrap();
     assert!(
         !ledger.release("k", "b").await.unwrap(),
         "a finished record is never released"
