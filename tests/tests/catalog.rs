@@ -14,7 +14,7 @@ fn tampered(edit: impl FnOnce(&mut serde_json::Value)) -> Result<(), CatalogMism
 }
 
 #[test]
-fn the_catalog_has_its_eighteen_codes_each_once() {
+fn the_catalog_has_its_twenty_two_codes_each_once() {
     let names: Vec<&str> = ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
     assert_eq!(
         names,
@@ -36,14 +36,18 @@ fn the_catalog_has_its_eighteen_codes_each_once() {
             "BUDGET_EXHAUSTED",
             "OPERATION_IN_PROGRESS",
             "OUTCOME_UNCONFIRMED",
-            "CANCELLED"
+            "CANCELLED",
+            "SOURCE_BLOCKED",
+            "SOURCE_UNREADABLE",
+            "SOURCE_UNREACHABLE",
+            "SOURCE_TIMEOUT"
         ]
     );
     for code in ErrorCode::ALL {
         assert_eq!(code.entry().code, code);
         assert_eq!(serde_json::to_value(code).unwrap(), code.as_str());
     }
-    assert_eq!(CATALOG.len(), 18);
+    assert_eq!(CATALOG.len(), 22);
 }
 
 #[test]

@@ -22,6 +22,8 @@ pub struct Contract<'a> {
 pub struct Output<'a> {
     pub original: &'a DeriveInput,
     pub limits: Limits,
+    /// `#[tool_output(grounded)]` on the type: the tokens that said it.
+    pub grounded: Option<TokenStream>,
     pub doc: Option<String>,
     pub data: OutputData<'a>,
 }
@@ -68,7 +70,7 @@ impl<'a> Contract<'a> {
 
 impl<'a> Output<'a> {
     pub fn from_ast(cx: &Ctxt, input: &'a DeriveInput) -> Option<Self> {
-        let limits = attr::output_container(cx, &input.attrs);
+        let attrs = attr::output_container(cx, &input.attrs);
         let serde = attr::serde_attrs(cx, SerdePlace::Container, &input.attrs);
         reject_generics(cx, input, "ToolOutput");
         let data = match &input.data {
@@ -123,7 +125,8 @@ impl<'a> Output<'a> {
         };
         Some(Output {
             original: input,
-            limits,
+            limits: attrs.limits,
+            grounded: attrs.grounded,
             doc: attr::doc_comment(&input.attrs),
             data,
         })

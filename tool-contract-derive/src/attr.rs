@@ -122,6 +122,45 @@ impl Format {
 }
 
 #[derive(Clone, Copy)]
+pub enum SourceTier {
+    Official,
+    AuthoritativeDatabase,
+    WebSearch,
+    Community,
+}
+
+impl SourceTier {
+    const NAMES: &[&str] = &[
+        "official",
+        "authoritative_database",
+        "web_search",
+        "community",
+    ];
+
+    pub fn variant(self) -> &'static str {
+        match self {
+            SourceTier::Official => "Official",
+            SourceTier::AuthoritativeDatabase => "AuthoritativeDatabase",
+            SourceTier::WebSearch => "WebSearch",
+            SourceTier::Community => "Community",
+        }
+    }
+}
+
+/// What `reject_synthetic(...)` or `strip_synthetic(...)` declares on a field.
+pub struct Synthetic {
+    pub strip: bool,
+    pub detectors: Vec<Detector>,
+}
+
+pub enum Detector {
+    /// A built-in detector: the name of its `Detector` constant.
+    Builtin(&'static str),
+    /// `with = path`: a `fn(&str) -> bool` of the user's.
+    Custom(syn::Path),
+}
+
+#[derive(Clone, Copy)]
 pub struct FreeForm {
     pub max_depth: usize,
     pub max_bytes: usize,
@@ -152,6 +191,7 @@ pub struct ContractAttrs {
     pub effect_revision: Option<LitStr>,
     pub handler_revision: Option<LitStr>,
     pub policy_revision: Option<LitStr>,
+    pub source_tier: Option<Spanned<SourceTier>>,
     pub limits: Limits,
 }
 
@@ -170,6 +210,7 @@ impl ContractAttrs {
         let mut effect_revision = Attr::none(cx, ns, EFFECT_REVISION);
         let mut handler_revision = Attr::none(cx, ns, HANDLER_REVISION);
         let mut policy_revision = Attr::none(cx, ns, POLICY_REVISION);
+        let mut source_tier = Attr::none(cx, ns, SOURCE_TIER);
         let mut max_bytes = Attr::none(cx, ns, MAX_BYTES);
         let mut max_depth = Attr::none(cx, ns, MAX_DEPTH);
         let mut original = None;
@@ -197,6 +238,11 @@ impl ContractAttrs {
                             &ident,
                             "unknown approval; expected `required` or `not_required`",
                         ),
+                    }
+                } else if path.is_ident(SOURCE_TIER) {
+                    let ident: Ident = meta.value()?.parse()?;
+                    if let Some(tier) = parse_source_tier(cx, &ident) {
+                        source_tier.set(&ident, tier);
                     }
                 } else if path.is_ident(RECONCILE) {
                     let target: syn::Path = meta.value()?.parse()?;
@@ -253,6 +299,7 @@ impl ContractAttrs {
             effect_revision: effect_revision.get(),
             handler_revision: handler_revision.get(),
             policy_revision: policy_revision.get(),
+            source_tier: source_tier.get_with_tokens(),
             limits: Limits {
                 max_bytes: max_bytes.get_with_tokens(),
                 max_depth: max_depth.get_with_tokens(),
@@ -279,10 +326,36 @@ fn parse_effect(cx: &Ctxt, ident: &Ident) -> Option<Effect> {
     })
 }
 
+fn parse_source_tier(cx: &Ctxt, ident: &Ident) -> Option<SourceTier> {
+    Some(match ident.to_string().as_str() {
+        "official" => SourceTier::Official,
+        "authoritative_database" => SourceTier::AuthoritativeDatabase,
+        "web_search" => SourceTier::WebSearch,
+        "community" => SourceTier::Community,
+        other => {
+            let message = format!(
+                "unknown source tier `{other}`; expected one of {}{}",
+                SourceTier::NAMES.join(", "),
+                did_you_mean(other, SourceTier::NAMES)
+            );
+            cx.error_spanned_by(ident, message);
+            return None;
+        }
+    })
+}
+
 /// `#[tool_output(...)]` on an output type.
-pub fn output_container(cx: &Ctxt, attrs: &[Attribute]) -> Limits {
+pub struct OutputAttrs {
+    pub limits: Limits,
+    /// `grounded`: the tokens that said it.
+    pub grounded: Option<TokenStream>,
+}
+
+/// `#[tool_output(...)]` on an output type.
+pub fn output_container(cx: &Ctxt, attrs: &[Attribute]) -> OutputAttrs {
     let mut max_bytes = Attr::none(cx, TOOL_OUTPUT, MAX_BYTES);
     let mut max_depth = Attr::none(cx, TOOL_OUTPUT, MAX_DEPTH);
+    let mut grounded = Attr::none(cx, TOOL_OUTPUT, GROUNDED);
     for attr in attrs
         .iter()
         .filter(|attr| attr.path().is_ident(TOOL_OUTPUT))
@@ -292,6 +365,8 @@ pub fn output_container(cx: &Ctxt, attrs: &[Attribute]) -> Limits {
                 max_bytes.set(&meta.path, parse_usize(&meta)?);
             } else if meta.path.is_ident(MAX_DEPTH) {
                 max_depth.set(&meta.path, parse_usize(&meta)?);
+            } else if meta.path.is_ident(GROUNDED) {
+                grounded.set(&meta.path, ());
             } else {
                 unknown_key(cx, &meta, TOOL_OUTPUT, OUTPUT_KEYS)?;
             }
@@ -301,9 +376,12 @@ pub fn output_container(cx: &Ctxt, attrs: &[Attribute]) -> Limits {
             cx.syn_error(error);
         }
     }
-    Limits {
-        max_bytes: max_bytes.get_with_tokens(),
-        max_depth: max_depth.get_with_tokens(),
+    OutputAttrs {
+        limits: Limits {
+            max_bytes: max_bytes.get_with_tokens(),
+            max_depth: max_depth.get_with_tokens(),
+        },
+        grounded: grounded.get_with_tokens().map(|spanned| spanned.tokens),
     }
 }
 
@@ -319,6 +397,9 @@ pub struct FieldAttrs {
     pub maximum: Option<Spanned<f64>>,
     pub free_form: Option<Spanned<FreeForm>>,
     pub bound: Option<Ident>,
+    /// `grounded`: the tokens that said it.
+    pub grounded: Option<TokenStream>,
+    pub synthetic: Option<Spanned<Synthetic>>,
 }
 
 impl FieldAttrs {
@@ -333,6 +414,9 @@ impl FieldAttrs {
         let mut maximum = Attr::none(cx, namespace, MAXIMUM);
         let mut free_form = Attr::none(cx, namespace, FREE_FORM);
         let mut bound = Attr::none(cx, namespace, BOUND);
+        let mut grounded = Attr::none(cx, namespace, GROUNDED);
+        // One slot for both, so that declaring both is the duplicate it is.
+        let mut synthetic = Attr::none(cx, namespace, "reject_synthetic/strip_synthetic");
         let output = namespace == TOOL_OUTPUT;
         let keys = if output {
             OUTPUT_FIELD_KEYS
@@ -380,6 +464,13 @@ impl FieldAttrs {
                 } else if output && path.is_ident(BOUND) {
                     let ident: Ident = meta.value()?.parse()?;
                     bound.set(&path, ident);
+                } else if output && path.is_ident(GROUNDED) {
+                    grounded.set(&path, ());
+                } else if output
+                    && (path.is_ident(REJECT_SYNTHETIC) || path.is_ident(STRIP_SYNTHETIC))
+                {
+                    let strip = path.is_ident(STRIP_SYNTHETIC);
+                    synthetic.set(&path, parse_synthetic(cx, &meta, strip)?);
                 } else {
                     unknown_key(cx, &meta, namespace, keys)?;
                 }
@@ -400,8 +491,49 @@ impl FieldAttrs {
             maximum: maximum.get_with_tokens(),
             free_form: free_form.get_with_tokens(),
             bound: bound.get(),
+            grounded: grounded.get_with_tokens().map(|spanned| spanned.tokens),
+            synthetic: synthetic.get_with_tokens(),
         }
     }
+}
+
+/// `reject_synthetic(placeholder_email, with = crate::looks_made_up)`.
+fn parse_synthetic(cx: &Ctxt, meta: &ParseNestedMeta, strip: bool) -> syn::Result<Synthetic> {
+    let builtin: Vec<&str> = DETECTORS.iter().map(|(name, _)| *name).collect();
+    let mut detectors = Vec::new();
+    meta.parse_nested_meta(|inner| {
+        if inner.path.is_ident(WITH) {
+            let path: syn::Path = inner.value()?.parse()?;
+            detectors.push(Detector::Custom(path));
+        } else if let Some((_, constant)) = DETECTORS
+            .iter()
+            .find(|(name, _)| inner.path.is_ident(name))
+        {
+            detectors.push(Detector::Builtin(constant));
+        } else {
+            let key = inner.path.to_token_stream().to_string().replace(' ', "");
+            let message = format!(
+                "unknown synthetic-data detector `{key}`; expected one of {}, or                  `with = path::to::fn` for a `fn(&str) -> bool` of your own{}",
+                builtin.join(", "),
+                did_you_mean(&key, &builtin)
+            );
+            cx.error_spanned_by(&inner.path, message);
+            skip_value(inner.input)?;
+        }
+        Ok(())
+    })?;
+    if detectors.is_empty() {
+        let key = if strip {
+            STRIP_SYNTHETIC
+        } else {
+            REJECT_SYNTHETIC
+        };
+        return Err(meta.error(format!(
+            "`{key}` needs at least one detector: `{key}({})`",
+            builtin[0]
+        )));
+    }
+    Ok(Synthetic { strip, detectors })
 }
 
 fn parse_free_form(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<FreeForm> {

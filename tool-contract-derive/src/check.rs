@@ -10,7 +10,7 @@ use crate::attr::{Effect, Format, Limits};
 use crate::case::snake_case;
 use crate::ctxt::Ctxt;
 use crate::symbol::{APPROVAL, EFFECT, OUTPUT, PRODUCER_REVISION, SOURCE_LABEL};
-use crate::ty::FieldType;
+use crate::ty::{FieldType, is_sources_list};
 
 pub fn check_contract(cx: &Ctxt, contract: &Contract) {
     check_required_keys(cx, contract);
@@ -23,6 +23,7 @@ pub fn check_contract(cx: &Ctxt, contract: &Contract) {
 
 pub fn check_output(cx: &Ctxt, output: &Output) {
     check_limits(cx, &output.limits);
+    check_grounded_output(cx, output);
     match &output.data {
         OutputData::Struct(fields) => check_fields(cx, fields, true),
         OutputData::Enum(variants) => {
@@ -41,6 +42,43 @@ pub fn check_output(cx: &Ctxt, output: &Output) {
                 }
             }
         }
+    }
+}
+
+// A grounded type holds its sources in one `Vec<GroundingSource>` field, which validation
+// requires to be non-empty: `#[tool_output(grounded)] struct Advisor { name: String,
+// sources: Vec<GroundingSource> }`. A type with no such field cannot be grounded.
+fn check_grounded_output(cx: &Ctxt, output: &Output) {
+    let fields = match &output.data {
+        OutputData::Struct(fields) => fields.as_slice(),
+        OutputData::Enum(_) => {
+            if let Some(grounded) = &output.grounded {
+                cx.error_spanned_by(
+                    grounded,
+                    "`grounded` needs a struct that holds its sources; an enum is a bare \
+                     string and cannot carry any",
+                );
+            }
+            return;
+        }
+    };
+    let mut lists = fields
+        .iter()
+        .filter(|field| is_sources_list(&field.original.ty));
+    let first = lists.next();
+    for extra in lists {
+        cx.error_spanned_by(
+            &extra.original.ty,
+            "an output type holds its sources in one `Vec<GroundingSource>` field; merge \
+             them into one list",
+        );
+    }
+    if let (Some(grounded), None) = (&output.grounded, first) {
+        cx.error_spanned_by(
+            grounded,
+            "`grounded` needs a field that holds the sources, and this type has none: add \
+             `sources: Vec<tool_contract::evidence::GroundingSource>`",
+        );
     }
 }
 
@@ -279,6 +317,53 @@ fn check_rules(cx: &Ctxt, field: &Field) {
         && min.value > max.value
     {
         cx.error_spanned_by(&min.tokens, "`minimum` is greater than `maximum`");
+    }
+    check_grounded_field(cx, field);
+    check_synthetic(cx, field);
+}
+
+// `#[tool_output(grounded)]` on a field: the field is the sources (`Vec<GroundingSource>`,
+// then non-empty), or holds entities that carry them (a struct with such a field, alone or
+// under `Option`/`Vec`; checked at compile time where the field's type is known).
+fn check_grounded_field(cx: &Ctxt, field: &Field) {
+    let Some(grounded) = &field.rules.grounded else {
+        return;
+    };
+    if is_sources_list(&field.original.ty) || matches!(field.ty.innermost(), FieldType::Nested) {
+        return;
+    }
+    cx.error_spanned_by(
+        grounded,
+        format!(
+            "`grounded` needs a field that can hold sources: `Vec<GroundingSource>`, or a \
+             struct with such a field; `{}` can hold none",
+            field.ident
+        ),
+    );
+}
+
+// `reject_synthetic(...)` runs on strings; `strip_synthetic(...)` must have somewhere to drop
+// the value to: `Option<String>` becomes null, an item of `Vec<String>` goes.
+fn check_synthetic(cx: &Ctxt, field: &Field) {
+    let Some(synthetic) = &field.rules.synthetic else {
+        return;
+    };
+    let name = field.ident;
+    if !matches!(field.ty.innermost(), FieldType::String) {
+        cx.error_spanned_by(
+            &synthetic.tokens,
+            format!("synthetic-data detectors read strings, and `{name}` is not a String"),
+        );
+    } else if synthetic.value.strip && !matches!(field.ty, FieldType::Option(_) | FieldType::Vec(_))
+    {
+        cx.error_spanned_by(
+            &synthetic.tokens,
+            format!(
+                "`strip_synthetic` removes the value, and `{name}` must have one: make it \
+                 `Option<String>` (stripped to null) or `Vec<String>` (the item goes), or use \
+                 `reject_synthetic`"
+            ),
+        );
     }
 }
 

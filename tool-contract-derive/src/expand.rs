@@ -7,8 +7,9 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
 use crate::ast::{Contract, Field, Output, OutputData, Variant};
-use crate::attr::{Approval, Limits, Reconcile};
+use crate::attr::{Approval, Detector, Limits, Reconcile};
 use crate::check::tool_name;
+use crate::ty::is_sources_list;
 
 pub fn contract(contract: &Contract) -> TokenStream {
     let ident = &contract.original.ident;
@@ -71,9 +72,30 @@ pub fn contract(contract: &Contract) -> TokenStream {
     let handler_revision = option_lit(attrs.handler_revision.as_ref());
     let policy_revision = option_lit(attrs.policy_revision.as_ref());
     let argument_limits = limits(&attrs.limits);
+    let source_tier = match &attrs.source_tier {
+        Some(tier) => {
+            let variant = format_ident!("{}", tier.value.variant());
+            quote!(::core::option::Option::Some(::tool_contract::evidence::SourceTier::#variant))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    // Sources are checked against the contract's tier; without one, they could claim only the
+    // lowest, which is a mistake better caught here.
+    let tier_check = attrs.source_tier.is_none().then(|| {
+        let message = format!(
+            "the output of `{ident}` carries grounding sources, so the contract must declare \
+             how far they are trusted: add `source_tier = official`, `authoritative_database`, \
+             `web_search` or `community` to `#[tool_contract(...)]`"
+        );
+        quote_spanned! {output_ty.span()=>
+            const _: () = if ::tool_contract::__private::output_claims_tier::<#ident>() {
+                ::core::panic!(#message)
+            };
+        }
+    });
 
-    let statics = field_statics(&contract.fields);
-    let read_arguments = read_object(&contract.fields);
+    let statics = field_statics(&contract.fields, None);
+    let read_arguments = read_object(&contract.fields, &quote!(false), None);
     let type_name = ident.to_string();
 
     let input_fields = contract.fields.iter().map(|field| {
@@ -137,6 +159,7 @@ pub fn contract(contract: &Contract) -> TokenStream {
                             approval: #approval,
                             reconcile: #reconcile,
                             source_label: #source_label,
+                            source_tier: #source_tier,
                             producer_revision: #producer_revision,
                             input_revision: #input_revision,
                             output_revision: #output_revision,
@@ -154,6 +177,9 @@ pub fn contract(contract: &Contract) -> TokenStream {
                 }
 
                 const __ARGUMENT_LIMITS: ::tool_contract::Limits = #argument_limits;
+
+                const __SOURCE_TIER: ::core::option::Option<::tool_contract::evidence::SourceTier> =
+                    #source_tier;
 
                 const __INPUT_FIELDS: &'static [::tool_contract::__private::InputFieldDecl] =
                     &[#(#input_fields),*];
@@ -180,6 +206,7 @@ pub fn contract(contract: &Contract) -> TokenStream {
 
             #bound_check
             #reconcile_check
+            #tier_check
         };
     }
 }
@@ -191,13 +218,20 @@ pub fn output(output: &Output) -> TokenStream {
     let output_limits = limits(&output.limits);
     let (statics, read, shape, bounds, name_checks, write) = match &output.data {
         OutputData::Struct(fields) => {
-            let statics = field_statics(fields);
-            let read = read_object(fields);
+            let sources = fields
+                .iter()
+                .position(|field| is_sources_list(&field.original.ty));
+            // The sources field must hold sources when the type is grounded: a static rule.
+            let grounded_sources = sources.filter(|_| output.grounded.is_some());
+            let mut statics = field_statics(fields, grounded_sources);
+            statics.extend(grounding_checks(&type_name, fields, sources));
+            let read = read_object(fields, &quote!(_rules.grounded()), sources);
             let shape = quote! {
                 static __SHAPE: ::tool_contract::ObjectShape =
                     ::tool_contract::ObjectShape::new(#type_name, #description, &__FIELDS);
             };
-            let bounds = bound_decls(&type_name, fields);
+            let mut bounds = bound_decls(&type_name, fields);
+            bounds.extend(source_consts(fields, sources.is_some()));
             let name_checks = fields.iter().map(forbidden_name_check).collect();
             let write = write_object(fields);
             (statics, read, shape, bounds, name_checks, write)
@@ -268,8 +302,9 @@ pub fn output(output: &Output) -> TokenStream {
     }
 }
 
-/// The `Pattern` statics and the `__FIELDS` spec array of an object's fields.
-fn field_statics(fields: &[Field]) -> TokenStream {
+/// The `Pattern` and synthetic-rule statics and the `__FIELDS` spec array of an object's
+/// fields; `grounded_sources` is the sources field of a grounded type.
+fn field_statics(fields: &[Field], grounded_sources: Option<usize>) -> TokenStream {
     let mut patterns = TokenStream::new();
     let specs = fields.iter().enumerate().map(|(index, field)| {
         let mut rules = quote!(::tool_contract::Rules::NONE);
@@ -315,6 +350,43 @@ fn field_statics(fields: &[Field]) -> TokenStream {
                 })
             });
         }
+        if rule_fields.grounded.is_some() || grounded_sources == Some(index) {
+            rules.extend(quote!(.with_grounded()));
+        }
+        if let Some(synthetic) = &rule_fields.synthetic {
+            let detectors_name = format_ident!("__SYNTHETIC_DETECTORS_{index}");
+            let rule_name = format_ident!("__SYNTHETIC_{index}");
+            let detectors: Vec<TokenStream> = synthetic
+                .value
+                .detectors
+                .iter()
+                .map(|detector| match detector {
+                    Detector::Builtin(constant) => {
+                        let constant = format_ident!("{constant}");
+                        quote!(::tool_contract::evidence::Detector::#constant)
+                    }
+                    Detector::Custom(path) => {
+                        let name = path.to_token_stream().to_string().replace(' ', "");
+                        quote_spanned!(path.span()=> ::tool_contract::evidence::Detector::new(#name, #path))
+                    }
+                })
+                .collect();
+            let count = detectors.len();
+            let action = if synthetic.value.strip {
+                quote!(Strip)
+            } else {
+                quote!(Reject)
+            };
+            patterns.extend(quote! {
+                static #detectors_name: [::tool_contract::evidence::Detector; #count] = [#(#detectors),*];
+                static #rule_name: ::tool_contract::evidence::SyntheticRule =
+                    ::tool_contract::evidence::SyntheticRule::new(
+                        ::tool_contract::evidence::SyntheticAction::#action,
+                        &#detectors_name,
+                    );
+            });
+            rules.extend(quote!(.with_synthetic(&#rule_name)));
+        }
         let key = &field.key;
         let rust_name = field.ident.unraw().to_string();
         let description = option_str(field.doc.as_deref());
@@ -333,7 +405,15 @@ fn field_statics(fields: &[Field]) -> TokenStream {
 }
 
 /// Reads an object of exactly `fields`, reporting unknown, duplicate and missing keys.
-fn read_object(fields: &[Field]) -> TokenStream {
+///
+/// `sources` is the field holding the object's sources; it must be non-empty when its rules
+/// say `grounded`, or when `parent_grounded` (an expression: the rules the object is read
+/// under) does.
+fn read_object(
+    fields: &[Field],
+    parent_grounded: &TokenStream,
+    sources: Option<usize>,
+) -> TokenStream {
     let slots: Vec<_> = (0..fields.len())
         .map(|i| format_ident!("__field_{i}"))
         .collect();
@@ -358,6 +438,18 @@ fn read_object(fields: &[Field]) -> TokenStream {
                     }
                 }
             });
+            let grounded = (sources == Some(index)).then(|| {
+                // No let-chain: the code lands in the user's crate, whatever its edition.
+                quote! {
+                    if let ::core::option::Option::Some(sources) = &value {
+                        if sources.is_empty()
+                            && (__FIELDS[#index].rules().grounded() || #parent_grounded)
+                        {
+                            reader.missing_sources()?;
+                        }
+                    }
+                }
+            });
             quote! {
                 #key => {
                     if #slot.is_some() {
@@ -367,6 +459,7 @@ fn read_object(fields: &[Field]) -> TokenStream {
                     let mark = reader.enter_key(#key);
                     let value = #read;
                     #bound
+                    #grounded
                     reader.leave(mark);
                     #slot = ::core::option::Option::Some(value);
                 }
@@ -523,6 +616,62 @@ fn bound_decls(type_name: &str, fields: &[Field]) -> TokenStream {
             &ALL
         };
     }
+}
+
+/// `__HOLDS_SOURCES` (the type has a sources field) and `__CLAIMS_TIER` (a source tier is
+/// somewhere inside).
+fn source_consts(fields: &[Field], holds_sources: bool) -> TokenStream {
+    let claims = fields.iter().map(|field| {
+        let ty = &field.original.ty;
+        quote_spanned!(ty.span()=> <#ty as ::tool_contract::ContractField>::__CLAIMS_TIER)
+    });
+    quote! {
+        const __HOLDS_SOURCES: bool = #holds_sources;
+        const __CLAIMS_TIER: bool = false #(|| #claims)*;
+    }
+}
+
+/// Compile-time checks of grounding: the sources field is the crate's `GroundingSource`
+/// list, and a field declared `grounded` holds entities that carry sources.
+fn grounding_checks(type_name: &str, fields: &[Field], sources: Option<usize>) -> TokenStream {
+    let mut checks = TokenStream::new();
+    if let Some(field) = sources.map(|index| &fields[index]) {
+        let ty = &field.original.ty;
+        checks.extend(quote_spanned! {ty.span()=>
+            #[allow(dead_code)]
+            fn __sources_are_grounding_sources(
+                sources: #ty,
+            ) -> ::std::vec::Vec<::tool_contract::evidence::GroundingSource> {
+                sources
+            }
+        });
+    }
+    for (index, field) in fields.iter().enumerate() {
+        let Some(grounded) = &field.rules.grounded else {
+            continue;
+        };
+        if sources == Some(index) || is_sources_list(&field.original.ty) {
+            continue;
+        }
+        let ty = &field.original.ty;
+        let message = format!(
+            "`#[tool_output(grounded)]` on `{type_name}::{}`: its type holds no \
+             `Vec<GroundingSource>` field, so it cannot carry sources; add one to the type, \
+             or drop `grounded`",
+            field.ident.unraw()
+        );
+        let span = grounded
+            .clone()
+            .into_iter()
+            .next()
+            .map_or_else(|| ty.span(), |token| token.span());
+        checks.extend(quote_spanned! {span=>
+            const _: () = if !<#ty as ::tool_contract::ContractField>::__HOLDS_SOURCES {
+                ::core::panic!(#message)
+            };
+        });
+    }
+    checks
 }
 
 /// A compile-time refusal of an output key the runtime's default list forbids, at the tokens

@@ -18,6 +18,7 @@ pub const OUTPUT_REVISION: &str = "output_revision";
 pub const EFFECT_REVISION: &str = "effect_revision";
 pub const HANDLER_REVISION: &str = "handler_revision";
 pub const POLICY_REVISION: &str = "policy_revision";
+pub const SOURCE_TIER: &str = "source_tier";
 
 // Container keys of both namespaces.
 pub const MAX_BYTES: &str = "max_bytes";
@@ -33,8 +34,12 @@ pub const MINIMUM: &str = "minimum";
 pub const MAXIMUM: &str = "maximum";
 pub const FREE_FORM: &str = "free_form";
 
-// Field key of `#[tool_output(...)]` only.
+// Field keys of `#[tool_output(...)]` only (`grounded` is a container key there too).
 pub const BOUND: &str = "bound";
+pub const GROUNDED: &str = "grounded";
+pub const REJECT_SYNTHETIC: &str = "reject_synthetic";
+pub const STRIP_SYNTHETIC: &str = "strip_synthetic";
+pub const WITH: &str = "with";
 
 pub const CONTRACT_KEYS: &[&str] = &[
     OUTPUT,
@@ -49,13 +54,32 @@ pub const CONTRACT_KEYS: &[&str] = &[
     EFFECT_REVISION,
     HANDLER_REVISION,
     POLICY_REVISION,
+    SOURCE_TIER,
     MAX_BYTES,
     MAX_DEPTH,
 ];
-pub const OUTPUT_KEYS: &[&str] = &[MAX_BYTES, MAX_DEPTH];
+pub const OUTPUT_KEYS: &[&str] = &[MAX_BYTES, MAX_DEPTH, GROUNDED];
 pub const INPUT_FIELD_KEYS: &[&str] = &[
     MAX_LEN, MIN_LEN, PATTERN, FORMAT, MAX_ITEMS, MINIMUM, MAXIMUM, FREE_FORM,
 ];
 pub const OUTPUT_FIELD_KEYS: &[&str] = &[
-    MAX_LEN, MIN_LEN, PATTERN, FORMAT, MAX_ITEMS, MINIMUM, MAXIMUM, FREE_FORM, BOUND,
+    MAX_LEN,
+    MIN_LEN,
+    PATTERN,
+    FORMAT,
+    MAX_ITEMS,
+    MINIMUM,
+    MAXIMUM,
+    FREE_FORM,
+    BOUND,
+    GROUNDED,
+    REJECT_SYNTHETIC,
+    STRIP_SYNTHETIC,
+];
+
+/// The built-in synthetic-data detectors, and the runtime constant each names.
+pub const DETECTORS: &[(&str, &str)] = &[
+    ("placeholder_email", "PLACEHOLDER_EMAIL"),
+    ("placeholder_phone", "PLACEHOLDER_PHONE"),
+    ("lorem_ipsum", "LOREM_IPSUM"),
 ];

@@ -112,6 +112,23 @@ impl<'a> FieldType<'a> {
     }
 }
 
+/// Whether `ty` is written `Vec<GroundingSource>` (any path to it): the field that holds a
+/// grounded entity's sources. Expansion asserts it is the crate's type.
+pub fn is_sources_list(ty: &Type) -> bool {
+    let Type::Path(path) = ty else {
+        return false;
+    };
+    let Some(last) = path.path.segments.last() else {
+        return false;
+    };
+    last.ident == "Vec"
+        && matches!(
+            single_type_argument(&last.arguments),
+            Some(Type::Path(inner))
+                if inner.path.segments.last().is_some_and(|s| s.ident == "GroundingSource")
+        )
+}
+
 fn single_type_argument(arguments: &PathArguments) -> Option<&Type> {
     let PathArguments::AngleBracketed(arguments) = arguments else {
         return None;

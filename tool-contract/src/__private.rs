@@ -145,6 +145,12 @@ pub const fn output_bounds<C: ToolContract>() -> &'static [BoundDecl] {
     <C::Output as ContractField>::__BOUNDS
 }
 
+/// Whether contract `C`'s output holds a source tier anywhere (so it must declare its own).
+#[must_use]
+pub const fn output_claims_tier<C: ToolContract>() -> bool {
+    <C::Output as ContractField>::__CLAIMS_TIER
+}
+
 /// Whether the default list forbids an output field named `key`.
 #[must_use]
 pub const fn is_forbidden_key(key: &str) -> bool {
@@ -234,6 +240,8 @@ pub struct ContractDecl {
     pub reconcile: Option<Reconcile>,
     /// The source label.
     pub source_label: &'static str,
+    /// The tier of the tool's sources, if declared.
+    pub source_tier: Option<crate::evidence::SourceTier>,
     /// The producer revision.
     pub producer_revision: &'static str,
     /// Declared revisions; the missing ones are digests.
@@ -276,11 +284,15 @@ pub fn write_canonical_str(out: &mut Vec<u8>, value: &str) {
 pub fn build_spec(decl: &'static ContractDecl) -> ToolSpec {
     let input_schema = schema::input_schema(decl.arguments);
     let output_schema = schema::shape_schema((decl.output)(), &Rules::NONE);
-    let effect_declaration = serde_json::json!({
+    let mut effect_declaration = serde_json::json!({
         "effect": decl.effect,
         "approval": decl.approval,
         "reconcile": decl.reconcile,
     });
+    // Only when declared, so that the revisions of contracts without one stay as they were.
+    if let Some(tier) = decl.source_tier {
+        effect_declaration["source_tier"] = serde_json::json!(tier);
+    }
     let revision = |declared: Option<&str>, of: &serde_json::Value| {
         declared.map_or_else(|| short_digest(of), str::to_owned)
     };
@@ -299,6 +311,7 @@ pub fn build_spec(decl: &'static ContractDecl) -> ToolSpec {
         approval: decl.approval,
         reconcile: decl.reconcile,
         source_label: decl.source_label,
+        source_tier: decl.source_tier,
         revisions,
         arguments: decl.arguments,
         argument_limits: decl.argument_limits,

@@ -53,6 +53,14 @@ pub enum ErrorCode {
     OutcomeUnconfirmed,
     /// The call was cancelled and the tool confirmed it never acted.
     Cancelled,
+    /// The source refused to serve the request (access denied, an anti-bot wall).
+    SourceBlocked,
+    /// The source answered in a form the tool cannot read (the page or API changed).
+    SourceUnreadable,
+    /// The source could not be reached (connection, DNS or TLS failure).
+    SourceUnreachable,
+    /// The source did not answer in time.
+    SourceTimeout,
 }
 
 /// What kind of failure a code is.
@@ -80,6 +88,8 @@ pub enum Category {
     Policy,
     /// The task ran out of what it may spend.
     Budget,
+    /// The tool's source could not be read.
+    Source,
 }
 
 impl Category {
@@ -97,6 +107,7 @@ impl Category {
             Category::Tool => "tool",
             Category::Policy => "policy",
             Category::Budget => "budget",
+            Category::Source => "source",
         }
     }
 }
@@ -194,7 +205,7 @@ const fn retrying(mut entry: CatalogEntry, default_ms: u64, max_ms: u64) -> Cata
 /// assert_eq!(entry.recovery, Recovery::QueryStatus);
 /// assert!(CATALOG.iter().all(|entry| entry.message.len() < 120));
 /// ```
-pub const CATALOG: [CatalogEntry; 18] = {
+pub const CATALOG: [CatalogEntry; 22] = {
     use Category as C;
     use ErrorCode as E;
     use Outcome::{NotStarted, Unknown};
@@ -338,13 +349,49 @@ pub const CATALOG: [CatalogEntry; 18] = {
             R::None,
             "The call was cancelled before the tool acted. Nothing happened.",
         ),
+        entry(
+            E::SourceBlocked,
+            C::Source,
+            NotStarted,
+            R::None,
+            "The source refused this request. Nothing was read; do not call it again for this request.",
+        ),
+        entry(
+            E::SourceUnreadable,
+            C::Source,
+            NotStarted,
+            R::None,
+            "The source answered in a form the tool cannot read. Nothing was read; a person must fix the tool.",
+        ),
+        retrying(
+            entry(
+                E::SourceUnreachable,
+                C::Source,
+                NotStarted,
+                R::RetryAfter,
+                "The source could not be reached. Nothing was read; call again after the wait.",
+            ),
+            1_000,
+            300_000,
+        ),
+        retrying(
+            entry(
+                E::SourceTimeout,
+                C::Source,
+                NotStarted,
+                R::RetryAfter,
+                "The source did not answer in time. Nothing was read; call again after the wait.",
+            ),
+            1_000,
+            300_000,
+        ),
     ]
 };
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 18] = {
-        let mut all = [ErrorCode::UnknownTool; 18];
+    pub const ALL: [ErrorCode; 22] = {
+        let mut all = [ErrorCode::UnknownTool; 22];
         let mut index = 0;
         while index < CATALOG.len() {
             all[index] = CATALOG[index].code;
@@ -381,6 +428,10 @@ impl ErrorCode {
             ErrorCode::OperationInProgress => "OPERATION_IN_PROGRESS",
             ErrorCode::OutcomeUnconfirmed => "OUTCOME_UNCONFIRMED",
             ErrorCode::Cancelled => "CANCELLED",
+            ErrorCode::SourceBlocked => "SOURCE_BLOCKED",
+            ErrorCode::SourceUnreadable => "SOURCE_UNREADABLE",
+            ErrorCode::SourceUnreachable => "SOURCE_UNREACHABLE",
+            ErrorCode::SourceTimeout => "SOURCE_TIMEOUT",
         }
     }
 }
@@ -392,6 +443,20 @@ impl ErrorCode {
         matches!(
             self,
             ErrorCode::OutcomeUnknown | ErrorCode::OutcomeUnconfirmed
+        )
+    }
+
+    /// Whether errors of this code say if another source may be tried
+    /// ([`ModelError::alternate_source`]): a source that was read and failed.
+    #[must_use]
+    pub const fn tells_alternate_source(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::NotFound
+                | ErrorCode::SourceBlocked
+                | ErrorCode::SourceUnreadable
+                | ErrorCode::SourceUnreachable
+                | ErrorCode::SourceTimeout
         )
     }
 }
@@ -436,6 +501,8 @@ pub struct ModelError {
     paths: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     next_tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    alternate_source: Option<bool>,
 }
 
 impl ModelError {
@@ -451,6 +518,7 @@ impl ModelError {
             retry_after_ms: entry.retry_after.map(|wait| wait.default_ms),
             paths: Vec::new(),
             next_tool: None,
+            alternate_source: code.tells_alternate_source().then_some(false),
         }
     }
 
@@ -484,6 +552,24 @@ impl ModelError {
         let mut error = Self::new(ErrorCode::PrerequisiteRequired);
         error.next_tool = Some(next_tool.into());
         error
+    }
+
+    /// The same error saying whether another source may be tried, for codes that
+    /// [tell it](ErrorCode::tells_alternate_source); other codes are returned unchanged.
+    ///
+    /// ```
+    /// use tool_contract::{ErrorCode, ModelError};
+    ///
+    /// let blocked = ModelError::new(ErrorCode::SourceBlocked).with_alternate_source(true);
+    /// assert_eq!(blocked.alternate_source(), Some(true));
+    /// assert_eq!(ModelError::new(ErrorCode::RateLimit).with_alternate_source(true).alternate_source(), None);
+    /// ```
+    #[must_use]
+    pub fn with_alternate_source(mut self, alternate_source: bool) -> Self {
+        if self.code.tells_alternate_source() {
+            self.alternate_source = Some(alternate_source);
+        }
+        self
     }
 
     /// The code.
@@ -528,6 +614,13 @@ impl ModelError {
         self.next_tool.as_deref()
     }
 
+    /// For a source that failed, whether another source may be tried for the same fact: the
+    /// hint beside the recovery. `None` for codes that do not tell it.
+    #[must_use]
+    pub fn alternate_source(&self) -> Option<bool> {
+        self.alternate_source
+    }
+
     /// Whether this error is exactly what the catalog says of its code.
     ///
     /// # Errors
@@ -569,6 +662,9 @@ impl ModelError {
         if !next_tool_fits {
             return Err(CatalogMismatch::NextTool);
         }
+        if self.alternate_source.is_some() != self.code.tells_alternate_source() {
+            return Err(CatalogMismatch::AlternateSource);
+        }
         Ok(())
     }
 }
@@ -596,4 +692,7 @@ pub enum CatalogMismatch {
     /// name.
     #[error("next_tool does not fit the recovery")]
     NextTool,
+    /// `alternate_source` on a code that does not tell it, or missing where it does.
+    #[error("alternate_source does not fit the code")]
+    AlternateSource,
 }

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::evidence::{SourceTier, Stripped};
 use crate::spec::{Effect, Limits, Rules, ToolSpec};
 use crate::validate::field::ContractField;
 use crate::validate::forbidden::ForbiddenKeys;
@@ -47,6 +48,7 @@ pub trait ToolContract: Sized + 'static {
             &NoBoundInputs,
             Self::__read_arguments,
         )
+        .map(|(arguments, _stripped)| arguments)
     }
 
     /// Reads a handler's untrusted output for this very call: exactly the output contract,
@@ -61,14 +63,52 @@ pub trait ToolContract: Sized + 'static {
         bytes: &[u8],
         forbidden: &ForbiddenKeys,
     ) -> Result<Self::Output, Violations> {
+        self.validate_output_audited(bytes, forbidden)
+            .map(|validated| validated.output)
+    }
+
+    /// [`validate_output_with`](Self::validate_output_with), also telling which values the
+    /// output's `strip_synthetic` detectors removed: what the audit must record.
+    ///
+    /// ```
+    /// use tool_contract::{ToolContract, ToolOutput};
+    ///
+    /// /// Look up a person's contact address.
+    /// #[derive(serde::Deserialize, ToolContract)]
+    /// #[tool_contract(output = Contact, effect = read_only, source_label = "people",
+    ///                 producer_revision = "people-1")]
+    /// struct FindContact { #[tool_contract(max_len = 80)] name: String }
+    ///
+    /// #[derive(serde::Serialize, ToolOutput)]
+    /// struct Contact {
+    ///     #[tool_output(strip_synthetic(placeholder_email))]
+    ///     email: Option<String>,
+    /// }
+    ///
+    /// let call = FindContact { name: "Ada".into() };
+    /// let validated = call.validate_output_audited(
+    ///     br#"{"email":"ada@institution.edu"}"#,
+    ///     &tool_contract::ForbiddenKeys::DEFAULT,
+    /// )?;
+    /// assert_eq!(validated.output.email, None);
+    /// assert_eq!(validated.stripped[0].path, "/email");
+    /// assert_eq!(validated.stripped[0].detector, "placeholder_email");
+    /// # Ok::<(), tool_contract::Violations>(())
+    /// ```
+    fn validate_output_audited(
+        &self,
+        bytes: &[u8],
+        forbidden: &ForbiddenKeys,
+    ) -> Result<Validated<Self::Output>, Violations> {
         let bounds = InputOf(self);
-        reader::read_document(
+        let (output, stripped) = reader::read_document(
             bytes,
             <Self::Output as ToolOutput>::LIMITS,
             forbidden,
             &bounds,
             |reader| <Self::Output as ContractField>::__read(reader, &Rules::NONE),
-        )
+        )?;
+        Ok(Validated { output, stripped })
     }
 
     /// [`validate_output`](Self::validate_output) for a value already parsed.
@@ -84,6 +124,10 @@ pub trait ToolContract: Sized + 'static {
 
     #[doc(hidden)]
     const __ARGUMENT_LIMITS: Limits;
+
+    /// The tier the contract declares for its sources (`source_tier = ...`).
+    #[doc(hidden)]
+    const __SOURCE_TIER: Option<SourceTier> = None;
 
     #[doc(hidden)]
     const __INPUT_FIELDS: &'static [crate::__private::InputFieldDecl];
@@ -102,6 +146,21 @@ impl<C: ToolContract> BoundInputs for InputOf<'_, C> {
     fn bound_value(&self, field: &str) -> Option<BoundValue<'_>> {
         self.0.__bound_value(field)
     }
+
+    // A contract that declares no tier lets its sources claim only the lowest.
+    fn tier_ceiling(&self) -> Option<SourceTier> {
+        Some(C::__SOURCE_TIER.unwrap_or(SourceTier::Community))
+    }
+}
+
+/// A validated output, with the values its `strip_synthetic` detectors removed.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Validated<T> {
+    /// The output, as the contract allows it.
+    pub output: T,
+    /// Each value removed, at its path in the handler's output.
+    pub stripped: Vec<Stripped>,
 }
 
 /// A type a tool may return: a struct of exactly its fields, or a unit-only enum.

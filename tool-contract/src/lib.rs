@@ -84,6 +84,9 @@
 //! ledger record. A write whose outcome is lost is `unknown` and is reconciled, never rerun.
 #![doc = include_str!("../ATTRIBUTES.md")]
 
+// The derives name `::tool_contract::…`; this lets the crate derive its own output types.
+extern crate self as tool_contract;
+
 mod audit;
 mod binding;
 mod call;
@@ -91,6 +94,7 @@ pub mod canonical;
 mod catalog;
 mod contract;
 pub mod dispatch;
+pub mod evidence;
 mod project;
 pub mod providers;
 mod registry;
@@ -113,7 +117,7 @@ pub use call::{CallContext, Principal};
 pub use catalog::{
     CATALOG, CatalogEntry, CatalogMismatch, Category, ErrorCode, ModelError, Recovery, RetryAfter,
 };
-pub use contract::{ToolContract, ToolOutput};
+pub use contract::{ToolContract, ToolOutput, Validated};
 pub use project::{
     Binder, CallResult, FailureKind, RawOutput, RawProvenance, RawResult, ToolFailure,
 };

@@ -17,7 +17,7 @@ use crate::registry::Registry;
 use crate::result::{
     CONTROL_PRODUCER_REVISION, CONTROL_SOURCE_LABEL, Delivery, ModelResult, Provenance, Trust,
 };
-use crate::spec::ToolSpec;
+use crate::spec::{Effect, ToolSpec};
 use crate::validate::format;
 
 /// What a handler returns on success: its output, untrusted, with its provenance.
@@ -100,12 +100,34 @@ impl RawProvenance {
 }
 
 /// What a handler reports when it could not produce output.
+///
+/// A handler that cannot read its source says so with the [`FailureKind`] that fits, and
+/// never makes up data in its place: an agent acts on what its tools report, and a fallback
+/// or mock value dressed as a result would poison every later step. That is why nothing in
+/// this crate turns a failure into a result. A source that was read and holds nothing is not
+/// a failure: return the empty result, with its evidence (see [`GroundingSource`]).
+///
+/// ```
+/// use tool_contract::{FailureKind, ToolFailure};
+///
+/// // The directory answered 403 behind an anti-bot wall; the registry may still have it.
+/// let failure = ToolFailure::new(FailureKind::Blocked, "GET /staff: 403, challenge page")
+///     .with_alternate_source(true);
+/// assert!(failure.alternate_source);
+/// ```
+///
+/// [`GroundingSource`]: crate::evidence::GroundingSource
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolFailure {
     /// What went wrong, as far as the model may know.
     pub kind: FailureKind,
     /// Internal text for operators; kept in the audit, never shown to the model.
     pub detail: String,
+    /// Whether another source may be tried for what this call was after. The model reads it
+    /// beside the recovery, for the kinds whose code tells it
+    /// ([`ErrorCode::tells_alternate_source`]); an `Unauthorized` failure always reads `false`,
+    /// exactly as a refusal of the authorizer does.
+    pub alternate_source: bool,
     /// What the handler knows of the downstream system (audit only).
     pub downstream: Downstream,
 }
@@ -117,8 +139,16 @@ impl ToolFailure {
         ToolFailure {
             kind,
             detail: detail.into(),
+            alternate_source: false,
             downstream: Downstream::default(),
         }
+    }
+
+    /// The same failure, saying whether another source may be tried.
+    #[must_use]
+    pub fn with_alternate_source(mut self, alternate_source: bool) -> Self {
+        self.alternate_source = alternate_source;
+        self
     }
 
     /// The same failure with what the handler knows of the downstream system.
@@ -130,10 +160,15 @@ impl ToolFailure {
 }
 
 /// The kinds of handler failure, each with one catalog code.
+///
+/// For a write, a failure that may have come after the request reached the service
+/// (`Network`, `Timeout`, `ParseFailed`, `OutcomeUnknown`) reads `OUTCOME_UNKNOWN`: the write
+/// may have happened, and only reconciliation can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FailureKind {
-    /// The resource does not exist (`NOT_FOUND`).
+    /// The resource does not exist: the source was asked and answered "no such thing"
+    /// (HTTP 404) (`NOT_FOUND`).
     NotFound,
     /// The principal may not see it (`NOT_FOUND` too, word for word).
     Unauthorized,
@@ -151,14 +186,44 @@ pub enum FailureKind {
     NotSent,
     /// The call was cancelled and the handler confirms it never acted (`CANCELLED`).
     Cancelled,
+    /// The source refused to serve the request: HTTP 401/403, an anti-bot challenge, a
+    /// captcha (`SOURCE_BLOCKED`).
+    Blocked,
+    /// The source answered, but not in the form the handler reads: the page or the API
+    /// changed (`SOURCE_UNREADABLE`).
+    ParseFailed,
+    /// The source could not be reached: connection refused or reset, DNS, TLS
+    /// (`SOURCE_UNREACHABLE`).
+    Network,
+    /// The source did not answer within the handler's own time limit (`SOURCE_TIMEOUT`).
+    Timeout,
 }
 
 impl FailureKind {
-    fn model_error(self) -> ModelError {
+    /// Whether a write that failed so may still have taken effect.
+    pub(crate) fn may_have_acted(self) -> bool {
+        matches!(
+            self,
+            FailureKind::OutcomeUnknown
+                | FailureKind::Network
+                | FailureKind::Timeout
+                | FailureKind::ParseFailed
+        )
+    }
+
+    /// The catalog error the model reads for this kind, on a tool of `effect`.
+    fn model_error(self, effect: Effect, alternate_source: bool) -> ModelError {
+        if effect.is_write() && self.may_have_acted() {
+            return ModelError::new(ErrorCode::OutcomeUnknown);
+        }
+        let source_failure = |code| ModelError::new(code).with_alternate_source(alternate_source);
         match self {
-            FailureKind::NotFound | FailureKind::Unauthorized => {
-                ModelError::new(ErrorCode::NotFound)
-            }
+            FailureKind::NotFound => source_failure(ErrorCode::NotFound),
+            FailureKind::Unauthorized => ModelError::new(ErrorCode::NotFound),
+            FailureKind::Blocked => source_failure(ErrorCode::SourceBlocked),
+            FailureKind::ParseFailed => source_failure(ErrorCode::SourceUnreadable),
+            FailureKind::Network => source_failure(ErrorCode::SourceUnreachable),
+            FailureKind::Timeout => source_failure(ErrorCode::SourceTimeout),
             FailureKind::RateLimited {
                 retry_after_ms: Some(ms),
             } => ModelError::retry_after(ErrorCode::RateLimit, ms),
@@ -181,6 +246,10 @@ impl FailureKind {
             FailureKind::Failed => "failed",
             FailureKind::NotSent => "not_sent",
             FailureKind::Cancelled => "cancelled",
+            FailureKind::Blocked => "blocked",
+            FailureKind::ParseFailed => "parse_failed",
+            FailureKind::Network => "network",
+            FailureKind::Timeout => "timeout",
         }
     }
 }
@@ -299,7 +368,7 @@ impl<'r> Binder<'r> {
             Err(withheld) => return self.withheld(principal, context, *withheld, raw.downstream),
         };
         match self.checked_output(spec, input, &raw) {
-            Ok((data, provenance)) => {
+            Ok((data, provenance, stripped)) => {
                 let model =
                     ModelResult::succeeded(data, Delivery::Fresh, raw.truncated, provenance);
                 self.seal(
@@ -308,7 +377,7 @@ impl<'r> Binder<'r> {
                     Some(spec),
                     model,
                     raw.downstream,
-                    Vec::new(),
+                    stripped,
                     None,
                 )
             }
@@ -335,7 +404,10 @@ impl<'r> Binder<'r> {
             observed_at: self.now(),
             trust: Trust::UntrustedData,
         };
-        let model = ModelResult::failed(failure.kind.model_error(), Delivery::Fresh, provenance);
+        let error = failure
+            .kind
+            .model_error(spec.effect(), failure.alternate_source);
+        let model = ModelResult::failed(error, Delivery::Fresh, provenance);
         let redactions = vec![Redaction {
             path: String::new(),
             reason: failure.kind.audit_reason().to_owned(),
@@ -403,7 +475,7 @@ impl<'r> Binder<'r> {
         spec: &ToolSpec,
         input: &C,
         raw: &RawResult,
-    ) -> Result<(String, Provenance), Box<Withheld>> {
+    ) -> Result<(String, Provenance, Vec<Redaction>), Box<Withheld>> {
         let mut redactions = Vec::new();
         let claimed = &raw.provenance;
         if claimed.producer_revision != spec.producer_revision() {
@@ -421,14 +493,25 @@ impl<'r> Binder<'r> {
         }
         let forbidden = self.registry.forbidden_keys();
         let validated = match &raw.output {
-            RawOutput::Bytes(bytes) => input.validate_output_with(bytes, forbidden),
+            RawOutput::Bytes(bytes) => input.validate_output_audited(bytes, forbidden),
             RawOutput::Value(value) => {
                 let bytes = serde_json::to_vec(value).unwrap_or_default();
-                input.validate_output_with(&bytes, forbidden)
+                input.validate_output_audited(&bytes, forbidden)
             }
         };
+        let mut stripped = Vec::new();
         let output = match validated {
-            Ok(output) => Some(output),
+            Ok(validated) => {
+                stripped = validated
+                    .stripped
+                    .iter()
+                    .map(|value| Redaction {
+                        path: value.path.clone(),
+                        reason: format!("synthetic_stripped:{}", value.detector),
+                    })
+                    .collect();
+                Some(validated.output)
+            }
             Err(violations) => {
                 for violation in &violations {
                     redactions.push(redaction(violation.path(), violation.kind().code()));
@@ -448,6 +531,7 @@ impl<'r> Binder<'r> {
                     observed_at: claimed.observed_at.clone(),
                     trust: Trust::UntrustedData,
                 },
+                stripped,
             )),
             _ => {
                 redactions.push(redaction("", "withheld_output"));

@@ -6,7 +6,9 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::evidence::GroundingSource;
 use crate::spec::{Format, ObjectShape, Rules, Shape};
+use crate::validate::field::ContractField;
 
 /// The schema of a contract's arguments.
 pub(crate) fn input_schema(arguments: &ObjectShape) -> Value {
@@ -54,6 +56,9 @@ pub(crate) fn shape_schema(shape: Shape, rules: &Rules) -> Value {
             let mut schema = Map::new();
             schema.insert("type".into(), json!("array"));
             schema.insert("items".into(), shape_schema(item(), rules));
+            if rules.grounded() && is_grounding_source(item()) {
+                schema.insert("minItems".into(), json!(1));
+            }
             if let Some(max) = rules.max_items() {
                 schema.insert("maxItems".into(), json!(max));
             }
@@ -70,6 +75,14 @@ pub(crate) fn shape_schema(shape: Shape, rules: &Rules) -> Value {
             Value::Object(schema)
         }
     }
+}
+
+/// Whether `shape` is `GroundingSource`'s: a grounded list of them holds at least one.
+fn is_grounding_source(shape: Shape) -> bool {
+    let Shape::Object(sources) = <GroundingSource as ContractField>::__shape() else {
+        return false;
+    };
+    matches!(shape, Shape::Object(object) if std::ptr::eq(object, sources))
 }
 
 fn object_schema(object: &ObjectShape, with_description: bool) -> Value {

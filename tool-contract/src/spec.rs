@@ -4,6 +4,8 @@ use std::fmt;
 use std::sync::OnceLock;
 
 use regex::Regex;
+
+use crate::evidence::{SourceTier, SyntheticRule};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -164,6 +166,8 @@ pub struct Rules {
     minimum: Option<f64>,
     maximum: Option<f64>,
     free_form: Option<FreeFormLimits>,
+    grounded: bool,
+    synthetic: Option<&'static SyntheticRule>,
 }
 
 impl Rules {
@@ -177,6 +181,8 @@ impl Rules {
         minimum: None,
         maximum: None,
         free_form: None,
+        grounded: false,
+        synthetic: None,
     };
 
     /// With a least string length.
@@ -281,6 +287,32 @@ impl Rules {
     #[must_use]
     pub const fn free_form(&self) -> Option<FreeFormLimits> {
         self.free_form
+    }
+
+    /// Marked `grounded`: the value (each item, for a list) must carry one or more sources.
+    #[must_use]
+    pub const fn with_grounded(mut self) -> Self {
+        self.grounded = true;
+        self
+    }
+
+    /// With synthetic-data detectors on the string values.
+    #[must_use]
+    pub const fn with_synthetic(mut self, rule: &'static SyntheticRule) -> Self {
+        self.synthetic = Some(rule);
+        self
+    }
+
+    /// Whether the value must carry sources.
+    #[must_use]
+    pub const fn grounded(&self) -> bool {
+        self.grounded
+    }
+
+    /// The synthetic-data detectors, if any.
+    #[must_use]
+    pub const fn synthetic(&self) -> Option<&'static SyntheticRule> {
+        self.synthetic
     }
 }
 
@@ -516,6 +548,7 @@ pub struct ToolSpec {
     pub(crate) approval: Option<Approval>,
     pub(crate) reconcile: Option<Reconcile>,
     pub(crate) source_label: &'static str,
+    pub(crate) source_tier: Option<SourceTier>,
     pub(crate) revisions: Revisions,
     pub(crate) arguments: &'static ObjectShape,
     pub(crate) argument_limits: Limits,
@@ -560,6 +593,13 @@ impl ToolSpec {
     #[must_use]
     pub fn source_label(&self) -> &'static str {
         self.source_label
+    }
+
+    /// The tier its sources are trusted at (`source_tier = ...`), if the contract declares
+    /// one; a source in its output may claim no higher.
+    #[must_use]
+    pub fn source_tier(&self) -> Option<SourceTier> {
+        self.source_tier
     }
 
     /// The producer revision declared by the contract.

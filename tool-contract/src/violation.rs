@@ -179,6 +179,23 @@ pub enum ViolationKind {
         /// The input field the value must equal.
         input_field: &'static str,
     },
+    /// A `grounded` entity whose list of sources is empty.
+    #[error("a grounded entity carries no source")]
+    MissingSources,
+    /// A source claims a higher tier than the contract declares for its tool: a payload
+    /// cannot raise its own tier.
+    #[error("the source tier is above the contract's `{declared}`")]
+    TierAboveContract {
+        /// The tier the contract declares.
+        declared: crate::evidence::SourceTier,
+    },
+    /// A value a synthetic-data detector flags (a placeholder e-mail, a fictional phone
+    /// number), on a field declared `reject_synthetic`.
+    #[error("synthetic value ({detector})")]
+    SyntheticValue {
+        /// The detector that flagged it.
+        detector: &'static str,
+    },
 }
 
 impl ViolationKind {
@@ -205,6 +222,9 @@ impl ViolationKind {
             ViolationKind::BelowMinimum { .. } => "below_minimum",
             ViolationKind::AboveMaximum { .. } => "above_maximum",
             ViolationKind::BoundMismatch { .. } => "bound_mismatch",
+            ViolationKind::MissingSources => "missing_sources",
+            ViolationKind::TierAboveContract { .. } => "tier_above_contract",
+            ViolationKind::SyntheticValue { .. } => "synthetic_value",
         }
     }
 }

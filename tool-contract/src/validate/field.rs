@@ -36,6 +36,16 @@ pub trait ContractField: Sized {
     /// that each names an input field of a compatible type.
     #[doc(hidden)]
     const __BOUNDS: &'static [crate::__private::BoundDecl] = &[];
+
+    /// Whether the type is a struct with a `Vec<GroundingSource>` field, which `grounded`
+    /// requires to be non-empty (through `Option` and `Vec`, of the type inside).
+    #[doc(hidden)]
+    const __HOLDS_SOURCES: bool = false;
+
+    /// Whether a `SourceTier` (as in every `GroundingSource`) appears anywhere inside, so
+    /// that the contract must declare the `source_tier` it is checked against.
+    #[doc(hidden)]
+    const __CLAIMS_TIER: bool = false;
 }
 
 impl ContractField for String {
@@ -43,7 +53,7 @@ impl ContractField for String {
         let Some(value) = reader.read_string()? else {
             return Ok(None);
         };
-        let ok = reader.check_string(&value, rules)?;
+        let ok = reader.check_string(&value, rules)? && reader.check_synthetic(&value, rules)?;
         Ok(ok.then(|| value.into_owned()))
     }
 
@@ -188,7 +198,11 @@ impl<T: ContractField> ContractField for Option<T> {
         if reader.take_null()? {
             return Ok(Some(None));
         }
-        Ok(T::__read(reader, rules)?.map(Some))
+        let value = T::__read(reader, rules)?;
+        if reader.take_stripped() {
+            return Ok(Some(None));
+        }
+        Ok(value.map(Some))
     }
 
     fn __shape() -> Shape {
@@ -203,6 +217,8 @@ impl<T: ContractField> ContractField for Option<T> {
     }
 
     const __BOUNDS: &'static [crate::__private::BoundDecl] = T::__BOUNDS;
+    const __HOLDS_SOURCES: bool = T::__HOLDS_SOURCES;
+    const __CLAIMS_TIER: bool = T::__CLAIMS_TIER;
 }
 
 impl<T: ContractField> ContractField for Vec<T> {
@@ -217,6 +233,7 @@ impl<T: ContractField> ContractField for Vec<T> {
         while reader.next_item(&mut array)? {
             let mark = reader.enter_index(count);
             match T::__read(reader, rules)? {
+                _ if reader.take_stripped() => {}
                 Some(item) if ok => items.push(item),
                 Some(_) => {}
                 None => ok = false,
@@ -244,6 +261,8 @@ impl<T: ContractField> ContractField for Vec<T> {
     }
 
     const __BOUNDS: &'static [crate::__private::BoundDecl] = T::__BOUNDS;
+    const __HOLDS_SOURCES: bool = T::__HOLDS_SOURCES;
+    const __CLAIMS_TIER: bool = T::__CLAIMS_TIER;
 }
 
 /// An input field type that output fields may be `bound` to: `String`, `bool`, integers.

@@ -12,6 +12,7 @@ use serde_json::{Map, Number, Value};
 
 use super::forbidden::ForbiddenKeys;
 use super::number::{self, IntegerError};
+use crate::evidence::{SourceTier, Stripped, SyntheticAction};
 use crate::spec::{FreeFormLimits, Limits, Rules};
 use crate::violation::{JsonType, MAX_VIOLATIONS, Violation, ViolationKind, Violations};
 
@@ -87,6 +88,12 @@ pub enum BoundValue<'a> {
 pub trait BoundInputs {
     /// The value of the input field named `field` (its Rust name), if it can be bound.
     fn bound_value(&self, field: &str) -> Option<BoundValue<'_>>;
+
+    /// The highest tier a source in the output may claim: the contract's. `None` checks no
+    /// tier (arguments, which are not evidence).
+    fn tier_ceiling(&self) -> Option<SourceTier> {
+        None
+    }
 }
 
 /// No input: what arguments are validated against.
@@ -110,16 +117,22 @@ pub struct Reader<'a> {
     truncated: bool,
     forbidden: &'a ForbiddenKeys,
     bounds: &'a dyn BoundInputs,
+    tier_ceiling: Option<SourceTier>,
+    /// Values removed by `strip_synthetic` detectors, for the audit.
+    stripped: Vec<Stripped>,
+    /// The string just read was flagged for stripping; the nearest `Option` or `Vec` drops it.
+    strip_pending: bool,
 }
 
-/// Validates a whole document with `read`, the generated reader of its top-level type.
+/// Validates a whole document with `read`, the generated reader of its top-level type; with
+/// the value, the values synthetic-data detectors stripped from it.
 pub(crate) fn read_document<T>(
     bytes: &[u8],
     limits: Limits,
     forbidden: &ForbiddenKeys,
     bounds: &dyn BoundInputs,
     read: impl FnOnce(&mut Reader<'_>) -> Result<Option<T>, Stop>,
-) -> Result<T, Violations> {
+) -> Result<(T, Vec<Stripped>), Violations> {
     if bytes.len() > limits.max_bytes {
         let kind = ViolationKind::TooLarge {
             max: limits.max_bytes,
@@ -147,6 +160,9 @@ pub(crate) fn read_document<T>(
         truncated: false,
         forbidden,
         bounds,
+        tier_ceiling: bounds.tier_ceiling(),
+        stripped: Vec::new(),
+        strip_pending: false,
     };
     let value = read(&mut reader).and_then(|value| {
         if reader.peek().is_some() {
@@ -156,7 +172,7 @@ pub(crate) fn read_document<T>(
         }
     });
     match value {
-        Ok(Some(value)) if reader.violations.is_empty() => Ok(value),
+        Ok(Some(value)) if reader.violations.is_empty() => Ok((value, reader.stripped)),
         _ => Err(Violations::new(reader.violations, reader.truncated)),
     }
 }
@@ -294,6 +310,53 @@ impl<'a> Reader<'a> {
         } else {
             self.report(ViolationKind::BoundMismatch { input_field })
         }
+    }
+
+    /// Checks a source's tier against the contract's ceiling.
+    pub fn check_source_tier(&mut self, tier: SourceTier) -> Result<bool, Stop> {
+        match self.tier_ceiling {
+            Some(declared) if tier > declared => self
+                .report(ViolationKind::TierAboveContract { declared })
+                .map(|()| false),
+            _ => Ok(true),
+        }
+    }
+
+    /// Runs the field's synthetic-data detectors on a string: a flagged value is reported
+    /// (`Reject`, returns `false`) or marked for the nearest `Option` or `Vec` to drop
+    /// (`Strip`, recorded for the audit).
+    #[inline]
+    pub fn check_synthetic(&mut self, value: &str, rules: &Rules) -> Result<bool, Stop> {
+        let Some(rule) = rules.synthetic() else {
+            return Ok(true);
+        };
+        let Some(detector) = rule.detect(value) else {
+            return Ok(true);
+        };
+        match rule.action() {
+            SyntheticAction::Reject => self
+                .report(ViolationKind::SyntheticValue { detector })
+                .map(|()| false),
+            SyntheticAction::Strip => {
+                self.stripped.push(Stripped {
+                    path: self.pointer(),
+                    detector,
+                });
+                self.strip_pending = true;
+                Ok(true)
+            }
+        }
+    }
+
+    /// Whether the value just read was stripped: the caller drops it. Clears the mark.
+    #[inline]
+    pub fn take_stripped(&mut self) -> bool {
+        std::mem::take(&mut self.strip_pending)
+    }
+
+    /// Reports a `grounded` entity whose sources are empty.
+    pub fn missing_sources(&mut self) -> Result<(), Stop> {
+        self.report(ViolationKind::MissingSources)
     }
 
     // ---- tokens ----

@@ -123,6 +123,12 @@ impl Dispatcher {
                         retry_after_ms.map(Duration::from_millis),
                     ),
                     FailureKind::OutcomeUnknown => Answer::Transient(Transient::MayHaveActed, None),
+                    // A write whose source failed after the request may have gone out may
+                    // have acted: it is reconciled, never reported as nothing having happened.
+                    kind if valid.spec.effect().is_write() && kind.may_have_acted() => {
+                        Answer::Transient(Transient::MayHaveActed, None)
+                    }
+                    // Fail fast: a read whose source failed says so at once, with its kind.
                     _ => Answer::Done(AttemptOutcome::Failure(failure)),
                 }
             }
