@@ -1,6 +1,7 @@
 //! Contracts shared by the conformance tests: an order desk small enough to read at a glance.
 
 pub mod kb;
+pub mod schools;
 pub mod tracker;
 
 use serde_json::{Value, json};

@@ -500,38 +500,54 @@ impl FieldAttrs {
 /// `reject_synthetic(placeholder_email, with = crate::looks_made_up)`.
 fn parse_synthetic(cx: &Ctxt, meta: &ParseNestedMeta, strip: bool) -> syn::Result<Synthetic> {
     let builtin: Vec<&str> = DETECTORS.iter().map(|(name, _)| *name).collect();
+    let key = if strip {
+        STRIP_SYNTHETIC
+    } else {
+        REJECT_SYNTHETIC
+    };
+    let needs_one = || {
+        format!(
+            "`{key}` needs at least one detector: `{key}({})`",
+            builtin[0]
+        )
+    };
+    // `strip_synthetic()`: syn would say "expected nested attribute"; say what is missing.
+    if meta.input.peek(syn::token::Paren) {
+        let fork = meta.input.fork();
+        let content;
+        syn::parenthesized!(content in fork);
+        if content.is_empty() {
+            let _empty;
+            syn::parenthesized!(_empty in meta.input);
+            return Err(meta.error(needs_one()));
+        }
+    }
     let mut detectors = Vec::new();
+    let mut unknown = false;
     meta.parse_nested_meta(|inner| {
         if inner.path.is_ident(WITH) {
             let path: syn::Path = inner.value()?.parse()?;
             detectors.push(Detector::Custom(path));
-        } else if let Some((_, constant)) = DETECTORS
-            .iter()
-            .find(|(name, _)| inner.path.is_ident(name))
+        } else if let Some((_, constant)) =
+            DETECTORS.iter().find(|(name, _)| inner.path.is_ident(name))
         {
             detectors.push(Detector::Builtin(constant));
         } else {
             let key = inner.path.to_token_stream().to_string().replace(' ', "");
             let message = format!(
-                "unknown synthetic-data detector `{key}`; expected one of {}, or                  `with = path::to::fn` for a `fn(&str) -> bool` of your own{}",
+                "unknown synthetic-data detector `{key}`; expected one of {}, or \
+                 `with = path::to::fn` for a `fn(&str) -> bool` of your own{}",
                 builtin.join(", "),
                 did_you_mean(&key, &builtin)
             );
             cx.error_spanned_by(&inner.path, message);
+            unknown = true;
             skip_value(inner.input)?;
         }
         Ok(())
     })?;
-    if detectors.is_empty() {
-        let key = if strip {
-            STRIP_SYNTHETIC
-        } else {
-            REJECT_SYNTHETIC
-        };
-        return Err(meta.error(format!(
-            "`{key}` needs at least one detector: `{key}({})`",
-            builtin[0]
-        )));
+    if detectors.is_empty() && !unknown {
+        return Err(meta.error(needs_one()));
     }
     Ok(Synthetic { strip, detectors })
 }
