@@ -82,6 +82,14 @@
 //! feature), budgets and deadline, the handler under a timeout with cancellation, retries by
 //! effect, projection, the audit sink ([`dispatch::JsonLinesAuditLog`], a hash chain), and the
 //! ledger record. A write whose outcome is lost is `unknown` and is reconciled, never rerun.
+//!
+//! ## Evidence for facts
+//!
+//! [`evidence`]: outputs declared `grounded` carry [`evidence::GroundingSource`]s, whose tier
+//! no payload can raise above its contract's `source_tier`; `reject_synthetic` and
+//! `strip_synthetic` keep placeholder values out of results; [`evidence::arbitrate`] picks one
+//! value among candidates from several sources, or hands a tie to a person. A handler that
+//! cannot read its source fails fast with its [`FailureKind`], never with made-up data.
 #![doc = include_str!("../ATTRIBUTES.md")]
 
 // The derives name `::tool_contract::…`; this lets the crate derive its own output types.

@@ -355,7 +355,9 @@ impl<'r> Binder<'r> {
     /// registry's forbidden keys) and the provenance checked against the registry: the
     /// producer revision must be the contract's, the resource revision well formed,
     /// `observed_at` RFC 3339 in UTC; the source label is the registry's. Anything wrong gives
-    /// an `OUTPUT_CONTRACT_VIOLATION` result whose audit lists what was withheld.
+    /// an `OUTPUT_CONTRACT_VIOLATION` result whose audit lists what was withheld. Values the
+    /// output's `strip_synthetic` detectors removed are listed in the audit's redactions
+    /// (`synthetic_stripped:<detector>` at their path); the rest of the output stands.
     pub fn project_output<C: ToolContract>(
         &self,
         principal: &Principal,
