@@ -2,6 +2,7 @@
 
 use proptest::prelude::*;
 use tool_contract::ToolContract;
+use tool_contract_tests::schools::{DiscoverAdvisors, staff_answer};
 use tool_contract_tests::{GetOrder, valid_output, validate_bytes};
 
 proptest! {
@@ -27,6 +28,25 @@ proptest! {
         if let Ok(view) = validate_bytes(&corrupted) {
             // Whatever is accepted must still be exactly the contract.
             prop_assert_eq!(view.order_ref, "ORDER-7");
+        }
+    }
+
+    #[test]
+    fn corrupted_grounded_documents_get_violations_not_panics(
+        cut in 0usize..400,
+        at in 0usize..400,
+        byte in prop::sample::select(b"{}[]\",:\\-0123456789eE.tfnu@ \x00\xff".to_vec()),
+    ) {
+        let schools = vec!["Lund University".to_owned(), "Uppsala University".to_owned()];
+        let text = staff_answer(&schools).to_string().into_bytes();
+        let mut corrupted = text[..cut.min(text.len())].to_vec();
+        let at = at.min(corrupted.len());
+        corrupted.insert(at, byte);
+        corrupted.extend_from_slice(&text[cut.min(text.len())..]);
+        let call = DiscoverAdvisors { schools };
+        if let Ok(validated) = call.validate_output_audited(&corrupted, &tool_contract::ForbiddenKeys::DEFAULT) {
+            // Whatever is accepted still carries its sources.
+            prop_assert!(validated.output.advisors.iter().all(|advisor| !advisor.sources.is_empty()));
         }
     }
 
