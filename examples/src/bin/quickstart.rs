@@ -4,7 +4,8 @@
 //! into a model result and its audit, verify the binding, and write the next turn's payload
 //! for each provider. Last, run a write through the dispatcher: approval bound to the exact
 //! action, a response lost after the write happened, reconciliation by a status query, and a
-//! replay from the idempotency ledger.
+//! replay from the idempotency ledger. Then evidence: grounded results, a placeholder address
+//! stripped, an empty answer with no evidence refused, and arbitration between sources.
 //!
 //! Run it with `cargo run -p tool-contract-examples --bin quickstart`.
 
@@ -16,6 +17,7 @@ use tool_contract::dispatch::{
     Dispatch, Dispatcher, HandlerContext, MemoryAuditLog, Reconciled, StatusRequest, Task,
     ToolOptions, verify_chain,
 };
+use tool_contract::evidence::{Arbitration, Fact, GroundingSource, SourceTier, arbitrate};
 use tool_contract::providers::{Answer, Turn, anthropic, gemini, interactions, openai};
 use tool_contract::{
     AuditKeys, Binder, CallContext, FailureKind, Principal, RawProvenance, RawResult, Registry,
@@ -148,6 +150,7 @@ fn main() {
 
     trusted_path();
     dispatch_path();
+    evidence_path();
 }
 
 /// The same `get_order` call as each provider API asks for it.
@@ -461,6 +464,116 @@ fn dispatch_path() {
             eprintln!("the audit chain does not verify: {error}");
             std::process::exit(1);
         }
+    }
+}
+
+/// Read an advisor's e-mail address from the school's own staff page.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = EmailFinding, effect = read_only, source_label = "staff pages",
+                producer_revision = "staff-1", source_tier = official)]
+pub struct ReadStaffPage {
+    /// The advisor's name.
+    #[tool_contract(min_len = 1, max_len = 120)]
+    pub name: String,
+}
+
+/// Search the web for an advisor's e-mail address.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = EmailFinding, effect = read_only, source_label = "web search",
+                producer_revision = "search-1", source_tier = web_search)]
+pub struct SearchWeb {
+    /// The advisor's name.
+    #[tool_contract(min_len = 1, max_len = 120)]
+    pub name: String,
+}
+
+/// An address, with the sources that give it.
+#[derive(Debug, serde::Serialize, ToolOutput)]
+#[tool_output(grounded)]
+pub struct EmailFinding {
+    /// Null when the source gives none, or only a placeholder.
+    #[tool_output(max_len = 254, strip_synthetic(placeholder_email))]
+    pub email: Option<String>,
+    #[tool_output(max_items = 5)]
+    pub sources: Vec<GroundingSource>,
+}
+
+fn evidence_path() {
+    println!("\n== evidence: grounded results, synthetic values, arbitration ==\n");
+    let name = || "Ada Byron".to_owned();
+    let staff = ReadStaffPage { name: name() };
+    let web = SearchWeb { name: name() };
+    let forbidden = tool_contract::ForbiddenKeys::DEFAULT;
+
+    let page = br#"{"email":"a.byron@fysik.lu.se","sources":[{"id":"staff","label":"Physics staff","tier":"official","url":"https://www.fysik.lu.se/staff","snippet":"Ada Byron, a.byron@fysik.lu.se","confidence":0.7}]}"#;
+    let hit = br#"{"email":"ada@institution.edu","sources":[{"id":"hit-1","label":"A forum","tier":"web_search","url":null,"snippet":"mail ada@institution.edu","confidence":0.95}]}"#;
+    let bare = br#"{"email":null,"sources":[]}"#;
+    let raised = br#"{"email":"ada@gmail.com","sources":[{"id":"hit-2","label":"A blog","tier":"official","url":null,"snippet":"ada@gmail.com","confidence":0.99}]}"#;
+
+    show(
+        "7. the staff page, with its source",
+        staff.validate_output(page),
+    );
+    match web.validate_output_audited(hit, &forbidden) {
+        Ok(validated) => println!(
+            "8. a web hit with a placeholder address\n  accepted with email {:?}; stripped: {:?}\n",
+            validated.output.email, validated.stripped
+        ),
+        Err(violations) => println!("8. unexpectedly rejected: {violations}\n"),
+    }
+    show(
+        "9. nothing found and no evidence that anything was read",
+        web.validate_output(bare),
+    );
+    show(
+        "10. a web hit claiming to be an official source",
+        web.validate_output(raised),
+    );
+
+    let source = |id: &str, tier, confidence| {
+        GroundingSource::new(
+            id,
+            format!("source {id}"),
+            tier,
+            None,
+            "the text",
+            confidence,
+        )
+    };
+    let (Ok(official), Ok(forum), Ok(other_page)) = (
+        source("staff", SourceTier::Official, 0.7),
+        source("hit-9", SourceTier::WebSearch, 0.95),
+        source("staff-old", SourceTier::Official, 0.7),
+    ) else {
+        eprintln!("the demo sources do not validate");
+        std::process::exit(1);
+    };
+    let facts = vec![
+        Fact::of::<SearchWeb>("ada@gmail.com", forum),
+        Fact::of::<ReadStaffPage>("a.byron@fysik.lu.se", official.clone()),
+    ];
+    match arbitrate(facts) {
+        Arbitration::Resolved(resolution) => println!(
+            "11. arbitration: {} from `{}` ({}), because {:?}",
+            resolution.winner.value(),
+            resolution.winner.tool(),
+            resolution.winner.tier(),
+            resolution.reason
+        ),
+        other => println!("11. arbitration: {other:?}"),
+    }
+    let tied = vec![
+        Fact::of::<ReadStaffPage>("a.byron@fysik.lu.se", official),
+        Fact::of::<ReadStaffPage>("ada.byron@lu.se", other_page),
+    ];
+    if let Arbitration::Conflict(conflict) = arbitrate(tied) {
+        let error = conflict.model_error();
+        println!(
+            "12. two official pages, equally sure, disagree: {} ({}), for a person:\n{}",
+            error.code(),
+            error.recovery().as_str(),
+            indent(&to_pretty(&conflict.tied))
+        );
     }
 }
 
