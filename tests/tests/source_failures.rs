@@ -299,3 +299,20 @@ fn each_failure_kind_has_one_code() {
     // The contract of the call above is a read: its effect is what the codes are for.
     assert!(!tool_contract_tests::schools::DiscoverAdvisors::EFFECT.is_write());
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_hint_is_in_the_bytes_the_model_reads_and_its_digest_covers() {
+    for alternate_source in [true, false] {
+        let dispatch = failed_read(FailureKind::Blocked, alternate_source).await;
+        let model = &dispatch.result.model;
+        let sent = model.to_canonical_json();
+        let expected = format!("{{\"alternate_source\":{alternate_source},\"category\":\"source\"");
+        assert!(
+            String::from_utf8_lossy(&sent).contains(&expected),
+            "{}",
+            String::from_utf8_lossy(&sent)
+        );
+        let serde_form = serde_json::to_value(model).unwrap();
+        assert_eq!(sent, tool_contract::canonical::to_vec(&serde_form).unwrap());
+    }
+}

@@ -326,9 +326,15 @@ impl ModelResult {
 }
 
 fn write_error(out: &mut Vec<u8>, error: &ModelError) {
-    // Members in RFC 8785 order: category, code, message, next_tool (only when present), paths,
-    // recovery, retry_after_ms.
-    out.extend_from_slice(b"{\"category\":\"");
+    // Members in RFC 8785 order: alternate_source (only when present), category, code, message,
+    // next_tool (only when present), paths, recovery, retry_after_ms.
+    out.push(b'{');
+    if let Some(alternate_source) = error.alternate_source() {
+        out.extend_from_slice(b"\"alternate_source\":");
+        out.extend_from_slice(bool_text(alternate_source));
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"category\":\"");
     out.extend_from_slice(error.category().as_str().as_bytes());
     out.extend_from_slice(b"\",\"code\":\"");
     out.extend_from_slice(error.code().as_str().as_bytes());
