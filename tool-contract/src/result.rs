@@ -164,7 +164,7 @@ enum Body {
 ///
 /// let text = r#"{"schema_version":"tool-model-result-v2","status":"failed","data":null,
 ///   "error":{"code":"NOT_FOUND","category":"not_found","message":"The requested resource was not found.",
-///            "recovery":"none","retry_after_ms":null,"paths":[]},
+///            "recovery":"none","retry_after_ms":null,"paths":[],"alternate_source":false},
 ///   "execution":{"outcome":"not_started","delivery":"fresh","complete":false,"truncated":false},
 ///   "provenance":{"source_label":"orders","producer_revision":"orders-v2","resource_revision":null,
 ///                 "observed_at":"2026-08-22T10:00:00Z","trust":"untrusted_data"}}"#;
