@@ -119,6 +119,31 @@ pub enum Reason {
 
 /// Candidates tied in tier and confidence that give different values, side by side for a
 /// person (`STATUS_CONFLICT`, recovery `human_review`).
+///
+/// ```
+/// use tool_contract::evidence::{arbitrate, Arbitration, Fact, GroundingSource, SourceTier};
+/// use tool_contract::{ErrorCode, Recovery};
+/// # use tool_contract::{ToolContract, ToolOutput};
+/// # /// Read a staff page.
+/// # #[derive(serde::Deserialize, ToolContract)]
+/// # #[tool_contract(output = Page, effect = read_only, source_label = "staff pages",
+/// #                 producer_revision = "p-1", source_tier = official)]
+/// # struct ReadStaffPage { #[tool_contract(max_len = 80)] name: String }
+/// # #[derive(serde::Serialize, ToolOutput)]
+/// # #[tool_output(grounded)]
+/// # struct Page { sources: Vec<GroundingSource> }
+///
+/// let page = |id: &str| GroundingSource::new(id, "Staff page", SourceTier::Official, None, "Room", 0.8);
+/// let facts = vec![
+///     Fact::of::<ReadStaffPage>("Room 101", page("2025")?),
+///     Fact::of::<ReadStaffPage>("Room 202", page("2026")?),
+/// ];
+/// let Arbitration::Conflict(conflict) = arbitrate(facts) else { panic!() };
+/// assert_eq!(conflict.tied.len(), 2);
+/// assert_eq!(conflict.model_error().code(), ErrorCode::StatusConflict);
+/// assert_eq!(conflict.model_error().recovery(), Recovery::HumanReview);
+/// # Ok::<(), tool_contract::Violations>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Conflict<T> {
     /// The tied candidates, in a fixed order (by value, then source).
