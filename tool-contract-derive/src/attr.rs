@@ -70,11 +70,11 @@ pub enum Effect {
 }
 
 impl Effect {
-    const NAMES: &[&str] = &[
-        "pure",
-        "read_only",
-        "idempotent_write",
-        "non_idempotent_write",
+    const CHOICES: &[(&str, Effect)] = &[
+        ("pure", Effect::Pure),
+        ("read_only", Effect::ReadOnly),
+        ("idempotent_write", Effect::IdempotentWrite),
+        ("non_idempotent_write", Effect::NonIdempotentWrite),
     ];
 
     pub fn is_write(self) -> bool {
@@ -110,7 +110,11 @@ pub enum Format {
 }
 
 impl Format {
-    const NAMES: &[&str] = &["rfc3339", "rfc3339_utc", "https_url"];
+    const CHOICES: &[(&str, Format)] = &[
+        ("rfc3339", Format::Rfc3339),
+        ("rfc3339_utc", Format::Rfc3339Utc),
+        ("https_url", Format::HttpsUrl),
+    ];
 
     pub fn variant(self) -> &'static str {
         match self {
@@ -130,11 +134,11 @@ pub enum SourceTier {
 }
 
 impl SourceTier {
-    const NAMES: &[&str] = &[
-        "official",
-        "authoritative_database",
-        "web_search",
-        "community",
+    const CHOICES: &[(&str, SourceTier)] = &[
+        ("official", SourceTier::Official),
+        ("authoritative_database", SourceTier::AuthoritativeDatabase),
+        ("web_search", SourceTier::WebSearch),
+        ("community", SourceTier::Community),
     ];
 
     pub fn variant(self) -> &'static str {
@@ -226,7 +230,7 @@ impl ContractAttrs {
                     output.set(&path, ty);
                 } else if path.is_ident(EFFECT) {
                     let ident: Ident = meta.value()?.parse()?;
-                    if let Some(value) = parse_effect(cx, &ident) {
+                    if let Some(value) = parse_choice(cx, &ident, "effect", Effect::CHOICES) {
                         effect.set(&ident, value);
                     }
                 } else if path.is_ident(APPROVAL) {
@@ -241,7 +245,8 @@ impl ContractAttrs {
                     }
                 } else if path.is_ident(SOURCE_TIER) {
                     let ident: Ident = meta.value()?.parse()?;
-                    if let Some(tier) = parse_source_tier(cx, &ident) {
+                    if let Some(tier) = parse_choice(cx, &ident, "source tier", SourceTier::CHOICES)
+                    {
                         source_tier.set(&ident, tier);
                     }
                 } else if path.is_ident(RECONCILE) {
@@ -308,40 +313,21 @@ impl ContractAttrs {
     }
 }
 
-fn parse_effect(cx: &Ctxt, ident: &Ident) -> Option<Effect> {
-    Some(match ident.to_string().as_str() {
-        "pure" => Effect::Pure,
-        "read_only" => Effect::ReadOnly,
-        "idempotent_write" => Effect::IdempotentWrite,
-        "non_idempotent_write" => Effect::NonIdempotentWrite,
-        other => {
-            let message = format!(
-                "unknown effect `{other}`; expected one of {}{}",
-                Effect::NAMES.join(", "),
-                did_you_mean(other, Effect::NAMES)
-            );
-            cx.error_spanned_by(ident, message);
-            return None;
-        }
-    })
-}
-
-fn parse_source_tier(cx: &Ctxt, ident: &Ident) -> Option<SourceTier> {
-    Some(match ident.to_string().as_str() {
-        "official" => SourceTier::Official,
-        "authoritative_database" => SourceTier::AuthoritativeDatabase,
-        "web_search" => SourceTier::WebSearch,
-        "community" => SourceTier::Community,
-        other => {
-            let message = format!(
-                "unknown source tier `{other}`; expected one of {}{}",
-                SourceTier::NAMES.join(", "),
-                did_you_mean(other, SourceTier::NAMES)
-            );
-            cx.error_spanned_by(ident, message);
-            return None;
-        }
-    })
+/// The value `ident` names among `choices`; otherwise an error listing them (`what` says
+/// what they are), with the closest as a suggestion.
+fn parse_choice<T: Copy>(cx: &Ctxt, ident: &Ident, what: &str, choices: &[(&str, T)]) -> Option<T> {
+    let name = ident.to_string();
+    if let Some((_, value)) = choices.iter().find(|(known, _)| *known == name) {
+        return Some(*value);
+    }
+    let names: Vec<&str> = choices.iter().map(|(known, _)| *known).collect();
+    let message = format!(
+        "unknown {what} `{name}`; expected one of {}{}",
+        names.join(", "),
+        did_you_mean(&name, &names)
+    );
+    cx.error_spanned_by(ident, message);
+    None
 }
 
 /// `#[tool_output(...)]` on an output type.
@@ -438,20 +424,7 @@ impl FieldAttrs {
                     pattern.set(&path, lit);
                 } else if path.is_ident(FORMAT) {
                     let ident: Ident = meta.value()?.parse()?;
-                    let value = match ident.to_string().as_str() {
-                        "rfc3339" => Some(Format::Rfc3339),
-                        "rfc3339_utc" => Some(Format::Rfc3339Utc),
-                        "https_url" => Some(Format::HttpsUrl),
-                        other => {
-                            let message = format!(
-                                "unknown format `{other}`; expected one of {}{}",
-                                Format::NAMES.join(", "),
-                                did_you_mean(other, Format::NAMES)
-                            );
-                            cx.error_spanned_by(&ident, message);
-                            None
-                        }
-                    };
+                    let value = parse_choice(cx, &ident, "format", Format::CHOICES);
                     if let Some(value) = value {
                         format.set(&path, value);
                     }
