@@ -320,3 +320,26 @@ pub async fn run(dispatcher: &Dispatcher, call: &CallContext) -> Dispatch {
         .dispatch(&alice(), call, &Task::unlimited())
         .await
 }
+
+/// Checks that `dispatch`'s result verifies for alice's `call`.
+///
+/// # Panics
+/// If it does not.
+pub fn verified(dispatcher: &Dispatcher, call: &CallContext, dispatch: &Dispatch) {
+    dispatcher
+        .binder()
+        .verify(&alice(), call, &dispatch.result)
+        .expect("the result verifies");
+}
+
+/// The audit's redactions of `dispatch`, as `(path, reason)`.
+#[must_use]
+pub fn redactions(dispatch: &Dispatch) -> Vec<(String, String)> {
+    dispatch
+        .result
+        .audit
+        .redactions
+        .iter()
+        .map(|redaction| (redaction.path.clone(), redaction.reason.clone()))
+        .collect()
+}

@@ -7,9 +7,8 @@ use tool_contract::{ErrorCode, Status, ToolContract, Violations};
 use tool_contract_tests::found;
 use tool_contract_tests::schools::{
     AdvisorList, DiscoverAdvisors, EmailHits, ListCandidateSchools, Schools, SearchEmail, Web,
-    call, dispatcher, register_answer, run, source, staff_answer,
+    call, dispatcher, redactions, register_answer, run, source, staff_answer, verified,
 };
-use tool_contract_tests::tracker::alice;
 
 fn register() -> ListCandidateSchools {
     ListCandidateSchools {
@@ -271,21 +270,14 @@ async fn a_stripped_value_is_recorded_in_the_audit_and_absent_for_the_model() {
     assert_eq!(dispatch.result.model.status(), Status::Succeeded);
     let model_json = String::from_utf8(dispatch.result.model.to_canonical_json()).unwrap();
     assert!(!model_json.contains("institution.edu"), "{model_json}");
-    let redactions: Vec<(&str, &str)> = dispatch
-        .result
-        .audit
-        .redactions
-        .iter()
-        .map(|r| (r.path.as_str(), r.reason.as_str()))
-        .collect();
     assert_eq!(
-        redactions,
-        [("/advisors/1/email", "synthetic_stripped:placeholder_email")]
+        redactions(&dispatch),
+        [(
+            "/advisors/1/email".to_owned(),
+            "synthetic_stripped:placeholder_email".to_owned()
+        )]
     );
-    dispatcher
-        .binder()
-        .verify(&alice(), &discover, &dispatch.result)
-        .unwrap();
+    verified(&dispatcher, &discover, &dispatch);
 }
 
 #[tokio::test(start_paused = true)]
@@ -300,14 +292,8 @@ async fn a_rejected_synthetic_value_withholds_the_output_with_a_redaction() {
     let dispatch = run(&dispatcher, &search).await;
     let error = dispatch.result.model.error().unwrap();
     assert_eq!(error.code(), ErrorCode::OutputContractViolation);
-    assert!(
-        dispatch
-            .result
-            .audit
-            .redactions
-            .iter()
-            .any(|r| r.path == "/emails/0" && r.reason == "synthetic_value")
-    );
+    let synthetic = ("/emails/0".to_owned(), "synthetic_value".to_owned());
+    assert!(redactions(&dispatch).contains(&synthetic));
 }
 
 #[test]

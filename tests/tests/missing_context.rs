@@ -3,8 +3,7 @@
 
 use serde_json::json;
 use tool_contract::{ErrorCode, Recovery, Status, Trust};
-use tool_contract_tests::schools::{Web, builder, call, dispatcher, run};
-use tool_contract_tests::tracker::alice;
+use tool_contract_tests::schools::{Web, builder, call, dispatcher, run, verified};
 
 #[tokio::test(start_paused = true)]
 async fn advisor_discovery_with_no_candidate_schools_is_sent_to_the_register_first() {
@@ -21,10 +20,7 @@ async fn advisor_discovery_with_no_candidate_schools_is_sent_to_the_register_fir
         Trust::TrustedControl
     );
     assert_eq!(web.requests(), 0, "no source was read");
-    dispatcher
-        .binder()
-        .verify(&alice(), &premature, &dispatch.result)
-        .unwrap();
+    verified(&dispatcher, &premature, &dispatch);
 }
 
 #[tokio::test(start_paused = true)]

@@ -6,7 +6,7 @@ use tool_contract::{
     Category, ErrorCode, FailureKind, ModelError, Outcome, Recovery, Status, ToolContract,
     ToolFailure, Trust,
 };
-use tool_contract_tests::schools::{Web, call, dispatcher, run};
+use tool_contract_tests::schools::{Web, call, dispatcher, redactions, run, verified};
 use tool_contract_tests::tracker::alice;
 
 fn staff_call() -> tool_contract::CallContext {
@@ -30,10 +30,7 @@ async fn failed_read(
         1,
         "a source failure is not retried: it fails fast"
     );
-    dispatcher
-        .binder()
-        .verify(&alice(), &staff_call(), &dispatch.result)
-        .expect("the failure verifies");
+    verified(&dispatcher, &staff_call(), &dispatch);
     dispatch
 }
 
@@ -220,10 +217,7 @@ async fn a_legitimate_empty_result_is_a_success_with_evidence() {
         data["sources"][0]["snippet"],
         "0 accredited programmes in alchemy"
     );
-    dispatcher
-        .binder()
-        .verify(&alice(), &empty, &dispatch.result)
-        .unwrap();
+    verified(&dispatcher, &empty, &dispatch);
 }
 
 #[tokio::test(start_paused = true)]
@@ -238,17 +232,8 @@ async fn an_empty_result_without_evidence_is_withheld_not_passed_off_as_nothing_
     );
     let dispatch = run(&dispatcher, &empty).await;
     assert_eq!(error(&dispatch).code(), ErrorCode::OutputContractViolation);
-    let redactions: Vec<(&str, &str)> = dispatch
-        .result
-        .audit
-        .redactions
-        .iter()
-        .map(|r| (r.path.as_str(), r.reason.as_str()))
-        .collect();
-    assert!(
-        redactions.contains(&("/sources", "missing_sources")),
-        "{redactions:?}"
-    );
+    let missing = ("/sources".to_owned(), "missing_sources".to_owned());
+    assert!(redactions(&dispatch).contains(&missing));
 }
 
 #[test]
