@@ -38,50 +38,56 @@ fn error(dispatch: &tool_contract::dispatch::Dispatch) -> &ModelError {
     dispatch.result.model.error().expect("a failure")
 }
 
+/// What the model reads of a read whose source failed so: code, recovery, hint.
+async fn reads(kind: FailureKind, alternate_source: bool) -> (ErrorCode, Recovery, Option<bool>) {
+    let dispatch = failed_read(kind, alternate_source).await;
+    let error = error(&dispatch);
+    (error.code(), error.recovery(), error.alternate_source())
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_blocked_source_reads_source_blocked_with_no_retry() {
-    let dispatch = failed_read(FailureKind::Blocked, true).await;
-    let error = error(&dispatch);
-    assert_eq!(error.code(), ErrorCode::SourceBlocked);
-    assert_eq!(error.category(), Category::Source);
-    assert_eq!(error.recovery(), Recovery::None);
-    assert_eq!(error.alternate_source(), Some(true));
+    assert_eq!(
+        reads(FailureKind::Blocked, true).await,
+        (ErrorCode::SourceBlocked, Recovery::None, Some(true))
+    );
+    assert_eq!(ErrorCode::SourceBlocked.entry().category, Category::Source);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_page_that_changed_reads_source_unreadable() {
-    let dispatch = failed_read(FailureKind::ParseFailed, false).await;
-    let error = error(&dispatch);
-    assert_eq!(error.code(), ErrorCode::SourceUnreadable);
-    assert_eq!(error.recovery(), Recovery::None);
-    assert_eq!(error.alternate_source(), Some(false));
+    assert_eq!(
+        reads(FailureKind::ParseFailed, false).await,
+        (ErrorCode::SourceUnreadable, Recovery::None, Some(false))
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_unreachable_source_reads_source_unreachable_with_a_wait() {
-    let dispatch = failed_read(FailureKind::Network, true).await;
-    let error = error(&dispatch);
-    assert_eq!(error.code(), ErrorCode::SourceUnreachable);
-    assert_eq!(error.recovery(), Recovery::RetryAfter);
-    assert!(error.retry_after_ms().is_some());
-    assert_eq!(error.alternate_source(), Some(true));
+    assert_eq!(
+        reads(FailureKind::Network, true).await,
+        (
+            ErrorCode::SourceUnreachable,
+            Recovery::RetryAfter,
+            Some(true)
+        )
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_source_that_times_out_reads_source_timeout_with_a_wait() {
-    let dispatch = failed_read(FailureKind::Timeout, false).await;
-    let error = error(&dispatch);
-    assert_eq!(error.code(), ErrorCode::SourceTimeout);
-    assert_eq!(error.recovery(), Recovery::RetryAfter);
-    assert_eq!(error.alternate_source(), Some(false));
+    assert_eq!(
+        reads(FailureKind::Timeout, false).await,
+        (ErrorCode::SourceTimeout, Recovery::RetryAfter, Some(false))
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_missing_resource_reads_not_found_with_its_hint() {
-    let dispatch = failed_read(FailureKind::NotFound, true).await;
-    let error = error(&dispatch);
-    assert_eq!(error.code(), ErrorCode::NotFound);
-    assert_eq!(error.alternate_source(), Some(true));
+    assert_eq!(
+        reads(FailureKind::NotFound, true).await,
+        (ErrorCode::NotFound, Recovery::None, Some(true))
+    );
 }
 
 #[tokio::test(start_paused = true)]
