@@ -6,9 +6,12 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::catalog::{CATALOG, CatalogEntry, ErrorCode, Recovery};
 use crate::evidence::GroundingSource;
+use crate::result::MODEL_RESULT_SCHEMA_VERSION;
 use crate::spec::{Format, ObjectShape, Rules, Shape};
 use crate::validate::field::ContractField;
+use crate::violation::MAX_VIOLATIONS;
 
 /// The schema of a contract's arguments.
 pub(crate) fn input_schema(arguments: &ObjectShape) -> Value {
@@ -75,6 +78,108 @@ pub(crate) fn shape_schema(shape: Shape, rules: &Rules) -> Value {
             Value::Object(schema)
         }
     }
+}
+
+/// The schema of every model result (`tool-model-result-v2`) of a tool whose output schema is
+/// `output`: on success `data` is the output and `error` null; otherwise `data` is null and
+/// `error` one catalog entry exactly (its category, message and recovery fixed by its code).
+pub(crate) fn model_result_schema(output: &Value) -> Value {
+    let envelope = |status: Value, data: Value, error: Value| {
+        json!({
+            "type": "object",
+            "properties": {
+                "schema_version": { "const": MODEL_RESULT_SCHEMA_VERSION },
+                "status": status,
+                "data": data,
+                "error": error,
+                "execution": {
+                    "type": "object",
+                    "properties": {
+                        "outcome": { "enum": ["not_started", "committed", "unknown"] },
+                        "delivery": { "enum": ["fresh", "local_replay", "receipt_reconciled"] },
+                        "complete": { "type": "boolean" },
+                        "truncated": { "type": "boolean" },
+                    },
+                    "required": ["outcome", "delivery", "complete", "truncated"],
+                    "additionalProperties": false,
+                },
+                "provenance": {
+                    "type": "object",
+                    "properties": {
+                        "source_label": { "type": "string" },
+                        "producer_revision": { "type": "string" },
+                        "resource_revision": { "type": ["string", "null"] },
+                        "observed_at": { "type": "string", "format": "date-time" },
+                        "trust": { "enum": ["untrusted_data", "trusted_control"] },
+                    },
+                    "required": [
+                        "source_label", "producer_revision", "resource_revision", "observed_at",
+                        "trust",
+                    ],
+                    "additionalProperties": false,
+                },
+            },
+            "required": ["schema_version", "status", "data", "error", "execution", "provenance"],
+            "additionalProperties": false,
+        })
+    };
+    let errors: Vec<Value> = CATALOG.iter().map(error_schema).collect();
+    json!({
+        "type": "object",
+        "oneOf": [
+            envelope(json!({ "const": "succeeded" }), output.clone(), json!({ "type": "null" })),
+            envelope(
+                json!({ "enum": ["failed", "unknown"] }),
+                json!({ "type": "null" }),
+                json!({ "oneOf": errors }),
+            ),
+        ],
+    })
+}
+
+/// One catalog entry as a model error: what `ModelError::check` accepts, as a schema.
+fn error_schema(entry: &CatalogEntry) -> Value {
+    let retry_after_ms = match entry.retry_after {
+        Some(wait) => json!({ "type": "integer", "minimum": 1, "maximum": wait.max_ms }),
+        None => json!({ "type": "null" }),
+    };
+    let paths = if entry.code == ErrorCode::InvalidArguments {
+        json!({ "type": "array", "items": { "type": "string" }, "maxItems": MAX_VIOLATIONS })
+    } else {
+        json!({ "type": "array", "maxItems": 0 })
+    };
+    let mut properties = Map::new();
+    properties.insert("code".into(), json!({ "const": entry.code.as_str() }));
+    properties.insert("category".into(), json!({ "const": entry.category }));
+    properties.insert("message".into(), json!({ "const": entry.message }));
+    properties.insert("recovery".into(), json!({ "const": entry.recovery }));
+    properties.insert("retry_after_ms".into(), retry_after_ms);
+    properties.insert("paths".into(), paths);
+    let mut required = vec![
+        "code",
+        "category",
+        "message",
+        "recovery",
+        "retry_after_ms",
+        "paths",
+    ];
+    if entry.recovery == Recovery::CallTool {
+        properties.insert(
+            "next_tool".into(),
+            json!({ "type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_-]{0,63}$" }),
+        );
+        required.push("next_tool");
+    }
+    if entry.code.tells_alternate_source() {
+        properties.insert("alternate_source".into(), json!({ "type": "boolean" }));
+        required.push("alternate_source");
+    }
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
 }
 
 /// Whether `shape` is `GroundingSource`'s: a grounded list of them holds at least one.

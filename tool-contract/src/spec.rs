@@ -650,6 +650,30 @@ impl ToolSpec {
     pub fn output_schema(&self) -> &Value {
         &self.output_schema
     }
+
+    /// The JSON Schema (draft 2020-12) of every [`ModelResult`](crate::ModelResult) this
+    /// tool can produce: the `tool-model-result-v2` envelope, with `data` the
+    /// [output schema](Self::output_schema) on success, and otherwise `error` one entry of
+    /// the [catalog](crate::CATALOG) exactly. It is what an MCP server lists as the tool's
+    /// `outputSchema`, since its `structuredContent` is the model result.
+    ///
+    /// ```
+    /// # use tool_contract::{ToolContract, ToolOutput};
+    /// # /// Echo a word.
+    /// # #[derive(serde::Deserialize, ToolContract)]
+    /// # #[tool_contract(output = Echoed, effect = pure, source_label = "echo", producer_revision = "1")]
+    /// # struct Echo { word: String }
+    /// # #[derive(serde::Serialize, ToolOutput)]
+    /// # struct Echoed { word: String }
+    /// let schema = Echo::spec().model_result_schema();
+    /// let success = &schema["oneOf"][0]["properties"];
+    /// assert_eq!(success["data"], *Echo::spec().output_schema());
+    /// assert_eq!(success["schema_version"]["const"], "tool-model-result-v2");
+    /// ```
+    #[must_use]
+    pub fn model_result_schema(&self) -> Value {
+        crate::schema::model_result_schema(&self.output_schema)
+    }
 }
 
 /// Whether `name` fits every provider's tool-name rules: `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`
