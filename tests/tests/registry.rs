@@ -174,3 +174,22 @@ fn the_builder_extends_the_forbidden_keys() {
     assert!(registry.forbidden_keys().is_forbidden("tenantId"));
     assert!(registry.forbidden_keys().is_forbidden("password"));
 }
+
+#[test]
+fn mcp_calls_are_accepted_only_by_a_registry_that_lists_their_adapter() {
+    use tool_contract::providers::{Api, Provider};
+    let adapter = tool_contract::mcp::ADAPTER;
+    assert_eq!(adapter.api, Api::McpToolsCall);
+    assert_eq!(adapter.api.provider(), Provider::McpClient);
+    assert_eq!(adapter.api.as_str(), "mcp_tools_call");
+    assert_eq!(serde_json::to_value(adapter.api).unwrap(), "mcp_tools_call");
+    assert_eq!(serde_json::to_value(Provider::McpClient).unwrap(), "mcp_client");
+
+    let bare = tool_contract::registry![GetOrder];
+    assert!(!bare.accepts_adapter(adapter.api, adapter.revision));
+    let every = bare.clone().into_builder().all_adapters().build();
+    assert!(every.accepts_adapter(adapter.api, adapter.revision));
+    let only_mcp = bare.into_builder().adapter(adapter).build();
+    assert!(only_mcp.accepts_adapter(adapter.api, adapter.revision));
+    assert!(!only_mcp.accepts_adapter(Api::OpenAiResponses, "openai-responses/2026-08"));
+}

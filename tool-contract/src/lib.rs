@@ -103,6 +103,7 @@ mod catalog;
 mod contract;
 pub mod dispatch;
 pub mod evidence;
+pub mod mcp;
 mod project;
 pub mod providers;
 mod registry;

@@ -36,6 +36,10 @@ pub enum Provider {
     Anthropic,
     /// Google (Gemini).
     Google,
+    /// A Model Context Protocol client: the model behind it, if any, is not known to the
+    /// server.
+    #[serde(rename = "mcp_client")]
+    McpClient,
 }
 
 /// A provider API family an adapter speaks.
@@ -51,6 +55,9 @@ pub enum Api {
     GeminiGenerateContent,
     /// Gemini Interactions (`POST /v1beta/interactions`).
     GeminiInteractions,
+    /// An MCP `tools/call` request, served by [`crate::mcp`].
+    #[serde(rename = "mcp_tools_call")]
+    McpToolsCall,
 }
 
 impl Api {
@@ -61,6 +68,7 @@ impl Api {
             Api::OpenAiResponses => Provider::OpenAi,
             Api::AnthropicMessages => Provider::Anthropic,
             Api::GeminiGenerateContent | Api::GeminiInteractions => Provider::Google,
+            Api::McpToolsCall => Provider::McpClient,
         }
     }
 
@@ -72,6 +80,7 @@ impl Api {
             Api::AnthropicMessages => "anthropic_messages",
             Api::GeminiGenerateContent => "gemini_generate_content",
             Api::GeminiInteractions => "gemini_interactions",
+            Api::McpToolsCall => "mcp_tools_call",
         }
     }
 }
@@ -84,6 +93,7 @@ impl Provider {
             Provider::OpenAi => "openai",
             Provider::Anthropic => "anthropic",
             Provider::Google => "google",
+            Provider::McpClient => "mcp_client",
         }
     }
 }
@@ -107,12 +117,13 @@ pub struct Adapter {
     pub revision: &'static str,
 }
 
-/// Every adapter this crate ships.
-pub const ADAPTERS: [Adapter; 4] = [
+/// Every adapter this crate ships: the four provider APIs and MCP `tools/call`.
+pub const ADAPTERS: [Adapter; 5] = [
     openai::ADAPTER,
     anthropic::ADAPTER,
     gemini::ADAPTER,
     interactions::ADAPTER,
+    crate::mcp::ADAPTER,
 ];
 
 /// How a call's result is matched to it.

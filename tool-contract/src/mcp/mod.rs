@@ -1,0 +1,42 @@
+//! Serving a registry over the Model Context Protocol.
+//!
+//! With the `mcp` feature, `McpServer` serves a [`Dispatcher`](crate::dispatch::Dispatcher)'s
+//! registry to an MCP client (over stdio with `McpServer::serve_stdio`, or any `rmcp`
+//! transport, since it is an `rmcp::ServerHandler`):
+//!
+//! - `tools/list` gives each tool its name, description, input schema, and as output schema
+//!   [`ToolSpec::model_result_schema`](crate::ToolSpec::model_result_schema), with the
+//!   effect as read-only, destructive and idempotent hints;
+//! - `tools/call` runs the whole pipeline and answers with the verified
+//!   [`ModelResult`](crate::ModelResult) as `structuredContent` and its canonical JSON as a
+//!   text block, `isError` unless it succeeded. Nothing of the audit half crosses the wire;
+//!   it goes to the dispatcher's audit sink.
+//! - A write that needs approval asks the person at the client by form elicitation, when the
+//!   client declared it: accept approves exactly the previewed request, decline rejects it
+//!   (the model reads `BLOCKED`), cancel leaves it pending. A client without elicitation
+//!   reads `APPROVAL_REQUIRED`, and the result's `_meta` carries the pending approval (id,
+//!   preview, preview digest) for the host to show; an approval given out of band through
+//!   [`Dispatcher::approve`](crate::dispatch::Dispatcher::approve) then lets a repeated call
+//!   run.
+//!
+//! The logical operation of a call is the client's `_meta["tool-contract/operation_id"]`
+//! when it gives one, and otherwise the tool and its exact arguments: a client that repeats a
+//! write reaches the same ledger record (`local_replay`, or reconciliation of an unknown
+//! outcome), never a second execution. Two identical writes that are meant to be two
+//! operations need two operation ids.
+//!
+//! [`ADAPTER`] is always present, so a registry can accept MCP calls without the feature.
+
+use crate::providers::{Adapter, Api};
+
+#[cfg(feature = "mcp")]
+mod server;
+
+#[cfg(feature = "mcp")]
+pub use server::{McpServeError, McpServer, OPERATION_ID_META};
+
+/// The adapter of MCP `tools/call` requests, protocol revisions 2025-03-26 to 2025-11-25.
+pub const ADAPTER: Adapter = Adapter {
+    api: Api::McpToolsCall,
+    revision: "mcp/2025-11-25",
+};

@@ -1,0 +1,366 @@
+//! `McpServer`: a dispatcher's registry as an `rmcp` server handler.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
+    ElicitationAction, ElicitationSchema, Implementation, JsonObject, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{ElicitationMode, RequestContext, RoleServer};
+use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+
+use super::ADAPTER;
+use crate::call::{CallContext, Principal};
+use crate::canonical;
+use crate::dispatch::{Dispatch, Dispatcher, PendingApproval, Task};
+use crate::providers::{Correlation, ToolCall};
+use crate::result::Status;
+use crate::spec::{Effect, ToolSpec};
+
+/// The `_meta` key under which a client names the logical operation of a `tools/call`.
+pub const OPERATION_ID_META: &str = "tool-contract/operation_id";
+
+/// The `_meta` key of a result that waits for an approval the client could not be asked for.
+const PENDING_APPROVAL_META: &str = "tool-contract/pending_approval";
+
+/// The form field a person answers an approval with.
+const APPROVE_FIELD: &str = "approve";
+
+/// A dispatcher's registry served over MCP; see the [module docs](super).
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// # use tool_contract::Principal;
+/// # use tool_contract::dispatch::Dispatcher;
+/// # use tool_contract::mcp::McpServer;
+/// # async fn run(dispatcher: Dispatcher) -> Result<(), Box<dyn std::error::Error>> {
+/// // The registry accepts MCP calls: `.adapter(tool_contract::mcp::ADAPTER)` or `.all_adapters()`.
+/// let server = McpServer::new(Arc::new(dispatcher), Principal::new("acme", "desk@acme.example"))
+///     .with_server_info("refund-desk", "1.0.0");
+/// server.serve_stdio().await?;
+/// # Ok(())
+/// # }
+/// ```
+pub struct McpServer {
+    dispatcher: Arc<Dispatcher>,
+    principal: Principal,
+    task: Arc<Task>,
+    implementation: Implementation,
+    approval_ttl: Duration,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("McpServer")
+            .field("tools", &self.dispatcher.registry().len())
+            .field("server", &self.implementation.name)
+            .field("approval_ttl", &self.approval_ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a server stopped before its client closed the session cleanly.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpServeError {
+    /// The MCP handshake failed.
+    #[error("the MCP session did not start: {0}")]
+    Initialize(String),
+    /// The session's task ended abnormally (it panicked or was aborted).
+    #[error("the MCP session ended abnormally: {0}")]
+    Session(String),
+}
+
+impl McpServer {
+    /// Serves `dispatcher`'s registry, every call on behalf of `principal`, with no budget
+    /// (see [`with_task`](Self::with_task)) and approvals asked by elicitation lasting 10
+    /// minutes.
+    #[must_use]
+    pub fn new(dispatcher: Arc<Dispatcher>, principal: Principal) -> Self {
+        McpServer {
+            dispatcher,
+            principal,
+            task: Arc::new(Task::unlimited()),
+            implementation: Implementation::new("tool-contract", env!("CARGO_PKG_VERSION")),
+            approval_ttl: Duration::from_secs(600),
+        }
+    }
+
+    /// The budget every call of the session draws on.
+    #[must_use]
+    pub fn with_task(mut self, task: Task) -> Self {
+        self.task = Arc::new(task);
+        self
+    }
+
+    /// The name and version the server gives at the handshake.
+    #[must_use]
+    pub fn with_server_info(mut self, name: &str, version: &str) -> Self {
+        self.implementation = Implementation::new(name, version);
+        self
+    }
+
+    /// How long an approval given through elicitation stays valid.
+    #[must_use]
+    pub fn with_approval_ttl(mut self, ttl: Duration) -> Self {
+        self.approval_ttl = ttl;
+        self
+    }
+
+    /// The tools as `tools/list` gives them, in registry order.
+    #[must_use]
+    pub fn tools(&self) -> Vec<Tool> {
+        self.dispatcher.registry().tools().map(tool).collect()
+    }
+
+    /// Serves one session over this process's stdin and stdout, until the client closes it.
+    ///
+    /// # Errors
+    ///
+    /// [`McpServeError`] when the handshake fails or the session ends abnormally.
+    pub async fn serve_stdio(self) -> Result<(), McpServeError> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|error| McpServeError::Initialize(error.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|error| McpServeError::Session(error.to_string()))?;
+        Ok(())
+    }
+
+    /// One `tools/call`, from the request to the verified result.
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        request_context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let peer = &request_context.peer;
+        let context = self.context(&request, request_context);
+        let mut dispatch = self
+            .dispatcher
+            .dispatch(&self.principal, &context, &self.task)
+            .await;
+        let mut pending = dispatch.pending_approval.take();
+        if let Some(asked) = pending.take_if(|_| asks_by_elicitation(peer)) {
+            if self.elicit_approval(peer, &asked).await {
+                // Granted or rejected: the dispatcher acts on the decision.
+                dispatch = self
+                    .dispatcher
+                    .dispatch(&self.principal, &context, &self.task)
+                    .await;
+                pending = dispatch.pending_approval.take();
+            } else {
+                pending = Some(asked);
+            }
+        }
+        self.answer(&context, &dispatch, pending.as_ref())
+    }
+
+    /// The call as the dispatcher sees it: an MCP call with the request id as its id.
+    fn context(
+        &self,
+        request: &CallToolRequestParams,
+        request_context: &RequestContext<RoleServer>,
+    ) -> CallContext {
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let arguments = serde_json::to_vec(&arguments).unwrap_or_else(|_| b"{}".to_vec());
+        // rmcp moves the request's `_meta` into the context; a hand-built request keeps it.
+        let named = |meta: &JsonObject| {
+            meta.get(OPERATION_ID_META)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let operation_id = named(&request_context.meta)
+            .or_else(|| request.meta.as_deref().and_then(|meta| named(meta)))
+            .unwrap_or_else(|| derived_operation_id(&request.name, &arguments));
+        let request_id = &request_context.id;
+        let call = ToolCall {
+            api: ADAPTER.api,
+            adapter_revision: ADAPTER.revision.to_owned(),
+            response_id: None,
+            call_id: format!("mcp-{request_id}"),
+            correlation: Correlation::Id,
+            name: request.name.to_string(),
+            arguments,
+        };
+        CallContext::new(call, operation_id.clone()).with_idempotency_key(operation_id)
+    }
+
+    /// Asks the person at the client to approve `pending`, and records their decision:
+    /// accept with `approve: true` grants it, decline (or accept with `false`) rejects it.
+    /// `false` when nothing was decided (the form was dismissed, or the client failed to
+    /// answer): the approval stays pending.
+    async fn elicit_approval(&self, peer: &Peer<RoleServer>, pending: &PendingApproval) -> bool {
+        let preview = serde_json::to_string_pretty(&pending.preview).unwrap_or_default();
+        let message = format!(
+            "Approve this {} call? It runs exactly as shown.\n{preview}",
+            pending.preview.tool
+        );
+        let Ok(requested_schema) = ElicitationSchema::builder()
+            .required_bool(APPROVE_FIELD)
+            .build()
+        else {
+            return false;
+        };
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema,
+        };
+        let Ok(answer) = peer.create_elicitation(params).await else {
+            return false;
+        };
+        let approved = answer.action == ElicitationAction::Accept
+            && answer
+                .content
+                .as_ref()
+                .and_then(|content| content.get(APPROVE_FIELD))
+                .and_then(Value::as_bool)
+                == Some(true);
+        if approved {
+            let approver = peer.peer_info().map_or_else(
+                || "mcp-client".to_owned(),
+                |info| format!("mcp-client:{}", info.client_info.name),
+            );
+            let expires_at = OffsetDateTime::now_utc() + self.approval_ttl;
+            self.dispatcher
+                .approve(
+                    &pending.approval_id,
+                    &pending.preview_sha256,
+                    &approver,
+                    expires_at,
+                )
+                .is_ok()
+        } else if answer.action == ElicitationAction::Cancel {
+            false
+        } else {
+            self.dispatcher.reject(&pending.approval_id).is_ok()
+        }
+    }
+
+    /// The verified result as MCP content; an internal error if it does not verify, since
+    /// nothing unverified may reach the client.
+    fn answer(
+        &self,
+        context: &CallContext,
+        dispatch: &Dispatch,
+        pending: Option<&PendingApproval>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let binder = self.dispatcher.binder();
+        let verified = binder
+            .verify(&self.principal, context, &dispatch.result)
+            .map_err(|error| {
+                ErrorData::internal_error(format!("the result did not verify: {error}"), None)
+            })?;
+        let structured: Value = serde_json::from_slice(verified.model_json())
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        let content = vec![ContentBlock::text(verified.model_json_str())];
+        let mut result = if verified.model().status() == Status::Succeeded {
+            CallToolResult::success(content)
+        } else {
+            CallToolResult::error(content)
+        };
+        result.structured_content = Some(structured);
+        if let Some(pending) = pending {
+            let mut meta = MetaObject::default();
+            meta.insert(
+                PENDING_APPROVAL_META.to_owned(),
+                json!({
+                    "approval_id": pending.approval_id,
+                    "preview": pending.preview,
+                    "preview_sha256": pending.preview_sha256,
+                }),
+            );
+            result.meta = Some(meta);
+        }
+        Ok(result)
+    }
+}
+
+/// Whether the client declared form elicitation, so a person can be asked mid-call.
+fn asks_by_elicitation(peer: &Peer<RoleServer>) -> bool {
+    peer.supported_elicitation_modes()
+        .contains(&ElicitationMode::Form)
+}
+
+/// The operation of a call that names none: its tool and exact arguments, so a repeated
+/// call is the same operation.
+fn derived_operation_id(tool: &str, arguments: &[u8]) -> String {
+    let canonical_arguments =
+        canonical::canonicalize(arguments).unwrap_or_else(|_| arguments.to_vec());
+    let mut digest = Sha256::new();
+    digest.update(tool.as_bytes());
+    digest.update([0]);
+    digest.update(&canonical_arguments);
+    format!("mcp:{tool}:{}", &hex::encode(digest.finalize())[..32])
+}
+
+/// A registry entry as an MCP tool.
+fn tool(spec: &'static ToolSpec) -> Tool {
+    let input_schema = object(spec.input_schema().clone());
+    let output_schema = object(spec.model_result_schema());
+    let effect = spec.effect();
+    let annotations = ToolAnnotations::new()
+        .read_only(!effect.is_write())
+        .destructive(effect == Effect::NonIdempotentWrite)
+        .idempotent(effect != Effect::NonIdempotentWrite)
+        .open_world(false);
+    Tool::new_with_raw(
+        spec.name(),
+        Some(Cow::Borrowed(spec.description())),
+        Arc::new(input_schema),
+    )
+    .with_raw_output_schema(Arc::new(output_schema))
+    .with_annotations(annotations)
+}
+
+fn object(schema: Value) -> JsonObject {
+    match schema {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(self.implementation.clone())
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    /// Versions with an `initialize` handshake: approvals ask the client mid-call, which
+    /// 2026-07-28 replaces with multi-round-trip results this server does not speak yet.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(
+            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(request, &context)
+            .await
+            .map(CallToolResponse::from)
+    }
+}
