@@ -1,0 +1,166 @@
+//! The refund desk: an agent's four tools behind the whole `tool-contract` pipeline.
+//!
+//! `refund-desk [replay] [--provider NAME] [--json]` feeds recorded model turns of OpenAI
+//! Responses, Anthropic Messages, Gemini `generateContent` and Gemini Interactions (whole
+//! and streamed) through the dispatcher, and prints each call's tool, status and recovery
+//! with the exact next-turn payload for that provider.
+//!
+//! `refund-desk mcp` serves the same tools as an MCP server over stdio.
+
+mod desk;
+mod replay;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tool_contract::Principal;
+use tool_contract::dispatch::JsonLinesAuditLog;
+use tool_contract::mcp::McpServer;
+
+use replay::{Output, Wire};
+
+const USAGE: &str = "\
+usage: refund-desk [replay] [--provider NAME] [--json]
+       refund-desk mcp
+
+replay (the default)  recorded model turns of each provider through the dispatcher
+  --provider NAME     one provider: openai, anthropic, gemini, interactions
+                      (or its API name, e.g. openai_responses)
+  --json              one JSON object per call on stdout, nothing else
+mcp                   serve the desk's tools as an MCP server over stdio";
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Command {
+    Replay { wires: Vec<Wire>, output: Output },
+    Mcp,
+    Help,
+}
+
+fn parse(arguments: &[String]) -> Result<Command, String> {
+    let mut mode = None;
+    let mut wires = Vec::new();
+    let mut output = Output::Text;
+    let mut arguments = arguments.iter();
+    while let Some(argument) = arguments.next() {
+        match argument.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--json" => output = Output::JsonLines,
+            "--provider" => {
+                let name = arguments.next().ok_or("--provider needs a name")?;
+                let wire =
+                    Wire::from_name(name).ok_or_else(|| format!("unknown provider {name:?}"))?;
+                if !wires.contains(&wire) {
+                    wires.push(wire);
+                }
+            }
+            "replay" | "mcp" if mode.is_none() => mode = Some(argument.as_str()),
+            other => return Err(format!("unexpected argument {other:?}")),
+        }
+    }
+    match mode {
+        Some("mcp") if wires.is_empty() && output == Output::Text => Ok(Command::Mcp),
+        Some("mcp") => Err("mcp takes no --provider or --json".to_owned()),
+        _ => {
+            if wires.is_empty() {
+                wires = Wire::ALL.to_vec();
+            }
+            Ok(Command::Replay { wires, output })
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let command = match parse(&arguments) {
+        Ok(command) => command,
+        Err(error) => {
+            eprintln!("{error}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match command {
+        Command::Help => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Command::Replay { wires, output } => replay::run(&wires, output),
+        Command::Mcp => serve_mcp(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("refund-desk: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Serves the desk over stdio until the client closes the session. Stdout is the protocol's;
+/// everything for people goes to stderr.
+fn serve_mcp() -> Result<(), String> {
+    let path = std::env::temp_dir().join(format!(
+        "refund-desk-mcp-audit-{}.jsonl",
+        std::process::id()
+    ));
+    let audit = Arc::new(
+        JsonLinesAuditLog::open(&path)
+            .map_err(|error| format!("cannot open {}: {error}", path.display()))?,
+    );
+    eprintln!("audit log: {}", path.display());
+    let desk = Arc::new(desk::Desk::seeded());
+    let dispatcher = desk::dispatcher(&desk, audit)?;
+    let server = McpServer::new(
+        Arc::new(dispatcher),
+        Principal::new("acme-shop", "mcp:refund-desk"),
+    )
+    .with_server_info("refund-desk", env!("CARGO_PKG_VERSION"));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| format!("no runtime: {error}"))?;
+    runtime
+        .block_on(server.serve_stdio())
+        .map_err(|error| error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_words(words: &str) -> Result<Command, String> {
+        let arguments: Vec<String> = words.split_whitespace().map(str::to_owned).collect();
+        parse(&arguments)
+    }
+
+    #[test]
+    fn no_arguments_replay_every_provider_as_text() {
+        assert_eq!(
+            parse_words(""),
+            Ok(Command::Replay {
+                wires: Wire::ALL.to_vec(),
+                output: Output::Text
+            })
+        );
+    }
+
+    #[test]
+    fn provider_takes_short_and_api_names() {
+        assert_eq!(
+            parse_words("replay --provider anthropic --provider gemini_interactions --json"),
+            Ok(Command::Replay {
+                wires: vec![Wire::AnthropicMessages, Wire::GeminiInteractions],
+                output: Output::JsonLines
+            })
+        );
+    }
+
+    #[test]
+    fn mistakes_are_usage_errors() {
+        assert!(parse_words("--provider").is_err());
+        assert!(parse_words("--provider mistral").is_err());
+        assert!(parse_words("mcp --json").is_err());
+        assert!(parse_words("replay replay").is_err());
+        assert_eq!(parse_words("mcp"), Ok(Command::Mcp));
+    }
+}

@@ -1,0 +1,560 @@
+//! Replay: recorded model turns of each provider API, call by call through the dispatcher,
+//! and the exact next-turn payload each provider is sent back.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tool_contract::dispatch::{Dispatch, JsonLinesAuditLog, Task, verify_chain};
+use tool_contract::providers::{
+    Answer, Api, ProviderError, ToolCall, Turn, anthropic, gemini, interactions, openai,
+};
+use tool_contract::{Binder, CallContext, Delivery, ErrorCode, ModelResult, Principal};
+
+use crate::desk::{self, Desk};
+
+/// A provider API the desk has recorded turns of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    OpenAiResponses,
+    AnthropicMessages,
+    GeminiGenerateContent,
+    GeminiInteractions,
+}
+
+impl Wire {
+    pub const ALL: [Wire; 4] = [
+        Wire::OpenAiResponses,
+        Wire::AnthropicMessages,
+        Wire::GeminiGenerateContent,
+        Wire::GeminiInteractions,
+    ];
+
+    pub fn api(self) -> Api {
+        match self {
+            Wire::OpenAiResponses => Api::OpenAiResponses,
+            Wire::AnthropicMessages => Api::AnthropicMessages,
+            Wire::GeminiGenerateContent => Api::GeminiGenerateContent,
+            Wire::GeminiInteractions => Api::GeminiInteractions,
+        }
+    }
+
+    /// The short name `--provider` takes (the API's wire name is accepted too).
+    pub fn short_name(self) -> &'static str {
+        match self {
+            Wire::OpenAiResponses => "openai",
+            Wire::AnthropicMessages => "anthropic",
+            Wire::GeminiGenerateContent => "gemini",
+            Wire::GeminiInteractions => "interactions",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Wire> {
+        Wire::ALL
+            .into_iter()
+            .find(|wire| wire.short_name() == name || wire.api().as_str() == name)
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Wire::OpenAiResponses => "OpenAI Responses",
+            Wire::AnthropicMessages => "Anthropic Messages",
+            Wire::GeminiGenerateContent => "Gemini generateContent",
+            Wire::GeminiInteractions => "Gemini Interactions",
+        }
+    }
+
+    /// The recorded turns, shipped with the example.
+    fn fixture(self) -> &'static str {
+        match self {
+            Wire::OpenAiResponses => {
+                include_str!("../../../refund-desk/turns/openai-responses.json")
+            }
+            Wire::AnthropicMessages => {
+                include_str!("../../../refund-desk/turns/anthropic-messages.json")
+            }
+            Wire::GeminiGenerateContent => {
+                include_str!("../../../refund-desk/turns/gemini-generate-content.json")
+            }
+            Wire::GeminiInteractions => {
+                include_str!("../../../refund-desk/turns/gemini-interactions.json")
+            }
+        }
+    }
+
+    /// One recorded turn read into calls, by the adapter of this API.
+    fn read(self, recorded: &RecordedTurn) -> Result<Turn, ProviderError> {
+        if let Some(response) = &recorded.response {
+            let bytes = response.get().as_bytes();
+            return match self {
+                Wire::OpenAiResponses => openai::parse_response(bytes),
+                Wire::AnthropicMessages => anthropic::parse_message(bytes),
+                Wire::GeminiGenerateContent => gemini::parse_response(bytes),
+                Wire::GeminiInteractions => interactions::parse_interaction(bytes),
+            };
+        }
+        let events = recorded.stream.iter().map(|event| event.get().as_bytes());
+        match self {
+            Wire::OpenAiResponses => {
+                let mut stream = openai::StreamAssembler::new();
+                events
+                    .into_iter()
+                    .try_for_each(|event| stream.push(event))?;
+                stream.finish()
+            }
+            Wire::AnthropicMessages => {
+                let mut stream = anthropic::StreamAssembler::new();
+                events
+                    .into_iter()
+                    .try_for_each(|event| stream.push(event))?;
+                stream.finish()
+            }
+            Wire::GeminiGenerateContent => {
+                let mut stream = gemini::StreamAssembler::new();
+                events
+                    .into_iter()
+                    .try_for_each(|chunk| stream.push(chunk))?;
+                stream.finish()
+            }
+            Wire::GeminiInteractions => {
+                let mut stream = interactions::StreamAssembler::new();
+                events
+                    .into_iter()
+                    .try_for_each(|event| stream.push(event))?;
+                stream.finish()
+            }
+        }
+    }
+
+    /// The next request's tool results for `turn`, from verified results only, and the
+    /// item of each call within it, in call order.
+    fn next_turn(
+        self,
+        binder: &Binder<'_>,
+        principal: &Principal,
+        turn: &Turn,
+        answers: &[Answer],
+    ) -> Result<(Value, Vec<Value>), String> {
+        let payload = match self {
+            Wire::OpenAiResponses => {
+                openai::function_call_outputs(binder, principal, turn, answers)
+            }
+            Wire::AnthropicMessages => {
+                anthropic::tool_results_message(binder, principal, turn, answers)
+            }
+            Wire::GeminiGenerateContent => {
+                gemini::function_responses(binder, principal, turn, answers)
+            }
+            Wire::GeminiInteractions => {
+                interactions::function_results(binder, principal, turn, answers)
+            }
+        }
+        .map_err(|error| error.to_string())?;
+        let items = match self {
+            Wire::OpenAiResponses | Wire::GeminiInteractions => payload.as_array(),
+            Wire::AnthropicMessages => payload["content"].as_array(),
+            Wire::GeminiGenerateContent => payload["parts"].as_array(),
+        }
+        .cloned()
+        .unwrap_or_default();
+        Ok((payload, items))
+    }
+}
+
+/// A provider's recorded turns, as shipped in `examples/refund-desk/turns/`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Fixture {
+    api: String,
+    turns: Vec<RecordedTurn>,
+}
+
+/// One model turn: a whole response, or the events of a stream.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordedTurn {
+    step: String,
+    #[serde(default)]
+    response: Option<Box<RawValue>>,
+    #[serde(default)]
+    stream: Vec<Box<RawValue>>,
+}
+
+/// What the desk does around a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Around {
+    Nothing,
+    /// Before: the next refund draft's answer is lost.
+    LoseNextWriteAnswer,
+    /// Before: the order service answers 429 with a retry-after; lifted after.
+    RateLimitOrders,
+    /// After: the supervisor approves what is pending, having read its preview.
+    SupervisorApproves,
+}
+
+/// What a call of the script must end as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    Succeeded(Delivery),
+    Failed(ErrorCode),
+}
+
+/// One step of the script: the recorded turn of that name, what happens around it, and what
+/// each of its calls must end as.
+struct Step {
+    name: &'static str,
+    title: &'static str,
+    around: Around,
+    expect: &'static [Expect],
+}
+
+/// The retry-after the order service gives while rate limited: more than the dispatcher's
+/// retry policy waits in all (30 s), so the model reads it.
+const ORDERS_RETRY_AFTER: Duration = Duration::from_secs(45);
+
+const SCRIPT: [Step; 10] = [
+    Step {
+        name: "plain_read",
+        title: "a plain read",
+        around: Around::Nothing,
+        expect: &[Expect::Succeeded(Delivery::Fresh)],
+    },
+    Step {
+        name: "search_with_injection",
+        title: "a search hit carrying a prompt injection: it stays data",
+        around: Around::Nothing,
+        expect: &[Expect::Succeeded(Delivery::Fresh)],
+    },
+    Step {
+        name: "unknown_tool_and_bad_arguments",
+        title: "an unknown tool and bad arguments, in one turn",
+        around: Around::Nothing,
+        expect: &[
+            Expect::Failed(ErrorCode::UnknownTool),
+            Expect::Failed(ErrorCode::InvalidArguments),
+        ],
+    },
+    Step {
+        name: "draft_needs_approval",
+        title: "a refund draft needs approval",
+        around: Around::SupervisorApproves,
+        expect: &[Expect::Failed(ErrorCode::ApprovalRequired)],
+    },
+    Step {
+        name: "reason_changed",
+        title: "the reason changed after approval: approved again",
+        around: Around::SupervisorApproves,
+        expect: &[Expect::Failed(ErrorCode::ApprovalInvalid)],
+    },
+    Step {
+        name: "write_times_out",
+        title: "the approved write's answer is lost: its outcome is unknown",
+        around: Around::LoseNextWriteAnswer,
+        expect: &[Expect::Failed(ErrorCode::OutcomeUnknown)],
+    },
+    Step {
+        name: "reconciled",
+        title: "asked again: the status query finds the draft, no second write",
+        around: Around::Nothing,
+        expect: &[Expect::Succeeded(Delivery::ReceiptReconciled)],
+    },
+    Step {
+        name: "rate_limited_read",
+        title: "a rate-limited read with retry-after",
+        around: Around::RateLimitOrders,
+        expect: &[Expect::Failed(ErrorCode::RateLimit)],
+    },
+    Step {
+        name: "same_operation_again",
+        title: "the same logical operation once more: replayed from the ledger",
+        around: Around::Nothing,
+        expect: &[Expect::Succeeded(Delivery::LocalReplay)],
+    },
+    Step {
+        name: "read_the_draft",
+        title: "the draft, read back",
+        around: Around::Nothing,
+        expect: &[Expect::Succeeded(Delivery::Fresh)],
+    },
+];
+
+/// How the replay prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// For people: call by call, with the next-turn payload of each turn.
+    Text,
+    /// One JSON object per call on stdout, nothing else.
+    JsonLines,
+}
+
+/// The principal every call of the replay is made for.
+fn principal() -> Principal {
+    Principal::new("acme-shop", "agent:refund-desk")
+}
+
+/// Replays the script for each of `wires`, with one audit log for all of them; its path is
+/// printed on stderr, and its chain is verified at the end.
+pub fn run(wires: &[Wire], output: Output) -> Result<(), String> {
+    let path = audit_log_path();
+    let audit = Arc::new(
+        JsonLinesAuditLog::open(&path)
+            .map_err(|error| format!("cannot open {}: {error}", path.display()))?,
+    );
+    eprintln!("audit log: {}", path.display());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|error| format!("no runtime: {error}"))?;
+    for &wire in wires {
+        runtime.block_on(replay(wire, audit.clone(), output))?;
+    }
+    let log =
+        std::fs::read(&path).map_err(|error| format!("cannot read the audit log: {error}"))?;
+    let head = verify_chain(log.as_slice())
+        .map_err(|error| format!("the audit chain is broken: {error}"))?;
+    eprintln!(
+        "audit log: {} records, chain verifies (head {})",
+        head.records,
+        &head.head_sha256[..16]
+    );
+    Ok(())
+}
+
+/// A new file for this run's audit log.
+fn audit_log_path() -> PathBuf {
+    let stamp = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+    std::env::temp_dir().join(format!(
+        "refund-desk-audit-{}-{stamp}.jsonl",
+        std::process::id()
+    ))
+}
+
+/// The script, for one provider API, on a freshly seeded desk.
+async fn replay(wire: Wire, audit: Arc<JsonLinesAuditLog>, output: Output) -> Result<(), String> {
+    let fixture: Fixture = serde_json::from_str(wire.fixture())
+        .map_err(|error| format!("{}: the recorded turns do not read: {error}", wire.title()))?;
+    if fixture.api != wire.api().as_str() {
+        return Err(format!(
+            "{}: the fixture is for {}",
+            wire.title(),
+            fixture.api
+        ));
+    }
+    let steps: Vec<&str> = fixture
+        .turns
+        .iter()
+        .map(|turn| turn.step.as_str())
+        .collect();
+    let script: Vec<&str> = SCRIPT.iter().map(|step| step.name).collect();
+    if steps != script {
+        return Err(format!(
+            "{}: the recorded turns are {steps:?}, the script is {script:?}",
+            wire.title()
+        ));
+    }
+    let desk = Arc::new(Desk::seeded());
+    let dispatcher = desk::dispatcher(&desk, audit)?;
+    let binder = dispatcher.binder();
+    let principal = principal();
+    let task = Task::unlimited();
+    if output == Output::Text {
+        println!("== {} ({}) ==", wire.title(), wire.api());
+    }
+    for (number, (step, recorded)) in SCRIPT.iter().zip(&fixture.turns).enumerate() {
+        let number = number + 1;
+        match step.around {
+            Around::LoseNextWriteAnswer => desk.lose_next_write_answer(),
+            Around::RateLimitOrders => desk.rate_limit_orders(ORDERS_RETRY_AFTER),
+            Around::Nothing | Around::SupervisorApproves => {}
+        }
+        let turn = wire
+            .read(recorded)
+            .map_err(|error| format!("{} turn {number}: {error}", wire.title()))?;
+        if output == Output::Text {
+            let form = if recorded.response.is_some() {
+                "whole response"
+            } else {
+                "streamed"
+            };
+            println!("\nturn {number}: {} ({form})", step.title);
+        }
+        let mut answers = Vec::new();
+        let mut dispatches = Vec::new();
+        for call in &turn.calls {
+            let context = context(call);
+            let dispatch = dispatcher.dispatch(&principal, &context, &task).await;
+            answers.push(Answer {
+                context,
+                result: dispatch.result.clone(),
+            });
+            dispatches.push(dispatch);
+        }
+        let (payload, items) = wire.next_turn(&binder, &principal, &turn, &answers)?;
+        for (index, (call, dispatch)) in turn.calls.iter().zip(&dispatches).enumerate() {
+            let item = items.get(index).cloned().unwrap_or(Value::Null);
+            match output {
+                Output::Text => print_call(call, dispatch),
+                Output::JsonLines => print_json_line(wire, number, step, call, dispatch, item),
+            }
+        }
+        if output == Output::Text {
+            println!("  next turn: {payload}");
+        }
+        check(wire, number, step, &dispatches)?;
+        match step.around {
+            Around::SupervisorApproves => approve(&dispatcher, &dispatches, output)?,
+            Around::RateLimitOrders => desk.lift_rate_limit(),
+            Around::Nothing | Around::LoseNextWriteAnswer => {}
+        }
+    }
+    if output == Output::Text {
+        println!(
+            "\nrefund drafts in the store: {} (one approved write, however often it was asked)\n",
+            desk.draft_count()
+        );
+    }
+    if desk.draft_count() != 1 {
+        return Err(format!(
+            "{}: the store holds {} drafts, not 1",
+            wire.title(),
+            desk.draft_count()
+        ));
+    }
+    Ok(())
+}
+
+/// The application's ids for a call: a refund draft is one logical operation per order, so
+/// every retry of it reaches the same ledger record; a read is its own operation.
+fn context(call: &ToolCall) -> CallContext {
+    let order_ref = serde_json::from_slice::<Value>(&call.arguments)
+        .ok()
+        .and_then(|arguments| {
+            arguments
+                .get("order_ref")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
+    match (call.name.as_str(), order_ref) {
+        ("create_refund_draft", Some(order_ref)) => {
+            let operation = format!("refund-draft:{order_ref}");
+            CallContext::new(call.clone(), operation.clone()).with_idempotency_key(operation)
+        }
+        _ => CallContext::new(call.clone(), call.call_id.clone()),
+    }
+}
+
+/// The supervisor reads each pending preview and approves exactly it, for ten minutes.
+fn approve(
+    dispatcher: &tool_contract::dispatch::Dispatcher,
+    dispatches: &[Dispatch],
+    output: Output,
+) -> Result<(), String> {
+    for pending in dispatches
+        .iter()
+        .filter_map(|dispatch| dispatch.pending_approval.as_ref())
+    {
+        let expires_at = time::OffsetDateTime::now_utc() + Duration::from_secs(600);
+        dispatcher
+            .approve(
+                &pending.approval_id,
+                &pending.preview_sha256,
+                "supervisor@acme.example",
+                expires_at,
+            )
+            .map_err(|error| format!("the approval was refused: {error}"))?;
+        if output == Output::Text {
+            println!(
+                "  supervisor approves {} after reading the preview {} (sha256 {})",
+                pending.approval_id,
+                pending.preview.arguments,
+                &pending.preview_sha256[..16]
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The call, its status and, for an error, its code and recovery.
+fn print_call(call: &ToolCall, dispatch: &Dispatch) {
+    let model = &dispatch.result.model;
+    let status = model.status().as_str();
+    match model.error() {
+        None => println!(
+            "  {} [{}]: {status}, delivery {}",
+            call.name,
+            call.call_id,
+            model.execution().delivery.as_str()
+        ),
+        Some(error) => {
+            let mut recovery = error.recovery().as_str().to_owned();
+            if let Some(ms) = error.retry_after_ms() {
+                recovery.push_str(&format!(" after {ms} ms"));
+            }
+            let paths: Vec<&str> = error.paths().iter().map(String::as_str).collect();
+            let at = if paths.is_empty() {
+                String::new()
+            } else {
+                format!(" at {}", paths.join(", "))
+            };
+            println!(
+                "  {} [{}]: {status}, {}{at}, recovery {recovery}",
+                call.name,
+                call.call_id,
+                error.code().as_str()
+            );
+        }
+    }
+}
+
+/// One line: the call, the tool, the model result and this call's item of the next-turn
+/// payload.
+fn print_json_line(
+    wire: Wire,
+    turn: usize,
+    step: &Step,
+    call: &ToolCall,
+    dispatch: &Dispatch,
+    provider_payload: Value,
+) {
+    let line = serde_json::json!({
+        "api": wire.api().as_str(),
+        "turn": turn,
+        "step": step.name,
+        "call_id": call.call_id,
+        "tool": call.name,
+        "model_result": model_json(&dispatch.result.model),
+        "provider_payload": provider_payload,
+    });
+    println!("{line}");
+}
+
+fn model_json(model: &ModelResult) -> Value {
+    serde_json::from_slice(&model.to_canonical_json()).unwrap_or(Value::Null)
+}
+
+/// Whether every call ended as the script says; the replay stops with an error otherwise.
+fn check(wire: Wire, number: usize, step: &Step, dispatches: &[Dispatch]) -> Result<(), String> {
+    let got: Vec<Expect> = dispatches
+        .iter()
+        .map(|dispatch| {
+            let model = &dispatch.result.model;
+            match model.error() {
+                None => Expect::Succeeded(model.execution().delivery),
+                Some(error) => Expect::Failed(error.code()),
+            }
+        })
+        .collect();
+    if got == step.expect {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} turn {number} ({}): expected {:?}, got {got:?}",
+            wire.title(),
+            step.name,
+            step.expect
+        ))
+    }
+}

@@ -1,0 +1,405 @@
+//! `refund-desk mcp` end to end: the real binary over a stdio pipe, driven by rmcp's client.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, Implementation, JsonObject, RequestMetaObject, Tool,
+};
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{ChildStderr, Command};
+
+/// The person at the client: how they answer an approval form, if the client can show one.
+#[derive(Clone)]
+struct Person {
+    /// `None`: the client declares no elicitation.
+    answer: Option<(ElicitationAction, bool)>,
+    /// Every form message shown.
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl Person {
+    fn answering(action: ElicitationAction, approve: bool) -> Self {
+        Person {
+            answer: Some((action, approve)),
+            asked: Arc::default(),
+        }
+    }
+
+    fn without_elicitation() -> Self {
+        Person {
+            answer: None,
+            asked: Arc::default(),
+        }
+    }
+
+    fn forms_shown(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+impl ClientHandler for Person {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = match self.answer {
+            Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
+            None => ClientCapabilities::default(),
+        };
+        ClientConfig::new(capabilities, Implementation::new("desk-test", "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            return Err(ErrorData::invalid_params("expected a form", None));
+        };
+        self.asked.lock().unwrap().push(message);
+        let (action, approve) = self.answer.clone().expect("asked without the capability");
+        let accepted = action == ElicitationAction::Accept;
+        let mut result = ElicitResult::new(action);
+        if accepted {
+            result.content = Some(json!({ "approve": approve }));
+        }
+        Ok(result)
+    }
+}
+
+struct Session {
+    client: RunningService<RoleClient, Person>,
+    stderr: BufReader<ChildStderr>,
+}
+
+/// Starts `refund-desk mcp` and connects `person`'s client to it.
+async fn connect(person: Person) -> Session {
+    let command = Command::new(env!("CARGO_BIN_EXE_refund-desk")).configure(|command| {
+        command.arg("mcp");
+    });
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the desk starts");
+    let client = person.serve(transport).await.expect("the handshake");
+    Session {
+        client,
+        stderr: BufReader::new(stderr.expect("stderr is piped")),
+    }
+}
+
+impl Session {
+    async fn call(&self, tool: &str, arguments: Value) -> CallToolResult {
+        let Value::Object(arguments) = arguments else {
+            panic!("arguments are an object");
+        };
+        let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        self.client.call_tool(request).await.expect("tools/call")
+    }
+
+    async fn call_as(&self, tool: &str, arguments: Value, operation_id: &str) -> CallToolResult {
+        let Value::Object(arguments) = arguments else {
+            panic!("arguments are an object");
+        };
+        let mut meta = RequestMetaObject::default();
+        meta.insert("tool-contract/operation_id".to_owned(), json!(operation_id));
+        let mut request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        request.meta = Some(meta);
+        self.client.call_tool(request).await.expect("tools/call")
+    }
+
+    /// Closes the session and returns the audit log the desk wrote.
+    async fn close(mut self) -> Vec<u8> {
+        let mut line = String::new();
+        self.stderr.read_line(&mut line).await.expect("stderr");
+        let path = line
+            .trim()
+            .strip_prefix("audit log: ")
+            .expect("the desk names its audit log first")
+            .to_owned();
+        self.client.cancel().await.expect("the session closes");
+        std::fs::read(path).expect("the audit log")
+    }
+}
+
+fn refund(reason: &str) -> Value {
+    json!({ "order_ref": "ORDER-1001", "amount_cents": 4990, "reason": reason })
+}
+
+fn code(result: &CallToolResult) -> Option<&str> {
+    result.structured_content.as_ref()?["error"]["code"].as_str()
+}
+
+fn delivery(result: &CallToolResult) -> Option<&str> {
+    result.structured_content.as_ref()?["execution"]["delivery"].as_str()
+}
+
+fn text(result: &CallToolResult) -> &str {
+    &result.content[0].as_text().expect("a text block").text
+}
+
+fn tool<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
+    tools
+        .iter()
+        .find(|tool| tool.name == name)
+        .unwrap_or_else(|| panic!("no tool {name}"))
+}
+
+fn schema(object: &JsonObject) -> Value {
+    Value::Object(object.clone())
+}
+
+#[tokio::test]
+async fn tools_list_gives_each_contract_s_schemas_and_effect() {
+    let session = connect(Person::without_elicitation()).await;
+    let tools = session.client.list_all_tools().await.expect("tools/list");
+    let mut names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "create_refund_draft",
+            "get_order",
+            "get_refund_draft",
+            "search_kb"
+        ]
+    );
+
+    let get_order = tool(&tools, "get_order");
+    let input = schema(&get_order.input_schema);
+    assert_eq!(input["additionalProperties"], false);
+    assert_eq!(input["required"], json!(["order_ref"]));
+    assert_eq!(
+        input["properties"]["order_ref"]["pattern"],
+        "^ORDER-[0-9]{4,12}$"
+    );
+    let output = schema(
+        get_order
+            .output_schema
+            .as_deref()
+            .expect("an output schema"),
+    );
+    assert_eq!(output["type"], "object");
+    let data = &output["oneOf"][0]["properties"]["data"];
+    assert_eq!(data["properties"]["order_ref"]["type"], "string");
+    assert_eq!(data["additionalProperties"], false);
+    let annotations = get_order.annotations.as_ref().expect("annotations");
+    assert_eq!(annotations.read_only_hint, Some(true));
+
+    let draft = tool(&tools, "create_refund_draft");
+    let annotations = draft.annotations.as_ref().expect("annotations");
+    assert_eq!(annotations.read_only_hint, Some(false));
+    assert_eq!(annotations.destructive_hint, Some(true));
+    assert_eq!(annotations.idempotent_hint, Some(false));
+    session.close().await;
+}
+
+#[tokio::test]
+async fn a_read_answers_the_verified_model_result_and_nothing_of_the_audit() {
+    let session = connect(Person::without_elicitation()).await;
+    let tools = session.client.list_all_tools().await.expect("tools/list");
+    let result = session
+        .call("get_order", json!({ "order_ref": "ORDER-1001" }))
+        .await;
+    assert_ne!(result.is_error, Some(true));
+    let structured = result
+        .structured_content
+        .clone()
+        .expect("structuredContent");
+    assert_eq!(structured["status"], "succeeded");
+    assert_eq!(structured["data"]["order_ref"], "ORDER-1001");
+    assert_eq!(structured["provenance"]["trust"], "untrusted_data");
+
+    // The text block is the same result, in its canonical bytes.
+    let canonical = tool_contract::canonical::to_vec(&structured).expect("canonical");
+    assert_eq!(text(&result).as_bytes(), canonical.as_slice());
+
+    // Exactly the model half: no audit field, digest or principal on the wire.
+    let mut keys: Vec<&str> = structured
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "data",
+            "error",
+            "execution",
+            "provenance",
+            "schema_version",
+            "status"
+        ]
+    );
+    let wire = serde_json::to_string(&result).expect("serializes");
+    for audit_only in [
+        "principal_ref",
+        "request_sha256",
+        "binding",
+        "acme-shop",
+        "redactions",
+    ] {
+        assert!(!wire.contains(audit_only), "{audit_only} crossed the wire");
+    }
+
+    // The result conforms to the output schema tools/list gave.
+    let output_schema = schema(
+        tool(&tools, "get_order")
+            .output_schema
+            .as_deref()
+            .expect("an output schema"),
+    );
+    let validator = jsonschema::draft202012::new(&output_schema).expect("the schema compiles");
+    assert!(validator.is_valid(&structured));
+
+    // The audit half went to the desk's log, whose chain verifies.
+    let log = session.close().await;
+    let head = tool_contract::dispatch::verify_chain(log.as_slice()).expect("the chain verifies");
+    assert_eq!(head.records, 1);
+}
+
+#[tokio::test]
+async fn failures_are_errors_with_their_catalog_code() {
+    let session = connect(Person::without_elicitation()).await;
+    let unknown = session.call("issue_gift_card", json!({})).await;
+    assert_eq!(unknown.is_error, Some(true));
+    assert_eq!(code(&unknown), Some("UNKNOWN_TOOL"));
+
+    let bad = session
+        .call("get_order", json!({ "order_ref": 1001 }))
+        .await;
+    assert_eq!(bad.is_error, Some(true));
+    assert_eq!(code(&bad), Some("INVALID_ARGUMENTS"));
+    assert_eq!(
+        bad.structured_content.as_ref().unwrap()["error"]["paths"],
+        json!(["/order_ref"])
+    );
+
+    let missing = session
+        .call("get_order", json!({ "order_ref": "ORDER-9999" }))
+        .await;
+    assert_eq!(code(&missing), Some("NOT_FOUND"));
+    assert_eq!(
+        missing.structured_content.as_ref().unwrap()["error"]["alternate_source"],
+        false
+    );
+    session.close().await;
+}
+
+#[tokio::test]
+async fn a_write_is_approved_by_the_person_at_the_client() {
+    let person = Person::answering(ElicitationAction::Accept, true);
+    let session = connect(person.clone()).await;
+    let made = session
+        .call("create_refund_draft", refund("Mug arrived broken"))
+        .await;
+    assert_ne!(made.is_error, Some(true), "{}", text(&made));
+    assert_eq!(delivery(&made), Some("fresh"));
+    assert_eq!(
+        made.structured_content.as_ref().unwrap()["data"]["draft_ref"],
+        "DRAFT-1"
+    );
+    let forms = person.forms_shown();
+    assert_eq!(forms.len(), 1);
+    assert!(forms[0].contains("create_refund_draft"));
+    assert!(forms[0].contains("Mug arrived broken"));
+
+    // The same call again is the same operation: replayed, not asked for, not run again.
+    let again = session
+        .call("create_refund_draft", refund("Mug arrived broken"))
+        .await;
+    assert_eq!(delivery(&again), Some("local_replay"));
+    assert_eq!(person.forms_shown().len(), 1);
+    let read = session
+        .call("get_refund_draft", json!({ "order_ref": "ORDER-1001" }))
+        .await;
+    assert_eq!(
+        read.structured_content.as_ref().unwrap()["data"]["draft_ref"],
+        "DRAFT-1"
+    );
+    session.close().await;
+}
+
+#[tokio::test]
+async fn a_declined_approval_blocks_the_write() {
+    let person = Person::answering(ElicitationAction::Decline, false);
+    let session = connect(person.clone()).await;
+    let refused = session
+        .call("create_refund_draft", refund("Mug arrived broken"))
+        .await;
+    assert_eq!(refused.is_error, Some(true));
+    assert_eq!(code(&refused), Some("BLOCKED"));
+    assert_eq!(person.forms_shown().len(), 1);
+    let read = session
+        .call("get_refund_draft", json!({ "order_ref": "ORDER-1001" }))
+        .await;
+    assert_eq!(code(&read), Some("NOT_FOUND"), "no draft was made");
+    session.close().await;
+}
+
+#[tokio::test]
+async fn a_dismissed_form_leaves_the_approval_pending() {
+    let person = Person::answering(ElicitationAction::Cancel, false);
+    let session = connect(person.clone()).await;
+    let waiting = session
+        .call("create_refund_draft", refund("Mug arrived broken"))
+        .await;
+    assert_eq!(code(&waiting), Some("APPROVAL_REQUIRED"));
+    let meta = waiting.meta.as_ref().expect("_meta");
+    assert!(meta.get("tool-contract/pending_approval").is_some());
+    session.close().await;
+}
+
+#[tokio::test]
+async fn without_elicitation_the_model_reads_approval_required_and_the_host_the_preview() {
+    let session = connect(Person::without_elicitation()).await;
+    let waiting = session
+        .call("create_refund_draft", refund("Mug arrived broken"))
+        .await;
+    assert_eq!(waiting.is_error, Some(true));
+    assert_eq!(code(&waiting), Some("APPROVAL_REQUIRED"));
+    let pending = &waiting.meta.as_ref().expect("_meta")["tool-contract/pending_approval"];
+    assert!(pending["approval_id"].as_str().unwrap().starts_with("apr_"));
+    assert_eq!(pending["preview"]["tool"], "create_refund_draft");
+    assert_eq!(
+        pending["preview"]["arguments"],
+        refund("Mug arrived broken")
+    );
+    assert_eq!(pending["preview_sha256"].as_str().unwrap().len(), 64);
+    // The model's half carries no preview and no approval id.
+    assert!(!text(&waiting).contains("apr_"));
+    session.close().await;
+}
+
+#[tokio::test]
+async fn the_client_names_the_operation_so_two_identical_writes_are_two() {
+    let person = Person::answering(ElicitationAction::Accept, true);
+    let session = connect(person.clone()).await;
+    let first = session
+        .call_as(
+            "create_refund_draft",
+            refund("Mug arrived broken"),
+            "ticket-1",
+        )
+        .await;
+    let second = session
+        .call_as(
+            "create_refund_draft",
+            refund("Mug arrived broken"),
+            "ticket-2",
+        )
+        .await;
+    let draft = |result: &CallToolResult| {
+        result.structured_content.as_ref().unwrap()["data"]["draft_ref"].clone()
+    };
+    assert_eq!(draft(&first), "DRAFT-1");
+    assert_eq!(draft(&second), "DRAFT-2");
+    assert_eq!(person.forms_shown().len(), 2);
+    session.close().await;
+}

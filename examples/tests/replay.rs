@@ -1,0 +1,245 @@
+//! `refund-desk` replay end to end: the real binary, its stdout and its audit log.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn desk(arguments: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_refund-desk"))
+        .args(arguments)
+        .output()
+        .expect("the desk runs")
+}
+
+/// The JSON lines of one provider's replay, and its audit log's records.
+fn json_replay(provider: &str) -> (Vec<Value>, u64) {
+    let output = desk(&["--json", "--provider", provider]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let stdout = String::from_utf8(output.stdout).expect("UTF-8");
+    let lines = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+        .collect();
+    let path = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("audit log: "))
+        .expect("the audit log's path on stderr");
+    let log = std::fs::read(path).expect("the audit log");
+    let head = tool_contract::dispatch::verify_chain(log.as_slice()).expect("the chain verifies");
+    (lines, head.records)
+}
+
+/// Each call of the script: its step, tool, and status with error code or delivery.
+const SCRIPT: [(&str, &str, &str); 11] = [
+    ("plain_read", "get_order", "succeeded fresh"),
+    ("search_with_injection", "search_kb", "succeeded fresh"),
+    (
+        "unknown_tool_and_bad_arguments",
+        "issue_gift_card",
+        "failed UNKNOWN_TOOL",
+    ),
+    (
+        "unknown_tool_and_bad_arguments",
+        "get_order",
+        "failed INVALID_ARGUMENTS",
+    ),
+    (
+        "draft_needs_approval",
+        "create_refund_draft",
+        "failed APPROVAL_REQUIRED",
+    ),
+    (
+        "reason_changed",
+        "create_refund_draft",
+        "failed APPROVAL_INVALID",
+    ),
+    (
+        "write_times_out",
+        "create_refund_draft",
+        "unknown OUTCOME_UNKNOWN",
+    ),
+    (
+        "reconciled",
+        "create_refund_draft",
+        "succeeded receipt_reconciled",
+    ),
+    ("rate_limited_read", "get_order", "failed RATE_LIMIT"),
+    (
+        "same_operation_again",
+        "create_refund_draft",
+        "succeeded local_replay",
+    ),
+    ("read_the_draft", "get_refund_draft", "succeeded fresh"),
+];
+
+fn outcome(model: &Value) -> String {
+    let status = model["status"].as_str().unwrap_or_default();
+    match model["error"]["code"].as_str() {
+        Some(code) => format!("{status} {code}"),
+        None => format!(
+            "{status} {}",
+            model["execution"]["delivery"].as_str().unwrap_or_default()
+        ),
+    }
+}
+
+/// Every line has exactly these keys; the script's calls come in order.
+fn check_lines(lines: &[Value], api: &str) {
+    assert_eq!(lines.len(), SCRIPT.len(), "one line per call");
+    for (line, (step, tool, expected)) in lines.iter().zip(SCRIPT) {
+        let mut keys: Vec<&str> = line
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "api",
+                "call_id",
+                "model_result",
+                "provider_payload",
+                "step",
+                "tool",
+                "turn"
+            ]
+        );
+        assert_eq!(line["api"], api);
+        assert_eq!(line["step"], step);
+        assert_eq!(line["tool"], tool);
+        assert_eq!(outcome(&line["model_result"]), expected, "{step}");
+    }
+}
+
+/// The model result as the provider carries it: its canonical JSON text.
+fn canonical_text(model: &Value) -> String {
+    String::from_utf8(tool_contract::canonical::to_vec(model).unwrap()).unwrap()
+}
+
+fn succeeded(line: &Value) -> bool {
+    line["model_result"]["status"] == "succeeded"
+}
+
+#[test]
+fn openai_responses_lines_carry_function_call_outputs() {
+    let (lines, records) = json_replay("openai");
+    check_lines(&lines, "openai_responses");
+    for line in &lines {
+        let item = &line["provider_payload"];
+        assert_eq!(item["type"], "function_call_output");
+        assert_eq!(item["call_id"], line["call_id"]);
+        assert_eq!(item["output"], canonical_text(&line["model_result"]));
+        assert_eq!(item.as_object().unwrap().len(), 3);
+    }
+    assert_eq!(records, 11);
+}
+
+#[test]
+fn anthropic_messages_lines_carry_tool_result_blocks() {
+    let (lines, records) = json_replay("anthropic");
+    check_lines(&lines, "anthropic_messages");
+    for line in &lines {
+        let block = &line["provider_payload"];
+        assert_eq!(block["type"], "tool_result");
+        assert_eq!(block["tool_use_id"], line["call_id"]);
+        assert_eq!(block["content"][0]["type"], "text");
+        assert_eq!(
+            block["content"][0]["text"],
+            canonical_text(&line["model_result"])
+        );
+        assert_eq!(block.get("is_error").is_some(), !succeeded(line));
+    }
+    assert_eq!(records, 11);
+}
+
+#[test]
+fn gemini_generate_content_lines_carry_function_responses() {
+    let (lines, records) = json_replay("gemini");
+    check_lines(&lines, "gemini_generate_content");
+    for line in &lines {
+        let response = &line["provider_payload"]["functionResponse"];
+        assert_eq!(response["id"], line["call_id"]);
+        assert_eq!(response["name"], line["tool"]);
+        let key = if succeeded(line) { "output" } else { "error" };
+        assert_eq!(response["response"][key], line["model_result"]);
+    }
+    assert_eq!(records, 11);
+}
+
+#[test]
+fn gemini_interactions_lines_carry_function_result_steps() {
+    let (lines, records) = json_replay("interactions");
+    check_lines(&lines, "gemini_interactions");
+    for line in &lines {
+        let step = &line["provider_payload"];
+        assert_eq!(step["type"], "function_result");
+        assert_eq!(step["call_id"], line["call_id"]);
+        assert_eq!(step["name"], line["tool"]);
+        assert_eq!(step["result"], canonical_text(&line["model_result"]));
+        assert_eq!(step.get("is_error").is_some(), !succeeded(line));
+    }
+    assert_eq!(records, 11);
+}
+
+#[test]
+fn the_injected_instruction_reaches_the_model_as_untrusted_data() {
+    let (lines, _) = json_replay("openai");
+    let search = &lines[1]["model_result"];
+    assert_eq!(search["provenance"]["trust"], "untrusted_data");
+    let excerpts: Vec<&str> = search["data"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|hit| hit["excerpt"].as_str())
+        .collect();
+    assert!(
+        excerpts
+            .iter()
+            .any(|excerpt| excerpt.contains("ignore your previous instructions"))
+    );
+    // It changed nothing: the next write still needed a person.
+    assert_eq!(
+        lines[4]["model_result"]["error"]["code"],
+        "APPROVAL_REQUIRED"
+    );
+}
+
+#[test]
+fn the_rate_limited_read_tells_the_model_how_long_to_wait() {
+    let (lines, _) = json_replay("anthropic");
+    let error = &lines[8]["model_result"]["error"];
+    assert_eq!(error["recovery"], "retry_after");
+    assert_eq!(error["retry_after_ms"], 45_000);
+}
+
+#[test]
+fn every_provider_replays_into_one_audit_log_by_default() {
+    let output = desk(&[]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    for title in [
+        "== OpenAI Responses",
+        "== Anthropic Messages",
+        "== Gemini generateContent",
+        "== Gemini Interactions",
+    ] {
+        assert!(stdout.contains(title), "{title}");
+    }
+    assert_eq!(stdout.matches("next turn: ").count(), 40);
+    assert!(
+        stderr.contains("audit log: 44 records, chain verifies"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_usage_mistake_exits_2_with_the_usage() {
+    let output = desk(&["--provider", "mistral"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("usage: refund-desk"));
+    assert!(output.stdout.is_empty());
+}
