@@ -14,7 +14,6 @@ use rmcp::service::{ElicitationMode, RequestContext, RoleServer};
 use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use time::OffsetDateTime;
 
 use super::ADAPTER;
 use crate::call::{CallContext, Principal};
@@ -232,7 +231,7 @@ impl McpServer {
                 || "mcp-client".to_owned(),
                 |info| format!("mcp-client:{}", info.client_info.name),
             );
-            let expires_at = OffsetDateTime::now_utc() + self.approval_ttl;
+            let expires_at = self.dispatcher.now() + self.approval_ttl;
             self.dispatcher
                 .approve(
                     &pending.approval_id,

@@ -456,7 +456,7 @@ fn approve(
         .iter()
         .filter_map(|dispatch| dispatch.pending_approval.as_ref())
     {
-        let expires_at = time::OffsetDateTime::now_utc() + Duration::from_secs(600);
+        let expires_at = dispatcher.now() + Duration::from_secs(600);
         dispatcher
             .approve(
                 &pending.approval_id,

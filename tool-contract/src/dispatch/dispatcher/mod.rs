@@ -180,6 +180,13 @@ impl Dispatcher {
         Binder::new(&self.registry, self.keys.clone()).with_clock(self.clock)
     }
 
+    /// The time by the dispatcher's clock ([`DispatcherBuilder::clock`]): what approval
+    /// expiries are measured against.
+    #[must_use]
+    pub fn now(&self) -> OffsetDateTime {
+        (self.clock)()
+    }
+
     /// This dispatcher's owner id in the ledger (one per process).
     #[must_use]
     pub fn owner(&self) -> &str {
