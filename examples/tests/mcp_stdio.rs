@@ -156,6 +156,9 @@ fn schema(object: &JsonObject) -> Value {
 #[tokio::test]
 async fn tools_list_gives_each_contract_s_schemas_and_effect() {
     let session = connect(Person::without_elicitation()).await;
+    // The client asks for the newest revision; the server answers with the newest it speaks.
+    let server = session.client.peer_info().expect("the handshake's answer");
+    assert_eq!(server.protocol_version.as_str(), "2025-11-25");
     let tools = session.client.list_all_tools().await.expect("tools/list");
     let mut names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
     names.sort_unstable();

@@ -83,6 +83,12 @@
 //! effect, projection, the audit sink ([`dispatch::JsonLinesAuditLog`], a hash chain), and the
 //! ledger record. A write whose outcome is lost is `unknown` and is reconciled, never rerun.
 //!
+//! ## Serving over MCP
+//!
+//! [`mcp`]: with the `mcp` feature, `mcp::McpServer` serves a dispatcher's registry to MCP
+//! clients: input schemas and [`ToolSpec::model_result_schema`] in `tools/list`, the verified
+//! model result as `structuredContent` of `tools/call`, approvals asked by elicitation.
+//!
 //! ## Evidence for facts
 //!
 //! [`evidence`]: outputs declared `grounded` carry [`evidence::GroundingSource`]s, whose tier

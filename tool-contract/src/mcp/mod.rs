@@ -35,7 +35,7 @@ mod server;
 #[cfg(feature = "mcp")]
 pub use server::{McpServeError, McpServer, OPERATION_ID_META};
 
-/// The adapter of MCP `tools/call` requests, protocol revisions 2025-03-26 to 2025-11-25.
+/// The adapter of MCP `tools/call` requests, protocol revisions 2024-11-05 to 2025-11-25.
 pub const ADAPTER: Adapter = Adapter {
     api: Api::McpToolsCall,
     revision: "mcp/2025-11-25",
