@@ -99,11 +99,17 @@ fn next_tool_and_alternate_source_appear_exactly_where_the_catalog_says() {
     let validator = validator();
     let mut not_found = failure(ModelError::new(ErrorCode::NotFound));
     assert_eq!(not_found["error"]["alternate_source"], false);
-    not_found["error"].as_object_mut().unwrap().remove("alternate_source");
+    not_found["error"]
+        .as_object_mut()
+        .unwrap()
+        .remove("alternate_source");
     assert!(!validator.is_valid(&not_found));
 
     let mut redirect = failure(ModelError::prerequisite("search_kb"));
-    redirect["error"].as_object_mut().unwrap().remove("next_tool");
+    redirect["error"]
+        .as_object_mut()
+        .unwrap()
+        .remove("next_tool");
     assert!(!validator.is_valid(&redirect));
 
     let mut tool_error = failure(ModelError::new(ErrorCode::ToolError));

@@ -183,7 +183,10 @@ fn mcp_calls_are_accepted_only_by_a_registry_that_lists_their_adapter() {
     assert_eq!(adapter.api.provider(), Provider::McpClient);
     assert_eq!(adapter.api.as_str(), "mcp_tools_call");
     assert_eq!(serde_json::to_value(adapter.api).unwrap(), "mcp_tools_call");
-    assert_eq!(serde_json::to_value(Provider::McpClient).unwrap(), "mcp_client");
+    assert_eq!(
+        serde_json::to_value(Provider::McpClient).unwrap(),
+        "mcp_client"
+    );
 
     let bare = tool_contract::registry![GetOrder];
     assert!(!bare.accepts_adapter(adapter.api, adapter.revision));

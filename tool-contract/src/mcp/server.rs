@@ -80,8 +80,8 @@ pub enum McpServeError {
 
 impl McpServer {
     /// Serves `dispatcher`'s registry, every call on behalf of `principal`, with no budget
-    /// (see [`with_task`](Self::with_task)) and approvals asked by elicitation lasting 10
-    /// minutes.
+    /// (see [`with_task`](Self::with_task)), and approval forms open, and approvals valid, for
+    /// 10 minutes.
     #[must_use]
     pub fn new(dispatcher: Arc<Dispatcher>, principal: Principal) -> Self {
         McpServer {
@@ -107,7 +107,8 @@ impl McpServer {
         self
     }
 
-    /// How long an approval given through elicitation stays valid.
+    /// How long an approval given through elicitation stays valid, and how long the form
+    /// waits for an answer.
     #[must_use]
     pub fn with_approval_ttl(mut self, ttl: Duration) -> Self {
         self.approval_ttl = ttl;
@@ -216,7 +217,9 @@ impl McpServer {
             message,
             requested_schema,
         };
-        let Ok(answer) = peer.create_elicitation(params).await else {
+        // A question nobody answers is closed when an answer would have expired anyway.
+        let asked = peer.create_elicitation_with_timeout(params, Some(self.approval_ttl));
+        let Ok(answer) = asked.await else {
             return false;
         };
         let approved = answer.action == ElicitationAction::Accept
