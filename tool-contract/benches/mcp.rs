@@ -1,0 +1,171 @@
+//! What serving a call over MCP costs, beside rmcp alone and the dispatcher alone, in the same
+//! run (feature `mcp`: `cargo bench -p tool-contract --features mcp --bench mcp`).
+//!
+//! - `tools_call/dispatch`: the read through `Dispatcher::dispatch`, no MCP;
+//! - `tools_call/rmcp_fixed_answer`: an rmcp client and a server that answers every
+//!   `tools/call` with a fixed result of the same size, over an in-memory pipe: rmcp's own cost;
+//! - `tools_call/mcp_server`: the same client and pipe to `McpServer`: dispatch, verification,
+//!   structured content and text block.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer, RunningService};
+use rmcp::{ErrorData, RoleClient, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use tool_contract::dispatch::{AuditLogError, AuditSink, Dispatcher, HandlerContext, Task};
+use tool_contract::mcp::McpServer;
+use tool_contract::providers::{Correlation, ToolCall};
+use tool_contract::{
+    AuditKeys, CallContext, ModelResult, Principal, ProtectedAudit, RawProvenance, RawResult,
+    SecretKey, ToolContract, ToolFailure, ToolOutput,
+};
+
+/// Read one order.
+#[derive(serde::Deserialize, ToolContract)]
+#[tool_contract(output = Order, effect = read_only, source_label = "orders", producer_revision = "o-1")]
+struct GetOrder {
+    #[tool_contract(max_len = 32)]
+    order_ref: String,
+}
+
+#[derive(serde::Serialize, ToolOutput)]
+struct Order {
+    #[tool_output(max_len = 32)]
+    order_ref: String,
+    #[tool_output(maximum = 1000000)]
+    total_cents: u32,
+}
+
+async fn get_order(input: GetOrder, _: HandlerContext) -> Result<RawResult, ToolFailure> {
+    let output = format!(
+        r#"{{"order_ref":"{}","total_cents":4200}}"#,
+        input.order_ref
+    );
+    Ok(RawResult::new(
+        output,
+        RawProvenance::new("o-1", "2026-11-29T10:00:00Z"),
+    ))
+}
+
+/// Keeps nothing: the bench measures the calls, not a growing log.
+struct Discard;
+
+impl AuditSink for Discard {
+    fn append(&self, _: &ModelResult, _: &ProtectedAudit) -> Result<(), AuditLogError> {
+        Ok(())
+    }
+}
+
+fn dispatcher() -> Dispatcher {
+    let registry = tool_contract::registry![GetOrder]
+        .into_builder()
+        .all_adapters()
+        .build();
+    Dispatcher::builder(
+        registry,
+        AuditKeys::new(SecretKey::new([3; 32]).expect("32 bytes")),
+    )
+    .handler::<GetOrder>(get_order)
+    .audit_sink(Arc::new(Discard))
+    .build()
+    .expect("every tool has a handler")
+}
+
+/// Answers every call with one fixed result: rmcp's cost with no work behind it.
+struct FixedAnswer(Value);
+
+impl ServerHandler for FixedAnswer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn call_tool(
+        &self,
+        _request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mut result = CallToolResult::success(vec![ContentBlock::text(self.0.to_string())]);
+        result.structured_content = Some(self.0.clone());
+        Ok(result.into())
+    }
+}
+
+/// A client connected over an in-memory pipe to `server`, which runs on the same runtime.
+async fn connect<S: ServerHandler>(server: S) -> RunningService<RoleClient, ()> {
+    let (client_side, server_side) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_side).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ().serve(client_side).await.expect("the handshake")
+}
+
+fn request() -> CallToolRequestParams {
+    let Value::Object(arguments) = json!({ "order_ref": "ORDER-7" }) else {
+        unreachable!("an object literal")
+    };
+    CallToolRequestParams::new("get_order").with_arguments(arguments)
+}
+
+fn bench_tools_call(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let principal = Principal::new("acme", "alice");
+    let dispatcher = Arc::new(dispatcher());
+    let task = Task::unlimited();
+    let context = CallContext::new(
+        ToolCall {
+            api: tool_contract::mcp::ADAPTER.api,
+            adapter_revision: tool_contract::mcp::ADAPTER.revision.to_owned(),
+            response_id: None,
+            call_id: "mcp-1".to_owned(),
+            correlation: Correlation::Id,
+            name: "get_order".to_owned(),
+            arguments: br#"{"order_ref":"ORDER-7"}"#.to_vec(),
+        },
+        "op-1",
+    );
+    // The fixed answer is the model result the server would give, so both carry as much.
+    let fixed = runtime.block_on(dispatcher.dispatch(&principal, &context, &task));
+    let fixed: Value =
+        serde_json::from_slice(&fixed.result.model.to_canonical_json()).expect("JSON");
+    let (bare, served) = runtime.block_on(async {
+        let bare = connect(FixedAnswer(fixed)).await;
+        let served = connect(McpServer::new(dispatcher.clone(), principal.clone())).await;
+        (bare, served)
+    });
+
+    let mut group = c.benchmark_group("tools_call");
+    group.bench_function("dispatch", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                black_box(dispatcher.dispatch(&principal, &context, &task).await)
+            })
+        });
+    });
+    group.bench_function("rmcp_fixed_answer", |b| {
+        b.iter(|| {
+            runtime
+                .block_on(async { black_box(bare.call_tool(request()).await.expect("answered")) })
+        });
+    });
+    group.bench_function("mcp_server", |b| {
+        b.iter(|| {
+            runtime
+                .block_on(async { black_box(served.call_tool(request()).await.expect("answered")) })
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_tools_call);
+criterion_main!(benches);
