@@ -25,7 +25,10 @@
 //! outcome), never a second execution. Two identical writes that are meant to be two
 //! operations need two operation ids.
 //!
-//! [`ADAPTER`] is always present, so a registry can accept MCP calls without the feature.
+//! Calls are served only when the registry accepts [`ADAPTER`]
+//! ([`RegistryBuilder::adapter`](crate::RegistryBuilder::adapter) or `all_adapters`), as the
+//! provider writers require of theirs; otherwise `tools/call` is a protocol error and nothing
+//! runs. [`ADAPTER`] exists without the feature.
 
 use crate::providers::{Adapter, Api};
 

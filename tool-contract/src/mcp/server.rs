@@ -144,6 +144,15 @@ impl McpServer {
         request: CallToolRequestParams,
         request_context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let registry = self.dispatcher.registry();
+        if !registry.accepts_adapter(ADAPTER.api, ADAPTER.revision) {
+            // As the provider writers refuse: nothing runs for a caller the registry does not
+            // accept.
+            return Err(ErrorData::internal_error(
+                "the registry does not accept MCP calls: add tool_contract::mcp::ADAPTER",
+                None,
+            ));
+        }
         let peer = &request_context.peer;
         let context = self.context(&request, request_context);
         let mut dispatch = self
