@@ -38,7 +38,6 @@ pub enum Provider {
     Google,
     /// A Model Context Protocol client: the model behind it, if any, is not known to the
     /// server.
-    #[serde(rename = "mcp_client")]
     McpClient,
 }
 
@@ -56,7 +55,6 @@ pub enum Api {
     /// Gemini Interactions (`POST /v1beta/interactions`).
     GeminiInteractions,
     /// An MCP `tools/call` request, served by [`crate::mcp`].
-    #[serde(rename = "mcp_tools_call")]
     McpToolsCall,
 }
 
