@@ -100,30 +100,30 @@ impl Wire {
         match self {
             Wire::OpenAiResponses => {
                 let mut stream = openai::StreamAssembler::new();
-                events
-                    .into_iter()
-                    .try_for_each(|event| stream.push(event))?;
+                for event in events {
+                    stream.push(event)?;
+                }
                 stream.finish()
             }
             Wire::AnthropicMessages => {
                 let mut stream = anthropic::StreamAssembler::new();
-                events
-                    .into_iter()
-                    .try_for_each(|event| stream.push(event))?;
+                for event in events {
+                    stream.push(event)?;
+                }
                 stream.finish()
             }
             Wire::GeminiGenerateContent => {
                 let mut stream = gemini::StreamAssembler::new();
-                events
-                    .into_iter()
-                    .try_for_each(|chunk| stream.push(chunk))?;
+                for event in events {
+                    stream.push(event)?;
+                }
                 stream.finish()
             }
             Wire::GeminiInteractions => {
                 let mut stream = interactions::StreamAssembler::new();
-                events
-                    .into_iter()
-                    .try_for_each(|event| stream.push(event))?;
+                for event in events {
+                    stream.push(event)?;
+                }
                 stream.finish()
             }
         }
