@@ -9,8 +9,7 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tool_contract::dispatch::{
-    AuditSink, BuildError, Dispatcher, HandlerContext, Reconciled, RetryPolicy, StatusRequest,
-    ToolOptions,
+    AuditSink, BuildError, Dispatcher, HandlerContext, Reconciled, StatusRequest, ToolOptions,
 };
 use tool_contract::evidence::{GroundingSource, SourceTier};
 use tool_contract::{
@@ -432,8 +431,7 @@ pub fn dispatcher(desk: &Arc<Desk>, audit: Arc<dyn AuditSink>) -> Result<Dispatc
             },
             ToolOptions {
                 timeout: WRITE_TIMEOUT,
-                retry: RetryPolicy::DEFAULT,
-                cost_units: 1,
+                ..ToolOptions::DEFAULT
             },
         )
         .handler::<GetRefundDraft>(move |input: GetRefundDraft, _: HandlerContext| {
