@@ -218,7 +218,7 @@ async fn a_read_answers_the_verified_model_result_and_nothing_of_the_audit() {
     assert_eq!(structured["provenance"]["trust"], "untrusted_data");
 
     // The text block is the same result, in its canonical bytes.
-    let canonical = tool_contract::canonical::to_vec(&structured).expect("canonical");
+    let canonical = tool_contract::json::canonical::to_vec(&structured).expect("canonical");
     assert_eq!(text(&result).as_bytes(), canonical.as_slice());
 
     // Exactly the model half: no audit field, digest or principal on the wire.

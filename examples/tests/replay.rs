@@ -116,7 +116,7 @@ fn check_lines(lines: &[Value], api: &str) {
 
 /// The model result as the provider carries it: its canonical JSON text.
 fn canonical_text(model: &Value) -> String {
-    String::from_utf8(tool_contract::canonical::to_vec(model).unwrap()).unwrap()
+    String::from_utf8(tool_contract::json::canonical::to_vec(model).unwrap()).unwrap()
 }
 
 fn succeeded(line: &Value) -> bool {

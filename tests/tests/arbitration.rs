@@ -3,7 +3,8 @@
 use proptest::prelude::*;
 use serde_json::json;
 use tool_contract::evidence::{Arbitration, Fact, GroundingSource, Reason, SourceTier, arbitrate};
-use tool_contract::{ErrorCode, Recovery, ToolContract, ToolOutput, ToolSpec};
+use tool_contract::results::Recovery;
+use tool_contract::{ErrorCode, ToolContract, ToolOutput, ToolSpec};
 
 /// Read the institution's own page.
 #[derive(serde::Deserialize, ToolContract)]

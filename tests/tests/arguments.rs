@@ -1,6 +1,7 @@
 //! `parse_arguments`: a model's arguments, read exactly.
 
-use tool_contract::{ForbiddenKeys, ToolContract};
+use tool_contract::ToolContract;
+use tool_contract::vocabulary::ForbiddenKeys;
 use tool_contract_tests::{GetOrder, found};
 
 fn codes(bytes: &[u8]) -> Vec<(String, &'static str)> {

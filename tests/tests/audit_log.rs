@@ -115,7 +115,8 @@ async fn a_rewritten_record_with_a_fresh_digest_breaks_the_next_link() {
         record.remove("record_sha256");
         record["model"]["data"]["text"] = json!("forged");
         let content =
-            tool_contract::canonical::to_vec(&serde_json::Value::Object(record.clone())).unwrap();
+            tool_contract::json::canonical::to_vec(&serde_json::Value::Object(record.clone()))
+                .unwrap();
         use sha2::Digest;
         let digest: String = sha2::Sha256::digest(&content)
             .iter()
@@ -123,7 +124,7 @@ async fn a_rewritten_record_with_a_fresh_digest_breaks_the_next_link() {
             .collect();
         record.insert("record_sha256".to_owned(), json!(digest));
         lines[1] = String::from_utf8(
-            tool_contract::canonical::to_vec(&serde_json::Value::Object(record)).unwrap(),
+            tool_contract::json::canonical::to_vec(&serde_json::Value::Object(record)).unwrap(),
         )
         .unwrap();
     });
@@ -168,7 +169,7 @@ fn a_sink_that_fails_is_reported_and_the_result_still_stands() {
         fn append(
             &self,
             _: &tool_contract::ModelResult,
-            _: &tool_contract::ProtectedAudit,
+            _: &tool_contract::results::ProtectedAudit,
         ) -> Result<(), AuditLogError> {
             Err(AuditLogError::Io(std::io::Error::other("disk full")))
         }
@@ -248,7 +249,7 @@ impl AuditSink for RecordingSink {
     fn append(
         &self,
         _: &tool_contract::ModelResult,
-        _: &tool_contract::ProtectedAudit,
+        _: &tool_contract::results::ProtectedAudit,
     ) -> Result<(), AuditLogError> {
         self.0.push("audit");
         Ok(())

@@ -1,9 +1,11 @@
 //! Issue 3, point 3: the triple binding, recomputed, never trusted.
 
 use serde_json::json;
+use tool_contract::binder::VerifyError;
+use tool_contract::results::DigestAlgorithm;
 use tool_contract::{
-    AuditKeys, Binder, CallResult, DigestAlgorithm, ErrorCode, FailureKind, ModelResult, Principal,
-    SecretKey, ToolFailure, VerifyError,
+    AuditKeys, Binder, CallResult, ErrorCode, FailureKind, ModelResult, Principal, SecretKey,
+    ToolFailure,
 };
 use tool_contract_tests::kb::{alice, binder, hits, keys, registry, search, search_call};
 

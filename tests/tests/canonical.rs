@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use tool_contract::canonical::{self, CanonicalError};
+use tool_contract::json::canonical::{self, CanonicalError};
 
 fn vectors(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -2,7 +2,8 @@
 
 use proptest::prelude::*;
 use serde_json::Value;
-use tool_contract::{ToolOutput, canonical};
+use tool_contract::ToolOutput;
+use tool_contract::json::canonical;
 use tool_contract_tests::{OrderLine, OrderStatus, OrderView, valid_output, validate};
 
 fn by_serde<T: serde::Serialize>(value: &T) -> String {

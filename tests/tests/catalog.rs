@@ -1,10 +1,9 @@
 //! Issue 3, point 4: the error catalog, fixed in one place.
 
 use serde_json::json;
-use tool_contract::{
-    CATALOG, CatalogMismatch, ErrorCode, FailureKind, ModelError, Outcome, Recovery, ToolContract,
-    ToolFailure, VerifyError,
-};
+use tool_contract::binder::VerifyError;
+use tool_contract::results::{CATALOG, CatalogMismatch, ModelError, Outcome, Recovery};
+use tool_contract::{ErrorCode, FailureKind, ToolContract, ToolFailure};
 use tool_contract_tests::kb::{SearchKb, alice, binder, search_call};
 
 fn tampered(edit: impl FnOnce(&mut serde_json::Value)) -> Result<(), CatalogMismatch> {

@@ -10,9 +10,8 @@ use tool_contract::dispatch::{
     ApprovalError, BuildError, Dispatch, Dispatcher, GateDecision, HandlerContext, MemoryAuditLog,
     MemoryLedger, RequireNonEmpty, Task, WriteState,
 };
-use tool_contract::{
-    CallContext, ErrorCode, Principal, RawResult, Recovery, Status, ToolFailure, Trust,
-};
+use tool_contract::results::{Recovery, Trust};
+use tool_contract::{CallContext, ErrorCode, Principal, RawResult, Status, ToolFailure};
 use tool_contract_tests::tracker::{
     self, ReadDoc, Remote, advance_clock, alice, approve, builder, clock, context, detail,
     dispatcher, pending_approval, run,
@@ -321,8 +320,8 @@ async fn every_registered_tool_needs_a_handler_and_every_reconciled_write_a_stat
         .build()
         .unwrap_err();
     assert_eq!(
-        without_query,
-        vec![BuildError::MissingStatusQuery("create_issue")]
+        *without_query,
+        [BuildError::MissingStatusQuery("create_issue")]
     );
 }
 
@@ -405,7 +404,7 @@ async fn an_approved_write_runs_once_and_its_approval_is_consumed() {
     let again = run(&dispatcher, &call).await;
     assert_eq!(
         again.result.model.execution().delivery,
-        tool_contract::Delivery::LocalReplay
+        tool_contract::results::Delivery::LocalReplay
     );
     assert_eq!(again.result.model.data(), ran.result.model.data());
     assert_eq!(remote.requests("k-1"), 1);

@@ -2,10 +2,11 @@
 //! own audit, and a prompt injection that stays data.
 
 use serde_json::{Value, json};
+use tool_contract::binder::VerifyError;
 use tool_contract::providers::{Answer, Turn, anthropic, gemini, interactions, openai};
+use tool_contract::results::{Recovery, Trust};
 use tool_contract::{
-    CallContext, CallResult, ErrorCode, FailureKind, Recovery, Status, ToolContract, ToolFailure,
-    Trust, VerifyError,
+    CallContext, CallResult, ErrorCode, FailureKind, Status, ToolContract, ToolFailure,
 };
 use tool_contract_tests::kb::{
     SearchKb, alice, all_keys, all_strings, binder, hits, kb_provenance, registry, search,

@@ -2,7 +2,8 @@
 //! fills it, through the gates of the dispatcher.
 
 use serde_json::json;
-use tool_contract::{ErrorCode, Recovery, Status, Trust};
+use tool_contract::results::{Recovery, Trust};
+use tool_contract::{ErrorCode, Status};
 use tool_contract_tests::schools::{Web, builder, call, dispatcher, run, verified};
 
 #[tokio::test(start_paused = true)]

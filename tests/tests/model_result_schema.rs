@@ -3,7 +3,8 @@
 
 use jsonschema::Validator;
 use serde_json::{Value, json};
-use tool_contract::{ErrorCode, ModelError, ToolContract};
+use tool_contract::results::ModelError;
+use tool_contract::{ErrorCode, ToolContract};
 use tool_contract_tests::kb::{SearchKb, alice, binder, hits, search, search_call};
 
 fn validator() -> Validator {

@@ -44,7 +44,7 @@ proptest! {
         corrupted.insert(at, byte);
         corrupted.extend_from_slice(&text[cut.min(text.len())..]);
         let call = DiscoverAdvisors { schools };
-        if let Ok(validated) = call.validate_output_audited(&corrupted, &tool_contract::ForbiddenKeys::DEFAULT) {
+        if let Ok(validated) = call.validate_output_audited(&corrupted, &tool_contract::vocabulary::ForbiddenKeys::DEFAULT) {
             // Whatever is accepted still carries its sources.
             prop_assert!(validated.output.advisors.iter().all(|advisor| !advisor.sources.is_empty()));
         }

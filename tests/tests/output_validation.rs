@@ -1,7 +1,8 @@
 //! The generated validator of untrusted output: each rule of the contract, one test each.
 
 use serde_json::json;
-use tool_contract::{ForbiddenKeys, MAX_VIOLATIONS, ToolContract, ViolationKind};
+use tool_contract::vocabulary::{ForbiddenKeys, MAX_VIOLATIONS};
+use tool_contract::{ToolContract, ViolationKind};
 use tool_contract_tests::{
     OrderLine, OrderStatus, order_7, rejected, valid_output, validate, validate_bytes, with,
     without,
@@ -112,8 +113,8 @@ fn a_number_with_a_fraction_is_not_an_integer_even_when_whole() {
     assert_eq!(
         violations.as_slice()[0].kind(),
         &ViolationKind::WrongType {
-            expected: tool_contract::JsonType::Integer,
-            found: tool_contract::JsonType::Number
+            expected: tool_contract::vocabulary::JsonType::Integer,
+            found: tool_contract::vocabulary::JsonType::Number
         }
     );
 }

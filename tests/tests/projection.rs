@@ -1,9 +1,10 @@
 //! Issue 3, point 1: the two projections, consistent by construction.
 
 use serde_json::{Value, json};
+use tool_contract::results::{CONTROL_SOURCE_LABEL, Delivery, ModelError, Outcome, Trust};
 use tool_contract::{
-    CONTROL_SOURCE_LABEL, Delivery, ErrorCode, FailureKind, ModelError, ModelResult, Outcome,
-    RawProvenance, RawResult, Status, ToolContract, ToolFailure, Trust,
+    ErrorCode, FailureKind, ModelResult, RawProvenance, RawResult, Status, ToolContract,
+    ToolFailure,
 };
 use tool_contract_tests::kb::{
     SearchKb, alice, all_keys, all_strings, binder, hits, kb_provenance, search, search_call,
@@ -267,7 +268,7 @@ fn the_model_half_holds_nothing_of_the_audit_half() {
             &alice(),
             &context,
             ToolFailure::new(FailureKind::OutcomeUnknown, "").with_downstream(
-                tool_contract::Downstream {
+                tool_contract::results::Downstream {
                     request: Some("req-77".into()),
                     receipt: Some("rcpt-88".into()),
                     status_ref: Some("status-99".into()),
@@ -330,7 +331,7 @@ fn the_model_half_holds_nothing_of_the_audit_half() {
 fn the_audit_holds_principal_ref_provider_context_contract_downstream_binding_and_redactions() {
     let context = search_call("1", "refund");
     let failure = ToolFailure::new(FailureKind::Unauthorized, "tenant acme may not read KB-9")
-        .with_downstream(tool_contract::Downstream {
+        .with_downstream(tool_contract::results::Downstream {
             request: Some("req-1".into()),
             receipt: None,
             status_ref: Some("s-1".into()),
@@ -422,7 +423,7 @@ fn canonical_json_of_a_result_equals_rfc8785_of_its_serde_form() {
     ];
     for result in results {
         let by_serde =
-            tool_contract::canonical::to_vec(&serde_json::to_value(&result.model).unwrap())
+            tool_contract::json::canonical::to_vec(&serde_json::to_value(&result.model).unwrap())
                 .unwrap();
         assert_eq!(
             String::from_utf8(result.model.to_canonical_json()).unwrap(),

@@ -1,9 +1,9 @@
 //! The registry and the specs and schemas it holds.
 
 use serde_json::json;
-use tool_contract::{
-    Approval, Effect, Reconcile, Registry, RegistryError, Shape, ToolContract, ToolOutput,
-};
+use tool_contract::contract::{RegistryError, Shape};
+use tool_contract::vocabulary::{Approval, Reconcile};
+use tool_contract::{Effect, Registry, ToolContract, ToolOutput};
 use tool_contract_tests::GetOrder;
 
 #[derive(Debug, serde::Serialize, ToolOutput)]

@@ -13,7 +13,8 @@ use tool_contract::dispatch::{
     Budget, Dispatch, Dispatcher, MemoryLedger, RetryPolicy, StopReason, Task, ToolOptions,
     WriteState,
 };
-use tool_contract::{ErrorCode, Recovery, Status};
+use tool_contract::results::Recovery;
+use tool_contract::{ErrorCode, Status};
 use tool_contract_tests::tracker::{
     Fault, OPTIONS, ReadDoc, Remote, alice, builder, context, create, dispatcher, run,
 };

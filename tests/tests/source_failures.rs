@@ -2,10 +2,8 @@
 //! was read and holds nothing is a result with its evidence.
 
 use serde_json::json;
-use tool_contract::{
-    Category, ErrorCode, FailureKind, ModelError, Outcome, Recovery, Status, ToolContract,
-    ToolFailure, Trust,
-};
+use tool_contract::results::{Category, ModelError, Outcome, Recovery, Trust};
+use tool_contract::{ErrorCode, FailureKind, Status, ToolContract, ToolFailure};
 use tool_contract_tests::schools::{Web, call, dispatcher, redactions, run, verified};
 use tool_contract_tests::tracker::alice;
 
@@ -252,7 +250,7 @@ fn the_alternate_source_hint_is_part_of_the_catalog_check() {
     let planted: ModelError = serde_json::from_value(planted).unwrap();
     assert_eq!(
         planted.check(),
-        Err(tool_contract::CatalogMismatch::AlternateSource)
+        Err(tool_contract::results::CatalogMismatch::AlternateSource)
     );
 
     let mut dropped = serde_json::to_value(ModelError::new(ErrorCode::SourceBlocked)).unwrap();
@@ -260,7 +258,7 @@ fn the_alternate_source_hint_is_part_of_the_catalog_check() {
     let dropped: ModelError = serde_json::from_value(dropped).unwrap();
     assert_eq!(
         dropped.check(),
-        Err(tool_contract::CatalogMismatch::AlternateSource)
+        Err(tool_contract::results::CatalogMismatch::AlternateSource)
     );
 }
 
@@ -304,6 +302,9 @@ async fn the_hint_is_in_the_bytes_the_model_reads_and_its_digest_covers() {
             String::from_utf8_lossy(&sent)
         );
         let serde_form = serde_json::to_value(model).unwrap();
-        assert_eq!(sent, tool_contract::canonical::to_vec(&serde_form).unwrap());
+        assert_eq!(
+            sent,
+            tool_contract::json::canonical::to_vec(&serde_form).unwrap()
+        );
     }
 }

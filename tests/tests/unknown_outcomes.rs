@@ -9,7 +9,8 @@ use tool_contract::dispatch::ledger::SqliteLedger;
 use tool_contract::dispatch::{
     Dispatch, Dispatcher, Ledger, MemoryLedger, StopReason, Task, WriteState,
 };
-use tool_contract::{Delivery, ErrorCode, Outcome, Recovery, Status};
+use tool_contract::results::{Delivery, Outcome, Recovery};
+use tool_contract::{ErrorCode, Status};
 use tool_contract_tests::tracker::{
     Fault, OPTIONS, Remote, advance_clock, alice, approve, context, create, dispatcher, run,
 };

@@ -6,6 +6,7 @@ use syn::ext::IdentExt;
 use syn::{Data, DeriveInput, Fields, Ident};
 
 use crate::attr::{self, ContractAttrs, FieldAttrs, Limits, SerdeAttrs, SerdePlace};
+use crate::case::snake_case;
 use crate::ctxt::Ctxt;
 use crate::symbol::{TOOL_CONTRACT, TOOL_OUTPUT};
 use crate::ty::FieldType;
@@ -54,6 +55,23 @@ pub struct Variant<'a> {
 }
 
 impl<'a> Contract<'a> {
+    /// The tool name, explicit or the struct's name in snake_case. Whether it fits every
+    /// provider is checked where the runtime's own rule can run: a `const` check.
+    pub fn tool_name(&self) -> String {
+        self.attrs.name.as_ref().map_or_else(
+            || snake_case(&self.original.ident.to_string()),
+            syn::LitStr::value,
+        )
+    }
+
+    /// The tokens that chose the tool name: the `name = "..."` literal, or the struct's name.
+    pub fn tool_name_tokens(&self) -> TokenStream {
+        match &self.attrs.name {
+            Some(lit) => lit.to_token_stream(),
+            None => self.original.ident.to_token_stream(),
+        }
+    }
+
     pub fn from_ast(cx: &Ctxt, input: &'a DeriveInput) -> Option<Self> {
         let attrs = ContractAttrs::from_ast(cx, &input.attrs);
         let serde = attr::serde_attrs(cx, SerdePlace::Container, &input.attrs);

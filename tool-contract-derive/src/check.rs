@@ -7,7 +7,6 @@ use quote::ToTokens;
 
 use crate::ast::{Contract, Field, Output, OutputData};
 use crate::attr::{Effect, Format, Limits};
-use crate::case::snake_case;
 use crate::ctxt::Ctxt;
 use crate::symbol::{APPROVAL, EFFECT, OUTPUT, PRODUCER_REVISION, SOURCE_LABEL};
 use crate::ty::{FieldType, is_sources_list};
@@ -15,7 +14,6 @@ use crate::ty::{FieldType, is_sources_list};
 pub fn check_contract(cx: &Ctxt, contract: &Contract) {
     check_required_keys(cx, contract);
     check_description(cx, contract);
-    check_tool_name(cx, contract);
     check_write_declarations(cx, contract);
     check_limits(cx, &contract.attrs.limits);
     check_fields(cx, &contract.fields, false);
@@ -129,37 +127,6 @@ fn check_description(cx: &Ctxt, contract: &Contract) {
             &contract.original.ident,
             "add a doc comment to the struct: it is the tool's description, which the model reads",
         );
-    }
-}
-
-/// The tool name, explicit or the struct's name in snake_case.
-pub fn tool_name(contract: &Contract) -> String {
-    contract.attrs.name.as_ref().map_or_else(
-        || snake_case(&contract.original.ident.to_string()),
-        syn::LitStr::value,
-    )
-}
-
-// A tool name fits every provider: `^[A-Za-z_][A-Za-z0-9_-]{0,63}$` (OpenAI allows 64
-// characters of `[A-Za-z0-9_-]`, Anthropic the same, Gemini must start with a letter or `_`).
-fn check_tool_name(cx: &Ctxt, contract: &Contract) {
-    let name = tool_name(contract);
-    let mut chars = name.chars();
-    let valid = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        && name.len() <= 64;
-    if valid {
-        return;
-    }
-    let rule = "a tool name must match `^[A-Za-z_][A-Za-z0-9_-]{0,63}$` to fit every provider";
-    match &contract.attrs.name {
-        Some(lit) => cx.error_spanned_by(lit, rule),
-        None => cx.error_spanned_by(
-            &contract.original.ident,
-            format!("the default name `{name}` does not fit: {rule}; set `name = \"...\"`"),
-        ),
     }
 }
 

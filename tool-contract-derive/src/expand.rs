@@ -8,7 +8,6 @@ use syn::spanned::Spanned;
 
 use crate::ast::{Contract, Field, Output, OutputData, Variant};
 use crate::attr::{Approval, Detector, Limits, Reconcile};
-use crate::check::tool_name;
 use crate::ty::is_sources_list;
 
 pub fn contract(contract: &Contract) -> TokenStream {
@@ -20,16 +19,17 @@ pub fn contract(contract: &Contract) -> TokenStream {
     let Some(effect) = &attrs.effect else {
         return TokenStream::new();
     };
-    let name = tool_name(contract);
+    let name = contract.tool_name();
+    let name_check = tool_name_check(contract, &name);
     let description = contract.doc.clone().unwrap_or_default();
     let effect = format_ident!("{}", effect.value.variant());
     let approval = match attrs.approval.as_ref().map(|approval| approval.value) {
         Some(Approval::Required) => quote!(::core::option::Option::Some(
-            ::tool_contract::Approval::Required
+            ::tool_contract::__private::Approval::Required
         )),
         Some(Approval::NotRequired) => {
             quote!(::core::option::Option::Some(
-                ::tool_contract::Approval::NotRequired
+                ::tool_contract::__private::Approval::NotRequired
             ))
         }
         None => quote!(::core::option::Option::None),
@@ -37,7 +37,7 @@ pub fn contract(contract: &Contract) -> TokenStream {
     let (reconcile, reconcile_check) = match attrs.reconcile.as_ref().map(|r| &r.value) {
         Some(Reconcile::Manual) => (
             quote!(::core::option::Option::Some(
-                ::tool_contract::Reconcile::Manual
+                ::tool_contract::__private::Reconcile::Manual
             )),
             TokenStream::new(),
         ),
@@ -48,16 +48,15 @@ pub fn contract(contract: &Contract) -> TokenStream {
                  finds out whether the write happened"
             );
             let check = quote_spanned! {path.span()=>
-                const _: () = if !::core::matches!(
-                    <#path as ::tool_contract::ToolContract>::EFFECT,
-                    ::tool_contract::Effect::ReadOnly
-                ) {
+                const _: () = if !<#path as ::tool_contract::__private::ToolContract>::EFFECT
+                    .can_reconcile()
+                {
                     ::core::panic!(#message)
                 };
             };
             let reconcile = quote! {
-                ::core::option::Option::Some(::tool_contract::Reconcile::Tool(
-                    <#path as ::tool_contract::ToolContract>::NAME,
+                ::core::option::Option::Some(::tool_contract::__private::Reconcile::Tool(
+                    <#path as ::tool_contract::__private::ToolContract>::NAME,
                 ))
             };
             (reconcile, check)
@@ -75,7 +74,7 @@ pub fn contract(contract: &Contract) -> TokenStream {
     let source_tier = match &attrs.source_tier {
         Some(tier) => {
             let variant = format_ident!("{}", tier.value.variant());
-            quote!(::core::option::Option::Some(::tool_contract::evidence::SourceTier::#variant))
+            quote!(::core::option::Option::Some(::tool_contract::__private::SourceTier::#variant))
         }
         None => quote!(::core::option::Option::None),
     };
@@ -118,7 +117,7 @@ pub fn contract(contract: &Contract) -> TokenStream {
             let member = field.ident;
             quote! {
                 #name => ::core::option::Option::Some(
-                    ::tool_contract::BoundField::bound_value(&self.#member),
+                    ::tool_contract::__private::BoundField::bound_value(&self.#member),
                 ),
             }
         });
@@ -130,7 +129,7 @@ pub fn contract(contract: &Contract) -> TokenStream {
         const _: () = if let ::core::option::Option::Some(message) =
             ::tool_contract::__private::bound_error(
                 ::tool_contract::__private::output_bounds::<#ident>(),
-                <#ident as ::tool_contract::ToolContract>::__INPUT_FIELDS,
+                <#ident as ::tool_contract::__private::ToolContract>::__INPUT_FIELDS,
             )
         {
             ::core::panic!("{}", message)
@@ -140,22 +139,22 @@ pub fn contract(contract: &Contract) -> TokenStream {
     quote! {
         const _: () = {
             #statics
-            static __ARGUMENTS: ::tool_contract::ObjectShape =
-                ::tool_contract::ObjectShape::new(#type_name, ::core::option::Option::None, &__FIELDS);
+            static __ARGUMENTS: ::tool_contract::__private::ObjectShape =
+                ::tool_contract::__private::ObjectShape::new(#type_name, ::core::option::Option::None, &__FIELDS);
 
             #[automatically_derived]
             #[allow(unused_qualifications)]
-            impl ::tool_contract::ToolContract for #ident {
+            impl ::tool_contract::__private::ToolContract for #ident {
                 #output_assoc
                 const NAME: &'static str = #name;
-                const EFFECT: ::tool_contract::Effect = ::tool_contract::Effect::#effect;
+                const EFFECT: ::tool_contract::__private::Effect = ::tool_contract::__private::Effect::#effect;
 
-                fn spec() -> &'static ::tool_contract::ToolSpec {
+                fn spec() -> &'static ::tool_contract::__private::ToolSpec {
                     static DECL: ::tool_contract::__private::ContractDecl =
                         ::tool_contract::__private::ContractDecl {
                             name: #name,
                             description: #description,
-                            effect: ::tool_contract::Effect::#effect,
+                            effect: ::tool_contract::__private::Effect::#effect,
                             approval: #approval,
                             reconcile: #reconcile,
                             source_label: #source_label,
@@ -171,14 +170,14 @@ pub fn contract(contract: &Contract) -> TokenStream {
                             output: ::tool_contract::__private::output_shape::<#ident>,
                             output_limits: ::tool_contract::__private::output_limits::<#ident>(),
                         };
-                    static SPEC: ::tool_contract::__private::OnceLock<::tool_contract::ToolSpec> =
+                    static SPEC: ::tool_contract::__private::OnceLock<::tool_contract::__private::ToolSpec> =
                         ::tool_contract::__private::OnceLock::new();
                     SPEC.get_or_init(|| ::tool_contract::__private::build_spec(&DECL))
                 }
 
-                const __ARGUMENT_LIMITS: ::tool_contract::Limits = #argument_limits;
+                const __ARGUMENT_LIMITS: ::tool_contract::__private::Limits = #argument_limits;
 
-                const __SOURCE_TIER: ::core::option::Option<::tool_contract::evidence::SourceTier> =
+                const __SOURCE_TIER: ::core::option::Option<::tool_contract::__private::SourceTier> =
                     #source_tier;
 
                 const __INPUT_FIELDS: &'static [::tool_contract::__private::InputFieldDecl] =
@@ -204,6 +203,7 @@ pub fn contract(contract: &Contract) -> TokenStream {
                 }
             }
 
+            #name_check
             #bound_check
             #reconcile_check
             #tier_check
@@ -227,8 +227,8 @@ pub fn output(output: &Output) -> TokenStream {
             statics.extend(grounding_checks(&type_name, fields, sources));
             let read = read_object(fields, &quote!(_rules.grounded()), sources);
             let shape = quote! {
-                static __SHAPE: ::tool_contract::ObjectShape =
-                    ::tool_contract::ObjectShape::new(#type_name, #description, &__FIELDS);
+                static __SHAPE: ::tool_contract::__private::ObjectShape =
+                    ::tool_contract::__private::ObjectShape::new(#type_name, #description, &__FIELDS);
             };
             let mut bounds = bound_decls(&type_name, fields);
             bounds.extend(source_consts(fields, sources.is_some()));
@@ -243,8 +243,8 @@ pub fn output(output: &Output) -> TokenStream {
                 static __VALUES: [&str; #count] = [#(#values),*];
             };
             let shape = quote! {
-                static __SHAPE: ::tool_contract::EnumShape =
-                    ::tool_contract::EnumShape::new(#type_name, #description, &__VALUES);
+                static __SHAPE: ::tool_contract::__private::EnumShape =
+                    ::tool_contract::__private::EnumShape::new(#type_name, #description, &__VALUES);
             };
             let read = read_enum(variants);
             let write = write_enum(variants);
@@ -270,10 +270,10 @@ pub fn output(output: &Output) -> TokenStream {
 
             #[automatically_derived]
             #[allow(unused_qualifications)]
-            impl ::tool_contract::ContractField for #ident {
+            impl ::tool_contract::__private::ContractField for #ident {
                 fn __read(
                     reader: &mut ::tool_contract::__private::Reader<'_>,
-                    _rules: &::tool_contract::Rules,
+                    _rules: &::tool_contract::__private::Rules,
                 ) -> ::core::result::Result<
                     ::core::option::Option<Self>,
                     ::tool_contract::__private::Stop,
@@ -281,8 +281,8 @@ pub fn output(output: &Output) -> TokenStream {
                     #read
                 }
 
-                fn __shape() -> ::tool_contract::Shape {
-                    ::tool_contract::Shape::#shape_variant(&__SHAPE)
+                fn __shape() -> ::tool_contract::__private::Shape {
+                    ::tool_contract::__private::Shape::#shape_variant(&__SHAPE)
                 }
 
                 fn __write_canonical(&self, out: &mut ::std::vec::Vec<u8>) {
@@ -293,8 +293,8 @@ pub fn output(output: &Output) -> TokenStream {
             }
 
             #[automatically_derived]
-            impl ::tool_contract::ToolOutput for #ident {
-                const LIMITS: ::tool_contract::Limits = #output_limits;
+            impl ::tool_contract::__private::ToolOutput for #ident {
+                const LIMITS: ::tool_contract::__private::Limits = #output_limits;
             }
 
             #name_checks
@@ -307,7 +307,7 @@ pub fn output(output: &Output) -> TokenStream {
 fn field_statics(fields: &[Field], grounded_sources: Option<usize>) -> TokenStream {
     let mut patterns = TokenStream::new();
     let specs = fields.iter().enumerate().map(|(index, field)| {
-        let mut rules = quote!(::tool_contract::Rules::NONE);
+        let mut rules = quote!(::tool_contract::__private::Rules::NONE);
         let rule_fields = &field.rules;
         if let Some(min_len) = &rule_fields.min_len {
             let n = min_len.value;
@@ -320,13 +320,13 @@ fn field_statics(fields: &[Field], grounded_sources: Option<usize>) -> TokenStre
         if let Some(pattern) = &rule_fields.pattern {
             let static_name = format_ident!("__PATTERN_{index}");
             patterns.extend(quote! {
-                static #static_name: ::tool_contract::Pattern = ::tool_contract::Pattern::new(#pattern);
+                static #static_name: ::tool_contract::__private::Pattern = ::tool_contract::__private::Pattern::new(#pattern);
             });
             rules.extend(quote!(.with_pattern(&#static_name)));
         }
         if let Some(format) = &rule_fields.format {
             let variant = format_ident!("{}", format.value.variant());
-            rules.extend(quote!(.with_format(::tool_contract::Format::#variant)));
+            rules.extend(quote!(.with_format(::tool_contract::__private::Format::#variant)));
         }
         if let Some(max_items) = &rule_fields.max_items {
             let n = max_items.value;
@@ -344,7 +344,7 @@ fn field_statics(fields: &[Field], grounded_sources: Option<usize>) -> TokenStre
             let max_depth = free_form.value.max_depth;
             let max_bytes = free_form.value.max_bytes;
             rules.extend(quote! {
-                .with_free_form(::tool_contract::FreeFormLimits {
+                .with_free_form(::tool_contract::__private::FreeFormLimits {
                     max_depth: #max_depth,
                     max_bytes: #max_bytes,
                 })
@@ -363,11 +363,11 @@ fn field_statics(fields: &[Field], grounded_sources: Option<usize>) -> TokenStre
                 .map(|detector| match detector {
                     Detector::Builtin(constant) => {
                         let constant = format_ident!("{constant}");
-                        quote!(::tool_contract::evidence::Detector::#constant)
+                        quote!(::tool_contract::__private::Detector::#constant)
                     }
                     Detector::Custom(path) => {
                         let name = path.to_token_stream().to_string().replace(' ', "");
-                        quote_spanned!(path.span()=> ::tool_contract::evidence::Detector::new(#name, #path))
+                        quote_spanned!(path.span()=> ::tool_contract::__private::Detector::new(#name, #path))
                     }
                 })
                 .collect();
@@ -378,10 +378,10 @@ fn field_statics(fields: &[Field], grounded_sources: Option<usize>) -> TokenStre
                 quote!(Reject)
             };
             patterns.extend(quote! {
-                static #detectors_name: [::tool_contract::evidence::Detector; #count] = [#(#detectors),*];
-                static #rule_name: ::tool_contract::evidence::SyntheticRule =
-                    ::tool_contract::evidence::SyntheticRule::new(
-                        ::tool_contract::evidence::SyntheticAction::#action,
+                static #detectors_name: [::tool_contract::__private::Detector; #count] = [#(#detectors),*];
+                static #rule_name: ::tool_contract::__private::SyntheticRule =
+                    ::tool_contract::__private::SyntheticRule::new(
+                        ::tool_contract::__private::SyntheticAction::#action,
                         &#detectors_name,
                     );
             });
@@ -391,16 +391,16 @@ fn field_statics(fields: &[Field], grounded_sources: Option<usize>) -> TokenStre
         let rust_name = field.ident.unraw().to_string();
         let description = option_str(field.doc.as_deref());
         let ty = &field.original.ty;
-        let shape = quote_spanned!(ty.span()=> <#ty as ::tool_contract::ContractField>::__shape);
+        let shape = quote_spanned!(ty.span()=> <#ty as ::tool_contract::__private::ContractField>::__shape);
         let bound = option_str(field.rules.bound.as_ref().map(|b| b.unraw().to_string()).as_deref());
         quote! {
-            ::tool_contract::FieldSpec::new(#key, #rust_name, #description, #shape, #rules, #bound)
+            ::tool_contract::__private::FieldSpec::new(#key, #rust_name, #description, #shape, #rules, #bound)
         }
     }).collect::<Vec<_>>();
     let count = fields.len();
     quote! {
         #patterns
-        static __FIELDS: [::tool_contract::FieldSpec; #count] = [#(#specs),*];
+        static __FIELDS: [::tool_contract::__private::FieldSpec; #count] = [#(#specs),*];
     }
 }
 
@@ -425,7 +425,7 @@ fn read_object(
             let key = &field.key;
             let ty = &field.original.ty;
             let read = quote_spanned! {ty.span()=>
-                <#ty as ::tool_contract::ContractField>::__read(reader, __FIELDS[#index].rules())?
+                <#ty as ::tool_contract::__private::ContractField>::__read(reader, __FIELDS[#index].rules())?
             };
             let bound = field.rules.bound.as_ref().map(|input_field| {
                 let input_field = input_field.unraw().to_string();
@@ -433,7 +433,7 @@ fn read_object(
                     if let ::core::option::Option::Some(value) = &value {
                         reader.check_bound(
                             #input_field,
-                            ::tool_contract::BoundField::bound_value(value),
+                            ::tool_contract::__private::BoundField::bound_value(value),
                         )?;
                     }
                 }
@@ -531,7 +531,7 @@ fn write_object(fields: &[Field]) -> TokenStream {
         let comma = (index > 0).then(|| quote!(out.push(b',');));
         // At the field's type, like the read: an unsupported type is one error there.
         let write = quote_spanned! {ty.span()=>
-            <#ty as ::tool_contract::ContractField>::__write_canonical(&self.#ident, out);
+            <#ty as ::tool_contract::__private::ContractField>::__write_canonical(&self.#ident, out);
         };
         let write_key = write_json_string(key, ":");
         quote! {
@@ -604,7 +604,7 @@ fn bound_decls(type_name: &str, fields: &[Field]) -> TokenStream {
     });
     let nested = fields.iter().map(|field| {
         let ty = &field.original.ty;
-        quote_spanned!(ty.span()=> <#ty as ::tool_contract::ContractField>::__BOUNDS)
+        quote_spanned!(ty.span()=> <#ty as ::tool_contract::__private::ContractField>::__BOUNDS)
     });
     quote! {
         const __BOUNDS: &'static [::tool_contract::__private::BoundDecl] = {
@@ -623,7 +623,7 @@ fn bound_decls(type_name: &str, fields: &[Field]) -> TokenStream {
 fn source_consts(fields: &[Field], holds_sources: bool) -> TokenStream {
     let claims = fields.iter().map(|field| {
         let ty = &field.original.ty;
-        quote_spanned!(ty.span()=> <#ty as ::tool_contract::ContractField>::__CLAIMS_TIER)
+        quote_spanned!(ty.span()=> <#ty as ::tool_contract::__private::ContractField>::__CLAIMS_TIER)
     });
     quote! {
         const __HOLDS_SOURCES: bool = #holds_sources;
@@ -641,7 +641,7 @@ fn grounding_checks(type_name: &str, fields: &[Field], sources: Option<usize>) -
             #[allow(dead_code)]
             fn __sources_are_grounding_sources(
                 sources: #ty,
-            ) -> ::std::vec::Vec<::tool_contract::evidence::GroundingSource> {
+            ) -> ::std::vec::Vec<::tool_contract::__private::GroundingSource> {
                 sources
             }
         });
@@ -666,12 +666,32 @@ fn grounding_checks(type_name: &str, fields: &[Field], sources: Option<usize>) -
             .next()
             .map_or_else(|| ty.span(), |token| token.span());
         checks.extend(quote_spanned! {span=>
-            const _: () = if !<#ty as ::tool_contract::ContractField>::__HOLDS_SOURCES {
+            const _: () = if !<#ty as ::tool_contract::__private::ContractField>::__HOLDS_SOURCES {
                 ::core::panic!(#message)
             };
         });
     }
     checks
+}
+
+/// A compile-time refusal of a tool name some provider would refuse, by the runtime's own rule
+/// (`vocabulary::is_tool_name`), at the tokens that chose the name.
+pub fn tool_name_check(contract: &Contract, name: &str) -> TokenStream {
+    let rule = "a tool name must match `^[A-Za-z_][A-Za-z0-9_-]{0,63}$` to fit every provider";
+    let message = match &contract.attrs.name {
+        Some(_) => rule.to_owned(),
+        None => format!("the default name `{name}` does not fit: {rule}; set `name = \"...\"`"),
+    };
+    let span = contract
+        .tool_name_tokens()
+        .into_iter()
+        .next()
+        .map_or_else(Span::call_site, |token| token.span());
+    quote_spanned! {span=>
+        const _: () = if !::tool_contract::__private::is_tool_name(#name) {
+            ::core::panic!("{}", #message)
+        };
+    }
 }
 
 /// A compile-time refusal of an output key the runtime's default list forbids, at the tokens
@@ -699,13 +719,13 @@ fn forbidden_name_check(field: &Field) -> TokenStream {
 fn limits(limits: &Limits) -> TokenStream {
     let max_bytes = match limits.max_bytes.as_ref().map(|n| n.value) {
         Some(n) => quote!(#n),
-        None => quote!(::tool_contract::Limits::DEFAULT.max_bytes),
+        None => quote!(::tool_contract::__private::Limits::DEFAULT.max_bytes),
     };
     let max_depth = match limits.max_depth.as_ref().map(|n| n.value) {
         Some(n) => quote!(#n),
-        None => quote!(::tool_contract::Limits::DEFAULT.max_depth),
+        None => quote!(::tool_contract::__private::Limits::DEFAULT.max_depth),
     };
-    quote!(::tool_contract::Limits { max_bytes: #max_bytes, max_depth: #max_depth })
+    quote!(::tool_contract::__private::Limits { max_bytes: #max_bytes, max_depth: #max_depth })
 }
 
 fn option_lit(lit: Option<&syn::LitStr>) -> TokenStream {

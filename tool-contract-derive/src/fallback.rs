@@ -23,14 +23,14 @@ pub fn contract(
     quote! {
         #errors
         #[allow(unused_qualifications)]
-        impl ::tool_contract::ToolContract for #ident {
+        impl ::tool_contract::__private::ToolContract for #ident {
             type Output = #output;
             const NAME: &'static str = "";
-            const EFFECT: ::tool_contract::Effect = ::tool_contract::Effect::Pure;
-            fn spec() -> &'static ::tool_contract::ToolSpec {
+            const EFFECT: ::tool_contract::__private::Effect = ::tool_contract::__private::Effect::Pure;
+            fn spec() -> &'static ::tool_contract::__private::ToolSpec {
                 ::core::unreachable!("the contract did not compile")
             }
-            const __ARGUMENT_LIMITS: ::tool_contract::Limits = ::tool_contract::Limits::DEFAULT;
+            const __ARGUMENT_LIMITS: ::tool_contract::__private::Limits = ::tool_contract::__private::Limits::DEFAULT;
             const __INPUT_FIELDS: &'static [::tool_contract::__private::InputFieldDecl] = &[];
             fn __read_arguments(
                 _: &mut ::tool_contract::__private::Reader<'_>,
@@ -56,15 +56,15 @@ pub fn output(input: &DeriveInput, errors: syn::Error) -> TokenStream {
     quote! {
         #errors
         #[allow(unused_qualifications)]
-        impl ::tool_contract::ContractField for #ident {
+        impl ::tool_contract::__private::ContractField for #ident {
             fn __read(
                 _: &mut ::tool_contract::__private::Reader<'_>,
-                _: &::tool_contract::Rules,
+                _: &::tool_contract::__private::Rules,
             ) -> ::core::result::Result<::core::option::Option<Self>, ::tool_contract::__private::Stop> {
                 ::core::unreachable!("the output type did not compile")
             }
-            fn __shape() -> ::tool_contract::Shape {
-                ::tool_contract::Shape::FreeForm
+            fn __shape() -> ::tool_contract::__private::Shape {
+                ::tool_contract::__private::Shape::FreeForm
             }
             fn __write_canonical(&self, _: &mut ::std::vec::Vec<u8>) {
                 ::core::unreachable!("the output type did not compile")
@@ -72,8 +72,8 @@ pub fn output(input: &DeriveInput, errors: syn::Error) -> TokenStream {
             // As if it held sources and declared none: no second error from a check of it.
             const __HOLDS_SOURCES: bool = true;
         }
-        impl ::tool_contract::ToolOutput for #ident {
-            const LIMITS: ::tool_contract::Limits = ::tool_contract::Limits::DEFAULT;
+        impl ::tool_contract::__private::ToolOutput for #ident {
+            const LIMITS: ::tool_contract::__private::Limits = ::tool_contract::__private::Limits::DEFAULT;
         }
     }
 }

@@ -38,7 +38,14 @@ fn derive_contract(input: &DeriveInput) -> proc_macro2::TokenStream {
         Ok(()) => contract.as_ref().map(expand::contract).unwrap_or_default(),
         Err(errors) => {
             let output = contract.as_ref().and_then(|c| c.attrs.output.as_ref());
-            fallback::contract(input, output, errors)
+            // The name's own check still runs, so every mistake shows in one build.
+            let name_check = contract
+                .as_ref()
+                .map(|c| expand::tool_name_check(c, &c.tool_name()))
+                .unwrap_or_default();
+            let mut tokens = fallback::contract(input, output, errors);
+            tokens.extend(name_check);
+            tokens
         }
     }
 }

@@ -19,9 +19,10 @@ use tool_contract::dispatch::{
     MemoryLedger, Reconciled, StatusRequest, Task, ToolOptions,
 };
 use tool_contract::providers::{Api, Correlation, ToolCall};
+use tool_contract::results::ProtectedAudit;
 use tool_contract::{
-    AuditKeys, Binder, CallContext, ModelResult, Principal, ProtectedAudit, RawProvenance,
-    RawResult, Registry, SecretKey, ToolContract, ToolFailure, ToolOutput,
+    AuditKeys, Binder, CallContext, ModelResult, Principal, RawProvenance, RawResult, Registry,
+    SecretKey, ToolContract, ToolFailure, ToolOutput,
 };
 
 /// Read one order.

@@ -21,9 +21,10 @@ use serde_json::{Value, json};
 use tool_contract::dispatch::{AuditLogError, AuditSink, Dispatcher, HandlerContext, Task};
 use tool_contract::mcp::McpServer;
 use tool_contract::providers::{Correlation, ToolCall};
+use tool_contract::results::ProtectedAudit;
 use tool_contract::{
-    AuditKeys, CallContext, ModelResult, Principal, ProtectedAudit, RawProvenance, RawResult,
-    SecretKey, ToolContract, ToolFailure, ToolOutput,
+    AuditKeys, CallContext, ModelResult, Principal, RawProvenance, RawResult, SecretKey,
+    ToolContract, ToolFailure, ToolOutput,
 };
 
 /// Read one order.

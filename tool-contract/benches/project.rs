@@ -17,10 +17,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
+use tool_contract::json::canonical;
 use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::{
     AuditKeys, Binder, CallContext, Principal, RawProvenance, RawResult, Registry, SecretKey,
-    Status, ToolContract, ToolOutput, canonical,
+    Status, ToolContract, ToolOutput,
 };
 
 /// List the stock of one warehouse.

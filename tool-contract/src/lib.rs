@@ -61,18 +61,20 @@
 //! - nesting depth and encoded size; duplicate keys; the forbidden-key scan;
 //! - JSON syntax, UTF-8 and lone surrogates.
 //!
-//! Every violation found is reported (up to [`MAX_VIOLATIONS`]), each with a JSON Pointer path
-//! and a [`ViolationKind`]. Nothing panics on any input.
+//! Every violation found is reported (up to
+//! [`MAX_VIOLATIONS`](vocabulary::MAX_VIOLATIONS)), each with a JSON Pointer path and a
+//! [`ViolationKind`]. Nothing panics on any input.
 //!
 //! ## Results the model may see, audits it may not
 //!
 //! A [`Binder`] turns each call's outcome into a [`CallResult`]: a [`ModelResult`]
-//! (`tool-model-result-v2`: status, data or a catalog [`ModelError`], execution, provenance)
-//! and a [`ProtectedAudit`] (principal reference, provider context, contract revisions,
-//! downstream ids, redactions, and the three digests of [`Binding`]). [`Binder::verify`]
-//! recomputes every digest from the trusted principal, call and registry; the adapters in
-//! [`providers`] write only what verifies. [`canonical`] is RFC 8785 on its own. The
-//! [`CATALOG`] fixes every failure's message and recovery.
+//! (`tool-model-result-v2`: status, data or a catalog [`ModelError`](results::ModelError),
+//! execution, provenance) and a [`ProtectedAudit`](results::ProtectedAudit) (principal
+//! reference, provider context, contract revisions, downstream ids, redactions, and the three
+//! digests of its [`Binding`](results::Binding)). [`Binder::verify`] recomputes every digest
+//! from the trusted principal, call and registry; the adapters in [`providers`] write only
+//! what verifies. [`json::canonical`] is RFC 8785 on its own. The
+//! [`CATALOG`](results::CATALOG) fixes every failure's message and recovery.
 //!
 //! ## The pipeline around every call
 //!
@@ -85,9 +87,9 @@
 //!
 //! ## Serving over MCP
 //!
-//! [`mcp`]: with the `mcp` feature, `mcp::McpServer` serves a dispatcher's registry to MCP
-//! clients: input schemas and [`ToolSpec::model_result_schema`] in `tools/list`, the verified
-//! model result as `structuredContent` of `tools/call`, approvals asked by elicitation.
+//! With the `mcp` feature, `mcp::McpServer` serves a dispatcher's registry to MCP clients:
+//! input schemas and [`ToolSpec::model_result_schema`] in `tools/list`, the verified model
+//! result as `structuredContent` of `tools/call`, approvals asked by elicitation.
 //!
 //! ## Evidence for facts
 //!
@@ -96,60 +98,47 @@
 //! `strip_synthetic` keep placeholder values out of results; [`evidence::arbitrate`] picks one
 //! value among candidates from several sources, or hands a tie to a person. A handler that
 //! cannot read its source fails fast with its [`FailureKind`], never with made-up data.
+//!
+//! ## The crate's layers
+//!
+//! Each module is one layer, and imports only from the layers below it (a test reads the
+//! sources and fails on any import that runs upward):
+//!
+//! | layer | module | holds |
+//! | --- | --- | --- |
+//! | 1 | [`json`] | RFC 8785 canonical JSON, the byte scanner, exact numbers, named formats |
+//! | 2 | [`vocabulary`] | effects, limits, the tool-name rule, source tiers, synthetic-data detectors, forbidden keys, violations; the call types ([`Principal`], [`CallContext`], [`vocabulary::ToolCall`], [`vocabulary::Api`]) |
+//! | 3 | [`contract`] | the traits the derives implement, specs, shapes and rules, the exact reader, bounds, grounding sources, argument and output schemas, the [`Registry`] |
+//! | 4 | [`results`] | execution and provenance, the error catalog, the model result and its schema, the protected audit, keys and digests, arbitration |
+//! | 5 | [`binder`] | what handlers return; projecting, sealing and verifying results |
+//! | 6 | [`providers`] | reading provider responses and streams, writing the next turn |
+//! | 7 | [`dispatch`] | gates, approvals, the idempotency ledger, retries, budgets, handlers, the audit log, the dispatcher |
+//! | 8 | `mcp` | serving a dispatcher over MCP (feature `mcp`) |
+//!
+//! The crate root, [`evidence`] and the hidden module generated code calls only re-export.
 #![doc = include_str!("../ATTRIBUTES.md")]
 
 // The derives name `::tool_contract::…`; this lets the crate derive its own output types.
 extern crate self as tool_contract;
 
-mod audit;
-mod binding;
-mod call;
-pub mod canonical;
-mod catalog;
-mod contract;
+pub mod binder;
+pub mod contract;
 pub mod dispatch;
 pub mod evidence;
+pub mod json;
+#[cfg(feature = "mcp")]
 pub mod mcp;
-mod project;
 pub mod providers;
-mod registry;
-mod result;
-mod schema;
-mod spec;
-mod validate;
-mod verify;
-mod violation;
+pub mod results;
+pub mod vocabulary;
 
 #[doc(hidden)]
 pub mod __private;
 
-pub use audit::{
-    ApprovalRecord, Binding, ContractRevisions, DigestAlgorithm, Downstream,
-    PROTECTED_AUDIT_SCHEMA_VERSION, ProtectedAudit, ProviderContext, Redaction,
-};
-pub use binding::{AuditKeys, KeyTooShort, SecretKey};
-pub use call::{CallContext, Principal};
-pub use catalog::{
-    CATALOG, CatalogEntry, CatalogMismatch, Category, ErrorCode, ModelError, Recovery, RetryAfter,
-};
-pub use contract::{ToolContract, ToolOutput, Validated};
-pub use project::{
-    Binder, CallResult, FailureKind, RawOutput, RawProvenance, RawResult, ToolFailure,
-};
-pub use registry::{Registry, RegistryBuilder, RegistryError};
-pub use result::{
-    CONTROL_PRODUCER_REVISION, CONTROL_SOURCE_LABEL, Delivery, Execution,
-    MODEL_RESULT_SCHEMA_VERSION, ModelResult, Outcome, Provenance, Status, Trust,
-};
-pub use spec::{
-    Approval, Effect, EnumShape, FieldSpec, Format, FreeFormLimits, Limits, ObjectShape, Pattern,
-    Reconcile, Revisions, Rules, Shape, ToolSpec,
-};
-pub use validate::field::{BoundField, ContractField};
-pub use validate::forbidden::{FORBIDDEN_KEY_SUFFIXES, FORBIDDEN_KEYS, ForbiddenKeys};
-pub use validate::number::MAX_SAFE_INTEGER;
-pub use verify::{Verified, VerifyError};
-pub use violation::{JsonType, MAX_VIOLATIONS, Violation, ViolationKind, Violations};
+pub use binder::{Binder, CallResult, FailureKind, RawProvenance, RawResult, ToolFailure};
+pub use contract::{Registry, ToolContract, ToolOutput, ToolSpec};
+pub use results::{AuditKeys, ErrorCode, ModelResult, SecretKey, Status};
+pub use vocabulary::{CallContext, Effect, Principal, Violation, ViolationKind, Violations};
 
 /// Derives [`ToolContract`] for a struct of a tool's arguments; see the crate docs.
 pub use tool_contract_derive::ToolContract;

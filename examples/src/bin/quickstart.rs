@@ -503,7 +503,7 @@ fn evidence_path() {
     let name = || "Ada Byron".to_owned();
     let staff = ReadStaffPage { name: name() };
     let web = SearchWeb { name: name() };
-    let forbidden = tool_contract::ForbiddenKeys::DEFAULT;
+    let forbidden = tool_contract::vocabulary::ForbiddenKeys::DEFAULT;
 
     let page = br#"{"email":"a.byron@fysik.lu.se","sources":[{"id":"staff","label":"Physics staff","tier":"official","url":"https://www.fysik.lu.se/staff","snippet":"Ada Byron, a.byron@fysik.lu.se","confidence":0.7}]}"#;
     let hit = br#"{"email":"ada@institution.edu","sources":[{"id":"hit-1","label":"A forum","tier":"web_search","url":null,"snippet":"mail ada@institution.edu","confidence":0.95}]}"#;

@@ -8,8 +8,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
-use crate::canonical;
-use crate::spec::Effect;
+use crate::json::canonical;
+use crate::json::encoding::infallible;
+use crate::vocabulary::Effect;
 
 /// What the person approving sees: built by the dispatcher from the validated arguments and
 /// the registry, never from text the model wrote about the action.
@@ -30,8 +31,14 @@ impl Preview {
     /// say "this is what I saw".
     #[must_use]
     pub fn sha256(&self) -> String {
-        let value = serde_json::to_value(self).unwrap_or(Value::Null);
-        let bytes = canonical::to_vec(&value).unwrap_or_default();
+        let value = infallible(
+            serde_json::to_value(self),
+            "a preview serializes to strings and a `Value`",
+        );
+        let bytes = infallible(
+            canonical::to_vec(&value),
+            "a preview's arguments were validated: exact, finite numbers only",
+        );
         hex::encode(Sha256::digest(bytes))
     }
 }
@@ -92,6 +99,10 @@ pub enum ApprovalError {
     /// The expiry is not after now.
     #[error("the approval would already have expired")]
     Expired,
+    /// The expiry is beyond what RFC 3339 can write (a year past 9999), so no audit could
+    /// record it.
+    #[error("the approval's expiry is out of range")]
+    ExpiryOutOfRange,
 }
 
 /// Why a request cannot run on the approval at hand.

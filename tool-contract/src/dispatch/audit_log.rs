@@ -9,9 +9,9 @@ use std::sync::{Mutex, MutexGuard};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::audit::ProtectedAudit;
-use crate::canonical;
-use crate::result::ModelResult;
+use crate::json::canonical;
+use crate::results::ModelResult;
+use crate::results::ProtectedAudit;
 
 /// Where the dispatcher sends each call's result and audit, once per call, before it
 /// answers. A sink that fails makes the dispatch report it (the call's result still stands:

@@ -1,83 +1,26 @@
 //! Putting a dispatcher together: a handler for every registered tool, checked when built.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use rand::SeedableRng;
-use rand::rngs::{SmallRng, SysRng};
 use time::OffsetDateTime;
 
-use crate::binding::AuditKeys;
-use crate::call::Principal;
-use crate::contract::ToolContract;
-use crate::dispatch::approval::ApprovalBook;
+use crate::contract::{Registry, ToolContract};
 use crate::dispatch::audit_log::AuditSink;
 #[cfg(doc)]
 use crate::dispatch::audit_log::MemoryAuditLog;
-use crate::dispatch::dispatcher::{Dispatcher, ToolEntry};
+use crate::dispatch::dispatcher::{Dispatcher, Parts};
 use crate::dispatch::gate::Gate;
-use crate::dispatch::handler::{Handler, StatusQuery, TypedTool, erase_query};
+use crate::dispatch::handler::{
+    ErasedQuery, Handler, StatusQuery, ToolEntry, TypedTool, erase_query,
+};
 use crate::dispatch::ledger::{Ledger, MemoryLedger};
-use crate::dispatch::retry::RetryPolicy;
-use crate::registry::Registry;
-use crate::spec::{Effect, Reconcile, ToolSpec};
-
-/// How the dispatcher runs one tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ToolOptions {
-    /// How long one attempt may run.
-    pub timeout: Duration,
-    /// How transient failures are retried (within what the effect allows).
-    pub retry: RetryPolicy,
-    /// What one attempt costs against the task's `cost_units`.
-    pub cost_units: u64,
-}
-
-impl ToolOptions {
-    /// 30 s per attempt, [`RetryPolicy::DEFAULT`], one cost unit.
-    pub const DEFAULT: ToolOptions = ToolOptions {
-        timeout: Duration::from_secs(30),
-        retry: RetryPolicy::DEFAULT,
-        cost_units: 1,
-    };
-}
-
-impl Default for ToolOptions {
-    fn default() -> Self {
-        Self::DEFAULT
-    }
-}
-
-/// Decides whether a principal may use a tool with these arguments. A refusal reads to the
-/// model exactly like `NOT_FOUND`, so nobody can probe for what exists.
-///
-/// Any `Fn(&Principal, &ToolSpec, &serde_json::Value) -> bool` is one.
-pub trait Authorizer: Send + Sync {
-    /// Whether the call may go on.
-    fn authorize(
-        &self,
-        principal: &Principal,
-        spec: &ToolSpec,
-        arguments: &serde_json::Value,
-    ) -> bool;
-}
-
-impl<F> Authorizer for F
-where
-    F: Fn(&Principal, &ToolSpec, &serde_json::Value) -> bool + Send + Sync,
-{
-    fn authorize(
-        &self,
-        principal: &Principal,
-        spec: &ToolSpec,
-        arguments: &serde_json::Value,
-    ) -> bool {
-        self(principal, spec, arguments)
-    }
-}
+use crate::dispatch::options::{Authorizer, ToolOptions};
+use crate::results::AuditKeys;
+use crate::vocabulary::Reconcile;
 
 /// Why a dispatcher cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -97,8 +40,9 @@ pub enum BuildError {
         /// The tool it names.
         reconcile: &'static str,
     },
-    /// A write names a reconcile tool that is not a read.
-    #[error("{write:?} is reconciled by {reconcile:?}, which is not read_only or pure")]
+    /// A write names a reconcile tool whose effect cannot be a status query (only
+    /// `read_only` can: [`Effect::can_reconcile`](crate::Effect::can_reconcile)).
+    #[error("{write:?} is reconciled by {reconcile:?}, which is not read_only")]
     ReconcileToolWrites {
         /// The write.
         write: &'static str,
@@ -111,6 +55,99 @@ pub enum BuildError {
     /// No audit sink was given: every call must leave an audit, so there is no silent default.
     #[error("no audit sink: give one with `audit_sink` (JsonLinesAuditLog is the embedded one)")]
     MissingAuditSink,
+}
+
+/// Every problem [`DispatcherBuilder::build`] found, in registry order: one error, so that
+/// `build()?` works, that shows them all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildErrors(Vec<BuildError>);
+
+/// The problems, in registry order (never none).
+impl std::ops::Deref for BuildErrors {
+    type Target = [BuildError];
+
+    fn deref(&self) -> &[BuildError] {
+        &self.0
+    }
+}
+
+impl fmt::Display for BuildErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let count = self.0.len();
+        write!(f, "the dispatcher cannot be built ({count} problem")?;
+        f.write_str(if count == 1 { ")" } else { "s)" })?;
+        for (index, error) in self.0.iter().enumerate() {
+            let separator = if index == 0 { ": " } else { "; " };
+            write!(f, "{separator}{error}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for BuildErrors {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.first().map(|error| error as _)
+    }
+}
+
+impl IntoIterator for BuildErrors {
+    type Item = BuildError;
+    type IntoIter = std::vec::IntoIter<BuildError>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl Dispatcher {
+    /// Starts a dispatcher for `registry`'s tools, sealing results with `keys`.
+    ///
+    /// ```
+    /// # use tool_contract::{ToolContract, ToolOutput};
+    /// use std::sync::Arc;
+    /// use tool_contract::dispatch::{Dispatcher, HandlerContext, MemoryAuditLog, Task};
+    /// use tool_contract::providers::{Api, Correlation, ToolCall};
+    /// use tool_contract::{AuditKeys, CallContext, Principal, RawProvenance, RawResult, SecretKey, Status, ToolFailure};
+    ///
+    /// /// Echo a word.
+    /// #[derive(serde::Deserialize, ToolContract)]
+    /// #[tool_contract(output = Echoed, effect = pure, source_label = "echo", producer_revision = "echo-1")]
+    /// struct Echo { word: String }
+    ///
+    /// #[derive(serde::Serialize, ToolOutput)]
+    /// struct Echoed { word: String }
+    ///
+    /// async fn echo(input: Echo, _: HandlerContext) -> Result<RawResult, ToolFailure> {
+    ///     let output = serde_json::json!({ "word": input.word });
+    ///     Ok(RawResult::new(output.to_string(), RawProvenance::new("echo-1", "2026-08-22T10:00:00Z")))
+    /// }
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dispatcher = Dispatcher::builder(tool_contract::registry![Echo], AuditKeys::new(SecretKey::new([7; 32])?))
+    ///     .handler::<Echo>(echo)
+    ///     .audit_sink(Arc::new(MemoryAuditLog::new()))
+    ///     .build()
+    ///     .map_err(|errors| format!("{errors:?}"))?;
+    /// let call = ToolCall {
+    ///     api: Api::OpenAiResponses,
+    ///     adapter_revision: tool_contract::providers::openai::ADAPTER.revision.to_owned(),
+    ///     response_id: Some("resp_1".into()),
+    ///     call_id: "call_1".into(),
+    ///     correlation: Correlation::Id,
+    ///     name: "echo".into(),
+    ///     arguments: br#"{"word":"hi"}"#.to_vec(),
+    /// };
+    /// let context = CallContext::new(call, "op-1");
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+    /// let dispatch = runtime.block_on(dispatcher.dispatch(&Principal::new("acme", "alice"), &context, &Task::unlimited()));
+    /// assert_eq!(dispatch.result.model.status(), Status::Succeeded);
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn builder(registry: Registry, keys: AuditKeys) -> DispatcherBuilder {
+        DispatcherBuilder::new(registry, keys)
+    }
 }
 
 /// Builds a [`Dispatcher`]. See [`Dispatcher::builder`].
@@ -174,7 +211,7 @@ impl DispatcherBuilder {
         mut self,
         handler: impl Handler<C>,
         options: ToolOptions,
-        status_query: Option<Arc<super::handler::ErasedQuery<C>>>,
+        status_query: Option<Arc<ErasedQuery<C>>>,
     ) -> Self {
         let registered = self
             .registry
@@ -248,8 +285,8 @@ impl DispatcherBuilder {
     ///
     /// # Errors
     ///
-    /// Every [`BuildError`] found, in registry order.
-    pub fn build(self) -> Result<Dispatcher, Vec<BuildError>> {
+    /// [`BuildErrors`]: every [`BuildError`] found, in registry order.
+    pub fn build(self) -> Result<Dispatcher, BuildErrors> {
         let mut errors: Vec<BuildError> = self
             .unregistered
             .iter()
@@ -268,7 +305,7 @@ impl DispatcherBuilder {
                     write: spec.name(),
                     reconcile,
                 }),
-                Some(status) if !matches!(status.effect(), Effect::ReadOnly | Effect::Pure) => {
+                Some(status) if !status.effect().can_reconcile() => {
                     errors.push(BuildError::ReconcileToolWrites {
                         write: spec.name(),
                         reconcile,
@@ -284,15 +321,9 @@ impl DispatcherBuilder {
             errors.push(BuildError::MissingAuditSink);
         }
         let (Some(audit_sink), true) = (self.audit_sink, errors.is_empty()) else {
-            return Err(errors);
+            return Err(BuildErrors(errors));
         };
-        let mut rng = SmallRng::try_from_rng(&mut SysRng).unwrap_or_else(|_| {
-            // No OS randomness: jitter and owner ids still differ per process and instant.
-            let nanos = OffsetDateTime::now_utc().unix_timestamp_nanos();
-            SmallRng::seed_from_u64(nanos as u64 ^ u64::from(std::process::id()))
-        });
-        let owner = format!("owner-{:016x}", rand::Rng::next_u64(&mut rng));
-        Ok(Dispatcher {
+        Ok(Dispatcher::from_parts(Parts {
             registry: self.registry,
             keys: self.keys,
             clock: self.clock,
@@ -300,14 +331,8 @@ impl DispatcherBuilder {
             gates: self.gates,
             authorizer: self.authorizer,
             ledger: self.ledger.unwrap_or_else(|| Arc::new(MemoryLedger::new())),
-            approvals: ApprovalBook::default(),
             audit_sink,
-            owner,
             retention: self.retention,
-            in_flight: Mutex::new(HashMap::new()),
-            rng: Mutex::new(rng),
-            sequence: AtomicU64::new(0),
-            writes: AtomicU64::new(0),
-        })
+        }))
     }
 }

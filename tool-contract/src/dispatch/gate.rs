@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use crate::call::{CallContext, Principal};
-use crate::spec::ToolSpec;
+use crate::contract::ToolSpec;
+use crate::vocabulary::{CallContext, Principal};
 
 /// What a gate sees: the call, already validated against its contract.
 #[derive(Debug, Clone, Copy)]

@@ -8,11 +8,10 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::call::{CallContext, Principal};
+use crate::binder::{Binder, CallResult, FailureKind, RawResult, ToolFailure};
 use crate::contract::ToolContract;
-use crate::project::{Binder, CallResult, RawResult, ToolFailure};
-use crate::validate::forbidden::ForbiddenKeys;
-use crate::violation::Violations;
+use crate::dispatch::options::ToolOptions;
+use crate::vocabulary::{CallContext, ForbiddenKeys, Principal, Violations};
 
 /// What a handler knows of the call besides its input.
 #[derive(Debug, Clone)]
@@ -150,6 +149,12 @@ where
     }
 }
 
+/// One registered tool as the dispatcher runs it: its handler (type erased) and options.
+pub(crate) struct ToolEntry {
+    pub(crate) tool: Box<dyn ErasedTool>,
+    pub(crate) options: ToolOptions,
+}
+
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// One registered tool with its contract type erased: the dispatcher's view of it.
@@ -264,7 +269,7 @@ impl<C: ToolContract + Send, H: Handler<C>> ErasedTool for TypedTool<C, H> {
 // Arguments that validated once validate again; this is only reached if they did not.
 fn unparsable(violations: &Violations) -> ToolFailure {
     ToolFailure::new(
-        crate::project::FailureKind::Failed,
+        FailureKind::Failed,
         format!(
             "arguments no longer parse: {} violation(s)",
             violations.len()

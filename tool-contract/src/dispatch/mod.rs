@@ -42,6 +42,7 @@ mod dispatcher;
 mod gate;
 mod handler;
 pub mod ledger;
+mod options;
 mod retry;
 mod state;
 
@@ -51,10 +52,11 @@ pub use audit_log::{
     MemoryAuditLog, verify_chain,
 };
 pub use budget::{Budget, Remaining, StopReason, Task};
-pub use builder::{Authorizer, BuildError, DispatcherBuilder, ToolOptions};
+pub use builder::{BuildError, BuildErrors, DispatcherBuilder};
 pub use dispatcher::{Dispatch, Dispatcher, PURGE_EVERY};
 pub use gate::{Gate, GateCall, GateDecision, RequireNonEmpty};
 pub use handler::{Handler, HandlerContext, Reconciled, StatusQuery, StatusRequest};
 pub use ledger::{Ledger, LedgerError, MemoryLedger};
+pub use options::{Authorizer, ToolOptions};
 pub use retry::RetryPolicy;
 pub use state::{IllegalTransition, UnknownWriteState, WriteEvent, WriteState};

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rand::RngExt;
 
-use crate::spec::Effect;
+use crate::vocabulary::Effect;
 
 /// How often and how patiently a tool's transient failures are retried.
 ///

@@ -1,6 +1,6 @@
 //! Serving a registry over the Model Context Protocol.
 //!
-//! With the `mcp` feature, `McpServer` serves a [`Dispatcher`](crate::dispatch::Dispatcher)'s
+//! The `mcp` feature: [`McpServer`] serves a [`Dispatcher`](crate::dispatch::Dispatcher)'s
 //! registry to an MCP client (over stdio with `McpServer::serve_stdio`, or any `rmcp`
 //! transport, since it is an `rmcp::ServerHandler`):
 //!
@@ -26,20 +26,15 @@
 //! operations need two operation ids.
 //!
 //! Calls are served only when the registry accepts [`ADAPTER`]
-//! ([`RegistryBuilder::adapter`](crate::RegistryBuilder::adapter) or `all_adapters`), as the
-//! provider writers require of theirs; otherwise `tools/call` is a protocol error and nothing
-//! runs. [`ADAPTER`] exists without the feature.
+//! ([`RegistryBuilder::adapter`](crate::contract::RegistryBuilder::adapter) or `all_adapters`),
+//! as the provider writers require of theirs; otherwise `tools/call` is a protocol error and
+//! nothing runs.
 
-use crate::providers::{Adapter, Api};
+use crate::vocabulary::Adapter;
 
-#[cfg(feature = "mcp")]
 mod server;
 
-#[cfg(feature = "mcp")]
 pub use server::{McpServeError, McpServer, OPERATION_ID_META};
 
 /// The adapter of MCP `tools/call` requests, protocol revisions 2024-11-05 to 2025-11-25.
-pub const ADAPTER: Adapter = Adapter {
-    api: Api::McpToolsCall,
-    revision: "mcp/2025-11-25",
-};
+pub const ADAPTER: Adapter = Adapter::MCP;

@@ -16,12 +16,13 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::ADAPTER;
-use crate::call::{CallContext, Principal};
-use crate::canonical;
+use crate::contract::ToolSpec;
 use crate::dispatch::{Dispatch, Dispatcher, PendingApproval, Task};
-use crate::providers::{Correlation, ToolCall};
-use crate::result::Status;
-use crate::spec::{Effect, ToolSpec};
+use crate::json::canonical;
+use crate::results::Status;
+use crate::vocabulary::Effect;
+use crate::vocabulary::{CallContext, Principal};
+use crate::vocabulary::{Correlation, ToolCall};
 
 /// The `_meta` key under which a client names the logical operation of a `tools/call`.
 pub const OPERATION_ID_META: &str = "tool-contract/operation_id";

@@ -9,18 +9,17 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::emit::{self, Answer};
+use super::ProviderApi;
+use super::emit::Answer;
 use super::wire::{malformed, object_text, parse, protocol, reported};
-use super::{Adapter, Api, Correlation, ProviderError, Turn};
-use crate::call::Principal;
-use crate::project::Binder;
-use crate::result::Status;
+use super::{ProviderError, Turn};
+use crate::binder::{Binder, Verified};
+use crate::results::execution::Status;
+use crate::vocabulary::call::Principal;
+use crate::vocabulary::call::{Adapter, Api, Correlation};
 
 /// This adapter.
-pub const ADAPTER: Adapter = Adapter {
-    api: Api::AnthropicMessages,
-    revision: "anthropic-messages/2026-08",
-};
+pub const ADAPTER: Adapter = Adapter::ANTHROPIC_MESSAGES;
 
 const API: Api = Api::AnthropicMessages;
 
@@ -282,20 +281,53 @@ pub fn tool_results_message(
     turn: &Turn,
     answers: &[Answer],
 ) -> Result<Value, super::EmitError> {
-    let verified = emit::verified_in_call_order(binder, principal, turn, answers)?;
-    let blocks: Vec<Value> = verified
-        .iter()
-        .map(|result| {
-            let mut block = json!({
-                "type": "tool_result",
-                "tool_use_id": result.context().call.call_id,
-                "content": [{ "type": "text", "text": result.model_json_str() }],
-            });
-            if result.model().status() != Status::Succeeded {
-                block["is_error"] = Value::Bool(true);
-            }
-            block
-        })
-        .collect();
-    Ok(json!({ "role": "user", "content": blocks }))
+    AnthropicMessages.write_results(binder, principal, turn, answers)
+}
+
+/// Anthropic Messages, as a [`ProviderApi`]: the calls this module's functions make.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AnthropicMessages;
+
+impl ProviderApi for AnthropicMessages {
+    fn adapter(&self) -> Adapter {
+        ADAPTER
+    }
+
+    fn parse(&self, body: &[u8]) -> Result<Turn, ProviderError> {
+        parse_message(body)
+    }
+
+    fn stream(&self) -> Box<dyn super::StreamAssembler> {
+        Box::new(StreamAssembler::new())
+    }
+
+    fn result_item(&self, verified: &Verified<'_>) -> Value {
+        let mut block = json!({
+            "type": "tool_result",
+            "tool_use_id": verified.context().call.call_id,
+            "content": [{ "type": "text", "text": verified.model_json_str() }],
+        });
+        if verified.model().status() != Status::Succeeded {
+            block["is_error"] = Value::Bool(true);
+        }
+        block
+    }
+
+    fn result_payload(&self, items: Vec<Value>) -> Value {
+        json!({ "role": "user", "content": items })
+    }
+
+    fn result_items<'p>(&self, payload: &'p Value) -> &'p [Value] {
+        payload["content"].as_array().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl super::StreamAssembler for StreamAssembler {
+    fn push(&mut self, event: &[u8]) -> Result<(), ProviderError> {
+        StreamAssembler::push(self, event)
+    }
+
+    fn finish(self: Box<Self>) -> Result<Turn, ProviderError> {
+        StreamAssembler::finish(*self)
+    }
 }

@@ -1,9 +1,8 @@
 //! What every adapter does before it writes a result: correlate by call id, re-verify.
 
-use super::{Api, Turn};
-use crate::call::{CallContext, Principal};
-use crate::project::{Binder, CallResult};
-use crate::verify::{Verified, VerifyError};
+use super::Turn;
+use crate::binder::{Binder, CallResult, Verified, VerifyError};
+use crate::vocabulary::call::{Api, CallContext, Principal};
 
 /// One call's trusted context with the result made for it.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,7 +18,10 @@ pub struct Answer {
 #[non_exhaustive]
 pub enum EmitError {
     /// The registry does not accept the adapter (API and revision) that read the calls.
-    #[error("the registry does not accept the {api} adapter revision {revision:?}")]
+    #[error(
+        "the registry does not accept the {api} adapter revision {revision:?}: accept it with \
+         `RegistryBuilder::adapter` or `RegistryBuilder::all_adapters`"
+    )]
     UnregisteredAdapter {
         /// The API.
         api: Api,
@@ -36,11 +38,12 @@ pub enum EmitError {
     #[error("the call {0:?} has no answer")]
     MissingAnswer(String),
     /// An answer did not verify.
-    #[error("the answer to {call_id:?} does not verify: {error}")]
+    #[error("the answer to {call_id:?} does not verify")]
     Unverified {
         /// The call.
         call_id: String,
         /// Why.
+        #[source]
         error: VerifyError,
     },
 }

@@ -12,18 +12,18 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::emit::{self, Answer};
+use super::ProviderApi;
+use super::emit::Answer;
 use super::wire::{malformed, object_text, parse};
-use super::{Adapter, Api, Correlation, ProviderError, Turn};
-use crate::call::Principal;
-use crate::project::Binder;
-use crate::result::Status;
+use super::{ProviderError, Turn};
+use crate::binder::{Binder, Verified};
+use crate::json::encoding::{infallible, parse_validated};
+use crate::results::execution::Status;
+use crate::vocabulary::call::Principal;
+use crate::vocabulary::call::{Adapter, Api, Correlation};
 
 /// This adapter.
-pub const ADAPTER: Adapter = Adapter {
-    api: Api::GeminiGenerateContent,
-    revision: "gemini-generate-content/2026-08",
-};
+pub const ADAPTER: Adapter = Adapter::GEMINI_GENERATE_CONTENT;
 
 const API: Api = Api::GeminiGenerateContent;
 
@@ -227,24 +227,60 @@ pub fn function_responses(
     turn: &Turn,
     answers: &[Answer],
 ) -> Result<Value, super::EmitError> {
-    let verified = emit::verified_in_call_order(binder, principal, turn, answers)?;
-    let parts: Vec<Value> = verified
-        .iter()
-        .map(|result| {
-            let call = &result.context().call;
-            // Re-read from the verified canonical bytes, so the object is exactly what was
-            // verified.
-            let model: Value = serde_json::from_slice(result.model_json()).unwrap_or_default();
-            let key = match result.model().status() {
-                Status::Succeeded => "output",
-                Status::Failed | Status::Unknown => "error",
-            };
-            let mut response = json!({ "name": call.name, "response": { key: model } });
-            if call.correlation == Correlation::Id {
-                response["id"] = Value::String(call.call_id.clone());
-            }
-            json!({ "functionResponse": response })
-        })
-        .collect();
-    Ok(json!({ "role": "user", "parts": parts }))
+    GeminiGenerateContent.write_results(binder, principal, turn, answers)
+}
+
+/// Gemini `generateContent`, as a [`ProviderApi`]: the calls this module's functions make.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GeminiGenerateContent;
+
+impl ProviderApi for GeminiGenerateContent {
+    fn adapter(&self) -> Adapter {
+        ADAPTER
+    }
+
+    fn parse(&self, body: &[u8]) -> Result<Turn, ProviderError> {
+        parse_response(body)
+    }
+
+    fn stream(&self) -> Box<dyn super::StreamAssembler> {
+        Box::new(StreamAssembler::new())
+    }
+
+    fn result_item(&self, verified: &Verified<'_>) -> Value {
+        let call = &verified.context().call;
+        // Read back from the verified canonical bytes, so the object is exactly what was
+        // verified.
+        let model = infallible(
+            parse_validated(verified.model_json()),
+            "a verified model result is canonical JSON within its contract's depth",
+        );
+        let key = match verified.model().status() {
+            Status::Succeeded => "output",
+            Status::Failed | Status::Unknown => "error",
+        };
+        let mut response = json!({ "name": call.name, "response": { key: model } });
+        if call.correlation == Correlation::Id {
+            response["id"] = Value::String(call.call_id.clone());
+        }
+        json!({ "functionResponse": response })
+    }
+
+    fn result_payload(&self, items: Vec<Value>) -> Value {
+        json!({ "role": "user", "parts": items })
+    }
+
+    fn result_items<'p>(&self, payload: &'p Value) -> &'p [Value] {
+        payload["parts"].as_array().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl super::StreamAssembler for StreamAssembler {
+    fn push(&mut self, chunk: &[u8]) -> Result<(), ProviderError> {
+        StreamAssembler::push(self, chunk)
+    }
+
+    fn finish(self: Box<Self>) -> Result<Turn, ProviderError> {
+        StreamAssembler::finish(*self)
+    }
 }

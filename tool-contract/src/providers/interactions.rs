@@ -11,18 +11,17 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::emit::{self, Answer};
+use super::ProviderApi;
+use super::emit::Answer;
 use super::wire::{is_nonempty_object, malformed, object_text, parse, protocol, reported};
-use super::{Adapter, Api, Correlation, ProviderError, Turn};
-use crate::call::Principal;
-use crate::project::Binder;
-use crate::result::Status;
+use super::{ProviderError, Turn};
+use crate::binder::{Binder, Verified};
+use crate::results::execution::Status;
+use crate::vocabulary::call::Principal;
+use crate::vocabulary::call::{Adapter, Api, Correlation};
 
 /// This adapter.
-pub const ADAPTER: Adapter = Adapter {
-    api: Api::GeminiInteractions,
-    revision: "gemini-interactions/2026-08",
-};
+pub const ADAPTER: Adapter = Adapter::GEMINI_INTERACTIONS;
 
 const API: Api = Api::GeminiInteractions;
 
@@ -265,7 +264,7 @@ impl StreamAssembler {
 }
 
 /// The next request's `input`: one `function_result` step per call of `turn`, in call order,
-/// with `call_id`, `name`, `result` the verified model result's canonical JSON, and
+/// with the call's id and name, the verified model result's canonical JSON as `result`, and
 /// `is_error` on failures.
 ///
 /// # Errors
@@ -278,22 +277,55 @@ pub fn function_results(
     turn: &Turn,
     answers: &[Answer],
 ) -> Result<Value, super::EmitError> {
-    let verified = emit::verified_in_call_order(binder, principal, turn, answers)?;
-    let steps = verified
-        .iter()
-        .map(|result| {
-            let call = &result.context().call;
-            let mut step = json!({
-                "type": "function_result",
-                "call_id": call.call_id,
-                "name": call.name,
-                "result": result.model_json_str(),
-            });
-            if result.model().status() != Status::Succeeded {
-                step["is_error"] = Value::Bool(true);
-            }
-            step
-        })
-        .collect();
-    Ok(Value::Array(steps))
+    GeminiInteractions.write_results(binder, principal, turn, answers)
+}
+
+/// Gemini Interactions, as a [`ProviderApi`]: the calls this module's functions make.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GeminiInteractions;
+
+impl ProviderApi for GeminiInteractions {
+    fn adapter(&self) -> Adapter {
+        ADAPTER
+    }
+
+    fn parse(&self, body: &[u8]) -> Result<Turn, ProviderError> {
+        parse_interaction(body)
+    }
+
+    fn stream(&self) -> Box<dyn super::StreamAssembler> {
+        Box::new(StreamAssembler::new())
+    }
+
+    fn result_item(&self, verified: &Verified<'_>) -> Value {
+        let call = &verified.context().call;
+        let mut step = json!({
+            "type": "function_result",
+            "call_id": call.call_id,
+            "name": call.name,
+            "result": verified.model_json_str(),
+        });
+        if verified.model().status() != Status::Succeeded {
+            step["is_error"] = Value::Bool(true);
+        }
+        step
+    }
+
+    fn result_payload(&self, items: Vec<Value>) -> Value {
+        Value::Array(items)
+    }
+
+    fn result_items<'p>(&self, payload: &'p Value) -> &'p [Value] {
+        payload.as_array().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl super::StreamAssembler for StreamAssembler {
+    fn push(&mut self, event: &[u8]) -> Result<(), ProviderError> {
+        StreamAssembler::push(self, event)
+    }
+
+    fn finish(self: Box<Self>) -> Result<Turn, ProviderError> {
+        StreamAssembler::finish(*self)
+    }
 }

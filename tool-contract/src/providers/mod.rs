@@ -13,145 +13,21 @@
 //! | [`interactions`] | Gemini Interactions |
 
 pub mod anthropic;
+mod api;
 mod emit;
 pub mod gemini;
 pub mod interactions;
 pub mod openai;
 mod wire;
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
-
+pub use anthropic::AnthropicMessages;
+pub use api::{ProviderApi, StreamAssembler, provider_api};
 pub use emit::{Answer, EmitError};
+pub use gemini::GeminiGenerateContent;
+pub use interactions::GeminiInteractions;
+pub use openai::OpenAiResponses;
 
-/// A model provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Provider {
-    /// OpenAI.
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// Anthropic.
-    Anthropic,
-    /// Google (Gemini).
-    Google,
-    /// A Model Context Protocol client: the model behind it, if any, is not known to the
-    /// server.
-    McpClient,
-}
-
-/// A provider API family an adapter speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Api {
-    /// OpenAI Responses (`POST /v1/responses`).
-    #[serde(rename = "openai_responses")]
-    OpenAiResponses,
-    /// Anthropic Messages (`POST /v1/messages`).
-    AnthropicMessages,
-    /// Gemini `generateContent` / `streamGenerateContent`.
-    GeminiGenerateContent,
-    /// Gemini Interactions (`POST /v1beta/interactions`).
-    GeminiInteractions,
-    /// An MCP `tools/call` request, served by [`crate::mcp`].
-    McpToolsCall,
-}
-
-impl Api {
-    /// The provider behind the API.
-    #[must_use]
-    pub const fn provider(self) -> Provider {
-        match self {
-            Api::OpenAiResponses => Provider::OpenAi,
-            Api::AnthropicMessages => Provider::Anthropic,
-            Api::GeminiGenerateContent | Api::GeminiInteractions => Provider::Google,
-            Api::McpToolsCall => Provider::McpClient,
-        }
-    }
-
-    /// The wire name.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Api::OpenAiResponses => "openai_responses",
-            Api::AnthropicMessages => "anthropic_messages",
-            Api::GeminiGenerateContent => "gemini_generate_content",
-            Api::GeminiInteractions => "gemini_interactions",
-            Api::McpToolsCall => "mcp_tools_call",
-        }
-    }
-}
-
-impl Provider {
-    /// The wire name.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "openai",
-            Provider::Anthropic => "anthropic",
-            Provider::Google => "google",
-            Provider::McpClient => "mcp_client",
-        }
-    }
-}
-
-impl fmt::Display for Api {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.as_str())
-    }
-}
-
-/// An adapter: the API it speaks and the revision of its reading and writing rules.
-///
-/// A registry lists the adapters it accepts
-/// ([`RegistryBuilder::adapter`](crate::RegistryBuilder::adapter)); results are written only
-/// for calls read by one of them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Adapter {
-    /// The API.
-    pub api: Api,
-    /// The revision, named after the wire shapes it follows.
-    pub revision: &'static str,
-}
-
-/// Every adapter this crate ships: the four provider APIs and MCP `tools/call`.
-pub const ADAPTERS: [Adapter; 5] = [
-    openai::ADAPTER,
-    anthropic::ADAPTER,
-    gemini::ADAPTER,
-    interactions::ADAPTER,
-    crate::mcp::ADAPTER,
-];
-
-/// How a call's result is matched to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Correlation {
-    /// By the id the provider gave the call.
-    Id,
-    /// By name: a Gemini call without an id, in a turn where every name is unique.
-    Name,
-}
-
-/// One tool call a model asked for, as an adapter read it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolCall {
-    /// The API it came through.
-    pub api: Api,
-    /// The revision of the adapter that read it.
-    pub adapter_revision: String,
-    /// The provider's response, message or interaction id.
-    pub response_id: Option<String>,
-    /// The call id (with [`Correlation::Name`], the tool name).
-    pub call_id: String,
-    /// How its result is matched to it.
-    pub correlation: Correlation,
-    /// The tool name the model asked for.
-    pub name: String,
-    /// The arguments, as JSON text (not yet validated).
-    pub arguments: Vec<u8>,
-}
+pub use crate::vocabulary::call::{ADAPTERS, Adapter, Api, Correlation, Provider, ToolCall};
 
 /// The tool calls of one model turn, in the order the model made them.
 #[derive(Debug, Clone, PartialEq, Eq)]

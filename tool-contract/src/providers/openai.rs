@@ -9,17 +9,16 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::emit::{self, Answer};
+use super::ProviderApi;
+use super::emit::Answer;
 use super::wire::{malformed, parse, protocol};
-use super::{Adapter, Api, Correlation, ProviderError, Turn};
-use crate::call::Principal;
-use crate::project::Binder;
+use super::{ProviderError, Turn};
+use crate::binder::{Binder, Verified};
+use crate::vocabulary::call::Principal;
+use crate::vocabulary::call::{Adapter, Api, Correlation};
 
 /// This adapter.
-pub const ADAPTER: Adapter = Adapter {
-    api: Api::OpenAiResponses,
-    revision: "openai-responses/2026-08",
-};
+pub const ADAPTER: Adapter = Adapter::OPENAI_RESPONSES;
 
 const API: Api = Api::OpenAiResponses;
 
@@ -314,16 +313,49 @@ pub fn function_call_outputs(
     turn: &Turn,
     answers: &[Answer],
 ) -> Result<Value, super::EmitError> {
-    let verified = emit::verified_in_call_order(binder, principal, turn, answers)?;
-    let items = verified
-        .iter()
-        .map(|result| {
-            json!({
-                "type": "function_call_output",
-                "call_id": result.context().call.call_id,
-                "output": result.model_json_str(),
-            })
+    OpenAiResponses.write_results(binder, principal, turn, answers)
+}
+
+/// OpenAI Responses, as a [`ProviderApi`]: the calls this module's functions make.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenAiResponses;
+
+impl ProviderApi for OpenAiResponses {
+    fn adapter(&self) -> Adapter {
+        ADAPTER
+    }
+
+    fn parse(&self, body: &[u8]) -> Result<Turn, ProviderError> {
+        parse_response(body)
+    }
+
+    fn stream(&self) -> Box<dyn super::StreamAssembler> {
+        Box::new(StreamAssembler::new())
+    }
+
+    fn result_item(&self, verified: &Verified<'_>) -> Value {
+        json!({
+            "type": "function_call_output",
+            "call_id": verified.context().call.call_id,
+            "output": verified.model_json_str(),
         })
-        .collect();
-    Ok(Value::Array(items))
+    }
+
+    fn result_payload(&self, items: Vec<Value>) -> Value {
+        Value::Array(items)
+    }
+
+    fn result_items<'p>(&self, payload: &'p Value) -> &'p [Value] {
+        payload.as_array().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl super::StreamAssembler for StreamAssembler {
+    fn push(&mut self, event: &[u8]) -> Result<(), ProviderError> {
+        StreamAssembler::push(self, event)
+    }
+
+    fn finish(self: Box<Self>) -> Result<Turn, ProviderError> {
+        StreamAssembler::finish(*self)
+    }
 }

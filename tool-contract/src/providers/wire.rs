@@ -4,7 +4,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::{Api, ProviderError};
+use super::ProviderError;
+use crate::vocabulary::call::Api;
 
 /// Parses one provider payload (a response, or one stream event).
 ///

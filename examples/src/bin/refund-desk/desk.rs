@@ -9,7 +9,7 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tool_contract::dispatch::{
-    AuditSink, BuildError, Dispatcher, HandlerContext, Reconciled, StatusRequest, ToolOptions,
+    AuditSink, Dispatcher, HandlerContext, Reconciled, StatusRequest, ToolOptions,
 };
 use tool_contract::evidence::{GroundingSource, SourceTier};
 use tool_contract::{
@@ -440,5 +440,5 @@ pub fn dispatcher(desk: &Arc<Desk>, audit: Arc<dyn AuditSink>) -> Result<Dispatc
         })
         .audit_sink(audit)
         .build()
-        .map_err(|errors: Vec<BuildError>| format!("the dispatcher could not be built: {errors:?}"))
+        .map_err(|errors| errors.to_string())
 }

@@ -12,7 +12,8 @@ use tool_contract::dispatch::{Dispatch, JsonLinesAuditLog, Task, verify_chain};
 use tool_contract::providers::{
     Answer, Api, ProviderError, ToolCall, Turn, anthropic, gemini, interactions, openai,
 };
-use tool_contract::{Binder, CallContext, Delivery, ErrorCode, ModelResult, Principal};
+use tool_contract::results::Delivery;
+use tool_contract::{Binder, CallContext, ErrorCode, ModelResult, Principal};
 
 use crate::desk::{self, Desk};
 

@@ -1,31 +1,40 @@
 //! Whether a call may run at all: lookup, exact arguments, gates, authorization.
 
-use serde_json::Value;
 use tracing::{debug, warn};
 
-use super::{Dispatcher, Exit, Flow, ToolEntry, Valid};
-use crate::catalog::{ErrorCode, ModelError};
+use super::{Call, Dispatcher, Exit, Valid};
+use crate::binder::{FailureKind, ToolFailure};
+use crate::contract::ToolSpec;
 use crate::dispatch::gate::{GateCall, GateDecision};
-use crate::project::{FailureKind, ToolFailure};
-use crate::spec::ToolSpec;
+use crate::dispatch::handler::ToolEntry;
+use crate::json::encoding::{infallible, parse_validated};
+use crate::results::{ErrorCode, ModelError};
 
 impl Dispatcher {
+    /// Whether the call may run at all: lookup, arguments, gates, authorization.
+    pub(super) fn admit<'s>(&'s self, call: &Call<'_>) -> Result<Valid<'s>, Exit> {
+        let valid = self.lookup_and_validate(call)?;
+        self.gates(call, &valid)?;
+        self.authorize(call, &valid)?;
+        Ok(valid)
+    }
+
     /// Lookup and exact argument validation, the first two stages of every call.
-    pub(super) fn lookup_and_validate<'s>(&'s self, flow: &Flow<'_>) -> Result<Valid<'s>, Exit> {
-        let (spec, entry) = self.lookup(flow)?;
-        self.validate(flow, spec, entry)
+    pub(super) fn lookup_and_validate<'s>(&'s self, call: &Call<'_>) -> Result<Valid<'s>, Exit> {
+        let (spec, entry) = self.lookup(call)?;
+        self.validate(call, spec, entry)
     }
 
     /// The tool, by the name the model gave (`UNKNOWN_TOOL` when the registry lacks it).
-    fn lookup<'s>(&'s self, flow: &Flow<'_>) -> Result<(&'static ToolSpec, &'s ToolEntry), Exit> {
-        let name = &flow.context.call.name;
+    fn lookup<'s>(&'s self, call: &Call<'_>) -> Result<(&'static ToolSpec, &'s ToolEntry), Exit> {
+        let name = &call.context.call.name;
         match (self.registry.get(name), self.tools.get(name.as_str())) {
             (Some(spec), Some(entry)) => Ok((spec, entry)),
             _ => {
                 debug!(stage = "lookup", error_code = "UNKNOWN_TOOL");
                 let error = ModelError::new(ErrorCode::UnknownTool);
                 Err(Box::new(self.control(
-                    flow,
+                    call,
                     error,
                     "no registered tool by that name",
                 )))
@@ -36,11 +45,11 @@ impl Dispatcher {
     /// The arguments, exactly, against the contract (`INVALID_ARGUMENTS` with every path).
     fn validate<'s>(
         &self,
-        flow: &Flow<'_>,
+        call: &Call<'_>,
         spec: &'static ToolSpec,
         entry: &'s ToolEntry,
     ) -> Result<Valid<'s>, Exit> {
-        let arguments = &flow.context.call.arguments;
+        let arguments = &call.context.call.arguments;
         if let Err(violations) = entry
             .tool
             .validate(arguments, self.registry.forbidden_keys())
@@ -52,10 +61,12 @@ impl Dispatcher {
             );
             let detail = violations.to_string();
             let error = ModelError::invalid_arguments(&violations);
-            return Err(Box::new(self.control(flow, error, &detail)));
+            return Err(Box::new(self.control(call, error, &detail)));
         }
-        // Validated arguments are well-formed JSON.
-        let arguments = serde_json::from_slice(arguments).unwrap_or(Value::Null);
+        let arguments = infallible(
+            parse_validated(arguments),
+            "validated arguments are JSON within their contract's depth",
+        );
         debug!(stage = "validate", "arguments valid");
         Ok(Valid {
             spec,
@@ -65,15 +76,15 @@ impl Dispatcher {
     }
 
     /// Gates, in order; the first decision other than proceed wins.
-    pub(super) fn gates(&self, flow: &Flow<'_>, valid: &Valid<'_>) -> Result<(), Exit> {
-        let call = GateCall {
+    pub(super) fn gates(&self, call: &Call<'_>, valid: &Valid<'_>) -> Result<(), Exit> {
+        let gate_call = GateCall {
             spec: valid.spec,
-            principal: flow.principal,
-            context: flow.context,
+            principal: call.principal,
+            context: call.context,
             arguments: &valid.arguments,
         };
         for (index, gate) in self.gates.iter().enumerate() {
-            match gate.check(&call) {
+            match gate.check(&gate_call) {
                 GateDecision::Proceed => {}
                 GateDecision::Block { reason } => {
                     debug!(
@@ -84,7 +95,7 @@ impl Dispatcher {
                     );
                     let error = ModelError::new(ErrorCode::Blocked);
                     return Err(Box::new(self.control(
-                        flow,
+                        call,
                         error,
                         &format!("gate {index}: {reason}"),
                     )));
@@ -103,7 +114,7 @@ impl Dispatcher {
                         );
                         ModelError::new(ErrorCode::Blocked)
                     };
-                    return Err(Box::new(self.control(flow, error, &detail)));
+                    return Err(Box::new(self.control(call, error, &detail)));
                 }
             }
         }
@@ -111,9 +122,9 @@ impl Dispatcher {
     }
 
     /// Authorization: a refusal reads as `NOT_FOUND`, word for word.
-    pub(super) fn authorize(&self, flow: &Flow<'_>, valid: &Valid<'_>) -> Result<(), Exit> {
+    pub(super) fn authorize(&self, call: &Call<'_>, valid: &Valid<'_>) -> Result<(), Exit> {
         let allowed = self.authorizer.as_ref().is_none_or(|authorizer| {
-            authorizer.authorize(flow.principal, valid.spec, &valid.arguments)
+            authorizer.authorize(call.principal, valid.spec, &valid.arguments)
         });
         if allowed {
             return Ok(());
@@ -124,6 +135,6 @@ impl Dispatcher {
             "not authorized"
         );
         let failure = ToolFailure::new(FailureKind::Unauthorized, "the authorizer refused");
-        Err(Box::new(self.project_failure(flow, failure)))
+        Err(Box::new(self.project_failure(call, failure)))
     }
 }

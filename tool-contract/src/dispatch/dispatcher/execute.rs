@@ -11,24 +11,57 @@ use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use super::write::WriteKey;
-use super::{Dispatcher, Flow, Valid, duration_ms};
-use crate::catalog::{ErrorCode, ModelError};
+use super::{Call, Dispatcher, Ended, Valid, duration_ms};
+use crate::binder::{CallResult, FailureKind, RawResult, ToolFailure};
 use crate::dispatch::budget::StopReason;
 use crate::dispatch::handler::HandlerContext;
 use crate::dispatch::retry::{Transient, may_retry};
 use crate::dispatch::state::WriteEvent;
-use crate::project::{CallResult, FailureKind, RawResult, ToolFailure};
-use crate::result::Status;
+use crate::results::{ApprovalRecord, ErrorCode, ModelError, Status};
 
 impl Dispatcher {
     /// Budget, handler with timeout and cancellation, retries; then projection and, for a
-    /// write, the ledger record.
+    /// write (`key`), the audit and the ledger record of its end.
     pub(super) async fn execute(
         &self,
-        flow: &mut Flow<'_>,
+        call: &Call<'_>,
         valid: &Valid<'_>,
         key: Option<&WriteKey>,
-    ) -> CallResult {
+        approval: Option<ApprovalRecord>,
+    ) -> Ended {
+        let (outcome, attempts) = self.attempts(call, valid, key).await;
+        let projected = self.project(call, valid, outcome);
+        let mut ended = Ended::new(projected.result)
+            .stopped(projected.stop)
+            .approved(approval);
+        ended.attempts = attempts;
+        let Some(key) = key else {
+            return ended;
+        };
+        // The audit first: should the process die before the ledger record, the lease lapses,
+        // the write turns unknown, and the audit already holds what happened.
+        ended.audited = Some(self.audit(&mut ended.result, ended.approval.as_ref()));
+        ended.write_state = match projected.event {
+            None => {
+                // Nothing was sent: the key is free again.
+                if let Err(error) = self.ledger.release(&key.ledger_key, &self.owner).await {
+                    warn!(stage = "ledger", error = %error, "release failed");
+                }
+                None
+            }
+            Some(event) => self.ledger_record(key, event, &ended.result).await,
+        };
+        ended
+    }
+
+    /// Attempts until one ends the call or none may follow; how they ended, and how many
+    /// there were.
+    async fn attempts(
+        &self,
+        call: &Call<'_>,
+        valid: &Valid<'_>,
+        key: Option<&WriteKey>,
+    ) -> (AttemptOutcome, u32) {
         let (cancel_sender, cancel_receiver) = watch::channel(false);
         // Dropped when this future ends or is dropped (a caller gave up, a timeout around
         // it): the signal never outlives the execution it belongs to.
@@ -40,35 +73,42 @@ impl Dispatcher {
                 ledger_key: key.ledger_key.clone(),
             }
         });
+        let mut attempts = 0;
         let mut waited = Duration::ZERO;
-        let outcome = loop {
-            if let Err(stop) = self.budget(flow, valid) {
-                break AttemptOutcome::Stopped(stop);
+        loop {
+            if let Err(stop) = self.budget(call, valid, attempts + 1) {
+                return (AttemptOutcome::Stopped(stop), attempts);
             }
-            let (transient, retry_after) =
-                match self.attempt(flow, valid, key, &cancel_receiver).await {
-                    Answer::Done(outcome) => break outcome,
-                    Answer::Transient(transient, retry_after) => (transient, retry_after),
-                };
-            match self.retry_wait(flow, valid, transient, retry_after, waited) {
+            attempts += 1;
+            let (transient, retry_after) = match self
+                .attempt(call, valid, key, &cancel_receiver, attempts)
+                .await
+            {
+                AttemptAnswer::Done(outcome) => return (outcome, attempts),
+                AttemptAnswer::Transient(transient, retry_after) => (transient, retry_after),
+            };
+            match self.retry_wait(call, valid, transient, retry_after, waited, attempts) {
                 Ok(wait) => {
                     tokio::time::sleep(wait).await;
                     waited += wait;
                 }
-                Err(stop) => break AttemptOutcome::GaveUp(transient, retry_after, stop),
+                Err(stop) => {
+                    return (
+                        AttemptOutcome::GaveUp(transient, retry_after, stop),
+                        attempts,
+                    );
+                }
             }
-        };
-        self.project(flow, valid, key, outcome).await
+        }
     }
 
-    /// The budget and deadline, checked (and spent) before the attempt they pay for.
-    fn budget(&self, flow: &mut Flow<'_>, valid: &Valid<'_>) -> Result<(), StopReason> {
-        flow.task.spend_tool_call(valid.entry.options.cost_units)?;
-        flow.attempts += 1;
-        let remaining = flow.task.remaining();
+    /// The budget and deadline, checked (and spent) before attempt number `attempt`.
+    fn budget(&self, call: &Call<'_>, valid: &Valid<'_>, attempt: u32) -> Result<(), StopReason> {
+        call.task.spend_tool_call(valid.entry.options.cost_units)?;
+        let remaining = call.task.remaining();
         debug!(
             stage = "budget",
-            attempt = flow.attempts,
+            attempt,
             tool_calls_left = remaining.tool_calls,
             cost_units_left = remaining.cost_units,
         );
@@ -79,66 +119,52 @@ impl Dispatcher {
     /// the cancellation signal; a panic in it is caught and becomes an answer.
     async fn attempt(
         &self,
-        flow: &Flow<'_>,
+        call: &Call<'_>,
         valid: &Valid<'_>,
         key: Option<&WriteKey>,
         cancel: &watch::Receiver<bool>,
-    ) -> Answer {
+        attempt: u32,
+    ) -> AttemptAnswer {
         let options = valid.entry.options;
-        let timeout = flow
+        let timeout = call
             .task
             .time_left()
             .map_or(options.timeout, |left| left.min(options.timeout));
         let context = HandlerContext {
-            operation_id: flow.context.operation_id.clone(),
+            operation_id: call.context.operation_id.clone(),
             idempotency_key: key.map_or_else(
-                || flow.context.operation_id.clone(),
+                || call.context.operation_id.clone(),
                 |key| key.downstream_key.clone(),
             ),
-            attempt: flow.attempts,
+            attempt,
             cancel: cancel.clone(),
         };
         let started = tokio::time::Instant::now();
         let running = AssertUnwindSafe(valid.entry.tool.attempt(
-            &flow.context.call.arguments,
+            &call.context.call.arguments,
             self.registry.forbidden_keys(),
             context,
         ))
         .catch_unwind();
         let answer = tokio::time::timeout(timeout, running).await;
         let duration_ms = duration_ms(started.elapsed());
-        let attempt = flow.attempts;
         match answer {
             Ok(Ok(Ok(raw))) => {
                 debug!(stage = "handler", attempt, duration_ms, "returned output");
-                Answer::Done(AttemptOutcome::Output(raw))
+                AttemptAnswer::Done(AttemptOutcome::Output(raw))
             }
             Ok(Ok(Err(failure))) => {
                 let reason = failure.kind.audit_reason();
                 debug!(stage = "handler", attempt, duration_ms, failure = reason);
-                match failure.kind {
-                    FailureKind::NotSent => Answer::Transient(Transient::NotSent, None),
-                    FailureKind::RateLimited { retry_after_ms } => Answer::Transient(
-                        Transient::Refused,
-                        retry_after_ms.map(Duration::from_millis),
-                    ),
-                    FailureKind::OutcomeUnknown => Answer::Transient(Transient::MayHaveActed, None),
-                    // A write whose source failed after the request may have gone out may
-                    // have acted: it is reconciled, never reported as nothing having happened.
-                    kind if valid.spec.effect().is_write() && kind.may_have_acted() => {
-                        Answer::Transient(Transient::MayHaveActed, None)
-                    }
-                    // Fail fast: a read whose source failed says so at once, with its kind.
-                    _ => Answer::Done(AttemptOutcome::Failure(failure)),
-                }
+                failure_answer(valid, failure)
             }
             Ok(Err(_panic)) => {
                 warn!(stage = "handler", attempt, duration_ms, "handler panicked");
-                Answer::Done(AttemptOutcome::Panicked)
+                AttemptAnswer::Done(AttemptOutcome::Panicked)
             }
             Err(_elapsed) => {
                 debug!(stage = "handler", attempt, duration_ms, "timed out");
-                Answer::Transient(Transient::TimedOutAfterSend, None)
+                AttemptAnswer::Transient(Transient::TimedOutAfterSend, None)
             }
         }
     }
@@ -147,17 +173,18 @@ impl Dispatcher {
     /// the attempts are spent, or the wait would pass the call's allowance or the deadline.
     fn retry_wait(
         &self,
-        flow: &Flow<'_>,
+        call: &Call<'_>,
         valid: &Valid<'_>,
         transient: Transient,
         retry_after: Option<Duration>,
         waited: Duration,
+        attempts: u32,
     ) -> Result<Duration, StopReason> {
         let policy = valid.entry.options.retry;
         if !may_retry(valid.spec.effect(), transient) {
             return Err(StopReason::NotRetryable);
         }
-        if flow.attempts >= policy.max_attempts {
+        if attempts >= policy.max_attempts {
             return Err(StopReason::AttemptsExhausted);
         }
         let wait = {
@@ -165,66 +192,57 @@ impl Dispatcher {
                 .rng
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            policy.wait(flow.attempts - 1, retry_after, &mut *rng)
+            policy.wait(attempts - 1, retry_after, &mut *rng)
         };
         if waited + wait > policy.max_total_wait {
             return Err(StopReason::RetryWaitExhausted);
         }
-        if flow.task.time_left().is_some_and(|left| wait >= left) {
+        if call.task.time_left().is_some_and(|left| wait >= left) {
             return Err(StopReason::DeadlineReached);
         }
         debug!(
             stage = "retry",
-            attempt = flow.attempts,
+            attempt = attempts,
             wait_ms = duration_ms(wait)
         );
         Ok(wait)
     }
 
-    /// Validation and projection of the last attempt's outcome, and a write's ledger record.
-    async fn project(
-        &self,
-        flow: &mut Flow<'_>,
-        valid: &Valid<'_>,
-        key: Option<&WriteKey>,
-        outcome: AttemptOutcome,
-    ) -> CallResult {
+    /// The result the attempts' outcome calls for: the validated output, the failure's catalog
+    /// error, or an unknown outcome; and for a write, the event its ledger record takes.
+    fn project(&self, call: &Call<'_>, valid: &Valid<'_>, outcome: AttemptOutcome) -> Projected {
         let effect = valid.spec.effect();
-        let (result, event) = match outcome {
+        match outcome {
             AttemptOutcome::Output(raw) => {
                 let result =
                     valid
                         .entry
                         .tool
-                        .project(&flow.binder, flow.principal, flow.context, raw);
+                        .project(&call.binder, call.principal, call.context, raw);
                 // Output withheld by the contract: the write ran, but what it did is not known.
                 let event = match result.model.status() {
                     Status::Succeeded => WriteEvent::Commit,
                     _ => WriteEvent::LoseTrack,
                 };
-                (result, Some(event))
+                Projected::recorded(result, event)
             }
             AttemptOutcome::Failure(failure) => {
                 let event = match failure.kind {
                     FailureKind::Cancelled => WriteEvent::ConfirmCancelled,
                     _ => WriteEvent::ConfirmNothingHappened,
                 };
-                let result = flow
-                    .binder
-                    .project_failure(flow.principal, flow.context, failure);
-                (result, Some(event))
+                Projected::recorded(self.project_failure(call, failure), event)
             }
             AttemptOutcome::Panicked if effect.is_write() => {
-                flow.stop = Some(StopReason::OutcomeUnknown);
-                let result = self.unknown_result(flow, valid, "the handler panicked mid-write");
-                (result, Some(WriteEvent::LoseTrack))
+                let result = self.unknown_result(call, valid, "the handler panicked mid-write");
+                Projected::recorded(result, WriteEvent::LoseTrack)
+                    .stopped(StopReason::OutcomeUnknown)
             }
             AttemptOutcome::Panicked => {
                 let failure = ToolFailure::new(FailureKind::Failed, "the handler panicked");
-                (self.project_failure(flow, failure), None)
+                Projected::released(self.project_failure(call, failure))
             }
             AttemptOutcome::Stopped(stop) => {
-                flow.stop = Some(stop);
                 let code = match stop {
                     StopReason::DeadlineReached => ErrorCode::TimeoutBeforeExecute,
                     _ => ErrorCode::BudgetExhausted,
@@ -234,60 +252,97 @@ impl Dispatcher {
                     stop_reason = stop.as_str(),
                     "stopped before the call"
                 );
-                let result = self.control(flow, ModelError::new(code), stop.as_str());
-                // Nothing was sent: the key is free again.
-                (result, None)
+                let result = self.control(call, ModelError::new(code), stop.as_str());
+                Projected::released(result).stopped(stop)
             }
             AttemptOutcome::GaveUp(transient, retry_after, stop) => {
-                flow.stop = Some(stop);
                 info!(stage = "retry", stop_reason = stop.as_str(), "gave up");
-                match transient {
-                    Transient::NotSent => {
-                        let failure = ToolFailure::new(FailureKind::NotSent, stop.as_str());
-                        (self.project_failure(flow, failure), None)
-                    }
-                    Transient::Refused => {
-                        let failure = ToolFailure::new(
-                            FailureKind::RateLimited {
-                                retry_after_ms: retry_after.map(duration_ms),
-                            },
-                            stop.as_str(),
-                        );
-                        (self.project_failure(flow, failure), None)
-                    }
-                    Transient::TimedOutAfterSend | Transient::MayHaveActed if effect.is_write() => {
-                        flow.stop = Some(StopReason::OutcomeUnknown);
-                        let result =
-                            self.unknown_result(flow, valid, "the write may have happened");
-                        (result, Some(WriteEvent::LoseTrack))
-                    }
-                    // A read that timed out changed nothing.
-                    Transient::TimedOutAfterSend | Transient::MayHaveActed => {
-                        let failure = ToolFailure::new(FailureKind::NotSent, "read timed out");
-                        (self.project_failure(flow, failure), None)
-                    }
-                }
-            }
-        };
-        let Some(key) = key else {
-            return result;
-        };
-        // The audit first: should the process die before the ledger record, the lease lapses,
-        // the write turns unknown, and the audit already holds what happened.
-        let mut result = result;
-        self.audit(flow, &mut result);
-        match event {
-            None => {
-                if let Err(error) = self.ledger.release(&key.ledger_key, &self.owner).await {
-                    warn!(stage = "ledger", error = %error, "release failed");
-                }
-                flow.write_state = None;
-            }
-            Some(event) => {
-                flow.write_state = self.ledger_record(key, event, &result).await;
+                self.gave_up(call, valid, transient, retry_after, stop)
             }
         }
-        result
+    }
+
+    /// The result of a transient failure that may not, or can no longer, be retried.
+    fn gave_up(
+        &self,
+        call: &Call<'_>,
+        valid: &Valid<'_>,
+        transient: Transient,
+        retry_after: Option<Duration>,
+        stop: StopReason,
+    ) -> Projected {
+        let failed = |kind| {
+            let failure = ToolFailure::new(kind, stop.as_str());
+            Projected::released(self.project_failure(call, failure)).stopped(stop)
+        };
+        match transient {
+            Transient::NotSent => failed(FailureKind::NotSent),
+            Transient::Refused => failed(FailureKind::RateLimited {
+                retry_after_ms: retry_after.map(duration_ms),
+            }),
+            Transient::TimedOutAfterSend | Transient::MayHaveActed
+                if valid.spec.effect().is_write() =>
+            {
+                let result = self.unknown_result(call, valid, "the write may have happened");
+                Projected::recorded(result, WriteEvent::LoseTrack)
+                    .stopped(StopReason::OutcomeUnknown)
+            }
+            // A read that timed out changed nothing.
+            Transient::TimedOutAfterSend | Transient::MayHaveActed => {
+                let failure = ToolFailure::new(FailureKind::NotSent, "read timed out");
+                Projected::released(self.project_failure(call, failure)).stopped(stop)
+            }
+        }
+    }
+}
+
+/// What one handler failure says about the next attempt.
+fn failure_answer(valid: &Valid<'_>, failure: ToolFailure) -> AttemptAnswer {
+    match failure.kind {
+        FailureKind::NotSent => AttemptAnswer::Transient(Transient::NotSent, None),
+        FailureKind::RateLimited { retry_after_ms } => AttemptAnswer::Transient(
+            Transient::Refused,
+            retry_after_ms.map(Duration::from_millis),
+        ),
+        FailureKind::OutcomeUnknown => AttemptAnswer::Transient(Transient::MayHaveActed, None),
+        // A write whose source failed after the request may have gone out may have acted: it
+        // is reconciled, never reported as nothing having happened.
+        kind if valid.spec.effect().is_write() && kind.may_have_acted() => {
+            AttemptAnswer::Transient(Transient::MayHaveActed, None)
+        }
+        // Fail fast: a read whose source failed says so at once, with its kind.
+        _ => AttemptAnswer::Done(AttemptOutcome::Failure(failure)),
+    }
+}
+
+/// The result the attempts led to, and what becomes of a write's ledger record.
+struct Projected {
+    result: CallResult,
+    /// The event the record takes; `None` gives the key back (nothing was sent).
+    event: Option<WriteEvent>,
+    stop: Option<StopReason>,
+}
+
+impl Projected {
+    fn recorded(result: CallResult, event: WriteEvent) -> Self {
+        Projected {
+            result,
+            event: Some(event),
+            stop: None,
+        }
+    }
+
+    fn released(result: CallResult) -> Self {
+        Projected {
+            result,
+            event: None,
+            stop: None,
+        }
+    }
+
+    fn stopped(mut self, stop: StopReason) -> Self {
+        self.stop = Some(stop);
+        self
     }
 }
 
@@ -321,7 +376,7 @@ enum AttemptOutcome {
 }
 
 /// What one attempt says about the next.
-enum Answer {
+enum AttemptAnswer {
     /// No retry: this is how it ends.
     Done(AttemptOutcome),
     /// A transient failure, with the server's retry-after if it gave one.

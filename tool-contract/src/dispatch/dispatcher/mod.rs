@@ -1,7 +1,8 @@
 //! The pipeline around every call: lookup, validation, gates, authorization, approval,
 //! ledger, budget, handler, projection, audit. Each stage is one method named after it, in
 //! the file of its part: `admit` (may it run), `write` (ledger and approval), `execute`
-//! (handler and projection).
+//! (handler and projection). Each stage returns what it decided; [`Dispatcher::finish`] puts
+//! the [`Dispatch`] together in one place.
 
 mod admit;
 mod execute;
@@ -12,41 +13,52 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use rand::rngs::{SmallRng, SysRng};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 use tokio::sync::watch;
 use tracing::{Instrument, Span, debug, info, warn};
 
-use crate::audit::ApprovalRecord;
-use crate::binding::AuditKeys;
-use crate::call::{CallContext, Principal};
-use crate::catalog::{ErrorCode, ModelError};
+use crate::binder::{Binder, CallResult, ToolFailure};
+use crate::contract::{Registry, ToolSpec};
 use crate::dispatch::approval::{ApprovalBook, ApprovalError, ApprovalGrant, PendingApproval};
 use crate::dispatch::audit_log::{AuditLogError, AuditSink};
 use crate::dispatch::budget::{StopReason, Task};
-use crate::dispatch::builder::{Authorizer, DispatcherBuilder, ToolOptions};
 use crate::dispatch::gate::Gate;
-use crate::dispatch::handler::ErasedTool;
+use crate::dispatch::handler::ToolEntry;
 use crate::dispatch::ledger::{Advanced, Ledger, LedgerError};
+use crate::dispatch::options::Authorizer;
 use crate::dispatch::state::{WriteEvent, WriteState};
-use crate::project::{Binder, CallResult, ToolFailure};
-use crate::registry::Registry;
-use crate::result::ModelResult;
-use crate::spec::ToolSpec;
+use crate::results::{ApprovalRecord, AuditKeys, ErrorCode, ModelError};
+use crate::vocabulary::{CallContext, Principal};
 
 /// A stage's early exit: the call's final result (boxed: results are large, exits rare).
 type Exit = Box<CallResult>;
 
-/// One registered tool as the dispatcher runs it.
-pub(crate) struct ToolEntry {
-    pub(crate) tool: Box<dyn ErasedTool>,
-    pub(crate) options: ToolOptions,
-}
-
 /// Runs every call through the trusted pipeline; see the [module docs](crate::dispatch).
 pub struct Dispatcher {
+    registry: Registry,
+    keys: AuditKeys,
+    clock: fn() -> OffsetDateTime,
+    tools: HashMap<&'static str, ToolEntry>,
+    gates: Vec<Box<dyn Gate>>,
+    authorizer: Option<Box<dyn Authorizer>>,
+    ledger: Arc<dyn Ledger>,
+    approvals: ApprovalBook,
+    audit_sink: Arc<dyn AuditSink>,
+    owner: String,
+    retention: Duration,
+    in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
+    rng: Mutex<SmallRng>,
+    sequence: AtomicU64,
+    writes: AtomicU64,
+}
+
+/// What a dispatcher is made of, as its builder checked it.
+pub(crate) struct Parts {
     pub(crate) registry: Registry,
     pub(crate) keys: AuditKeys,
     pub(crate) clock: fn() -> OffsetDateTime,
@@ -54,14 +66,8 @@ pub struct Dispatcher {
     pub(crate) gates: Vec<Box<dyn Gate>>,
     pub(crate) authorizer: Option<Box<dyn Authorizer>>,
     pub(crate) ledger: Arc<dyn Ledger>,
-    pub(crate) approvals: ApprovalBook,
     pub(crate) audit_sink: Arc<dyn AuditSink>,
-    pub(crate) owner: String,
     pub(crate) retention: Duration,
-    pub(crate) in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
-    pub(crate) rng: Mutex<SmallRng>,
-    pub(crate) sequence: AtomicU64,
-    pub(crate) writes: AtomicU64,
 }
 
 /// How many writes pass between two purges of expired ledger keys.
@@ -96,19 +102,54 @@ pub struct Dispatch {
     pub audit_error: Option<AuditLogError>,
 }
 
-/// Where a dispatch stands as it moves through the stages.
-struct Flow<'a> {
+/// The call one dispatch serves: what every stage reads, and none changes.
+struct Call<'a> {
     principal: &'a Principal,
     context: &'a CallContext,
     task: &'a Task,
     binder: Binder<'a>,
+}
+
+/// How a dispatch ended, as the stage that ended it decided.
+struct Ended {
+    result: CallResult,
     write_state: Option<WriteState>,
     pending_approval: Option<PendingApproval>,
+    /// The approval the write ran on, for the audit.
     approval: Option<ApprovalRecord>,
     attempts: u32,
     stop: Option<StopReason>,
-    audited: bool,
-    audit_error: Option<AuditLogError>,
+    /// `Some` once the result went to the audit sink (with the sink's failure, if it failed).
+    audited: Option<Option<AuditLogError>>,
+}
+
+impl Ended {
+    fn new(result: CallResult) -> Self {
+        Ended {
+            result,
+            write_state: None,
+            pending_approval: None,
+            approval: None,
+            attempts: 0,
+            stop: None,
+            audited: None,
+        }
+    }
+
+    fn in_state(mut self, state: Option<WriteState>) -> Self {
+        self.write_state = state;
+        self
+    }
+
+    fn stopped(mut self, stop: Option<StopReason>) -> Self {
+        self.stop = stop;
+        self
+    }
+
+    fn approved(mut self, approval: Option<ApprovalRecord>) -> Self {
+        self.approval = approval;
+        self
+    }
 }
 
 /// A registered, validated call.
@@ -119,53 +160,31 @@ struct Valid<'a> {
 }
 
 impl Dispatcher {
-    /// Starts a dispatcher for `registry`'s tools, sealing results with `keys`.
-    ///
-    /// ```
-    /// # use tool_contract::{ToolContract, ToolOutput};
-    /// use std::sync::Arc;
-    /// use tool_contract::dispatch::{Dispatcher, HandlerContext, MemoryAuditLog, Task};
-    /// use tool_contract::providers::{Api, Correlation, ToolCall};
-    /// use tool_contract::{AuditKeys, CallContext, Principal, RawProvenance, RawResult, SecretKey, Status, ToolFailure};
-    ///
-    /// /// Echo a word.
-    /// #[derive(serde::Deserialize, ToolContract)]
-    /// #[tool_contract(output = Echoed, effect = pure, source_label = "echo", producer_revision = "echo-1")]
-    /// struct Echo { word: String }
-    ///
-    /// #[derive(serde::Serialize, ToolOutput)]
-    /// struct Echoed { word: String }
-    ///
-    /// async fn echo(input: Echo, _: HandlerContext) -> Result<RawResult, ToolFailure> {
-    ///     let output = serde_json::json!({ "word": input.word });
-    ///     Ok(RawResult::new(output.to_string(), RawProvenance::new("echo-1", "2026-08-22T10:00:00Z")))
-    /// }
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let dispatcher = Dispatcher::builder(tool_contract::registry![Echo], AuditKeys::new(SecretKey::new([7; 32])?))
-    ///     .handler::<Echo>(echo)
-    ///     .audit_sink(Arc::new(MemoryAuditLog::new()))
-    ///     .build()
-    ///     .map_err(|errors| format!("{errors:?}"))?;
-    /// let call = ToolCall {
-    ///     api: Api::OpenAiResponses,
-    ///     adapter_revision: tool_contract::providers::openai::ADAPTER.revision.to_owned(),
-    ///     response_id: Some("resp_1".into()),
-    ///     call_id: "call_1".into(),
-    ///     correlation: Correlation::Id,
-    ///     name: "echo".into(),
-    ///     arguments: br#"{"word":"hi"}"#.to_vec(),
-    /// };
-    /// let context = CallContext::new(call, "op-1");
-    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
-    /// let dispatch = runtime.block_on(dispatcher.dispatch(&Principal::new("acme", "alice"), &context, &Task::unlimited()));
-    /// assert_eq!(dispatch.result.model.status(), Status::Succeeded);
-    /// # Ok(())
-    /// # }
-    /// ```
-    #[must_use]
-    pub fn builder(registry: Registry, keys: AuditKeys) -> DispatcherBuilder {
-        DispatcherBuilder::new(registry, keys)
+    /// The dispatcher of `parts`, with an owner id of its own in the ledger.
+    pub(crate) fn from_parts(parts: Parts) -> Self {
+        let mut rng = SmallRng::try_from_rng(&mut SysRng).unwrap_or_else(|_| {
+            // No OS randomness: jitter and owner ids still differ per process and instant.
+            let nanos = OffsetDateTime::now_utc().unix_timestamp_nanos();
+            SmallRng::seed_from_u64(nanos as u64 ^ u64::from(std::process::id()))
+        });
+        let owner = format!("owner-{:016x}", rand::Rng::next_u64(&mut rng));
+        Dispatcher {
+            registry: parts.registry,
+            keys: parts.keys,
+            clock: parts.clock,
+            tools: parts.tools,
+            gates: parts.gates,
+            authorizer: parts.authorizer,
+            ledger: parts.ledger,
+            approvals: ApprovalBook::default(),
+            audit_sink: parts.audit_sink,
+            owner,
+            retention: parts.retention,
+            in_flight: Mutex::new(HashMap::new()),
+            rng: Mutex::new(rng),
+            sequence: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+        }
     }
 
     /// The registry.
@@ -180,7 +199,7 @@ impl Dispatcher {
         Binder::new(&self.registry, self.keys.clone()).with_clock(self.clock)
     }
 
-    /// The time by the dispatcher's clock ([`DispatcherBuilder::clock`]): what approval
+    /// The time by the dispatcher's clock ([`DispatcherBuilder::clock`](crate::dispatch::DispatcherBuilder::clock)): what approval
     /// expiries are measured against.
     #[must_use]
     pub fn now(&self) -> OffsetDateTime {
@@ -217,27 +236,12 @@ impl Dispatcher {
     ) -> Dispatch {
         let span = self.span(context);
         async {
-            let mut flow = self.flow(principal, context, task);
-            let valid = match self.lookup_and_validate(&flow) {
-                Ok(valid) => valid,
-                Err(result) => return self.finish(flow, *result),
+            let call = self.call(principal, context, task);
+            let ended = match self.lookup_and_validate(&call) {
+                Err(result) => Ended::new(*result),
+                Ok(valid) => self.reconcile_call(&call, &valid).await,
             };
-            if !valid.spec.effect().is_write() {
-                let error = ModelError::new(ErrorCode::ToolError);
-                let result = self.control(&flow, error, "reconcile asked of a read");
-                return self.finish(flow, result);
-            }
-            let key = self.write_key(&flow, valid.spec);
-            let settled = match self.ledger.get(&key.ledger_key).await {
-                Ok(Some(record)) => self.settled(&mut flow, &valid, &key, record).await,
-                Ok(None) => None,
-                Err(error) => Some(self.ledger_failed(&flow, &error)),
-            };
-            let result = settled.unwrap_or_else(|| {
-                let error = ModelError::new(ErrorCode::NotFound);
-                self.control(&flow, error, "no operation under this key")
-            });
-            self.finish(flow, result)
+            self.finish(ended)
         }
         .instrument(span)
         .await
@@ -250,7 +254,8 @@ impl Dispatcher {
     /// # Errors
     ///
     /// [`ApprovalError`] when nothing is pending under that id (decided, or superseded by a
-    /// changed request), the preview is not the one pending, or the expiry has passed.
+    /// changed request), the preview is not the one pending, or the expiry has passed or
+    /// cannot be written as RFC 3339 (a year past 9999).
     pub fn approve(
         &self,
         approval_id: &str,
@@ -258,6 +263,10 @@ impl Dispatcher {
         approver: &str,
         expires_at: OffsetDateTime,
     ) -> Result<ApprovalGrant, ApprovalError> {
+        // The audit records the expiry as RFC 3339, which has four-digit years only.
+        if expires_at.format(&Rfc3339).is_err() {
+            return Err(ApprovalError::ExpiryOutOfRange);
+        }
         let grant = self.approvals.approve(
             approval_id,
             preview_sha256,
@@ -363,43 +372,26 @@ impl Dispatcher {
         context: &CallContext,
         task: &Task,
     ) -> Dispatch {
-        let mut flow = self.flow(principal, context, task);
-        let valid = match self.lookup_and_validate(&flow) {
-            Ok(valid) => valid,
-            Err(result) => return self.finish(flow, *result),
+        let call = self.call(principal, context, task);
+        let ended = match self.admit(&call) {
+            Err(result) => Ended::new(*result),
+            Ok(valid) if valid.spec.effect().is_write() => self.write(&call, &valid).await,
+            Ok(valid) => self.execute(&call, &valid, None, None).await,
         };
-        if let Err(result) = self.gates(&flow, &valid) {
-            return self.finish(flow, *result);
-        }
-        if let Err(result) = self.authorize(&flow, &valid) {
-            return self.finish(flow, *result);
-        }
-        let result = if valid.spec.effect().is_write() {
-            self.write(&mut flow, &valid).await
-        } else {
-            self.execute(&mut flow, &valid, None).await
-        };
-        self.finish(flow, result)
+        self.finish(ended)
     }
 
-    fn flow<'a>(
+    fn call<'a>(
         &'a self,
         principal: &'a Principal,
         context: &'a CallContext,
         task: &'a Task,
-    ) -> Flow<'a> {
-        Flow {
+    ) -> Call<'a> {
+        Call {
             principal,
             context,
             task,
             binder: self.binder(),
-            write_state: None,
-            pending_approval: None,
-            approval: None,
-            attempts: 0,
-            stop: None,
-            audited: false,
-            audit_error: None,
         }
     }
 
@@ -419,77 +411,72 @@ impl Dispatcher {
         )
     }
 
-    fn project_failure(&self, flow: &Flow<'_>, failure: ToolFailure) -> CallResult {
-        flow.binder
-            .project_failure(flow.principal, flow.context, failure)
+    fn project_failure(&self, call: &Call<'_>, failure: ToolFailure) -> CallResult {
+        call.binder
+            .project_failure(call.principal, call.context, failure)
     }
 
-    /// A stored model result sealed again for this call (its own call id and digests).
-    fn reseal(&self, flow: &Flow<'_>, valid: &Valid<'_>, model: ModelResult) -> CallResult {
-        flow.binder.seal(
-            flow.principal,
-            flow.context,
-            Some(valid.spec),
-            model,
-            crate::audit::Downstream::default(),
-            Vec::new(),
-            Some("replayed from the idempotency ledger".to_owned()),
-        )
+    fn control(&self, call: &Call<'_>, error: ModelError, detail: &str) -> CallResult {
+        call.binder
+            .control(call.principal, call.context, error, Some(detail.to_owned()))
     }
 
-    fn control(&self, flow: &Flow<'_>, error: ModelError, detail: &str) -> CallResult {
-        flow.binder
-            .control(flow.principal, flow.context, error, Some(detail.to_owned()))
-    }
-
-    fn ledger_failed(&self, flow: &Flow<'_>, error: &LedgerError) -> CallResult {
+    fn ledger_failed(&self, call: &Call<'_>, error: &LedgerError) -> CallResult {
         warn!(stage = "ledger", error = %error, "ledger failed; nothing was run");
         let error_text = error.to_string();
         self.control(
-            flow,
+            call,
             ModelError::new(ErrorCode::TimeoutBeforeExecute),
             &error_text,
         )
     }
 
-    /// Sends the result to the audit sink and closes the dispatch.
-    /// Sends the result to the audit sink (once per dispatch).
-    fn audit(&self, flow: &mut Flow<'_>, result: &mut CallResult) {
-        if flow.audited {
-            return;
-        }
+    /// Sends `result` to the audit sink, with the approval it ran on; returns the sink's
+    /// failure, if it failed.
+    fn audit(
+        &self,
+        result: &mut CallResult,
+        approval: Option<&ApprovalRecord>,
+    ) -> Option<AuditLogError> {
         // Not part of any digest: the approval is kept beside the binding, for auditors.
-        result.audit.approval.clone_from(&flow.approval);
-        flow.audited = true;
-        flow.audit_error = self.audit_sink.append(&result.model, &result.audit).err();
-        if let Some(error) = &flow.audit_error {
+        result.audit.approval = approval.cloned();
+        let error = self.audit_sink.append(&result.model, &result.audit).err();
+        if let Some(error) = &error {
             warn!(stage = "audit", error = %error, "audit sink failed");
         }
+        error
     }
 
-    /// Closes the dispatch: the audit sink (if the write path has not sent it yet) and the
-    /// last trace event.
-    fn finish(&self, mut flow: Flow<'_>, mut result: CallResult) -> Dispatch {
-        self.audit(&mut flow, &mut result);
-        let binding = &result.audit.binding;
+    /// Puts the dispatch together: the audit sink (unless the write path sent it already),
+    /// the last trace event, and what the stages decided.
+    fn finish(&self, mut ended: Ended) -> Dispatch {
+        let audit_error = match ended.audited.take() {
+            Some(error) => error,
+            None => self.audit(&mut ended.result, ended.approval.as_ref()),
+        };
+        let binding = &ended.result.audit.binding;
         info!(
             stage = "done",
-            status = result.model.status().as_str(),
-            error_code = result.model.error().map(|error| error.code().as_str()),
-            state = flow.write_state.map(WriteState::as_str),
-            attempts = flow.attempts,
-            stop_reason = flow.stop.map(StopReason::as_str),
+            status = ended.result.model.status().as_str(),
+            error_code = ended
+                .result
+                .model
+                .error()
+                .map(|error| error.code().as_str()),
+            state = ended.write_state.map(WriteState::as_str),
+            attempts = ended.attempts,
+            stop_reason = ended.stop.map(StopReason::as_str),
             request_sha256 = prefix(&binding.request_sha256),
             result_sha256 = prefix(&binding.result_sha256),
             call_binding_sha256 = prefix(&binding.call_binding_sha256),
         );
         Dispatch {
-            result,
-            write_state: flow.write_state,
-            pending_approval: flow.pending_approval,
-            attempts: flow.attempts,
-            stop: flow.stop,
-            audit_error: flow.audit_error,
+            result: ended.result,
+            write_state: ended.write_state,
+            pending_approval: ended.pending_approval,
+            attempts: ended.attempts,
+            stop: ended.stop,
+            audit_error,
         }
     }
 

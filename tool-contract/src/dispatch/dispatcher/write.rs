@@ -8,18 +8,17 @@ use futures_util::FutureExt;
 use time::format_description::well_known::Rfc3339;
 use tracing::{debug, warn};
 
-use super::{Dispatcher, Exit, Flow, PURGE_EVERY, Valid, duration_ms, prefix, sha256_hex};
-use crate::audit::ApprovalRecord;
-use crate::call::{CallContext, Principal};
-use crate::catalog::{ErrorCode, ModelError};
+use super::{Call, Dispatcher, Ended, PURGE_EVERY, Valid, duration_ms, prefix, sha256_hex};
+use crate::binder::{CallResult, FailureKind, Seal, ToolFailure};
+use crate::contract::ToolSpec;
 use crate::dispatch::approval::{ApprovalCheck, Asked, PendingApproval, Preview};
-use crate::dispatch::builder::ToolOptions;
 use crate::dispatch::handler::{Reconciled, StatusRequest};
 use crate::dispatch::ledger::{Advance, Advanced, Claim, Claimed, Record};
+use crate::dispatch::options::ToolOptions;
 use crate::dispatch::state::{WriteEvent, WriteState};
-use crate::project::{CallResult, FailureKind, ToolFailure};
-use crate::result::{Delivery, ModelResult, Status};
-use crate::spec::{Approval, Reconcile, ToolSpec};
+use crate::json::encoding::infallible;
+use crate::results::{ApprovalRecord, Delivery, ErrorCode, ModelError, ModelResult, Status};
+use crate::vocabulary::{Approval, CallContext, Principal, Reconcile};
 
 /// A write's ledger identity.
 pub(super) struct WriteKey {
@@ -31,64 +30,97 @@ pub(super) struct WriteKey {
 impl Dispatcher {
     /// A write: the ledger's word on the key first (replay, conflict, in flight, unknown), then
     /// approval, authorization again, the atomic claim, and the execution.
-    pub(super) async fn write(&self, flow: &mut Flow<'_>, valid: &Valid<'_>) -> CallResult {
+    pub(super) async fn write(&self, call: &Call<'_>, valid: &Valid<'_>) -> Ended {
         if self.writes.fetch_add(1, Ordering::Relaxed) % PURGE_EVERY == PURGE_EVERY - 1 {
             // Housekeeping only: a failure here changes no answer.
             let _ = self.purge_expired().await;
         }
-        let key = self.write_key(flow, valid.spec);
+        let key = self.write_key(call, valid.spec);
         debug!(
             stage = "ledger",
             request_sha256 = prefix(&key.request_sha256),
             key_sha256 = prefix(&sha256_hex(key.ledger_key.as_bytes()))
         );
         match self.ledger.get(&key.ledger_key).await {
-            Err(error) => return self.ledger_failed(flow, &error),
+            Err(error) => return Ended::new(self.ledger_failed(call, &error)),
             Ok(Some(record)) if !expired(&record, self.now_ms()) => {
-                if let Some(result) = self.settled(flow, valid, &key, record).await {
-                    return result;
+                if let Some(ended) = self.settled(call, valid, &key, record).await {
+                    return ended;
                 }
             }
             Ok(_) => {}
         }
-        if valid.spec.approval() == Some(Approval::Required) {
-            if let Err(result) = self.approval(flow, valid, &key) {
-                return *result;
-            }
+        let approval = if valid.spec.approval() == Some(Approval::Required) {
+            let approval = match self.approval(call, valid, &key) {
+                Ok(approval) => approval,
+                Err(ended) => return *ended,
+            };
             // Permission may have changed while the write waited for a person.
-            if let Err(result) = self.authorize(flow, valid) {
-                return *result;
+            if let Err(result) = self.authorize(call, valid) {
+                return Ended::new(*result)
+                    .in_state(Some(WriteState::Approved))
+                    .approved(Some(approval));
             }
-        }
+            Some(approval)
+        } else {
+            None
+        };
         match self.ledger.claim(&self.claim(valid, &key)).await {
-            Err(error) => self.ledger_failed(flow, &error),
-            Ok(Claimed::Fresh) => {
-                flow.write_state = Some(WriteState::Executing);
-                debug!(stage = "ledger", state = "executing", "claimed");
-                self.execute(flow, valid, Some(&key)).await
+            Err(error) => {
+                let approved = approval.as_ref().map(|_| WriteState::Approved);
+                Ended::new(self.ledger_failed(call, &error))
+                    .in_state(approved)
+                    .approved(approval)
             }
-            Ok(Claimed::Replay(record)) => self.answer_existing(flow, valid, &key, record),
-            Ok(Claimed::Conflict(record)) => self.answer_existing(flow, valid, &key, record),
-            Ok(Claimed::InFlight(record)) => self.answer_existing(flow, valid, &key, record),
-            Ok(Claimed::Unknown(record)) => self.reconcile_unknown(flow, valid, &key, record).await,
+            Ok(Claimed::Fresh) => {
+                debug!(stage = "ledger", state = "executing", "claimed");
+                self.execute(call, valid, Some(&key), approval).await
+            }
+            Ok(Claimed::Replay(record) | Claimed::Conflict(record) | Claimed::InFlight(record)) => {
+                self.answer_existing(call, valid, &key, record)
+                    .approved(approval)
+            }
+            Ok(Claimed::Unknown(record)) => {
+                self.reconcile_unknown(call, valid, &key, record, approval)
+                    .await
+            }
         }
+    }
+
+    /// A reconciliation asked for outright ([`Dispatcher::reconcile`]): the ledger's word on
+    /// the write's key, never a new execution.
+    pub(super) async fn reconcile_call(&self, call: &Call<'_>, valid: &Valid<'_>) -> Ended {
+        if !valid.spec.effect().is_write() {
+            let error = ModelError::new(ErrorCode::ToolError);
+            return Ended::new(self.control(call, error, "reconcile asked of a read"));
+        }
+        let key = self.write_key(call, valid.spec);
+        let settled = match self.ledger.get(&key.ledger_key).await {
+            Ok(Some(record)) => self.settled(call, valid, &key, record).await,
+            Ok(None) => None,
+            Err(error) => Some(Ended::new(self.ledger_failed(call, &error))),
+        };
+        settled.unwrap_or_else(|| {
+            let error = ModelError::new(ErrorCode::NotFound);
+            Ended::new(self.control(call, error, "no operation under this key"))
+        })
     }
 
     /// What an existing record settles before approval is asked: `None` when the write may go
     /// on to approval and claim.
-    pub(super) async fn settled(
+    async fn settled(
         &self,
-        flow: &mut Flow<'_>,
+        call: &Call<'_>,
         valid: &Valid<'_>,
         key: &WriteKey,
         record: Record,
-    ) -> Option<CallResult> {
+    ) -> Option<Ended> {
         if record.state.is_in_flight() && record.lease_until_ms <= self.now_ms() {
             // A lapsed lease: the claim turns it to unknown, atomically, before anyone is
             // asked to approve a write that may already have happened.
             return match self.ledger.claim(&self.claim(valid, key)).await {
                 Ok(Claimed::Unknown(record)) => {
-                    Some(self.reconcile_unknown(flow, valid, key, record).await)
+                    Some(self.reconcile_unknown(call, valid, key, record, None).await)
                 }
                 Ok(Claimed::Fresh) => {
                     // Purged between the two steps: give the key back and start over.
@@ -97,132 +129,150 @@ impl Dispatcher {
                 }
                 Ok(
                     Claimed::Replay(record) | Claimed::Conflict(record) | Claimed::InFlight(record),
-                ) => Some(self.answer_existing(flow, valid, key, record)),
-                Err(error) => Some(self.ledger_failed(flow, &error)),
+                ) => Some(self.answer_existing(call, valid, key, record)),
+                Err(error) => Some(Ended::new(self.ledger_failed(call, &error))),
             };
         }
         let same_request =
             record.request_sha256 == key.request_sha256 && record.tool == valid.spec.name();
         if same_request && record.state == WriteState::Unknown {
-            return Some(self.reconcile_unknown(flow, valid, key, record).await);
+            return Some(self.reconcile_unknown(call, valid, key, record, None).await);
         }
-        Some(self.answer_existing(flow, valid, key, record))
+        Some(self.answer_existing(call, valid, key, record))
     }
 
     /// The answer a record gives without running anything: replay, conflict, in flight.
     fn answer_existing(
         &self,
-        flow: &mut Flow<'_>,
+        call: &Call<'_>,
         valid: &Valid<'_>,
         key: &WriteKey,
         record: Record,
-    ) -> CallResult {
-        flow.write_state = Some(record.state);
-        if record.request_sha256 != key.request_sha256 || record.tool != valid.spec.name() {
-            debug!(stage = "ledger", error_code = "IDEMPOTENCY_CONFLICT");
-            let error = ModelError::new(ErrorCode::IdempotencyConflict);
-            return self.control(flow, error, "the key was used for another request");
-        }
-        if record.state.is_in_flight() {
-            debug!(stage = "ledger", error_code = "OPERATION_IN_PROGRESS");
-            let error = ModelError::new(ErrorCode::OperationInProgress);
-            return self.control(flow, error, "another execution holds the key");
-        }
-        if record.state == WriteState::Unknown {
-            return self.unknown_result(flow, valid, "the outcome is unknown");
-        }
+    ) -> Ended {
+        let result =
+            if record.request_sha256 != key.request_sha256 || record.tool != valid.spec.name() {
+                debug!(stage = "ledger", error_code = "IDEMPOTENCY_CONFLICT");
+                let error = ModelError::new(ErrorCode::IdempotencyConflict);
+                self.control(call, error, "the key was used for another request")
+            } else if record.state.is_in_flight() {
+                debug!(stage = "ledger", error_code = "OPERATION_IN_PROGRESS");
+                let error = ModelError::new(ErrorCode::OperationInProgress);
+                self.control(call, error, "another execution holds the key")
+            } else if record.state == WriteState::Unknown {
+                self.unknown_result(call, valid, "the outcome is unknown")
+            } else {
+                self.replay(call, valid, &record)
+            };
+        Ended::new(result).in_state(Some(record.state))
+    }
+
+    /// A finished record's stored result, sealed again for this call (its own call id and
+    /// digests), delivered as `local_replay`.
+    fn replay(&self, call: &Call<'_>, valid: &Valid<'_>, record: &Record) -> CallResult {
         debug!(
             stage = "ledger",
             state = record.state.as_str(),
             delivery = "local_replay"
         );
-        match stored_result(&record) {
-            Some(model) => self.reseal(flow, valid, model.delivered_as(Delivery::LocalReplay)),
+        match stored_result(record) {
+            Some(model) => {
+                let model = model.delivered_as(Delivery::LocalReplay);
+                let detail = Some("replayed from the idempotency ledger".to_owned());
+                let seal = Seal::new(Some(valid.spec), model).detail(detail);
+                call.binder.seal(call.principal, call.context, seal)
+            }
             None => {
                 let error = ModelError::new(ErrorCode::ToolError);
-                self.control(flow, error, "a finished record without a stored result")
+                self.control(call, error, "a finished record without a stored result")
             }
         }
     }
 
-    /// The approval stage: the grant for exactly this request, consumed; or a pending
-    /// approval with a preview built from the validated arguments.
-    fn approval(&self, flow: &mut Flow<'_>, valid: &Valid<'_>, key: &WriteKey) -> Result<(), Exit> {
-        let principal_ref = self.keys.principal_ref(flow.principal);
+    /// The approval stage: the grant for exactly this request, consumed (what the audit
+    /// records of it); or the end of the dispatch, waiting for a person or refused by one.
+    fn approval(
+        &self,
+        call: &Call<'_>,
+        valid: &Valid<'_>,
+        key: &WriteKey,
+    ) -> Result<ApprovalRecord, Box<Ended>> {
+        let principal_ref = self.keys.principal_ref(call.principal);
         let asked = Asked {
             ledger_key: &key.ledger_key,
             request_sha256: &key.request_sha256,
             tool: valid.spec.name(),
             principal_ref: &principal_ref,
-            operation_id: &flow.context.operation_id,
+            operation_id: &call.context.operation_id,
             now: (self.clock)(),
         };
-        let pending = || {
-            let preview = Preview {
-                tool: valid.spec.name().to_owned(),
-                description: valid.spec.description().to_owned(),
-                effect: valid.spec.effect(),
-                arguments: valid.arguments.clone(),
-            };
-            let preview_sha256 = preview.sha256();
-            let approval_id = format!(
-                "apr_{}",
-                prefix(&sha256_hex(
-                    format!(
-                        "{}\n{}\n{}",
-                        key.ledger_key,
-                        key.request_sha256,
-                        self.sequence.fetch_add(1, Ordering::Relaxed)
-                    )
-                    .as_bytes()
-                ))
-            );
-            PendingApproval {
-                approval_id,
-                request_sha256: key.request_sha256.clone(),
-                preview,
-                preview_sha256,
-                principal_ref: principal_ref.clone(),
-                operation_id: flow.context.operation_id.clone(),
-                ledger_key: key.ledger_key.clone(),
-            }
-        };
+        let pending = || self.pending_approval(call, valid, key, &principal_ref);
         match self.approvals.check(&asked, pending) {
             ApprovalCheck::Proceed(grant) => {
                 debug!(stage = "approval", state = "approved", "approval consumed");
-                flow.write_state = Some(WriteState::Approved);
-                flow.approval = Some(ApprovalRecord {
-                    approval_id: grant.approval_id.clone(),
-                    approver: grant.approver.clone(),
-                    request_sha256: grant.request_sha256.clone(),
-                    preview_sha256: grant.preview_sha256.clone(),
-                    expires_at: grant.expires_at.format(&Rfc3339).unwrap_or_default(),
-                });
-                Ok(())
+                Ok(ApprovalRecord {
+                    approval_id: grant.approval_id,
+                    approver: grant.approver,
+                    request_sha256: grant.request_sha256,
+                    preview_sha256: grant.preview_sha256,
+                    expires_at: infallible(
+                        grant.expires_at.format(&Rfc3339),
+                        "approvals are refused with an expiry RFC 3339 cannot write",
+                    ),
+                })
             }
-            ApprovalCheck::Required(pending) => Err(self.awaiting_approval(
-                flow,
+            ApprovalCheck::Required(pending) => Err(Box::new(self.awaiting_approval(
+                call,
                 pending,
                 ErrorCode::ApprovalRequired,
                 "waiting for approval",
-            )),
-            ApprovalCheck::Invalid(pending, why) => {
-                Err(self.awaiting_approval(flow, pending, ErrorCode::ApprovalInvalid, why.as_str()))
-            }
+            ))),
+            ApprovalCheck::Invalid(pending, why) => Err(Box::new(self.awaiting_approval(
+                call,
+                pending,
+                ErrorCode::ApprovalInvalid,
+                why.as_str(),
+            ))),
             ApprovalCheck::Rejected => {
                 debug!(
                     stage = "approval",
                     state = "rejected",
                     error_code = "BLOCKED"
                 );
-                flow.write_state = Some(WriteState::Rejected);
                 let error = ModelError::new(ErrorCode::Blocked);
-                Err(Box::new(self.control(
-                    flow,
-                    error,
-                    "the approver rejected this operation",
-                )))
+                let result = self.control(call, error, "the approver rejected this operation");
+                Err(Box::new(
+                    Ended::new(result).in_state(Some(WriteState::Rejected)),
+                ))
             }
+        }
+    }
+
+    /// What a person is asked to approve: a preview built from the validated arguments and
+    /// the registry, under a fresh approval id.
+    fn pending_approval(
+        &self,
+        call: &Call<'_>,
+        valid: &Valid<'_>,
+        key: &WriteKey,
+        principal_ref: &str,
+    ) -> PendingApproval {
+        let preview = Preview {
+            tool: valid.spec.name().to_owned(),
+            description: valid.spec.description().to_owned(),
+            effect: valid.spec.effect(),
+            arguments: valid.arguments.clone(),
+        };
+        let preview_sha256 = preview.sha256();
+        let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
+        let seed = format!("{}\n{}\n{sequence}", key.ledger_key, key.request_sha256);
+        PendingApproval {
+            approval_id: format!("apr_{}", prefix(&sha256_hex(seed.as_bytes()))),
+            request_sha256: key.request_sha256.clone(),
+            preview,
+            preview_sha256,
+            principal_ref: principal_ref.to_owned(),
+            operation_id: call.context.operation_id.clone(),
+            ledger_key: key.ledger_key.clone(),
         }
     }
 
@@ -230,19 +280,20 @@ impl Dispatcher {
     /// pending approval for the application to show.
     fn awaiting_approval(
         &self,
-        flow: &mut Flow<'_>,
+        call: &Call<'_>,
         pending: PendingApproval,
         code: ErrorCode,
         detail: &str,
-    ) -> Exit {
+    ) -> Ended {
         debug!(
             stage = "approval",
             state = "pending_approval",
             error_code = code.as_str()
         );
-        flow.write_state = Some(WriteState::PendingApproval);
-        flow.pending_approval = Some(pending);
-        Box::new(self.control(flow, ModelError::new(code), detail))
+        let mut ended = Ended::new(self.control(call, ModelError::new(code), detail))
+            .in_state(Some(WriteState::PendingApproval));
+        ended.pending_approval = Some(pending);
+        ended
     }
 
     /// Moves the record from wherever this execution left it (executing, or
@@ -254,7 +305,7 @@ impl Dispatcher {
         event: WriteEvent,
         result: &CallResult,
     ) -> Option<WriteState> {
-        let stored = serde_json::to_string(&result.model).ok();
+        let stored = stored(result);
         for from in [WriteState::Executing, WriteState::CancelRequested] {
             let event = match (from, event) {
                 (WriteState::Executing, WriteEvent::ConfirmCancelled) => {
@@ -276,17 +327,9 @@ impl Dispatcher {
                     if record.state == WriteState::Unknown && event == WriteEvent::Commit =>
                 {
                     // Our lease lapsed and someone marked it unknown: our receipt settles it.
-                    let step = self.advance(
-                        &key.ledger_key,
-                        WriteState::Unknown,
-                        WriteEvent::ReconcileFound,
-                        stored.clone(),
-                    );
-                    return match self.ledger.advance(&step).await {
-                        Ok(Advanced::Applied(record)) => Some(record.state),
-                        Ok(Advanced::Stale(record)) => record.map(|record| record.state),
-                        Err(_) => Some(WriteState::Unknown),
-                    };
+                    return self
+                        .settle_unknown(key, WriteEvent::ReconcileFound, stored.clone())
+                        .await;
                 }
                 Ok(Advanced::Stale(record)) => return record.map(|record| record.state),
                 Err(error) => {
@@ -299,33 +342,52 @@ impl Dispatcher {
         None
     }
 
+    /// Moves an unknown record by what reconciliation learned; where it stands after (`None`:
+    /// the record is gone).
+    async fn settle_unknown(
+        &self,
+        key: &WriteKey,
+        event: WriteEvent,
+        stored: Option<String>,
+    ) -> Option<WriteState> {
+        let step = self.advance(&key.ledger_key, WriteState::Unknown, event, stored);
+        match self.ledger.advance(&step).await {
+            Ok(Advanced::Applied(record)) => Some(record.state),
+            Ok(Advanced::Stale(record)) => record.map(|record| record.state),
+            Err(_) => Some(WriteState::Unknown),
+        }
+    }
+
     /// An unknown write: its status query, if the contract has one; otherwise a person.
     async fn reconcile_unknown(
         &self,
-        flow: &mut Flow<'_>,
+        call: &Call<'_>,
         valid: &Valid<'_>,
         key: &WriteKey,
         record: Record,
-    ) -> CallResult {
-        flow.write_state = Some(WriteState::Unknown);
+        approval: Option<ApprovalRecord>,
+    ) -> Ended {
         if record.request_sha256 != key.request_sha256 {
-            return self.answer_existing(flow, valid, key, record);
+            return self
+                .answer_existing(call, valid, key, record)
+                .approved(approval);
         }
+        let unknown = |detail: &str| {
+            Ended::new(self.unknown_result(call, valid, detail)).in_state(Some(WriteState::Unknown))
+        };
         let request = StatusRequest {
-            operation_id: flow.context.operation_id.clone(),
+            operation_id: call.context.operation_id.clone(),
             idempotency_key: key.downstream_key.clone(),
         };
-        let query = valid.entry.tool.query_status(
-            &flow.context.call.arguments,
-            self.registry.forbidden_keys(),
-            request,
-        );
-        let Some(query) = query else {
-            return self.unknown_result(flow, valid, "no status query: a person must check");
+        let forbidden = self.registry.forbidden_keys();
+        let arguments = &call.context.call.arguments;
+        let Some(query) = valid.entry.tool.query_status(arguments, forbidden, request) else {
+            return unknown("no status query: a person must check").approved(approval);
         };
-        if let Err(stop) = flow.task.spend_tool_call(valid.entry.options.cost_units) {
-            flow.stop = Some(stop);
-            return self.unknown_result(flow, valid, "no budget left for the status query");
+        if let Err(stop) = call.task.spend_tool_call(valid.entry.options.cost_units) {
+            return unknown("no budget left for the status query")
+                .stopped(Some(stop))
+                .approved(approval);
         }
         let answer = tokio::time::timeout(
             valid.entry.options.timeout,
@@ -333,27 +395,22 @@ impl Dispatcher {
         )
         .await;
         debug!(stage = "reconcile", answered = answer.is_ok());
-        let (result, event) = match answer {
+        let (mut result, event) = match answer {
             Ok(Ok(Ok(Reconciled::Found(raw)))) => {
                 let projected =
                     valid
                         .entry
                         .tool
-                        .project(&flow.binder, flow.principal, flow.context, raw);
+                        .project(&call.binder, call.principal, call.context, raw);
                 if projected.model.status() != Status::Succeeded {
-                    return projected;
+                    return Ended::new(projected)
+                        .in_state(Some(WriteState::Unknown))
+                        .approved(approval);
                 }
                 let model = projected.model.delivered_as(Delivery::ReceiptReconciled);
-                let downstream = projected.audit.downstream;
-                let result = flow.binder.seal(
-                    flow.principal,
-                    flow.context,
-                    Some(valid.spec),
-                    model,
-                    downstream,
-                    Vec::new(),
-                    None,
-                );
+                let seal =
+                    Seal::new(Some(valid.spec), model).downstream(projected.audit.downstream);
+                let result = call.binder.seal(call.principal, call.context, seal);
                 (result, WriteEvent::ReconcileFound)
             }
             Ok(Ok(Ok(Reconciled::Absent))) => {
@@ -362,40 +419,32 @@ impl Dispatcher {
                     "the status query confirms the write never happened",
                 );
                 (
-                    self.project_failure(flow, failure),
+                    self.project_failure(call, failure),
                     WriteEvent::ReconcileAbsent,
                 )
             }
             // Not known yet, failed, panicked, or timed out: still unknown.
             Ok(Ok(Ok(Reconciled::StillUnknown) | Err(_)) | Err(_)) | Err(_) => {
-                return self.unknown_result(flow, valid, "the status query could not tell");
+                return unknown("the status query could not tell").approved(approval);
             }
         };
-        let mut result = result;
-        self.audit(flow, &mut result);
-        let stored = serde_json::to_string(&result.model).ok();
-        let step = self.advance(&key.ledger_key, WriteState::Unknown, event, stored);
-        flow.write_state = match self.ledger.advance(&step).await {
-            Ok(Advanced::Applied(record)) => Some(record.state),
-            Ok(Advanced::Stale(record)) => record.map(|record| record.state),
-            Err(_) => Some(WriteState::Unknown),
-        };
-        debug!(
-            stage = "reconcile",
-            state = flow.write_state.map(WriteState::as_str)
-        );
-        result
+        // The audit first, as for every write's end.
+        let audit_error = self.audit(&mut result, approval.as_ref());
+        let state = self.settle_unknown(key, event, stored(&result)).await;
+        debug!(stage = "reconcile", state = state.map(WriteState::as_str));
+        let mut ended = Ended::new(result).in_state(state).approved(approval);
+        ended.audited = Some(audit_error);
+        ended
     }
 
     /// The unknown-outcome result a write's contract calls for: `OUTCOME_UNKNOWN` (query
     /// status) when a status query exists, `OUTCOME_UNCONFIRMED` (a person) otherwise.
     pub(super) fn unknown_result(
         &self,
-        flow: &mut Flow<'_>,
+        call: &Call<'_>,
         valid: &Valid<'_>,
         detail: &str,
     ) -> CallResult {
-        flow.write_state = Some(WriteState::Unknown);
         let code = match valid.spec.reconcile() {
             Some(Reconcile::Tool(_)) if valid.entry.tool.has_status_query() => {
                 ErrorCode::OutcomeUnknown
@@ -407,16 +456,16 @@ impl Dispatcher {
             state = "unknown",
             error_code = code.as_str()
         );
-        self.control(flow, ModelError::new(code), detail)
+        self.control(call, ModelError::new(code), detail)
     }
 
-    pub(super) fn write_key(&self, flow: &Flow<'_>, spec: &ToolSpec) -> WriteKey {
-        let context = flow.context;
+    fn write_key(&self, call: &Call<'_>, spec: &ToolSpec) -> WriteKey {
+        let context = call.context;
         WriteKey {
-            ledger_key: self.ledger_key(flow.principal, context),
+            ledger_key: self.ledger_key(call.principal, context),
             downstream_key: downstream_key(context).to_owned(),
             request_sha256: self.keys.request_digest(
-                flow.principal,
+                call.principal,
                 spec.name(),
                 Some(spec),
                 &context.call.arguments,
@@ -472,8 +521,17 @@ fn downstream_key(context: &CallContext) -> &str {
         .unwrap_or(&context.operation_id)
 }
 
+/// What the ledger keeps of a result to replay: its model half's canonical JSON.
+fn stored(result: &CallResult) -> Option<String> {
+    let json = result.model.to_canonical_json();
+    Some(infallible(
+        String::from_utf8(json),
+        "canonical JSON is UTF-8",
+    ))
+}
+
 fn stored_result(record: &Record) -> Option<ModelResult> {
-    serde_json::from_str(record.result.as_deref()?).ok()
+    ModelResult::from_json(record.result.as_deref()?.as_bytes()).ok()
 }
 
 fn expired(record: &Record, now_ms: u64) -> bool {

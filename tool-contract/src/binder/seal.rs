@@ -1,0 +1,99 @@
+//! Sealing: the three digests of one result, and the audit that records them.
+
+use super::{Binder, CallResult};
+use crate::contract::spec::ToolSpec;
+use crate::results::audit::{
+    Binding, ContractRevisions, Downstream, PROTECTED_AUDIT_SCHEMA_VERSION, ProtectedAudit,
+    ProviderContext, Redaction,
+};
+use crate::results::model::ModelResult;
+use crate::vocabulary::call::{CallContext, Principal};
+
+/// What sealing one result takes besides the call: its model half, and what its audit records.
+#[derive(Debug)]
+pub(crate) struct Seal<'s> {
+    spec: Option<&'s ToolSpec>,
+    model: ModelResult,
+    downstream: Downstream,
+    redactions: Vec<Redaction>,
+    detail: Option<String>,
+}
+
+impl<'s> Seal<'s> {
+    /// The model half of a call of the tool `spec` (`None`: a tool the registry lacks), with
+    /// nothing more for the audit.
+    pub(crate) fn new(spec: Option<&'s ToolSpec>, model: ModelResult) -> Self {
+        Seal {
+            spec,
+            model,
+            downstream: Downstream::default(),
+            redactions: Vec::new(),
+            detail: None,
+        }
+    }
+
+    /// With what the handler reported of its downstream system.
+    pub(crate) fn downstream(mut self, downstream: Downstream) -> Self {
+        self.downstream = downstream;
+        self
+    }
+
+    /// With what was kept from the model.
+    pub(crate) fn redactions(mut self, redactions: Vec<Redaction>) -> Self {
+        self.redactions = redactions;
+        self
+    }
+
+    /// With internal failure text for operators.
+    pub(crate) fn detail(mut self, detail: Option<String>) -> Self {
+        self.detail = detail;
+        self
+    }
+}
+
+impl Binder<'_> {
+    /// Computes the three digests of `seal`'s model half for the call `context` made for
+    /// `principal`, and builds the audit that records them.
+    pub(crate) fn seal(
+        &self,
+        principal: &Principal,
+        context: &CallContext,
+        seal: Seal<'_>,
+    ) -> CallResult {
+        let Seal {
+            spec,
+            model,
+            downstream,
+            redactions,
+            detail,
+        } = seal;
+        let call = &context.call;
+        let model_json = model.to_canonical_json();
+        let request_sha256 = self
+            .keys
+            .request_digest(principal, &call.name, spec, &call.arguments);
+        let result_sha256 = self.keys.result_digest(&model_json);
+        let call_binding_sha256 =
+            self.keys
+                .call_binding_digest(context, spec, &request_sha256, &result_sha256);
+        let audit = ProtectedAudit {
+            schema_version: PROTECTED_AUDIT_SCHEMA_VERSION.to_owned(),
+            principal_ref: self.keys.principal_ref(principal),
+            provider_context: ProviderContext::of(call),
+            tool_contract: spec.map(ContractRevisions::of),
+            operation_id: context.operation_id.clone(),
+            idempotency_key: context.idempotency_key.clone(),
+            downstream,
+            binding: Binding {
+                algorithm: self.keys.algorithm(),
+                request_sha256,
+                result_sha256,
+                call_binding_sha256,
+            },
+            redactions,
+            detail,
+            approval: None,
+        };
+        CallResult { model, audit }
+    }
+}

@@ -1,0 +1,37 @@
+//! The stand-in the derive names when a contract's output type cannot be accepted.
+
+use super::field::ContractField;
+use super::reader::{Reader, Stop};
+use super::rules::Rules;
+use super::shape::Shape;
+use super::traits::ToolOutput;
+use crate::vocabulary::limits::Limits;
+
+/// Stands in for an output type the derive could not accept, so that a mistake in a contract
+/// shows as that one error and not as errors everywhere the contract is used.
+#[derive(Debug)]
+pub enum InvalidOutput {}
+
+impl serde::Serialize for InvalidOutput {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        match *self {}
+    }
+}
+
+impl ContractField for InvalidOutput {
+    fn __read(_: &mut Reader<'_>, _: &Rules) -> Result<Option<Self>, Stop> {
+        Ok(None)
+    }
+
+    fn __shape() -> Shape {
+        Shape::FreeForm
+    }
+
+    fn __write_canonical(&self, _: &mut Vec<u8>) {
+        match *self {}
+    }
+}
+
+impl ToolOutput for InvalidOutput {
+    const LIMITS: Limits = Limits::DEFAULT;
+}

@@ -1,0 +1,293 @@
+//! `ContractField`: the Rust types a contract's fields may have, and how each reads exactly.
+
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use super::bound::BoundDecl;
+use super::reader::{BoundValue, Reader, Stop};
+use super::rules::Rules;
+use super::shape::Shape;
+use crate::json::canonical::write as canonical;
+use crate::json::format::{self, Format};
+use crate::json::number::MAX_SAFE_INTEGER;
+use crate::vocabulary::limits::FreeFormLimits;
+use crate::vocabulary::violation::ViolationKind;
+
+/// A type that can be a field of a tool's arguments or output.
+///
+/// Implemented for `String`, `bool`, `i8`–`i64`, `u8`–`u64`, `f64`, `Option<T>`, `Vec<T>`,
+/// `time::OffsetDateTime`, `serde_json::Value` (only with the `free_form` opt-in), and every
+/// type that derives [`ToolOutput`](crate::ToolOutput). Its methods are for generated code.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a field of a tool contract",
+    label = "unsupported field type",
+    note = "fields may be String, bool, i8..i64, u8..u64, f64, Option<T>, Vec<T>, \
+            time::OffsetDateTime, serde_json::Value (with `free_form`), or a type that \
+            derives `ToolOutput`"
+)]
+pub trait ContractField: Sized {
+    #[doc(hidden)]
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop>;
+
+    #[doc(hidden)]
+    fn __shape() -> Shape;
+
+    /// Writes the value as RFC 8785 canonical JSON, exactly as `serde_json::to_value` and
+    /// [`canonical::to_vec`](crate::json::canonical::to_vec) would, in one pass and with no `Value`.
+    #[doc(hidden)]
+    fn __write_canonical(&self, out: &mut Vec<u8>);
+
+    /// The `bound` declarations inside this type, at any depth, for the compile-time check
+    /// that each names an input field of a compatible type.
+    #[doc(hidden)]
+    const __BOUNDS: &'static [BoundDecl] = &[];
+
+    /// Whether the type is a struct with a `Vec<GroundingSource>` field, which `grounded`
+    /// requires to be non-empty (through `Option` and `Vec`, of the type inside).
+    #[doc(hidden)]
+    const __HOLDS_SOURCES: bool = false;
+
+    /// Whether a `SourceTier` (as in every `GroundingSource`) appears anywhere inside, so
+    /// that the contract must declare the `source_tier` it is checked against.
+    #[doc(hidden)]
+    const __CLAIMS_TIER: bool = false;
+}
+
+impl ContractField for String {
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        let Some(value) = reader.read_string()? else {
+            return Ok(None);
+        };
+        let ok = reader.check_string(&value, rules)? && reader.check_synthetic(&value, rules)?;
+        Ok(ok.then(|| value.into_owned()))
+    }
+
+    fn __shape() -> Shape {
+        Shape::String
+    }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        canonical::write_str(out, self);
+    }
+}
+
+impl ContractField for bool {
+    fn __read(reader: &mut Reader<'_>, _rules: &Rules) -> Result<Option<Self>, Stop> {
+        reader.read_bool()
+    }
+
+    fn __shape() -> Shape {
+        Shape::Boolean
+    }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        canonical::write_bool(out, *self);
+    }
+}
+
+macro_rules! integer_field {
+    ($($ty:ty),*) => {$(
+        impl ContractField for $ty {
+            #[inline]
+            fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+                let (min, max) = safe_range(i128::from(<$ty>::MIN), i128::from(<$ty>::MAX));
+                let value = reader.read_integer(min, max, rules)?;
+                // In range by the check above.
+                Ok(value.and_then(|value| <$ty>::try_from(value).ok()))
+            }
+
+            fn __shape() -> Shape {
+                let (min, max) = safe_range(i128::from(<$ty>::MIN), i128::from(<$ty>::MAX));
+                Shape::Integer { min, max }
+            }
+
+            fn __write_canonical(&self, out: &mut Vec<u8>) {
+                canonical::write_integer(out, i128::from(*self));
+            }
+        }
+
+        impl BoundField for $ty {
+            fn bound_value(&self) -> BoundValue<'_> {
+                BoundValue::Int(i128::from(*self))
+            }
+        }
+    )*};
+}
+
+/// An integer type's range narrowed to ±(2^53 − 1).
+fn safe_range(min: i128, max: i128) -> (i64, i64) {
+    let safe = i128::from(MAX_SAFE_INTEGER);
+    // Clamped to ±(2^53 − 1), so both fit an i64.
+    #[allow(clippy::cast_possible_truncation)]
+    (min.max(-safe) as i64, max.min(safe) as i64)
+}
+
+integer_field!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl ContractField for f64 {
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        reader.read_f64(rules)
+    }
+
+    fn __shape() -> Shape {
+        Shape::Number
+    }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        // serde_json writes a non-finite double as null; a validated one is always finite.
+        if self.is_finite() {
+            canonical::write_f64(out, *self);
+        } else {
+            out.extend_from_slice(b"null");
+        }
+    }
+}
+
+impl ContractField for OffsetDateTime {
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        let Some(value) = reader.read_string()? else {
+            return Ok(None);
+        };
+        let format = rules.format().unwrap_or(Format::Rfc3339);
+        let parsed = format::parse_rfc3339(&value).filter(|_| format.matches(&value));
+        if parsed.is_none() {
+            reader.report(ViolationKind::InvalidFormat { format })?;
+        }
+        Ok(parsed)
+    }
+
+    fn __shape() -> Shape {
+        Shape::DateTime
+    }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        // As `time::serde::rfc3339`, the only `with` the derive accepts for it, writes it. A
+        // value read by validation always formats (it was parsed from RFC 3339).
+        let text = self
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        canonical::write_str(out, &text);
+    }
+}
+
+/// The limits a free-form value gets should generated code ever pass none (the derive
+/// refuses a `serde_json::Value` field without them): scalars only, small.
+const NO_FREE_FORM: FreeFormLimits = FreeFormLimits {
+    max_depth: 0,
+    max_bytes: 1024,
+};
+
+impl ContractField for Value {
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        reader.read_free_form(rules.free_form().unwrap_or(NO_FREE_FORM))
+    }
+
+    fn __shape() -> Shape {
+        Shape::FreeForm
+    }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        // A value validated as free-form holds finite doubles only; a number no double can
+        // hold exists only under serde_json's `arbitrary_precision`, and is written as null
+        // (never as half a value).
+        let start = out.len();
+        if canonical::write_value(out, self).is_err() {
+            out.truncate(start);
+            out.extend_from_slice(b"null");
+        }
+    }
+}
+
+impl<T: ContractField> ContractField for Option<T> {
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        if reader.take_null()? {
+            return Ok(Some(None));
+        }
+        let value = T::__read(reader, rules)?;
+        if reader.take_stripped() {
+            return Ok(Some(None));
+        }
+        Ok(value.map(Some))
+    }
+
+    fn __shape() -> Shape {
+        Shape::Nullable(T::__shape)
+    }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        match self {
+            Some(value) => value.__write_canonical(out),
+            None => out.extend_from_slice(b"null"),
+        }
+    }
+
+    const __BOUNDS: &'static [BoundDecl] = T::__BOUNDS;
+    const __HOLDS_SOURCES: bool = T::__HOLDS_SOURCES;
+    const __CLAIMS_TIER: bool = T::__CLAIMS_TIER;
+}
+
+impl<T: ContractField> ContractField for Vec<T> {
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        let Some(mut array) = reader.begin_array()? else {
+            return Ok(None);
+        };
+        // A small start spares the first regrowths without trusting a declared maximum.
+        let mut items = Vec::with_capacity(rules.max_items().map_or(4, |max| max.min(8) as usize));
+        let mut count = 0;
+        let mut ok = true;
+        while reader.next_item(&mut array)? {
+            let mark = reader.enter_index(count);
+            match T::__read(reader, rules)? {
+                _ if reader.take_stripped() => {}
+                Some(item) if ok => items.push(item),
+                Some(_) => {}
+                None => ok = false,
+            }
+            reader.leave(mark);
+            count += 1;
+        }
+        ok &= reader.check_items(count, rules)?;
+        Ok(ok.then_some(items))
+    }
+
+    fn __shape() -> Shape {
+        Shape::Array(T::__shape)
+    }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        out.push(b'[');
+        for (index, item) in self.iter().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            item.__write_canonical(out);
+        }
+        out.push(b']');
+    }
+
+    const __BOUNDS: &'static [BoundDecl] = T::__BOUNDS;
+    const __HOLDS_SOURCES: bool = T::__HOLDS_SOURCES;
+    const __CLAIMS_TIER: bool = T::__CLAIMS_TIER;
+}
+
+/// An input field type that output fields may be `bound` to: `String`, `bool`, integers.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be `bound`",
+    label = "`bound` needs a String, bool or integer field"
+)]
+pub trait BoundField {
+    /// The value to compare.
+    fn bound_value(&self) -> BoundValue<'_>;
+}
+
+impl BoundField for String {
+    fn bound_value(&self) -> BoundValue<'_> {
+        BoundValue::Str(self)
+    }
+}
+
+impl BoundField for bool {
+    fn bound_value(&self) -> BoundValue<'_> {
+        BoundValue::Bool(*self)
+    }
+}

@@ -1,0 +1,201 @@
+//! The traits the derives implement: `ToolContract` for a tool's arguments, `ToolOutput` for
+//! what it returns.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::bound::InputFieldDecl;
+use super::field::ContractField;
+use super::reader::{self, BoundInputs, BoundValue, NoBoundInputs, Reader, Stop};
+use super::rules::Rules;
+use super::spec::ToolSpec;
+use crate::vocabulary::effect::Effect;
+use crate::vocabulary::forbidden::ForbiddenKeys;
+use crate::vocabulary::limits::Limits;
+use crate::vocabulary::synthetic::Stripped;
+use crate::vocabulary::tier::SourceTier;
+use crate::vocabulary::violation::Violations;
+
+/// A tool's contract: its arguments (the implementing struct), its output type, its effect.
+///
+/// Derive it with `#[derive(serde::Deserialize, tool_contract::ToolContract)]`; the crate
+/// docs show the attributes. The provided methods are the entry points for untrusted bytes.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool contract",
+    label = "expected a type that derives `ToolContract`",
+    note = "add `#[derive(serde::Deserialize, tool_contract::ToolContract)]` to `{Self}`"
+)]
+pub trait ToolContract: Sized + 'static {
+    /// What the tool returns.
+    type Output: ToolOutput;
+
+    /// The tool's name, as providers see it.
+    const NAME: &'static str;
+
+    /// What calling the tool does.
+    const EFFECT: Effect;
+
+    /// Everything the registry knows of the tool; built once, on first use.
+    fn spec() -> &'static ToolSpec;
+
+    /// Reads a model's arguments exactly: every field present, no unknown field, real JSON
+    /// types, every declared rule, no duplicate key, within the size and depth limits.
+    fn parse_arguments(bytes: &[u8]) -> Result<Self, Violations> {
+        Self::parse_arguments_with(bytes, &ForbiddenKeys::DEFAULT)
+    }
+
+    /// [`parse_arguments`](Self::parse_arguments) with a registry's forbidden-key list.
+    fn parse_arguments_with(bytes: &[u8], forbidden: &ForbiddenKeys) -> Result<Self, Violations> {
+        reader::read_document(
+            bytes,
+            Self::__ARGUMENT_LIMITS,
+            forbidden,
+            &NoBoundInputs,
+            Self::__read_arguments,
+        )
+        .map(|(arguments, _stripped)| arguments)
+    }
+
+    /// Reads a handler's untrusted output for this very call: exactly the output contract,
+    /// and every `bound` field equal to this input's value.
+    fn validate_output(&self, bytes: &[u8]) -> Result<Self::Output, Violations> {
+        self.validate_output_with(bytes, &ForbiddenKeys::DEFAULT)
+    }
+
+    /// [`validate_output`](Self::validate_output) with a registry's forbidden-key list.
+    fn validate_output_with(
+        &self,
+        bytes: &[u8],
+        forbidden: &ForbiddenKeys,
+    ) -> Result<Self::Output, Violations> {
+        self.validate_output_audited(bytes, forbidden)
+            .map(|validated| validated.output)
+    }
+
+    /// [`validate_output_with`](Self::validate_output_with), also telling which values the
+    /// output's `strip_synthetic` detectors removed: what the audit must record.
+    ///
+    /// ```
+    /// use tool_contract::{ToolContract, ToolOutput};
+    ///
+    /// /// Look up a person's contact address.
+    /// #[derive(serde::Deserialize, ToolContract)]
+    /// #[tool_contract(output = Contact, effect = read_only, source_label = "people",
+    ///                 producer_revision = "people-1")]
+    /// struct FindContact { #[tool_contract(max_len = 80)] name: String }
+    ///
+    /// #[derive(serde::Serialize, ToolOutput)]
+    /// struct Contact {
+    ///     #[tool_output(strip_synthetic(placeholder_email))]
+    ///     email: Option<String>,
+    /// }
+    ///
+    /// let call = FindContact { name: "Ada".into() };
+    /// let validated = call.validate_output_audited(
+    ///     br#"{"email":"ada@institution.edu"}"#,
+    ///     &tool_contract::vocabulary::ForbiddenKeys::DEFAULT,
+    /// )?;
+    /// assert_eq!(validated.output.email, None);
+    /// assert_eq!(validated.stripped[0].path, "/email");
+    /// assert_eq!(validated.stripped[0].detector, "placeholder_email");
+    /// # Ok::<(), tool_contract::Violations>(())
+    /// ```
+    fn validate_output_audited(
+        &self,
+        bytes: &[u8],
+        forbidden: &ForbiddenKeys,
+    ) -> Result<Validated<Self::Output>, Violations> {
+        let bounds = InputOf(self);
+        let (output, stripped) = reader::read_document(
+            bytes,
+            <Self::Output as ToolOutput>::LIMITS,
+            forbidden,
+            &bounds,
+            |reader| <Self::Output as ContractField>::__read(reader, &Rules::NONE),
+        )?;
+        Ok(Validated { output, stripped })
+    }
+
+    /// [`validate_output`](Self::validate_output) for a value already parsed.
+    ///
+    /// The value is encoded once and read like bytes, so the size limit applies to its
+    /// encoding and every check is the same. A `Value` cannot hold duplicate keys (serde_json
+    /// kept the last one when it parsed them), so prefer the bytes form for untrusted input.
+    fn validate_output_value(&self, value: &Value) -> Result<Self::Output, Violations> {
+        // Encoding a `Value` cannot fail: its keys are strings and it has no custom impls.
+        let bytes = serde_json::to_vec(value).unwrap_or_default();
+        self.validate_output(&bytes)
+    }
+
+    #[doc(hidden)]
+    const __ARGUMENT_LIMITS: Limits;
+
+    /// The tier the contract declares for its sources (`source_tier = ...`).
+    #[doc(hidden)]
+    const __SOURCE_TIER: Option<SourceTier> = None;
+
+    #[doc(hidden)]
+    const __INPUT_FIELDS: &'static [InputFieldDecl];
+
+    #[doc(hidden)]
+    fn __read_arguments(reader: &mut Reader<'_>) -> Result<Option<Self>, Stop>;
+
+    #[doc(hidden)]
+    fn __bound_value(&self, field: &str) -> Option<BoundValue<'_>>;
+}
+
+/// The input of the call whose output is being read, for `bound` fields.
+struct InputOf<'a, C>(&'a C);
+
+impl<C: ToolContract> BoundInputs for InputOf<'_, C> {
+    fn bound_value(&self, field: &str) -> Option<BoundValue<'_>> {
+        self.0.__bound_value(field)
+    }
+
+    // A contract that declares no tier lets its sources claim only the lowest.
+    fn tier_ceiling(&self) -> Option<SourceTier> {
+        Some(C::__SOURCE_TIER.unwrap_or(SourceTier::Community))
+    }
+}
+
+/// A validated output, with the values its `strip_synthetic` detectors removed.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Validated<T> {
+    /// The output, as the contract allows it.
+    pub output: T,
+    /// Each value removed, at its path in the handler's output.
+    pub stripped: Vec<Stripped>,
+}
+
+/// A type a tool may return: a struct of exactly its fields, or a unit-only enum.
+///
+/// Derive it with `#[derive(serde::Serialize, tool_contract::ToolOutput)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool output",
+    label = "the output type must derive `ToolOutput`",
+    note = "add `#[derive(serde::Serialize, tool_contract::ToolOutput)]` to `{Self}`"
+)]
+pub trait ToolOutput: ContractField + Serialize {
+    /// Size and depth limits on the encoded output (`max_bytes`, `max_depth`).
+    const LIMITS: Limits;
+
+    /// The value as RFC 8785 canonical JSON, written in one pass from the typed value (member
+    /// names were sorted at compile time): the same bytes as
+    /// [`canonical::to_vec`](crate::json::canonical::to_vec) of its `serde_json::to_value`.
+    ///
+    /// ```
+    /// use tool_contract::ToolOutput;
+    ///
+    /// #[derive(serde::Serialize, ToolOutput)]
+    /// struct Reading { zone: String, celsius: f64, at_noon: bool }
+    ///
+    /// let reading = Reading { zone: "é-1".into(), celsius: 21.0, at_noon: true };
+    /// assert_eq!(reading.to_canonical_json(), r#"{"at_noon":true,"celsius":21,"zone":"é-1"}"#.as_bytes());
+    /// ```
+    fn to_canonical_json(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256);
+        self.__write_canonical(&mut out);
+        out
+    }
+}

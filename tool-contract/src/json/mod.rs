@@ -1,0 +1,11 @@
+//! JSON core, the bottom layer: RFC 8785 canonical JSON, the byte scanner, exact numbers and
+//! the named string formats. It imports nothing else of the crate.
+
+pub mod canonical;
+pub(crate) mod encoding;
+pub(crate) mod format;
+pub(crate) mod number;
+pub(crate) mod scan;
+
+pub use format::Format;
+pub use number::MAX_SAFE_INTEGER;

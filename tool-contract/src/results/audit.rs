@@ -1,0 +1,176 @@
+//! `ProtectedAudit`: what operators and auditors need of a call and the model must not see.
+
+use serde::{Deserialize, Serialize};
+
+use crate::contract::spec::ToolSpec;
+use crate::vocabulary::call::{Api, Provider, ToolCall};
+
+/// The `schema_version` of every [`ProtectedAudit`].
+pub const PROTECTED_AUDIT_SCHEMA_VERSION: &str = "tool-protected-audit-v1";
+
+/// The audit half of a call: who, which provider turn, which contract, what happened
+/// downstream, and the digests that bind them to the model half.
+///
+/// A record, not a proof: [`Binder::verify`](crate::Binder::verify) recomputes every digest
+/// from trusted inputs and only compares them with the ones recorded here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtectedAudit {
+    /// Always [`PROTECTED_AUDIT_SCHEMA_VERSION`].
+    pub schema_version: String,
+    /// A keyed digest of the principal (64 hex): stable for one principal, not reversible
+    /// without the key.
+    pub principal_ref: String,
+    /// Which provider turn asked.
+    pub provider_context: ProviderContext,
+    /// Which contract the call ran under; `None` when the tool is not registered.
+    pub tool_contract: Option<ContractRevisions>,
+    /// The application's id of the logical operation.
+    pub operation_id: String,
+    /// The operation's idempotency key, if any.
+    pub idempotency_key: Option<String>,
+    /// What the handler reported of its downstream system.
+    pub downstream: Downstream,
+    /// The three digests.
+    pub binding: Binding,
+    /// What was kept from the model, and why.
+    pub redactions: Vec<Redaction>,
+    /// Internal failure text (a handler's message, a validation report) for operators.
+    pub detail: Option<String>,
+    /// For a write that ran on a person's approval: whose, of what.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalRecord>,
+}
+
+/// The approval a write ran on, as the audit keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRecord {
+    /// The approval's id.
+    pub approval_id: String,
+    /// Who approved (the application's name for the person).
+    pub approver: String,
+    /// The request digest approved: the `request_sha256` of this very call.
+    pub request_sha256: String,
+    /// The digest of the preview the person saw.
+    pub preview_sha256: String,
+    /// When the approval would have lapsed, RFC 3339.
+    pub expires_at: String,
+}
+
+/// The provider turn a call came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderContext {
+    /// The provider.
+    pub provider: Provider,
+    /// Its API family.
+    pub api: Api,
+    /// The provider's response, message or interaction id.
+    pub response_id: Option<String>,
+    /// The call id the provider gave (or, for a Gemini call without one, its name).
+    pub call_id: String,
+    /// The revision of the adapter that read the call.
+    pub adapter_revision: String,
+}
+
+impl ProviderContext {
+    /// The context of `call`.
+    #[must_use]
+    pub fn of(call: &ToolCall) -> Self {
+        ProviderContext {
+            provider: call.api.provider(),
+            api: call.api,
+            response_id: call.response_id.clone(),
+            call_id: call.call_id.clone(),
+            adapter_revision: call.adapter_revision.clone(),
+        }
+    }
+}
+
+/// Every revision of the contract a call ran under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContractRevisions {
+    /// The tool's name.
+    pub tool: String,
+    /// Of the arguments' schema.
+    pub input: String,
+    /// Of the output's schema.
+    pub output: String,
+    /// Of the effect declaration.
+    pub effect: String,
+    /// Of the code that produces results.
+    pub producer: String,
+    /// Of the handler, if declared.
+    pub handler: Option<String>,
+    /// Of the policy, if declared.
+    pub policy: Option<String>,
+}
+
+impl ContractRevisions {
+    /// The revisions a spec declares.
+    #[must_use]
+    pub fn of(spec: &ToolSpec) -> Self {
+        let revisions = spec.revisions();
+        ContractRevisions {
+            tool: spec.name().to_owned(),
+            input: revisions.input.clone(),
+            output: revisions.output.clone(),
+            effect: revisions.effect.clone(),
+            producer: revisions.producer.clone(),
+            handler: revisions.handler.clone(),
+            policy: revisions.policy.clone(),
+        }
+    }
+}
+
+/// What the handler reported of the downstream system it called.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Downstream {
+    /// The downstream request id.
+    pub request: Option<String>,
+    /// The downstream receipt (confirmation) id.
+    pub receipt: Option<String>,
+    /// An opaque handle a status query can use later.
+    pub status_ref: Option<String>,
+}
+
+/// How the digests were computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DigestAlgorithm {
+    /// Plain SHA-256: anyone can recompute it, so it shows tampering only where the record
+    /// itself cannot be rewritten.
+    Sha256,
+    /// HMAC-SHA256 under a key the verifier holds, for stores an attacker may write to.
+    HmacSha256,
+}
+
+/// The three digests that bind a call's request, result and call together (64 lowercase hex
+/// each).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Binding {
+    /// How they were computed.
+    pub algorithm: DigestAlgorithm,
+    /// Of the intent: principal, tool, arguments, input/output/effect revisions. No call id
+    /// and no idempotency key, so a retry of the same intent has the same one.
+    pub request_sha256: String,
+    /// Of the model result exactly as the model sees it.
+    pub result_sha256: String,
+    /// Of the provider call, the operation, its key, the adapter and contract revisions, and
+    /// the two digests above.
+    pub call_binding_sha256: String,
+}
+
+/// Something kept from the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Redaction {
+    /// A JSON Pointer into the handler's output, or `""` for the whole of it.
+    pub path: String,
+    /// Why, as a stable code (a violation code, `withheld_output`, `internal_detail`, …).
+    pub reason: String,
+}

@@ -1,0 +1,481 @@
+//! The error catalog: every failure the model can see, with its one fixed recovery.
+//!
+//! The model reads a code's safe message and follows its recovery; it never sees internal
+//! error text, and nothing it or a handler writes can change what a code means. Verification
+//! ([`Binder::verify`](crate::Binder::verify)) refuses an error that differs from its entry;
+//! [`ModelError`](super::ModelError) is an entry as the model reads it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::execution::Outcome;
+
+/// A failure the model may see. The wire form is the SCREAMING_SNAKE_CASE name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The model named a tool the registry does not hold.
+    UnknownTool,
+    /// The arguments do not meet the tool's input contract.
+    InvalidArguments,
+    /// The resource does not exist, or the principal may not see it: the two read the same,
+    /// so a caller cannot probe for existence.
+    NotFound,
+    /// A write needs a person's approval first.
+    ApprovalRequired,
+    /// The approval given does not cover this exact action.
+    ApprovalInvalid,
+    /// A deadline or budget ran out before the tool ran; nothing happened.
+    TimeoutBeforeExecute,
+    /// The tool or its upstream is rate limited; nothing happened.
+    RateLimit,
+    /// The tool may or may not have acted; only a status query can tell.
+    OutcomeUnknown,
+    /// The idempotency key was already used for a different request.
+    IdempotencyConflict,
+    /// The facts or states at hand conflict; a person decides.
+    StatusConflict,
+    /// The tool returned something its contract does not allow; it was withheld.
+    OutputContractViolation,
+    /// The tool failed and reported that nothing happened.
+    ToolError,
+    /// A gate of the application refused the call; nothing happened.
+    Blocked,
+    /// A gate found the call's context incomplete: another tool (`next_tool`) must run first.
+    PrerequisiteRequired,
+    /// The task's budget (tool calls, model turns, cost units) is spent; nothing happened.
+    BudgetExhausted,
+    /// The same operation is already running; nothing new was started.
+    OperationInProgress,
+    /// A write may have happened and no status query can tell: a person must check.
+    OutcomeUnconfirmed,
+    /// The call was cancelled and the tool confirmed it never acted.
+    Cancelled,
+    /// The source refused to serve the request (access denied, an anti-bot wall).
+    SourceBlocked,
+    /// The source answered in a form the tool cannot read (the page or API changed).
+    SourceUnreadable,
+    /// The source could not be reached (connection, DNS or TLS failure).
+    SourceUnreachable,
+    /// The source did not answer in time.
+    SourceTimeout,
+}
+
+/// What kind of failure a code is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Category {
+    /// The model's request cannot be run as written.
+    InvalidRequest,
+    /// The resource is missing or hidden.
+    NotFound,
+    /// A person's approval is missing or does not match.
+    Approval,
+    /// A passing condition; the same request may succeed later.
+    Transient,
+    /// Whether the action took place is not known.
+    Outcome,
+    /// A conflict the model cannot resolve by retrying.
+    Conflict,
+    /// The tool broke its output contract.
+    Contract,
+    /// The tool itself failed.
+    Tool,
+    /// The application's policy decided against the call.
+    Policy,
+    /// The task ran out of what it may spend.
+    Budget,
+    /// The tool's source could not be read.
+    Source,
+}
+
+impl Category {
+    /// The wire name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Category::InvalidRequest => "invalid_request",
+            Category::NotFound => "not_found",
+            Category::Approval => "approval",
+            Category::Transient => "transient",
+            Category::Outcome => "outcome",
+            Category::Conflict => "conflict",
+            Category::Contract => "contract",
+            Category::Tool => "tool",
+            Category::Policy => "policy",
+            Category::Budget => "budget",
+            Category::Source => "source",
+        }
+    }
+}
+
+/// What the model should do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recovery {
+    /// Fix the arguments (or the tool name) and call again.
+    CorrectInput,
+    /// Call again, not before `retry_after_ms`.
+    RetryAfter,
+    /// Ask the status-query tool what happened; do not repeat the action.
+    QueryStatus,
+    /// Ask a person to approve the action shown.
+    RequestApproval,
+    /// Stop; a person reviews.
+    HumanReview,
+    /// Call the tool named in `next_tool` first, then this one again.
+    CallTool,
+    /// Nothing to do with this tool for this request.
+    None,
+}
+
+impl Recovery {
+    /// The wire name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Recovery::CorrectInput => "correct_input",
+            Recovery::RetryAfter => "retry_after",
+            Recovery::QueryStatus => "query_status",
+            Recovery::RequestApproval => "request_approval",
+            Recovery::HumanReview => "human_review",
+            Recovery::CallTool => "call_tool",
+            Recovery::None => "none",
+        }
+    }
+}
+
+/// How long to wait, for codes whose recovery is [`Recovery::RetryAfter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryAfter {
+    /// Used when nobody gave a better figure.
+    pub default_ms: u64,
+    /// The most a result may ask for (a larger server hint is capped to it).
+    pub max_ms: u64,
+}
+
+/// One code's fixed meaning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CatalogEntry {
+    /// The code.
+    pub code: ErrorCode,
+    /// Its category.
+    pub category: Category,
+    /// What it says about the action: did it happen?
+    pub outcome: Outcome,
+    /// The message the model reads; the same for every occurrence.
+    pub message: &'static str,
+    /// What the model should do next.
+    pub recovery: Recovery,
+    /// For [`Recovery::RetryAfter`], how long to wait; `None` for every other recovery.
+    pub retry_after: Option<RetryAfter>,
+}
+
+const fn entry(
+    code: ErrorCode,
+    category: Category,
+    outcome: Outcome,
+    recovery: Recovery,
+    message: &'static str,
+) -> CatalogEntry {
+    CatalogEntry {
+        code,
+        category,
+        outcome,
+        message,
+        recovery,
+        retry_after: None,
+    }
+}
+
+const fn retrying(mut entry: CatalogEntry, default_ms: u64, max_ms: u64) -> CatalogEntry {
+    entry.retry_after = Some(RetryAfter { default_ms, max_ms });
+    entry
+}
+
+/// Every code, in one place.
+///
+/// ```
+/// use tool_contract::ErrorCode;
+/// use tool_contract::results::{CATALOG, Recovery};
+///
+/// let entry = ErrorCode::OutcomeUnknown.entry();
+/// assert_eq!(entry.recovery, Recovery::QueryStatus);
+/// assert!(CATALOG.iter().all(|entry| entry.message.len() < 120));
+/// ```
+pub const CATALOG: [CatalogEntry; 22] = {
+    use Category as C;
+    use ErrorCode as E;
+    use Outcome::{NotStarted, Unknown};
+    use Recovery as R;
+    [
+        entry(
+            E::UnknownTool,
+            C::InvalidRequest,
+            NotStarted,
+            R::CorrectInput,
+            "No tool by that name is available. Call one of the tools offered.",
+        ),
+        entry(
+            E::InvalidArguments,
+            C::InvalidRequest,
+            NotStarted,
+            R::CorrectInput,
+            "The arguments do not match the tool's input schema. Correct the fields listed and call again.",
+        ),
+        entry(
+            E::NotFound,
+            C::NotFound,
+            NotStarted,
+            R::None,
+            "The requested resource was not found.",
+        ),
+        entry(
+            E::ApprovalRequired,
+            C::Approval,
+            NotStarted,
+            R::RequestApproval,
+            "This action needs a person's approval before it can run.",
+        ),
+        entry(
+            E::ApprovalInvalid,
+            C::Approval,
+            NotStarted,
+            R::RequestApproval,
+            "The approval does not cover this exact action. A new approval is needed.",
+        ),
+        retrying(
+            entry(
+                E::TimeoutBeforeExecute,
+                C::Transient,
+                NotStarted,
+                R::RetryAfter,
+                "The call ran out of time before the tool ran. Nothing happened.",
+            ),
+            1_000,
+            60_000,
+        ),
+        retrying(
+            entry(
+                E::RateLimit,
+                C::Transient,
+                NotStarted,
+                R::RetryAfter,
+                "The tool is rate limited. Nothing happened; call again after the wait.",
+            ),
+            1_000,
+            300_000,
+        ),
+        entry(
+            E::OutcomeUnknown,
+            C::Outcome,
+            Unknown,
+            R::QueryStatus,
+            "The action may or may not have happened. Query its status; do not repeat it.",
+        ),
+        entry(
+            E::IdempotencyConflict,
+            C::Conflict,
+            NotStarted,
+            R::None,
+            "This operation was already requested with different arguments.",
+        ),
+        entry(
+            E::StatusConflict,
+            C::Conflict,
+            NotStarted,
+            R::HumanReview,
+            "The available information conflicts. A person must decide.",
+        ),
+        entry(
+            E::OutputContractViolation,
+            C::Contract,
+            Unknown,
+            R::HumanReview,
+            "The tool returned data its contract does not allow, so it was withheld. A person must review.",
+        ),
+        entry(
+            E::ToolError,
+            C::Tool,
+            NotStarted,
+            R::None,
+            "The tool failed. Nothing happened.",
+        ),
+        entry(
+            E::Blocked,
+            C::Policy,
+            NotStarted,
+            R::None,
+            "The application's policy does not allow this call. Nothing happened; do not call it again for this request.",
+        ),
+        entry(
+            E::PrerequisiteRequired,
+            C::Policy,
+            NotStarted,
+            R::CallTool,
+            "This call needs information another step provides. Call the tool named in next_tool first.",
+        ),
+        entry(
+            E::BudgetExhausted,
+            C::Budget,
+            NotStarted,
+            R::None,
+            "The task's budget is spent, so the call was not made. Nothing happened; finish with what you have.",
+        ),
+        retrying(
+            entry(
+                E::OperationInProgress,
+                C::Conflict,
+                NotStarted,
+                R::RetryAfter,
+                "This operation is already running. Nothing new was started; call again after the wait for its result.",
+            ),
+            1_000,
+            60_000,
+        ),
+        entry(
+            E::OutcomeUnconfirmed,
+            C::Outcome,
+            Unknown,
+            R::HumanReview,
+            "The action may have happened and cannot be confirmed. Do not repeat it; a person must check.",
+        ),
+        entry(
+            E::Cancelled,
+            C::Tool,
+            NotStarted,
+            R::None,
+            "The call was cancelled before the tool acted. Nothing happened.",
+        ),
+        entry(
+            E::SourceBlocked,
+            C::Source,
+            NotStarted,
+            R::None,
+            "The source refused this request. Nothing was read; do not call it again for this request.",
+        ),
+        entry(
+            E::SourceUnreadable,
+            C::Source,
+            NotStarted,
+            R::None,
+            "The source answered in a form the tool cannot read. Nothing was read; a person must fix the tool.",
+        ),
+        retrying(
+            entry(
+                E::SourceUnreachable,
+                C::Source,
+                NotStarted,
+                R::RetryAfter,
+                "The source could not be reached. Nothing was read; call again after the wait.",
+            ),
+            1_000,
+            300_000,
+        ),
+        retrying(
+            entry(
+                E::SourceTimeout,
+                C::Source,
+                NotStarted,
+                R::RetryAfter,
+                "The source did not answer in time. Nothing was read; call again after the wait.",
+            ),
+            1_000,
+            300_000,
+        ),
+    ]
+};
+
+impl ErrorCode {
+    /// Every code.
+    pub const ALL: [ErrorCode; 22] = {
+        let mut all = [ErrorCode::UnknownTool; 22];
+        let mut index = 0;
+        while index < CATALOG.len() {
+            all[index] = CATALOG[index].code;
+            index += 1;
+        }
+        all
+    };
+
+    /// The code's catalog entry.
+    #[must_use]
+    pub const fn entry(self) -> &'static CatalogEntry {
+        &CATALOG[self as usize]
+    }
+
+    /// The wire name, e.g. `"RATE_LIMIT"`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::UnknownTool => "UNKNOWN_TOOL",
+            ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::ApprovalRequired => "APPROVAL_REQUIRED",
+            ErrorCode::ApprovalInvalid => "APPROVAL_INVALID",
+            ErrorCode::TimeoutBeforeExecute => "TIMEOUT_BEFORE_EXECUTE",
+            ErrorCode::RateLimit => "RATE_LIMIT",
+            ErrorCode::OutcomeUnknown => "OUTCOME_UNKNOWN",
+            ErrorCode::IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
+            ErrorCode::StatusConflict => "STATUS_CONFLICT",
+            ErrorCode::OutputContractViolation => "OUTPUT_CONTRACT_VIOLATION",
+            ErrorCode::ToolError => "TOOL_ERROR",
+            ErrorCode::Blocked => "BLOCKED",
+            ErrorCode::PrerequisiteRequired => "PREREQUISITE_REQUIRED",
+            ErrorCode::BudgetExhausted => "BUDGET_EXHAUSTED",
+            ErrorCode::OperationInProgress => "OPERATION_IN_PROGRESS",
+            ErrorCode::OutcomeUnconfirmed => "OUTCOME_UNCONFIRMED",
+            ErrorCode::Cancelled => "CANCELLED",
+            ErrorCode::SourceBlocked => "SOURCE_BLOCKED",
+            ErrorCode::SourceUnreadable => "SOURCE_UNREADABLE",
+            ErrorCode::SourceUnreachable => "SOURCE_UNREACHABLE",
+            ErrorCode::SourceTimeout => "SOURCE_TIMEOUT",
+        }
+    }
+}
+
+impl ErrorCode {
+    /// Whether a result with this code has status `unknown`: the action may have happened.
+    #[must_use]
+    pub const fn is_unknown_outcome(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::OutcomeUnknown | ErrorCode::OutcomeUnconfirmed
+        )
+    }
+
+    /// Whether errors of this code say if another source may be tried
+    /// ([`ModelError::alternate_source`](super::ModelError::alternate_source)): a source that was read and failed.
+    #[must_use]
+    pub const fn tells_alternate_source(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::NotFound
+                | ErrorCode::SourceBlocked
+                | ErrorCode::SourceUnreadable
+                | ErrorCode::SourceUnreachable
+                | ErrorCode::SourceTimeout
+        )
+    }
+}
+
+// `entry` indexes CATALOG by discriminant; this keeps the two in step.
+const _: () = {
+    let mut index = 0;
+    while index < CATALOG.len() {
+        assert!(
+            CATALOG[index].code as usize == index,
+            "CATALOG is out of order"
+        );
+        index += 1;
+    }
+};
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}

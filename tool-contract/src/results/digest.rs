@@ -1,0 +1,321 @@
+//! The three digests and the principal reference: SHA-256 (or HMAC-SHA256) over RFC 8785
+//! canonical JSON, each over an object whose `domain` member names its kind, so that a digest
+//! of one kind never verifies as another.
+
+use std::fmt;
+
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256};
+
+use super::audit::DigestAlgorithm;
+use crate::contract::spec::{Revisions, ToolSpec};
+use crate::json::canonical;
+use crate::json::encoding::infallible;
+use crate::vocabulary::call::{CallContext, Principal};
+
+const REQUEST_DOMAIN: &str = "tool-contract/request-v1";
+const RESULT_DOMAIN: &str = "tool-contract/result-v1";
+const CALL_BINDING_DOMAIN: &str = "tool-contract/call-binding-v1";
+const PRINCIPAL_DOMAIN: &str = "tool-contract/principal-v1";
+
+/// A secret key for HMAC-SHA256: at least 32 bytes. Its `Debug` shows nothing of it.
+///
+/// Held as HMAC's keyed state, so each digest starts from a copy of it instead of hashing the
+/// key again.
+#[derive(Clone)]
+pub struct SecretKey(Hmac<Sha256>);
+
+impl SecretKey {
+    /// The shortest key accepted, in bytes (SHA-256's output size).
+    pub const MIN_LEN: usize = 32;
+
+    /// A key from its bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`KeyTooShort`] for fewer than [`MIN_LEN`](Self::MIN_LEN) bytes.
+    pub fn new(bytes: impl Into<Vec<u8>>) -> Result<Self, KeyTooShort> {
+        let bytes = bytes.into();
+        if bytes.len() < Self::MIN_LEN {
+            return Err(KeyTooShort { len: bytes.len() });
+        }
+        Ok(SecretKey(infallible(
+            <Hmac<Sha256> as Mac>::new_from_slice(&bytes),
+            "HMAC takes keys of any length",
+        )))
+    }
+
+    fn mac(&self) -> Hmac<Sha256> {
+        self.0.clone()
+    }
+}
+
+impl fmt::Debug for SecretKey {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("SecretKey(..)")
+    }
+}
+
+/// A key shorter than [`SecretKey::MIN_LEN`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a secret key needs at least 32 bytes, not {len}")]
+pub struct KeyTooShort {
+    /// The length given.
+    pub len: usize,
+}
+
+/// The keys an application holds for its audit records.
+///
+/// `principal_ref` is always keyed: a plain hash of a low-entropy subject id (an e-mail, an
+/// employee number) is reversed by hashing guesses. The three binding digests are plain
+/// SHA-256 by default, or HMAC-SHA256 under a second key for stores an attacker may write to
+/// (a plain digest can be recomputed by whoever rewrites the record).
+///
+/// ```
+/// use tool_contract::{AuditKeys, Principal, SecretKey};
+/// use tool_contract::results::DigestAlgorithm;
+///
+/// let keys = AuditKeys::new(SecretKey::new([7; 32])?);
+/// let alice = Principal::new("acme", "alice@acme.example");
+/// assert_eq!(keys.principal_ref(&alice).len(), 64);
+/// assert_eq!(keys.algorithm(), DigestAlgorithm::Sha256);
+///
+/// let keyed = keys.with_digest_key(SecretKey::new([9; 32])?);
+/// assert_eq!(keyed.algorithm(), DigestAlgorithm::HmacSha256);
+/// # Ok::<(), tool_contract::results::KeyTooShort>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct AuditKeys {
+    principal: SecretKey,
+    digest: Option<SecretKey>,
+}
+
+impl AuditKeys {
+    /// Keys with plain SHA-256 binding digests.
+    #[must_use]
+    pub fn new(principal_key: SecretKey) -> Self {
+        AuditKeys {
+            principal: principal_key,
+            digest: None,
+        }
+    }
+
+    /// The same keys with HMAC-SHA256 binding digests under `digest_key`.
+    #[must_use]
+    pub fn with_digest_key(mut self, digest_key: SecretKey) -> Self {
+        self.digest = Some(digest_key);
+        self
+    }
+
+    /// How the binding digests are computed.
+    #[must_use]
+    pub fn algorithm(&self) -> DigestAlgorithm {
+        match self.digest {
+            None => DigestAlgorithm::Sha256,
+            Some(_) => DigestAlgorithm::HmacSha256,
+        }
+    }
+
+    /// The principal's reference: HMAC-SHA256 of its canonical form, 64 lowercase hex.
+    #[must_use]
+    pub fn principal_ref(&self, principal: &Principal) -> String {
+        let mut hasher = Hasher::Keyed(self.principal.mac());
+        write_object(
+            &mut hasher,
+            &mut [
+                ("domain", Field::Str(PRINCIPAL_DOMAIN)),
+                ("subject", Field::Str(&principal.subject)),
+                ("tenant", Field::Str(&principal.tenant)),
+            ],
+        );
+        hasher.finish()
+    }
+
+    fn hasher(&self) -> Hasher {
+        match &self.digest {
+            None => Hasher::Plain(Sha256::new()),
+            Some(key) => Hasher::Keyed(key.mac()),
+        }
+    }
+
+    /// `request_sha256`: the intent, with no call id and no idempotency key.
+    pub(crate) fn request_digest(
+        &self,
+        principal: &Principal,
+        tool: &str,
+        spec: Option<&ToolSpec>,
+        arguments: &[u8],
+    ) -> String {
+        let revisions = spec.map(ToolSpec::revisions);
+        let canonical_arguments = canonical::canonicalize(arguments);
+        // Arguments that are not I-JSON still bind, by the digest of their exact bytes, under
+        // a member name no canonical form uses.
+        let unparsed_digest;
+        let arguments = match &canonical_arguments {
+            Ok(canonical) => ("arguments", Field::Raw(canonical)),
+            Err(_) => {
+                unparsed_digest = hex::encode(Sha256::digest(arguments));
+                ("arguments_bytes_sha256", Field::Str(&unparsed_digest))
+            }
+        };
+        let mut hasher = self.hasher();
+        write_object(
+            &mut hasher,
+            &mut [
+                arguments,
+                ("domain", Field::Str(REQUEST_DOMAIN)),
+                (
+                    "effect_revision",
+                    Field::OptStr(revisions.map(|r| r.effect.as_str())),
+                ),
+                (
+                    "input_revision",
+                    Field::OptStr(revisions.map(|r| r.input.as_str())),
+                ),
+                (
+                    "output_revision",
+                    Field::OptStr(revisions.map(|r| r.output.as_str())),
+                ),
+                ("subject", Field::Str(&principal.subject)),
+                ("tenant", Field::Str(&principal.tenant)),
+                ("tool", Field::Str(tool)),
+            ],
+        );
+        hasher.finish()
+    }
+
+    /// `result_sha256`: the model result's canonical bytes, as the model is sent them.
+    pub(crate) fn result_digest(&self, model_json: &[u8]) -> String {
+        let mut hasher = self.hasher();
+        write_object(
+            &mut hasher,
+            &mut [
+                ("domain", Field::Str(RESULT_DOMAIN)),
+                ("model_result", Field::Raw(model_json)),
+            ],
+        );
+        hasher.finish()
+    }
+
+    /// `call_binding_sha256`: the provider call, the operation, and the two digests.
+    pub(crate) fn call_binding_digest(
+        &self,
+        context: &CallContext,
+        spec: Option<&ToolSpec>,
+        request_sha256: &str,
+        result_sha256: &str,
+    ) -> String {
+        let call = &context.call;
+        let revisions = spec.map(ToolSpec::revisions);
+        let revision = |pick: fn(&Revisions) -> Option<&str>| revisions.and_then(pick);
+        let mut hasher = self.hasher();
+        write_object(
+            &mut hasher,
+            &mut [
+                ("adapter_revision", Field::Str(&call.adapter_revision)),
+                ("api", Field::Str(call.api.as_str())),
+                ("call_id", Field::Str(&call.call_id)),
+                ("domain", Field::Str(CALL_BINDING_DOMAIN)),
+                (
+                    "effect_revision",
+                    Field::OptStr(revision(|r| Some(&r.effect))),
+                ),
+                (
+                    "handler_revision",
+                    Field::OptStr(revision(|r| r.handler.as_deref())),
+                ),
+                (
+                    "idempotency_key",
+                    Field::OptStr(context.idempotency_key.as_deref()),
+                ),
+                (
+                    "input_revision",
+                    Field::OptStr(revision(|r| Some(&r.input))),
+                ),
+                ("operation_id", Field::Str(&context.operation_id)),
+                (
+                    "output_revision",
+                    Field::OptStr(revision(|r| Some(&r.output))),
+                ),
+                (
+                    "policy_revision",
+                    Field::OptStr(revision(|r| r.policy.as_deref())),
+                ),
+                (
+                    "producer_revision",
+                    Field::OptStr(revision(|r| Some(&r.producer))),
+                ),
+                ("provider", Field::Str(call.api.provider().as_str())),
+                ("request_sha256", Field::Str(request_sha256)),
+                ("response_id", Field::OptStr(call.response_id.as_deref())),
+                ("result_sha256", Field::Str(result_sha256)),
+                ("tool", Field::Str(&call.name)),
+            ],
+        );
+        hasher.finish()
+    }
+}
+
+/// Whether two digests are equal, in time independent of where they differ.
+pub(crate) fn digests_equal(a: &str, b: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+enum Field<'a> {
+    Str(&'a str),
+    OptStr(Option<&'a str>),
+    /// Already canonical JSON.
+    Raw(&'a [u8]),
+}
+
+enum Hasher {
+    Plain(Sha256),
+    Keyed(Hmac<Sha256>),
+}
+
+impl Hasher {
+    fn update(&mut self, bytes: &[u8]) {
+        match self {
+            Hasher::Plain(hasher) => Digest::update(hasher, bytes),
+            Hasher::Keyed(mac) => Mac::update(mac, bytes),
+        }
+    }
+
+    fn finish(self) -> String {
+        match self {
+            Hasher::Plain(hasher) => hex::encode(hasher.finalize()),
+            Hasher::Keyed(mac) => hex::encode(mac.finalize().into_bytes()),
+        }
+    }
+}
+
+/// Feeds the canonical form of an object with ASCII member names to `hasher`, in one pass.
+fn write_object(hasher: &mut Hasher, members: &mut [(&str, Field<'_>)]) {
+    // ASCII names: byte order is UTF-16 order.
+    members.sort_unstable_by_key(|(name, _)| *name);
+    let mut scratch = Vec::with_capacity(128);
+    scratch.push(b'{');
+    for (index, (name, value)) in members.iter().enumerate() {
+        debug_assert!(name.is_ascii());
+        if index > 0 {
+            scratch.push(b',');
+        }
+        canonical::write_str(&mut scratch, name);
+        scratch.push(b':');
+        match value {
+            Field::Str(text) | Field::OptStr(Some(text)) => {
+                canonical::write_str(&mut scratch, text)
+            }
+            Field::OptStr(None) => scratch.extend_from_slice(b"null"),
+            Field::Raw(bytes) => {
+                // Large values go to the hasher as they are, never copied.
+                hasher.update(&scratch);
+                scratch.clear();
+                hasher.update(bytes);
+            }
+        }
+    }
+    scratch.push(b'}');
+    hasher.update(&scratch);
+}

@@ -1,0 +1,65 @@
+//! What a tool does to the world, and what that asks of its writes: approval, reconciliation.
+
+use serde::Serialize;
+
+/// What calling a tool does to the world. It decides retries, approvals and reconciliation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Computes from its arguments alone; touches nothing.
+    Pure,
+    /// Reads outside state; changes nothing.
+    ReadOnly,
+    /// Changes state; repeating it with the same idempotency key changes nothing more.
+    IdempotentWrite,
+    /// Changes state; repeating it may do it twice.
+    NonIdempotentWrite,
+}
+
+impl Effect {
+    /// Whether the effect changes state.
+    #[must_use]
+    pub const fn is_write(self) -> bool {
+        matches!(self, Effect::IdempotentWrite | Effect::NonIdempotentWrite)
+    }
+
+    /// Whether a tool of this effect may be a write's status query (`reconcile = Tool`): only
+    /// `read_only`. A `pure` tool computes from its arguments alone and cannot know what
+    /// happened; a write would change what it is asked about. The derive checks it at compile
+    /// time and the dispatcher builder again, both with this rule.
+    #[must_use]
+    pub const fn can_reconcile(self) -> bool {
+        matches!(self, Effect::ReadOnly)
+    }
+
+    /// The name used in the DSL and in JSON, e.g. `read_only`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Effect::Pure => "pure",
+            Effect::ReadOnly => "read_only",
+            Effect::IdempotentWrite => "idempotent_write",
+            Effect::NonIdempotentWrite => "non_idempotent_write",
+        }
+    }
+}
+
+/// Whether a write needs a person's approval before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approval {
+    /// A person approves the exact action first.
+    Required,
+    /// The write runs without approval.
+    NotRequired,
+}
+
+/// How a `non_idempotent_write` whose outcome is unknown gets resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "tool")]
+pub enum Reconcile {
+    /// By calling this read-only status tool.
+    Tool(&'static str),
+    /// By a person.
+    Manual,
+}

@@ -1,0 +1,357 @@
+//! What validation reports: every violation found, each at a JSON Pointer path.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::tier::SourceTier;
+use crate::json::format::Format;
+
+/// The most violations one validation reports.
+///
+/// A hostile payload can hold millions of bad values; past this many, validation stops and
+/// [`Violations::is_truncated`] says that more may exist.
+pub const MAX_VIOLATIONS: usize = 64;
+
+/// The JSON type of a value, as named by JSON Schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JsonType {
+    /// `{...}`
+    Object,
+    /// `[...]`
+    Array,
+    /// `"..."`
+    String,
+    /// A number with no fraction and no exponent.
+    Integer,
+    /// Any other number.
+    Number,
+    /// `true` or `false`.
+    Boolean,
+    /// `null`
+    Null,
+}
+
+impl JsonType {
+    /// The JSON Schema name of the type.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            JsonType::Object => "object",
+            JsonType::Array => "array",
+            JsonType::String => "string",
+            JsonType::Integer => "integer",
+            JsonType::Number => "number",
+            JsonType::Boolean => "boolean",
+            JsonType::Null => "null",
+        }
+    }
+}
+
+impl fmt::Display for JsonType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What is wrong at one path.
+///
+/// No kind carries the offending value itself: violations may be shown to a model, and a value
+/// an attacker planted must not travel back through them.
+#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ViolationKind {
+    /// The bytes are not JSON (or not UTF-8, or hold a lone surrogate escape).
+    #[error("malformed JSON at byte {offset}: {reason}")]
+    Syntax {
+        /// Byte offset of the first byte that cannot be read.
+        offset: usize,
+        /// What the reader expected there.
+        reason: &'static str,
+    },
+    /// Containers are nested deeper than the contract allows.
+    #[error("nested deeper than {max} levels")]
+    TooDeep {
+        /// The allowed depth.
+        max: usize,
+    },
+    /// The encoded value is larger than the contract allows.
+    #[error("{actual} bytes, over the limit of {max}")]
+    TooLarge {
+        /// The allowed size in bytes.
+        max: usize,
+        /// The size found.
+        actual: usize,
+    },
+    /// A key the contract does not declare.
+    #[error("unknown field")]
+    UnknownField,
+    /// A declared key is absent (optional fields must be present, as `null`).
+    #[error("missing field")]
+    MissingField,
+    /// The same key appears twice in one object.
+    #[error("duplicate key")]
+    DuplicateKey,
+    /// A key whose name marks a credential or a control field.
+    #[error("forbidden key")]
+    ForbiddenKey,
+    /// The value has another JSON type than the contract says; nothing is coerced.
+    #[error("expected {expected}, found {found}")]
+    WrongType {
+        /// The type the contract declares.
+        expected: JsonType,
+        /// The type found.
+        found: JsonType,
+    },
+    /// An integer outside the range the field can hold exactly.
+    ///
+    /// The range is the Rust type's, narrowed to I-JSON's ±(2^53−1) (RFC 7493 §2.2): outside
+    /// it, canonical JSON cannot tell neighbouring integers apart, so no digest would bind one.
+    #[error("integer outside {min}..={max}")]
+    IntegerOutOfRange {
+        /// The least value accepted.
+        min: i64,
+        /// The greatest value accepted.
+        max: i64,
+    },
+    /// A number that an IEEE-754 double cannot hold exactly (`1e400`, `1e-400`,
+    /// `9007199254740993`): accepting it would silently round it.
+    #[error("number is not exactly representable as a double")]
+    InexactNumber,
+    /// A string outside the enum's finite set.
+    #[error("not one of the allowed values")]
+    NotInEnum {
+        /// The values allowed.
+        allowed: &'static [&'static str],
+    },
+    /// A string shorter than `min_len` Unicode scalar values.
+    #[error("{actual} characters, fewer than {min}")]
+    TooShort {
+        /// The least length allowed.
+        min: u32,
+        /// The length found.
+        actual: usize,
+    },
+    /// A string longer than `max_len` Unicode scalar values.
+    #[error("{actual} characters, more than {max}")]
+    TooLong {
+        /// The greatest length allowed.
+        max: u32,
+        /// The length found.
+        actual: usize,
+    },
+    /// A string the field's `pattern` does not match.
+    #[error("does not match the pattern {pattern}")]
+    PatternMismatch {
+        /// The pattern, as declared.
+        pattern: &'static str,
+    },
+    /// A string not in the field's named `format`.
+    #[error("not a valid {format}")]
+    InvalidFormat {
+        /// The format declared.
+        format: Format,
+    },
+    /// An array with more than `max_items` items.
+    #[error("{actual} items, more than {max}")]
+    TooManyItems {
+        /// The greatest count allowed.
+        max: u32,
+        /// The count found.
+        actual: usize,
+    },
+    /// A number below the field's `minimum`.
+    #[error("below the minimum {minimum}")]
+    BelowMinimum {
+        /// The least value allowed.
+        minimum: f64,
+    },
+    /// A number above the field's `maximum`.
+    #[error("above the maximum {maximum}")]
+    AboveMaximum {
+        /// The greatest value allowed.
+        maximum: f64,
+    },
+    /// A `bound` output field that differs from the input of this very call.
+    #[error("differs from the input field `{input_field}` of this call")]
+    BoundMismatch {
+        /// The input field the value must equal.
+        input_field: &'static str,
+    },
+    /// A `grounded` entity whose list of sources is empty.
+    #[error("a grounded entity carries no source")]
+    MissingSources,
+    /// A source claims a higher tier than the contract declares for its tool: a payload
+    /// cannot raise its own tier.
+    #[error("the source tier is above the contract's `{declared}`")]
+    TierAboveContract {
+        /// The tier the contract declares.
+        declared: SourceTier,
+    },
+    /// A value of a type read by its own rules (a model result's error, its data) that they
+    /// refuse: a member missing or unknown, a duplicate member name, a number no double holds.
+    #[error("not a valid {expected}")]
+    Unreadable {
+        /// What the value should have been.
+        expected: &'static str,
+    },
+    /// A value a synthetic-data detector flags (a placeholder e-mail, a fictional phone
+    /// number), on a field declared `reject_synthetic`.
+    #[error("synthetic value ({detector})")]
+    SyntheticValue {
+        /// The detector that flagged it.
+        detector: &'static str,
+    },
+}
+
+impl ViolationKind {
+    /// A stable snake_case name for the kind, fit for logs and metrics.
+    #[must_use]
+    pub const fn code(&self) -> &'static str {
+        match self {
+            ViolationKind::Syntax { .. } => "syntax",
+            ViolationKind::TooDeep { .. } => "too_deep",
+            ViolationKind::TooLarge { .. } => "too_large",
+            ViolationKind::UnknownField => "unknown_field",
+            ViolationKind::MissingField => "missing_field",
+            ViolationKind::DuplicateKey => "duplicate_key",
+            ViolationKind::ForbiddenKey => "forbidden_key",
+            ViolationKind::WrongType { .. } => "wrong_type",
+            ViolationKind::IntegerOutOfRange { .. } => "integer_out_of_range",
+            ViolationKind::InexactNumber => "inexact_number",
+            ViolationKind::NotInEnum { .. } => "not_in_enum",
+            ViolationKind::TooShort { .. } => "too_short",
+            ViolationKind::TooLong { .. } => "too_long",
+            ViolationKind::PatternMismatch { .. } => "pattern_mismatch",
+            ViolationKind::InvalidFormat { .. } => "invalid_format",
+            ViolationKind::TooManyItems { .. } => "too_many_items",
+            ViolationKind::BelowMinimum { .. } => "below_minimum",
+            ViolationKind::AboveMaximum { .. } => "above_maximum",
+            ViolationKind::BoundMismatch { .. } => "bound_mismatch",
+            ViolationKind::MissingSources => "missing_sources",
+            ViolationKind::TierAboveContract { .. } => "tier_above_contract",
+            ViolationKind::SyntheticValue { .. } => "synthetic_value",
+            ViolationKind::Unreadable { .. } => "unreadable",
+        }
+    }
+}
+
+/// One violation: where (a JSON Pointer, RFC 6901) and what.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Violation {
+    path: String,
+    #[serde(flatten)]
+    kind: ViolationKind,
+}
+
+impl Violation {
+    /// A violation of `kind` at the JSON Pointer `path` (`""` is the whole document).
+    #[must_use]
+    pub fn new(path: impl Into<String>, kind: ViolationKind) -> Self {
+        Violation {
+            path: path.into(),
+            kind,
+        }
+    }
+
+    /// The JSON Pointer of the offending value, e.g. `/items/3/sku`.
+    #[must_use]
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// What is wrong there.
+    #[must_use]
+    pub fn kind(&self) -> &ViolationKind {
+        &self.kind
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = if self.path.is_empty() {
+            "(root)"
+        } else {
+            &self.path
+        };
+        write!(f, "{path}: {}", self.kind)
+    }
+}
+
+/// Every violation one validation found, in document order, at most [`MAX_VIOLATIONS`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Violations {
+    violations: Vec<Violation>,
+    truncated: bool,
+}
+
+impl Violations {
+    pub(crate) fn new(violations: Vec<Violation>, truncated: bool) -> Self {
+        Violations {
+            violations,
+            truncated,
+        }
+    }
+
+    /// The violations found.
+    #[must_use]
+    pub fn as_slice(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    /// How many violations were found (at most [`MAX_VIOLATIONS`]).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.violations.len()
+    }
+
+    /// Always `false` for a value returned by validation; present for API symmetry.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// Whether validation stopped at [`MAX_VIOLATIONS`] with more left unreported.
+    #[must_use]
+    pub fn is_truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// The JSON Pointer paths, without the values: what may be shown to a model.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.violations.iter().map(Violation::path)
+    }
+
+    /// Iterates over the violations.
+    pub fn iter(&self) -> std::slice::Iter<'_, Violation> {
+        self.violations.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Violations {
+    type Item = &'a Violation;
+    type IntoIter = std::slice::Iter<'a, Violation>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.violations.iter()
+    }
+}
+
+impl fmt::Display for Violations {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, violation) in self.violations.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{violation}")?;
+        }
+        if self.truncated {
+            f.write_str("; (more not reported)")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Violations {}
