@@ -110,11 +110,10 @@ fn string_end(text: &str) -> usize {
 /// Whether the `'` at the start of `text` opens a char literal (not a lifetime).
 fn is_char_literal(text: &str) -> bool {
     let mut chars = text.chars().skip(1);
-    match (chars.next(), chars.next()) {
-        (Some('\\'), _) => true,
-        (Some(_), Some('\'')) => true,
-        _ => false,
-    }
+    matches!(
+        (chars.next(), chars.next()),
+        (Some('\\'), _) | (Some(_), Some('\''))
+    )
 }
 
 /// Every path in `code` that starts at `crate` or `super`, with the line it is on, as the
@@ -123,7 +122,7 @@ fn reached_paths(code: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
     let mut found = Vec::new();
     let bytes = code.as_bytes();
     let mut at = 0;
-    while let Some(offset) = code[at..].find(|c: char| c == 'c' || c == 's') {
+    while let Some(offset) = code[at..].find(['c', 's']) {
         let start = at + offset;
         at = start + 1;
         let rest = &code[start..];
