@@ -63,3 +63,20 @@ pub enum Reconcile {
     /// By a person.
     Manual,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_read_only_tool_can_be_a_status_query() {
+        let all = [
+            Effect::Pure,
+            Effect::ReadOnly,
+            Effect::IdempotentWrite,
+            Effect::NonIdempotentWrite,
+        ];
+        let reconcilers: Vec<Effect> = all.into_iter().filter(|e| e.can_reconcile()).collect();
+        assert_eq!(reconcilers, [Effect::ReadOnly]);
+    }
+}

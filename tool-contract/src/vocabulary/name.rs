@@ -38,3 +38,30 @@ pub const fn is_tool_name(name: &str) -> bool {
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use regex::Regex;
+
+    use super::*;
+
+    #[test]
+    fn the_pattern_and_the_function_agree() {
+        let pattern = Regex::new(TOOL_NAME_PATTERN).expect("the pattern compiles");
+        let alphabet = ['a', 'Z', '0', '9', '_', '-', '.', ' ', 'é', ':'];
+        let mut names = vec![String::new()];
+        for first in alphabet {
+            names.push(first.to_string());
+            for second in alphabet {
+                names.push(format!("{first}{second}"));
+            }
+        }
+        for length in [63, 64, 65] {
+            names.push("a".repeat(length));
+            names.push(format!("_{}", "-".repeat(length - 1)));
+        }
+        for name in &names {
+            assert_eq!(is_tool_name(name), pattern.is_match(name), "{name:?}");
+        }
+    }
+}
