@@ -71,12 +71,12 @@ impl std::fmt::Debug for McpServer {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpServeError {
-    /// The MCP handshake failed.
-    #[error("the MCP session did not start: {0}")]
-    Initialize(String),
+    /// The MCP handshake failed; rmcp's error is the source.
+    #[error("the MCP session did not start")]
+    Initialize(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The session's task ended abnormally (it panicked or was aborted).
-    #[error("the MCP session ended abnormally: {0}")]
-    Session(String),
+    #[error("the MCP session ended abnormally")]
+    Session(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl McpServer {
@@ -131,11 +131,11 @@ impl McpServer {
         let running = self
             .serve(rmcp::transport::stdio())
             .await
-            .map_err(|error| McpServeError::Initialize(error.to_string()))?;
+            .map_err(|error| McpServeError::Initialize(Box::new(error)))?;
         running
             .waiting()
             .await
-            .map_err(|error| McpServeError::Session(error.to_string()))?;
+            .map_err(|error| McpServeError::Session(Box::new(error)))?;
         Ok(())
     }
 

@@ -23,9 +23,11 @@ mod wire;
 pub use anthropic::AnthropicMessages;
 pub use api::{ProviderApi, StreamAssembler, provider_api};
 pub use emit::{Answer, EmitError};
+
 pub use gemini::GeminiGenerateContent;
 pub use interactions::GeminiInteractions;
 pub use openai::OpenAiResponses;
+use std::sync::Arc;
 
 pub use crate::vocabulary::call::{ADAPTERS, Adapter, Api, Correlation, Provider, ToolCall};
 
@@ -44,10 +46,20 @@ pub struct Turn {
 }
 
 /// Why a provider response could not be read into calls. Nothing of such a turn may run.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProviderError {
-    /// Not JSON, or not the provider's shape.
+    /// Not JSON, or JSON that does not read as the provider's types; serde_json's error is
+    /// the source.
+    #[error("the {api} payload does not read as the API's JSON")]
+    Unreadable {
+        /// The API.
+        api: Api,
+        /// Why it does not read.
+        #[source]
+        source: Arc<serde_json::Error>,
+    },
+    /// JSON of another shape than the provider's.
     #[error("malformed {api} payload: {reason}")]
     Malformed {
         /// The API.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::ProviderApi;
 use super::emit::Answer;
-use super::wire::{malformed, parse, protocol};
+use super::wire::{malformed, parse, protocol, unreadable};
 use super::{ProviderError, Turn};
 use crate::binder::{Binder, Verified};
 use crate::vocabulary::call::Principal;
@@ -75,7 +75,7 @@ pub fn parse_response(bytes: &[u8]) -> Result<Turn, ProviderError> {
             continue;
         }
         let call: FunctionCall =
-            serde_json::from_value(item).map_err(|error| malformed(API, error.to_string()))?;
+            serde_json::from_value(item).map_err(|error| unreadable(API, error))?;
         push_call(&mut turn, call)?;
     }
     Ok(turn)
@@ -202,8 +202,8 @@ impl StreamAssembler {
                 let Some(item) = event.item.filter(is_function_call) else {
                     return Ok(());
                 };
-                let call: FunctionCall = serde_json::from_value(item)
-                    .map_err(|error| malformed(API, error.to_string()))?;
+                let call: FunctionCall =
+                    serde_json::from_value(item).map_err(|error| unreadable(API, error))?;
                 let item_id = call
                     .id
                     .ok_or_else(|| malformed(API, "an added function_call has no item id"))?;
@@ -229,8 +229,8 @@ impl StreamAssembler {
                 let Some(item) = event.item.filter(is_function_call) else {
                     return Ok(());
                 };
-                let done: FunctionCall = serde_json::from_value(item)
-                    .map_err(|error| malformed(API, error.to_string()))?;
+                let done: FunctionCall =
+                    serde_json::from_value(item).map_err(|error| unreadable(API, error))?;
                 let call = self.open_call(done.id.as_deref())?;
                 if done.arguments != call.arguments || done.call_id != call.call_id {
                     return Err(protocol(API, "output_item.done disagrees with the deltas"));

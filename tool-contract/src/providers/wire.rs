@@ -1,5 +1,7 @@
 //! Reading provider JSON: shared helpers for the adapters.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -14,7 +16,14 @@ pub(super) fn parse<'a, T: Deserialize<'a>>(api: Api, bytes: &'a [u8]) -> Result
     if bytes.trim_ascii_start().first() != Some(&b'{') {
         return Err(malformed(api, "the payload is not a JSON object"));
     }
-    serde_json::from_slice(bytes).map_err(|error| malformed(api, error.to_string()))
+    serde_json::from_slice(bytes).map_err(|error| unreadable(api, error))
+}
+
+pub(super) fn unreadable(api: Api, error: serde_json::Error) -> ProviderError {
+    ProviderError::Unreadable {
+        api,
+        source: Arc::new(error),
+    }
 }
 
 pub(super) fn malformed(api: Api, reason: impl Into<String>) -> ProviderError {

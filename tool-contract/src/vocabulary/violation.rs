@@ -280,6 +280,12 @@ impl fmt::Display for Violation {
     }
 }
 
+impl std::error::Error for Violation {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.kind)
+    }
+}
+
 /// Every violation one validation found, in document order, at most [`MAX_VIOLATIONS`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Violations {

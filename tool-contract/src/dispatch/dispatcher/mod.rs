@@ -423,7 +423,7 @@ impl Dispatcher {
 
     fn ledger_failed(&self, call: &Call<'_>, error: &LedgerError) -> CallResult {
         warn!(stage = "ledger", error = %error, "ledger failed; nothing was run");
-        let error_text = error.to_string();
+        let error_text = chain(error);
         self.control(
             call,
             ModelError::new(ErrorCode::TimeoutBeforeExecute),
@@ -490,6 +490,18 @@ impl Dispatcher {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// An error and its sources, `: `-joined: the whole story for an audit's detail.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 fn duration_ms(duration: Duration) -> u64 {

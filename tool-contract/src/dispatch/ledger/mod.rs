@@ -15,6 +15,7 @@ mod sqlite;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 pub use memory::MemoryLedger;
 #[cfg(feature = "sqlite")]
@@ -135,18 +136,25 @@ pub enum Advanced {
 }
 
 /// A store failed, or holds something it should not.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum LedgerError {
-    /// The backing store failed (I/O, database error).
-    #[error("the ledger store failed: {0}")]
-    Store(String),
+    /// The backing store failed (I/O, database error); its error is the source.
+    #[error("the ledger store failed")]
+    Store(#[source] Arc<dyn std::error::Error + Send + Sync>),
     /// A stored record cannot be read back.
     #[error("the ledger holds a corrupt record for one key: {0}")]
     Corrupt(String),
     /// The event has no move from the record's state.
     #[error(transparent)]
     Illegal(#[from] IllegalTransition),
+}
+
+impl LedgerError {
+    /// The failure of a store's backing system (for ledgers of one's own).
+    pub fn store(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        LedgerError::Store(Arc::new(error))
+    }
 }
 
 /// What a store does with a claim, given the record it holds at that key.

@@ -252,5 +252,5 @@ fn to_sql_ms(ms: u64) -> i64 {
 }
 
 fn store(error: rusqlite::Error) -> LedgerError {
-    LedgerError::Store(error.to_string())
+    LedgerError::store(error)
 }
