@@ -229,11 +229,46 @@ fn every_provider_replays_into_one_audit_log_by_default() {
     ] {
         assert!(stdout.contains(title), "{title}");
     }
-    assert_eq!(stdout.matches("next turn: ").count(), 40);
     assert!(
         stderr.contains("audit log: 44 records, chain verifies"),
         "{stderr}"
     );
+}
+
+#[test]
+fn the_default_text_gives_each_call_one_line_and_no_payload() {
+    let output = desk(&["--provider", "openai"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success());
+    assert_eq!(stdout.matches("next turn: ").count(), 0);
+    let calls: Vec<&str> = stdout
+        .lines()
+        .filter(|line| {
+            SCRIPT
+                .iter()
+                .any(|(_, tool, _)| line.starts_with(&format!("  {tool} [")))
+        })
+        .collect();
+    assert_eq!(calls.len(), SCRIPT.len(), "{stdout}");
+    for (line, (_, tool, expected)) in calls.iter().zip(SCRIPT) {
+        let (status, detail) = expected.split_once(' ').unwrap();
+        assert!(line.contains(tool) && line.contains(status), "{line}");
+        if status != "succeeded" {
+            assert!(
+                line.contains(detail) && line.contains("recovery "),
+                "{line}"
+            );
+        }
+    }
+    assert!(stdout.lines().all(|line| line.len() < 160), "{stdout}");
+}
+
+#[test]
+fn verbose_text_adds_every_turns_payload() {
+    let output = desk(&["--verbose"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success());
+    assert_eq!(stdout.matches("next turn: ").count(), 40);
 }
 
 #[test]

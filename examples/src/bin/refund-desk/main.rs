@@ -1,9 +1,9 @@
 //! The refund desk: an agent's four tools behind the whole `tool-contract` pipeline.
 //!
-//! `refund-desk [replay] [--provider NAME] [--json]` feeds recorded model turns of OpenAI
-//! Responses, Anthropic Messages, Gemini `generateContent` and Gemini Interactions (whole
-//! and streamed) through the dispatcher, and prints each call's tool, status and recovery
-//! with the exact next-turn payload for that provider.
+//! `refund-desk [replay] [--provider NAME] [--verbose | --json]` feeds recorded model turns of
+//! OpenAI Responses, Anthropic Messages, Gemini `generateContent` and Gemini Interactions
+//! (whole and streamed) through the dispatcher, and prints one line per call: its tool, status,
+//! error code and recovery (`--verbose` adds the exact next-turn payload for that provider).
 //!
 //! `refund-desk mcp` serves the same tools as an MCP server over stdio.
 
@@ -20,12 +20,14 @@ use tool_contract::mcp::McpServer;
 use replay::{Output, Wire};
 
 const USAGE: &str = "\
-usage: refund-desk [replay] [--provider NAME] [--json]
+usage: refund-desk [replay] [--provider NAME] [--verbose | --json]
        refund-desk mcp
 
-replay (the default)  recorded model turns of each provider through the dispatcher
+replay (the default)  recorded model turns of each provider through the dispatcher,
+                      one line per call: tool, status, error code, recovery
   --provider NAME     one provider: openai, anthropic, gemini, interactions
                       (or its API name, e.g. openai_responses)
+  --verbose           also each turn's next-turn payload and each preview approved
   --json              one JSON object per call on stdout, nothing else
 mcp                   serve the desk's tools as an MCP server over stdio";
 
@@ -45,7 +47,11 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
+            "--json" | "--verbose" if output != Output::Text => {
+                return Err("give --verbose or --json, not both".to_owned());
+            }
             "--json" => output = Output::JsonLines,
+            "--verbose" => output = Output::Verbose,
             "--provider" => {
                 let name = arguments.next().ok_or("--provider needs a name")?;
                 let wire =
@@ -60,7 +66,7 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
     }
     match mode {
         Some("mcp") if wires.is_empty() && output == Output::Text => Ok(Command::Mcp),
-        Some("mcp") => Err("mcp takes no --provider or --json".to_owned()),
+        Some("mcp") => Err("mcp takes no --provider, --verbose or --json".to_owned()),
         _ => {
             if wires.is_empty() {
                 wires = Wire::ALL.to_vec();
@@ -156,10 +162,22 @@ mod tests {
     }
 
     #[test]
+    fn verbose_adds_the_payloads_to_the_text() {
+        assert_eq!(
+            parse_words("--verbose --provider openai"),
+            Ok(Command::Replay {
+                wires: vec![Wire::OpenAiResponses],
+                output: Output::Verbose
+            })
+        );
+    }
+
+    #[test]
     fn mistakes_are_usage_errors() {
         assert!(parse_words("--provider").is_err());
         assert!(parse_words("--provider mistral").is_err());
         assert!(parse_words("mcp --json").is_err());
+        assert!(parse_words("--verbose --json").is_err());
         assert!(parse_words("replay replay").is_err());
         assert_eq!(parse_words("mcp"), Ok(Command::Mcp));
     }

@@ -10,7 +10,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tool_contract::dispatch::{Dispatch, JsonLinesAuditLog, Task, verify_chain};
 use tool_contract::providers::{
-    Answer, Api, ProviderError, ToolCall, Turn, anthropic, gemini, interactions, openai,
+    Answer, AnthropicMessages, Api, GeminiGenerateContent, GeminiInteractions, OpenAiResponses,
+    ProviderApi, ProviderError, ToolCall, Turn,
 };
 use tool_contract::results::Delivery;
 use tool_contract::{Binder, CallContext, ErrorCode, ModelResult, Principal};
@@ -86,83 +87,54 @@ impl Wire {
         }
     }
 
-    /// One recorded turn read into calls, by the adapter of this API.
-    fn read(self, recorded: &RecordedTurn) -> Result<Turn, ProviderError> {
-        if let Some(response) = &recorded.response {
-            let bytes = response.get().as_bytes();
-            return match self {
-                Wire::OpenAiResponses => openai::parse_response(bytes),
-                Wire::AnthropicMessages => anthropic::parse_message(bytes),
-                Wire::GeminiGenerateContent => gemini::parse_response(bytes),
-                Wire::GeminiInteractions => interactions::parse_interaction(bytes),
-            };
-        }
-        let events = recorded.stream.iter().map(|event| event.get().as_bytes());
+    /// The crate's reader and writer of this API.
+    fn provider(self) -> &'static dyn ProviderApi {
         match self {
-            Wire::OpenAiResponses => {
-                let mut stream = openai::StreamAssembler::new();
-                for event in events {
-                    stream.push(event)?;
-                }
-                stream.finish()
-            }
-            Wire::AnthropicMessages => {
-                let mut stream = anthropic::StreamAssembler::new();
-                for event in events {
-                    stream.push(event)?;
-                }
-                stream.finish()
-            }
-            Wire::GeminiGenerateContent => {
-                let mut stream = gemini::StreamAssembler::new();
-                for event in events {
-                    stream.push(event)?;
-                }
-                stream.finish()
-            }
-            Wire::GeminiInteractions => {
-                let mut stream = interactions::StreamAssembler::new();
-                for event in events {
-                    stream.push(event)?;
-                }
-                stream.finish()
-            }
+            Wire::OpenAiResponses => &OpenAiResponses,
+            Wire::AnthropicMessages => &AnthropicMessages,
+            Wire::GeminiGenerateContent => &GeminiGenerateContent,
+            Wire::GeminiInteractions => &GeminiInteractions,
         }
     }
+}
 
-    /// The next request's tool results for `turn`, from verified results only, and the
-    /// item of each call within it, in call order.
-    fn next_turn(
-        self,
-        binder: &Binder<'_>,
-        principal: &Principal,
-        turn: &Turn,
-        answers: &[Answer],
-    ) -> Result<(Value, Vec<Value>), String> {
-        let payload = match self {
-            Wire::OpenAiResponses => {
-                openai::function_call_outputs(binder, principal, turn, answers)
-            }
-            Wire::AnthropicMessages => {
-                anthropic::tool_results_message(binder, principal, turn, answers)
-            }
-            Wire::GeminiGenerateContent => {
-                gemini::function_responses(binder, principal, turn, answers)
-            }
-            Wire::GeminiInteractions => {
-                interactions::function_results(binder, principal, turn, answers)
-            }
-        }
-        .map_err(|error| error.to_string())?;
-        let items = match self {
-            Wire::OpenAiResponses | Wire::GeminiInteractions => payload.as_array(),
-            Wire::AnthropicMessages => payload["content"].as_array(),
-            Wire::GeminiGenerateContent => payload["parts"].as_array(),
-        }
-        .cloned()
-        .unwrap_or_default();
-        Ok((payload, items))
+/// One recorded turn read into calls by `provider`: a whole response, or its stream's events.
+fn read(provider: &dyn ProviderApi, recorded: &RecordedTurn) -> Result<Turn, ProviderError> {
+    if let Some(response) = &recorded.response {
+        return provider.parse(response.get().as_bytes());
     }
+    let mut stream = provider.stream();
+    for event in &recorded.stream {
+        stream.push(event.get().as_bytes())?;
+    }
+    stream.finish()
+}
+
+/// The next request's tool results for `turn`, from verified results only, and the item of
+/// each call within it, in call order.
+fn next_turn(
+    provider: &dyn ProviderApi,
+    binder: &Binder<'_>,
+    principal: &Principal,
+    turn: &Turn,
+    answers: &[Answer],
+) -> Result<(Value, Vec<Value>), String> {
+    let payload = provider
+        .write_results(binder, principal, turn, answers)
+        .map_err(|error| chain(&error))?;
+    let items = provider.result_items(&payload).to_vec();
+    Ok((payload, items))
+}
+
+/// An error and its sources, `: `-joined.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
 }
 
 /// A provider's recorded turns, as shipped in `examples/refund-desk/turns/`.
@@ -285,8 +257,10 @@ const SCRIPT: [Step; 10] = [
 /// How the replay prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
-    /// For people: call by call, with the next-turn payload of each turn.
+    /// For people: one line per call (tool, status, code, recovery).
     Text,
+    /// For people, with each turn's next-turn payload and each preview approved.
+    Verbose,
     /// One JSON object per call on stdout, nothing else.
     JsonLines,
 }
@@ -361,7 +335,7 @@ async fn replay(wire: Wire, audit: Arc<JsonLinesAuditLog>, output: Output) -> Re
     let binder = dispatcher.binder();
     let principal = principal();
     let task = Task::unlimited();
-    if output == Output::Text {
+    if output != Output::JsonLines {
         println!("== {} ({}) ==", wire.title(), wire.api());
     }
     for (number, (step, recorded)) in SCRIPT.iter().zip(&fixture.turns).enumerate() {
@@ -371,10 +345,9 @@ async fn replay(wire: Wire, audit: Arc<JsonLinesAuditLog>, output: Output) -> Re
             Around::RateLimitOrders => desk.rate_limit_orders(ORDERS_RETRY_AFTER),
             Around::Nothing | Around::SupervisorApproves => {}
         }
-        let turn = wire
-            .read(recorded)
-            .map_err(|error| format!("{} turn {number}: {error}", wire.title()))?;
-        if output == Output::Text {
+        let turn = read(wire.provider(), recorded)
+            .map_err(|error| format!("{} turn {number}: {}", wire.title(), chain(&error)))?;
+        if output != Output::JsonLines {
             let form = if recorded.response.is_some() {
                 "whole response"
             } else {
@@ -393,15 +366,17 @@ async fn replay(wire: Wire, audit: Arc<JsonLinesAuditLog>, output: Output) -> Re
             });
             dispatches.push(dispatch);
         }
-        let (payload, items) = wire.next_turn(&binder, &principal, &turn, &answers)?;
-        for (index, (call, dispatch)) in turn.calls.iter().zip(&dispatches).enumerate() {
-            let item = items.get(index).cloned().unwrap_or(Value::Null);
+        let (payload, items) = next_turn(wire.provider(), &binder, &principal, &turn, &answers)?;
+        if items.len() != turn.calls.len() {
+            return Err(format!("{}: one result item per call", wire.title()));
+        }
+        for ((call, dispatch), item) in turn.calls.iter().zip(&dispatches).zip(items) {
             match output {
-                Output::Text => print_call(call, dispatch),
-                Output::JsonLines => print_json_line(wire, number, step, call, dispatch, item),
+                Output::Text | Output::Verbose => print_call(call, dispatch),
+                Output::JsonLines => print_json_line(wire, number, step, call, dispatch, item)?,
             }
         }
-        if output == Output::Text {
+        if output == Output::Verbose {
             println!("  next turn: {payload}");
         }
         check(wire, number, step, &dispatches)?;
@@ -411,7 +386,7 @@ async fn replay(wire: Wire, audit: Arc<JsonLinesAuditLog>, output: Output) -> Re
             Around::Nothing | Around::LoseNextWriteAnswer => {}
         }
     }
-    if output == Output::Text {
+    if output != Output::JsonLines {
         println!(
             "\nrefund drafts in the store: {} (one approved write, however often it was asked)\n",
             desk.draft_count()
@@ -466,13 +441,19 @@ fn approve(
                 expires_at,
             )
             .map_err(|error| format!("the approval was refused: {error}"))?;
-        if output == Output::Text {
-            println!(
+        match output {
+            Output::Text => println!(
+                "  supervisor approves {} after reading its preview (sha256 {})",
+                pending.approval_id,
+                &pending.preview_sha256[..16]
+            ),
+            Output::Verbose => println!(
                 "  supervisor approves {} after reading the preview {} (sha256 {})",
                 pending.approval_id,
                 pending.preview.arguments,
                 &pending.preview_sha256[..16]
-            );
+            ),
+            Output::JsonLines => {}
         }
     }
     Ok(())
@@ -519,21 +500,23 @@ fn print_json_line(
     call: &ToolCall,
     dispatch: &Dispatch,
     provider_payload: Value,
-) {
+) -> Result<(), String> {
     let line = serde_json::json!({
         "api": wire.api().as_str(),
         "turn": turn,
         "step": step.name,
         "call_id": call.call_id,
         "tool": call.name,
-        "model_result": model_json(&dispatch.result.model),
+        "model_result": model_json(&dispatch.result.model)?,
         "provider_payload": provider_payload,
     });
     println!("{line}");
+    Ok(())
 }
 
-fn model_json(model: &ModelResult) -> Value {
-    serde_json::from_slice(&model.to_canonical_json()).unwrap_or(Value::Null)
+fn model_json(model: &ModelResult) -> Result<Value, String> {
+    serde_json::to_value(model)
+        .map_err(|error| format!("the model result does not encode: {error}"))
 }
 
 /// Whether every call ended as the script says; the replay stops with an error otherwise.
