@@ -145,3 +145,8 @@ pub use tool_contract_derive::ToolContract;
 
 /// Derives [`ToolOutput`] for a tool's output struct or unit-only enum; see the crate docs.
 pub use tool_contract_derive::ToolOutput;
+
+/// The repository's README, whose every Rust snippet runs as a doctest so that none rots.
+#[cfg(all(doctest, feature = "mcp"))]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
