@@ -21,6 +21,22 @@ struct Withheld {
     detail: String,
 }
 
+impl Withheld {
+    /// An output of `spec`'s tool withheld for `redactions` (`withheld_output` is added).
+    fn output(spec: &ToolSpec, mut redactions: Vec<Redaction>) -> Self {
+        redactions.push(redaction("", "withheld_output"));
+        let reasons: Vec<String> = redactions
+            .iter()
+            .map(|r| format!("{} at {:?}", r.reason, r.path))
+            .collect();
+        Withheld {
+            error: ModelError::new(ErrorCode::OutputContractViolation),
+            detail: format!("output of {} withheld: {}", spec.name(), reasons.join(", ")),
+            redactions,
+        }
+    }
+}
+
 impl<'r> Binder<'r> {
     /// Projects a handler's output for the call `context`, whose validated input is `input`.
     ///
@@ -150,51 +166,30 @@ impl<'r> Binder<'r> {
                 input.validate_output_audited(&bytes, forbidden)
             }
         };
-        let mut stripped = Vec::new();
-        let output = match validated {
-            Ok(validated) => {
-                stripped = validated
+        match validated {
+            Ok(validated) if redactions.is_empty() => {
+                let stripped = validated
                     .stripped
                     .iter()
-                    .map(|value| Redaction {
-                        path: value.path.clone(),
-                        reason: format!("synthetic_stripped:{}", value.detector),
+                    .map(|value| {
+                        redaction(
+                            &value.path,
+                            &format!("synthetic_stripped:{}", value.detector),
+                        )
                     })
                     .collect();
-                Some(validated.output)
-            }
-            Err(violations) => {
-                for violation in &violations {
-                    redactions.push(redaction(violation.path(), violation.kind().code()));
-                }
-                None
-            }
-        };
-        // Written canonically straight from the typed output: no `Value` in between.
-        let data = output.map(|output| {
-            infallible(
-                String::from_utf8(output.to_canonical_json()),
-                "canonical JSON is UTF-8",
-            )
-        });
-        match data {
-            Some(data) if redactions.is_empty() => Ok((data, provenance, stripped)),
-            _ => {
-                redactions.push(redaction("", "withheld_output"));
-                let detail = format!(
-                    "output of {} withheld: {}",
-                    spec.name(),
-                    redactions
-                        .iter()
-                        .map(|r| format!("{} at {:?}", r.reason, r.path))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                // Written canonically straight from the typed output: no `Value` in between.
+                let data = infallible(
+                    String::from_utf8(validated.output.to_canonical_json()),
+                    "canonical JSON is UTF-8",
                 );
-                Err(Box::new(Withheld {
-                    error: ModelError::new(ErrorCode::OutputContractViolation),
-                    redactions,
-                    detail,
-                }))
+                Ok((data, provenance, stripped))
+            }
+            Ok(_) => Err(Box::new(Withheld::output(spec, redactions))),
+            Err(violations) => {
+                let found = violations.iter();
+                redactions.extend(found.map(|v| redaction(v.path(), v.kind().code())));
+                Err(Box::new(Withheld::output(spec, redactions)))
             }
         }
     }

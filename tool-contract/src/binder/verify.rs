@@ -2,6 +2,7 @@
 //! registry and the catalog. Nothing the audit record says is taken on trust.
 
 use super::{Binder, CallResult};
+use crate::contract::ToolSpec;
 use crate::json::encoding::infallible;
 use crate::results::audit::{ContractRevisions, PROTECTED_AUDIT_SCHEMA_VERSION, ProviderContext};
 use crate::results::digest::digests_equal;
@@ -138,30 +139,47 @@ impl Binder<'_> {
                 return Err(CatalogMismatch::NextTool.into());
             }
         }
-        if audit.binding.algorithm != self.keys.algorithm() {
-            return Err(VerifyError::Algorithm);
-        }
-        let request_sha256 = self
-            .keys
-            .request_digest(principal, &call.name, spec, &call.arguments);
-        if !digests_equal(&audit.binding.request_sha256, &request_sha256) {
-            return Err(VerifyError::RequestDigest);
-        }
-        let model_json = result.model.to_canonical_json();
-        let result_sha256 = self.keys.result_digest(&model_json);
-        if !digests_equal(&audit.binding.result_sha256, &result_sha256) {
-            return Err(VerifyError::ResultDigest);
-        }
-        let call_binding_sha256 =
-            self.keys
-                .call_binding_digest(context, spec, &request_sha256, &result_sha256);
-        if !digests_equal(&audit.binding.call_binding_sha256, &call_binding_sha256) {
-            return Err(VerifyError::CallBinding);
-        }
+        let model_json = self.check_digests(principal, context, spec, result)?;
         Ok(Verified {
             context,
             result,
             model_json,
         })
+    }
+}
+
+impl Binder<'_> {
+    /// Recomputes the three digests of `result` as the answer to `context` and compares each
+    /// with its audit's; the model half's canonical JSON, which the result digest covers.
+    fn check_digests(
+        &self,
+        principal: &Principal,
+        context: &CallContext,
+        spec: Option<&ToolSpec>,
+        result: &CallResult,
+    ) -> Result<Vec<u8>, VerifyError> {
+        let binding = &result.audit.binding;
+        let call = &context.call;
+        if binding.algorithm != self.keys.algorithm() {
+            return Err(VerifyError::Algorithm);
+        }
+        let request_sha256 = self
+            .keys
+            .request_digest(principal, &call.name, spec, &call.arguments);
+        if !digests_equal(&binding.request_sha256, &request_sha256) {
+            return Err(VerifyError::RequestDigest);
+        }
+        let model_json = result.model.to_canonical_json();
+        let result_sha256 = self.keys.result_digest(&model_json);
+        if !digests_equal(&binding.result_sha256, &result_sha256) {
+            return Err(VerifyError::ResultDigest);
+        }
+        let call_binding_sha256 =
+            self.keys
+                .call_binding_digest(context, spec, &request_sha256, &result_sha256);
+        if !digests_equal(&binding.call_binding_sha256, &call_binding_sha256) {
+            return Err(VerifyError::CallBinding);
+        }
+        Ok(model_json)
     }
 }

@@ -908,72 +908,81 @@ impl<'a> Reader<'a> {
                 self.report(ViolationKind::TooDeep { max })?;
                 self.skip_value().map(|()| None)
             }
-            Some(b'{') => {
-                self.open()?;
-                let mut object = ObjectCursor { first: true };
-                let mut map = Map::new();
-                let mut ok = true;
-                while let Some(key) = self.next_key(&mut object)? {
-                    if self.forbidden.is_forbidden(&key) {
-                        self.unknown_key(&key)?;
-                        ok = false;
-                    } else if map.contains_key(&*key) {
-                        self.duplicate_key(&key)?;
-                        ok = false;
-                    } else {
-                        let mark = self.enter(key.segment());
-                        match self.free_value(depth_left - 1, max)? {
-                            Some(value) => {
-                                map.insert(key.text.into_owned(), value);
-                            }
-                            None => ok = false,
-                        }
-                        self.leave(mark);
-                    }
-                }
-                Ok(ok.then_some(Value::Object(map)))
-            }
-            Some(b'[') => {
-                self.open()?;
-                let mut array = ArrayCursor { first: true };
-                let mut items = Vec::new();
-                let mut ok = true;
-                while self.next_item(&mut array)? {
-                    let mark = self.enter_index(items.len());
-                    match self.free_value(depth_left - 1, max)? {
-                        Some(value) => items.push(value),
-                        None => {
-                            ok = false;
-                            items.push(Value::Null);
-                        }
-                    }
-                    self.leave(mark);
-                }
-                Ok(ok.then_some(Value::Array(items)))
-            }
+            Some(b'{') => self.free_object(depth_left - 1, max),
+            Some(b'[') => self.free_array(depth_left - 1, max),
             Some(b'"') => Ok(Some(Value::String(self.string()?.into_owned()))),
             Some(b't') => self.literal("true").map(|()| Some(Value::Bool(true))),
             Some(b'f') => self.literal("false").map(|()| Some(Value::Bool(false))),
             Some(b'n') => self.literal("null").map(|()| Some(Value::Null)),
-            Some(b'-' | b'0'..=b'9') => {
-                let literal = self.number()?;
-                if number::is_integer_literal(literal) {
-                    match number::parse_integer(literal) {
-                        Ok(value) => Ok(Some(Value::Number(Number::from(value)))),
-                        Err(_) => {
-                            let max = number::MAX_SAFE_INTEGER;
-                            let kind = ViolationKind::IntegerOutOfRange { min: -max, max };
-                            self.report(kind).map(|()| None)
-                        }
+            Some(b'-' | b'0'..=b'9') => self.free_number(),
+            _ => Err(self.syntax("expected a value")),
+        }
+    }
+
+    /// A free-form object (the reader is at its `{`), members within `depth_left` more levels.
+    fn free_object(&mut self, depth_left: usize, max: usize) -> Result<Option<Value>, Stop> {
+        self.open()?;
+        let mut object = ObjectCursor { first: true };
+        let mut map = Map::new();
+        let mut ok = true;
+        while let Some(key) = self.next_key(&mut object)? {
+            if self.forbidden.is_forbidden(&key) {
+                self.unknown_key(&key)?;
+                ok = false;
+            } else if map.contains_key(&*key) {
+                self.duplicate_key(&key)?;
+                ok = false;
+            } else {
+                let mark = self.enter(key.segment());
+                match self.free_value(depth_left, max)? {
+                    Some(value) => {
+                        map.insert(key.text.into_owned(), value);
                     }
-                } else {
-                    match number::parse_exact_f64(literal).and_then(Number::from_f64) {
-                        Some(value) => Ok(Some(Value::Number(value))),
-                        None => self.report(ViolationKind::InexactNumber).map(|()| None),
-                    }
+                    None => ok = false,
+                }
+                self.leave(mark);
+            }
+        }
+        Ok(ok.then_some(Value::Object(map)))
+    }
+
+    /// A free-form array (the reader is at its `[`), items within `depth_left` more levels.
+    fn free_array(&mut self, depth_left: usize, max: usize) -> Result<Option<Value>, Stop> {
+        self.open()?;
+        let mut array = ArrayCursor { first: true };
+        let mut items = Vec::new();
+        let mut ok = true;
+        while self.next_item(&mut array)? {
+            let mark = self.enter_index(items.len());
+            match self.free_value(depth_left, max)? {
+                Some(value) => items.push(value),
+                None => {
+                    ok = false;
+                    items.push(Value::Null);
                 }
             }
-            _ => Err(self.syntax("expected a value")),
+            self.leave(mark);
+        }
+        Ok(ok.then_some(Value::Array(items)))
+    }
+
+    /// A free-form number, exactly: an integer within ±(2^53 − 1), or a double as written.
+    fn free_number(&mut self) -> Result<Option<Value>, Stop> {
+        let literal = self.number()?;
+        if number::is_integer_literal(literal) {
+            match number::parse_integer(literal) {
+                Ok(value) => Ok(Some(Value::Number(Number::from(value)))),
+                Err(_) => {
+                    let max = number::MAX_SAFE_INTEGER;
+                    let kind = ViolationKind::IntegerOutOfRange { min: -max, max };
+                    self.report(kind).map(|()| None)
+                }
+            }
+        } else {
+            match number::parse_exact_f64(literal).and_then(Number::from_f64) {
+                Some(value) => Ok(Some(Value::Number(value))),
+                None => self.report(ViolationKind::InexactNumber).map(|()| None),
+            }
         }
     }
 }

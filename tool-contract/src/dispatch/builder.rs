@@ -196,7 +196,7 @@ impl DispatcherBuilder {
         self.tool::<C>(handler, options, None)
     }
 
-    /// The handler of the write `W` and the status query behind its `reconcile = "tool"`.
+    /// The handler of the write `W` and the status query behind its `reconcile = StatusTool`.
     #[must_use]
     pub fn write_handler<W: ToolContract + Send>(
         self,

@@ -122,7 +122,7 @@ pub enum Reconciled {
 }
 
 /// Asks the remote what became of a write of `W`: the status query behind the contract's
-/// `reconcile = "tool"`. It reads; it never repeats the write.
+/// `reconcile = StatusTool`. It reads; it never repeats the write.
 ///
 /// Any `Fn(W, StatusRequest) -> impl Future<Output = Result<Reconciled, ToolFailure>>` is one.
 pub trait StatusQuery<W: ToolContract>: Send + Sync + 'static {

@@ -1,32 +1,29 @@
 //! The dispatch pipeline: the trusted control plane around every tool call.
 //!
-//! [`Dispatcher::dispatch`] takes one call from lookup to a sealed result, in this order
-//! (each stage is one method of the `dispatcher` module, named in brackets):
+//! [`Dispatcher::dispatch`] takes one call from lookup to a sealed result, in this order:
 //!
-//! 1. lookup of the tool in the registry (`lookup`: `UNKNOWN_TOOL`);
-//! 2. the arguments, exactly, against the contract (`validate`: `INVALID_ARGUMENTS`);
+//! 1. lookup of the tool in the registry (`UNKNOWN_TOOL`);
+//! 2. the arguments, exactly, against the contract (`INVALID_ARGUMENTS`);
 //! 3. gates, in order: proceed, block (`BLOCKED`) or redirect to the tool that must run first
-//!    (`PREREQUISITE_REQUIRED`, with `next_tool`) (`gates`);
-//! 4. authorization: a refusal reads as `NOT_FOUND`, so nothing can be probed (`authorize`);
-//! 5. for writes (`write`): the ledger's word on the operation's key first (`settled`): a
-//!    finished operation is replayed (`local_replay`, no second dispatch), a key used for
-//!    another request is `IDEMPOTENCY_CONFLICT`, a running one `OPERATION_IN_PROGRESS`, an
-//!    unknown one goes to reconciliation; then approval (`approval`: a grant for exactly
-//!    this request digest, tool, principal and operation, consumed once; else
-//!    `APPROVAL_REQUIRED` / `APPROVAL_INVALID` with a fresh [`Preview`]), authorization
-//!    again, and the atomic claim of the key;
-//! 6. budget and deadline, checked before each attempt they would pay for (`budget`:
-//!    `BUDGET_EXHAUSTED`, `TIMEOUT_BEFORE_EXECUTE`);
-//! 7. the handler, under a timeout, with a cancellation signal, its panics caught
-//!    (`attempt`); transient failures retried as the effect allows (`retry_wait`,
-//!    [`RetryPolicy`]): reads always, `idempotent_write` under the same key,
-//!    `non_idempotent_write` only when nothing was sent;
-//! 8. output validation, projection and binding ([`Binder`](crate::Binder)) (`project`);
-//! 9. the audit sink (`audit`), then the ledger record of a write's end (`ledger_record`).
+//!    (`PREREQUISITE_REQUIRED`, with `next_tool`);
+//! 4. authorization: a refusal reads as `NOT_FOUND`, so nothing can be probed;
+//! 5. for writes: the ledger's word on the operation's key first: a finished operation is
+//!    replayed (`local_replay`, no second dispatch), a key used for another request is
+//!    `IDEMPOTENCY_CONFLICT`, a running one `OPERATION_IN_PROGRESS`, an unknown one goes to
+//!    reconciliation; then approval (a grant for exactly this request digest, tool, principal
+//!    and operation, consumed once; else `APPROVAL_REQUIRED` / `APPROVAL_INVALID` with a fresh
+//!    [`Preview`]), authorization again, and the atomic claim of the key;
+//! 6. budget and deadline, checked before each attempt they would pay for
+//!    (`BUDGET_EXHAUSTED`, `TIMEOUT_BEFORE_EXECUTE`);
+//! 7. the handler, under a timeout, with a cancellation signal, its panics caught; transient
+//!    failures retried as the effect allows ([`RetryPolicy`]): reads always,
+//!    `idempotent_write` under the same key, `non_idempotent_write` only when nothing was sent;
+//! 8. output validation, projection and binding ([`Binder`](crate::Binder));
+//! 9. the audit sink, then the ledger record of a write's end.
 //!
 //! A write that may have happened (timeout after dispatch, crash, withheld output) is
 //! `unknown`, and is never run again by the dispatcher: its status query (the contract's
-//! `reconcile = "tool"`) settles it, with delivery `receipt_reconciled`; with
+//! `reconcile = StatusTool`) settles it, with delivery `receipt_reconciled`; with
 //! `reconcile = manual` the model reads `OUTCOME_UNCONFIRMED` and a person checks.
 //!
 //! Traces: one `tool_call` span per dispatch (request id, tool, call id, operation id) with

@@ -173,23 +173,10 @@ impl StreamAssembler {
                 let index = event
                     .index
                     .ok_or_else(|| malformed(API, "a block has no index"))?;
-                if self.blocks.iter().any(|block| block.index == index) {
-                    return Err(protocol(API, format!("block {index} started twice")));
-                }
                 let block = event
                     .content_block
                     .ok_or_else(|| malformed(API, "content_block_start has no block"))?;
-                let block: Block<'_> = parse(API, block.get().as_bytes())?;
-                let call = match block.kind.as_str() {
-                    "tool_use" => Some(id_and_name(block.id, block.name)?),
-                    _ => None,
-                };
-                self.blocks.push(StreamedBlock {
-                    index,
-                    call,
-                    partial_json: String::new(),
-                    open: true,
-                });
+                self.block_started(index, block)?;
             }
             "content_block_delta" => {
                 let block = self.open_block(event.index)?;
@@ -223,6 +210,25 @@ impl StreamAssembler {
             "error" => return Err(reported(API, event.error.as_ref())),
             _ => {}
         }
+        Ok(())
+    }
+
+    /// A content block starts at `index` (once only); a `tool_use` block is a call.
+    fn block_started(&mut self, index: u64, block: &RawValue) -> Result<(), ProviderError> {
+        if self.blocks.iter().any(|block| block.index == index) {
+            return Err(protocol(API, format!("block {index} started twice")));
+        }
+        let block: Block<'_> = parse(API, block.get().as_bytes())?;
+        let call = match block.kind.as_str() {
+            "tool_use" => Some(id_and_name(block.id, block.name)?),
+            _ => None,
+        };
+        self.blocks.push(StreamedBlock {
+            index,
+            call,
+            partial_json: String::new(),
+            open: true,
+        });
         Ok(())
     }
 

@@ -16,6 +16,7 @@ use super::emit::Answer;
 use super::wire::{is_nonempty_object, malformed, object_text, parse, protocol, reported};
 use super::{ProviderError, Turn};
 use crate::binder::{Binder, Verified};
+use crate::json::encoding::infallible;
 use crate::results::execution::Status;
 use crate::vocabulary::call::Principal;
 use crate::vocabulary::call::{Adapter, Api, Correlation};
@@ -183,60 +184,81 @@ impl StreamAssembler {
                     .step
                     .ok_or_else(|| malformed(API, "step.start has no step"))?;
                 if step.kind == "function_call" {
-                    if let Some(open) = &self.open {
-                        return Err(protocol(API, format!("call {} never stopped", open.id)));
-                    }
-                    let (id, name) = id_and_name(step.id, step.name)?;
-                    self.open = Some(OpenCall {
-                        index: event.index.unwrap_or_default(),
-                        id,
-                        name,
-                        start_arguments: String::from_utf8(object_text(step.arguments))
-                            .unwrap_or_default(),
-                        deltas: None,
-                    });
+                    self.call_started(step, event.index.unwrap_or_default())?;
                 }
             }
             "step.delta" => {
                 let delta = event.delta.unwrap_or_default();
-                if delta.get("type").and_then(Value::as_str) != Some("arguments_delta") {
-                    return Ok(());
+                if delta.get("type").and_then(Value::as_str) == Some("arguments_delta") {
+                    self.arguments_delta(&delta, event.index)?;
                 }
-                let piece = delta
-                    .get("arguments")
-                    .or_else(|| delta.get("partial_arguments"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                let open = self
-                    .open
-                    .as_mut()
-                    .ok_or_else(|| protocol(API, "an arguments_delta with no open call"))?;
-                if event.index != Some(open.index) {
-                    self.anomalies.push(format!(
-                        "arguments_delta index {:?} bound to the open call {} at index {}",
-                        event.index, open.id, open.index
-                    ));
-                }
-                open.deltas.get_or_insert_with(String::new).push_str(piece);
             }
             "step.stop" => {
                 if let Some(open) = self.open.take_if(|open| Some(open.index) == event.index) {
-                    let arguments = match open.deltas {
-                        Some(_) if is_nonempty_object(&open.start_arguments) => {
-                            return Err(protocol(
-                                API,
-                                format!("call {} has arguments at start and in deltas", open.id),
-                            ));
-                        }
-                        Some(deltas) => deltas,
-                        None => open.start_arguments,
-                    };
-                    self.calls.push((open.id, open.name, arguments));
+                    self.call_stopped(open)?;
                 }
             }
             "error" => return Err(reported(API, event.error.as_ref())),
             _ => {}
         }
+        Ok(())
+    }
+
+    /// A `function_call` step starts, at step `index`: no other call may be open.
+    fn call_started(&mut self, step: Step<'_>, index: u64) -> Result<(), ProviderError> {
+        if let Some(open) = &self.open {
+            return Err(protocol(API, format!("call {} never stopped", open.id)));
+        }
+        let (id, name) = id_and_name(step.id, step.name)?;
+        let start_arguments = infallible(
+            String::from_utf8(object_text(step.arguments)),
+            "JSON text read from a `str` is UTF-8",
+        );
+        self.open = Some(OpenCall {
+            index,
+            id,
+            name,
+            start_arguments,
+            deltas: None,
+        });
+        Ok(())
+    }
+
+    /// A piece of the open call's arguments, bound to it whatever step index it names (an
+    /// index that differs is recorded as an anomaly).
+    fn arguments_delta(&mut self, delta: &Value, index: Option<u64>) -> Result<(), ProviderError> {
+        let piece = delta
+            .get("arguments")
+            .or_else(|| delta.get("partial_arguments"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let open = self
+            .open
+            .as_mut()
+            .ok_or_else(|| protocol(API, "an arguments_delta with no open call"))?;
+        if index != Some(open.index) {
+            self.anomalies.push(format!(
+                "arguments_delta index {index:?} bound to the open call {} at index {}",
+                open.id, open.index
+            ));
+        }
+        open.deltas.get_or_insert_with(String::new).push_str(piece);
+        Ok(())
+    }
+
+    /// The open call stops: its arguments came at its start or in deltas, never both.
+    fn call_stopped(&mut self, open: OpenCall) -> Result<(), ProviderError> {
+        let arguments = match open.deltas {
+            Some(_) if is_nonempty_object(&open.start_arguments) => {
+                return Err(protocol(
+                    API,
+                    format!("call {} has arguments at start and in deltas", open.id),
+                ));
+            }
+            Some(deltas) => deltas,
+            None => open.start_arguments,
+        };
+        self.calls.push((open.id, open.name, arguments));
         Ok(())
     }
 

@@ -199,21 +199,9 @@ impl StreamAssembler {
                 }
             }
             "response.output_item.added" => {
-                let Some(item) = event.item.filter(is_function_call) else {
-                    return Ok(());
-                };
-                let call: FunctionCall =
-                    serde_json::from_value(item).map_err(|error| unreadable(API, error))?;
-                let item_id = call
-                    .id
-                    .ok_or_else(|| malformed(API, "an added function_call has no item id"))?;
-                self.calls.push(StreamedCall {
-                    item_id,
-                    call_id: call.call_id,
-                    name: call.name,
-                    arguments: call.arguments,
-                    done: false,
-                });
+                if let Some(item) = event.item.filter(is_function_call) {
+                    self.item_added(item)?;
+                }
             }
             "response.function_call_arguments.delta" => {
                 let call = self.open_call(event.item_id.as_deref())?;
@@ -226,22 +214,9 @@ impl StreamAssembler {
                 }
             }
             "response.output_item.done" => {
-                let Some(item) = event.item.filter(is_function_call) else {
-                    return Ok(());
-                };
-                let done: FunctionCall =
-                    serde_json::from_value(item).map_err(|error| unreadable(API, error))?;
-                let call = self.open_call(done.id.as_deref())?;
-                if done.arguments != call.arguments || done.call_id != call.call_id {
-                    return Err(protocol(API, "output_item.done disagrees with the deltas"));
+                if let Some(item) = event.item.filter(is_function_call) {
+                    self.item_done(item)?;
                 }
-                if done.status.as_deref() != Some("completed") {
-                    return Err(ProviderError::Incomplete {
-                        api: API,
-                        reason: format!("call item {} did not complete", done.call_id),
-                    });
-                }
-                call.done = true;
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
                 let response = event
@@ -259,6 +234,41 @@ impl StreamAssembler {
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    /// A `function_call` item opens: its call id and name, and arguments so far.
+    fn item_added(&mut self, item: Value) -> Result<(), ProviderError> {
+        let call: FunctionCall =
+            serde_json::from_value(item).map_err(|error| unreadable(API, error))?;
+        let item_id = call
+            .id
+            .ok_or_else(|| malformed(API, "an added function_call has no item id"))?;
+        self.calls.push(StreamedCall {
+            item_id,
+            call_id: call.call_id,
+            name: call.name,
+            arguments: call.arguments,
+            done: false,
+        });
+        Ok(())
+    }
+
+    /// A `function_call` item closes: it must agree with its deltas, and be complete.
+    fn item_done(&mut self, item: Value) -> Result<(), ProviderError> {
+        let done: FunctionCall =
+            serde_json::from_value(item).map_err(|error| unreadable(API, error))?;
+        let call = self.open_call(done.id.as_deref())?;
+        if done.arguments != call.arguments || done.call_id != call.call_id {
+            return Err(protocol(API, "output_item.done disagrees with the deltas"));
+        }
+        if done.status.as_deref() != Some("completed") {
+            return Err(ProviderError::Incomplete {
+                api: API,
+                reason: format!("call item {} did not complete", done.call_id),
+            });
+        }
+        call.done = true;
         Ok(())
     }
 

@@ -12,7 +12,7 @@ use super::{Call, Dispatcher, Ended, PURGE_EVERY, Valid, duration_ms, prefix, sh
 use crate::binder::{CallResult, FailureKind, Seal, ToolFailure};
 use crate::contract::ToolSpec;
 use crate::dispatch::approval::{ApprovalCheck, Asked, PendingApproval, Preview};
-use crate::dispatch::handler::{Reconciled, StatusRequest};
+use crate::dispatch::handler::{BoxFuture, Reconciled, StatusRequest};
 use crate::dispatch::ledger::{Advance, Advanced, Claim, Claimed, Record};
 use crate::dispatch::options::ToolOptions;
 use crate::dispatch::state::{WriteEvent, WriteState};
@@ -389,42 +389,14 @@ impl Dispatcher {
                 .stopped(Some(stop))
                 .approved(approval);
         }
-        let answer = tokio::time::timeout(
-            valid.entry.options.timeout,
-            AssertUnwindSafe(query).catch_unwind(),
-        )
-        .await;
-        debug!(stage = "reconcile", answered = answer.is_ok());
-        let (mut result, event) = match answer {
-            Ok(Ok(Ok(Reconciled::Found(raw)))) => {
-                let projected =
-                    valid
-                        .entry
-                        .tool
-                        .project(&call.binder, call.principal, call.context, raw);
-                if projected.model.status() != Status::Succeeded {
-                    return Ended::new(projected)
-                        .in_state(Some(WriteState::Unknown))
-                        .approved(approval);
-                }
-                let model = projected.model.delivered_as(Delivery::ReceiptReconciled);
-                let seal =
-                    Seal::new(Some(valid.spec), model).downstream(projected.audit.downstream);
-                let result = call.binder.seal(call.principal, call.context, seal);
-                (result, WriteEvent::ReconcileFound)
+        let (mut result, event) = match self.ask_status(call, valid, query).await {
+            StatusAnswer::Settled(result, event) => (result, event),
+            StatusAnswer::Withheld(projected) => {
+                return Ended::new(projected)
+                    .in_state(Some(WriteState::Unknown))
+                    .approved(approval);
             }
-            Ok(Ok(Ok(Reconciled::Absent))) => {
-                let failure = ToolFailure::new(
-                    FailureKind::Failed,
-                    "the status query confirms the write never happened",
-                );
-                (
-                    self.project_failure(call, failure),
-                    WriteEvent::ReconcileAbsent,
-                )
-            }
-            // Not known yet, failed, panicked, or timed out: still unknown.
-            Ok(Ok(Ok(Reconciled::StillUnknown) | Err(_)) | Err(_)) | Err(_) => {
+            StatusAnswer::CannotTell => {
                 return unknown("the status query could not tell").approved(approval);
             }
         };
@@ -435,6 +407,53 @@ impl Dispatcher {
         let mut ended = Ended::new(result).in_state(state).approved(approval);
         ended.audited = Some(audit_error);
         ended
+    }
+
+    /// Runs a write's status query under the tool's timeout, its panics caught, and reads its
+    /// answer: the write's own output (validated as the write's), or its absence.
+    async fn ask_status(
+        &self,
+        call: &Call<'_>,
+        valid: &Valid<'_>,
+        query: BoxFuture<Result<Reconciled, ToolFailure>>,
+    ) -> StatusAnswer {
+        let answer = tokio::time::timeout(
+            valid.entry.options.timeout,
+            AssertUnwindSafe(query).catch_unwind(),
+        )
+        .await;
+        debug!(stage = "reconcile", answered = answer.is_ok());
+        match answer {
+            Ok(Ok(Ok(Reconciled::Found(raw)))) => {
+                let projected =
+                    valid
+                        .entry
+                        .tool
+                        .project(&call.binder, call.principal, call.context, raw);
+                if projected.model.status() != Status::Succeeded {
+                    return StatusAnswer::Withheld(projected);
+                }
+                let model = projected.model.delivered_as(Delivery::ReceiptReconciled);
+                let seal =
+                    Seal::new(Some(valid.spec), model).downstream(projected.audit.downstream);
+                let result = call.binder.seal(call.principal, call.context, seal);
+                StatusAnswer::Settled(result, WriteEvent::ReconcileFound)
+            }
+            Ok(Ok(Ok(Reconciled::Absent))) => {
+                let failure = ToolFailure::new(
+                    FailureKind::Failed,
+                    "the status query confirms the write never happened",
+                );
+                StatusAnswer::Settled(
+                    self.project_failure(call, failure),
+                    WriteEvent::ReconcileAbsent,
+                )
+            }
+            // Not known yet, failed, panicked, or timed out: still unknown.
+            Ok(Ok(Ok(Reconciled::StillUnknown) | Err(_)) | Err(_)) | Err(_) => {
+                StatusAnswer::CannotTell
+            }
+        }
     }
 
     /// The unknown-outcome result a write's contract calls for: `OUTCOME_UNKNOWN` (query
@@ -511,6 +530,16 @@ impl Dispatcher {
             retention_ms: duration_ms(self.retention),
         }
     }
+}
+
+/// What a status query told.
+enum StatusAnswer {
+    /// It settled the write: the result to deliver, and the event the record takes.
+    Settled(CallResult, WriteEvent),
+    /// It found the write, but its output does not meet the contract: still unknown.
+    Withheld(CallResult),
+    /// It could not tell (not yet known, failed, panicked, timed out).
+    CannotTell,
 }
 
 /// The key sent downstream: the idempotency key, or the operation id when there is none.
