@@ -1,11 +1,12 @@
 //! A task's budget: tool calls, model turns, cost units and a deadline, each checked before
 //! the thing it would pay for.
 
-use std::fmt;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use crate::json::names::wire_names;
 
 /// What one task may spend. `None` is no limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -20,48 +21,27 @@ pub struct Budget {
     pub deadline: Option<Instant>,
 }
 
-/// Why the dispatcher stopped before a result it could deliver as the tool's own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum StopReason {
-    /// The task's tool calls are spent.
-    ToolCallsExhausted,
-    /// The task's model turns are spent.
-    ModelTurnsExhausted,
-    /// The task's cost units are spent.
-    CostUnitsExhausted,
-    /// The task's deadline came (or the next wait would pass it).
-    DeadlineReached,
-    /// The tool's attempts are spent.
-    AttemptsExhausted,
-    /// The next wait would pass the call's total wait allowance.
-    RetryWaitExhausted,
-    /// The failure is not one this tool's effect may retry.
-    NotRetryable,
-    /// A write may have happened: only reconciliation can go on.
-    OutcomeUnknown,
-}
-
-impl StopReason {
-    /// The name used in traces and audit details, e.g. `tool_calls_exhausted`.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            StopReason::ToolCallsExhausted => "tool_calls_exhausted",
-            StopReason::ModelTurnsExhausted => "model_turns_exhausted",
-            StopReason::CostUnitsExhausted => "cost_units_exhausted",
-            StopReason::DeadlineReached => "deadline_reached",
-            StopReason::AttemptsExhausted => "attempts_exhausted",
-            StopReason::RetryWaitExhausted => "retry_wait_exhausted",
-            StopReason::NotRetryable => "not_retryable",
-            StopReason::OutcomeUnknown => "outcome_unknown",
-        }
-    }
-}
-
-impl fmt::Display for StopReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+wire_names! {
+    /// Why the dispatcher stopped before a result it could deliver as the tool's own.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+    #[non_exhaustive]
+    pub enum StopReason {
+        /// The task's tool calls are spent.
+        ToolCallsExhausted = "tool_calls_exhausted",
+        /// The task's model turns are spent.
+        ModelTurnsExhausted = "model_turns_exhausted",
+        /// The task's cost units are spent.
+        CostUnitsExhausted = "cost_units_exhausted",
+        /// The task's deadline came (or the next wait would pass it).
+        DeadlineReached = "deadline_reached",
+        /// The tool's attempts are spent.
+        AttemptsExhausted = "attempts_exhausted",
+        /// The next wait would pass the call's total wait allowance.
+        RetryWaitExhausted = "retry_wait_exhausted",
+        /// The failure is not one this tool's effect may retry.
+        NotRetryable = "not_retryable",
+        /// A write may have happened: only reconciliation can go on.
+        OutcomeUnknown = "outcome_unknown",
     }
 }
 

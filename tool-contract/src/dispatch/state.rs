@@ -1,58 +1,60 @@
 //! The life of one write, as an explicit state machine whose illegal moves are refused.
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// Where one write operation stands.
-///
-/// ```text
-/// draft ─► pending_approval ─► approved ─► executing ─► succeeded
-///   │            │                            │  ├───► failed     (the remote confirmed nothing happened)
-///   │            └─► rejected                 │  └───► unknown ─► succeeded | failed (reconciled)
-///   └──────────────(no approval needed)──────►│
-///                                cancel_requested ─► cancelled (the handler confirmed it never ran)
-///                                                ─► succeeded | failed | unknown
-/// ```
-///
-/// `succeeded`, `failed`, `rejected` and `cancelled` are terminal and absorbing. `unknown` is
-/// left only by reconciliation (a status query or a person), never by running the write again.
-///
-/// ```
-/// use tool_contract::dispatch::{WriteEvent, WriteState};
-///
-/// let state = WriteState::Draft.next(WriteEvent::Execute)?;
-/// let state = state.next(WriteEvent::LoseTrack)?;
-/// assert_eq!(state, WriteState::Unknown);
-/// // An unknown write cannot be executed again, only reconciled.
-/// assert!(state.next(WriteEvent::Execute).is_err());
-/// assert_eq!(state.next(WriteEvent::ReconcileFound)?, WriteState::Succeeded);
-/// # Ok::<(), tool_contract::dispatch::IllegalTransition>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WriteState {
-    /// Validated, not yet submitted.
-    Draft,
-    /// Waiting for a person to approve the exact action.
-    PendingApproval,
-    /// Approved; not yet running.
-    Approved,
-    /// Handed to the handler.
-    Executing,
-    /// Cancellation asked for while executing; the handler has not confirmed.
-    CancelRequested,
-    /// The remote confirmed the action.
-    Succeeded,
-    /// The remote confirmed nothing happened.
-    Failed,
-    /// The action may or may not have happened.
-    Unknown,
-    /// The person said no.
-    Rejected,
-    /// The handler confirmed it never acted.
-    Cancelled,
+use crate::json::names::wire_names;
+
+wire_names! {
+    /// Where one write operation stands.
+    ///
+    /// ```text
+    /// draft ─► pending_approval ─► approved ─► executing ─► succeeded
+    ///   │            │                            │  ├───► failed     (the remote confirmed nothing happened)
+    ///   │            └─► rejected                 │  └───► unknown ─► succeeded | failed (reconciled)
+    ///   └──────────────(no approval needed)──────►│
+    ///                                cancel_requested ─► cancelled (the handler confirmed it never ran)
+    ///                                                ─► succeeded | failed | unknown
+    /// ```
+    ///
+    /// `succeeded`, `failed`, `rejected` and `cancelled` are terminal and absorbing. `unknown` is
+    /// left only by reconciliation (a status query or a person), never by running the write again.
+    ///
+    /// ```
+    /// use tool_contract::dispatch::{WriteEvent, WriteState};
+    ///
+    /// let state = WriteState::Draft.next(WriteEvent::Execute)?;
+    /// let state = state.next(WriteEvent::LoseTrack)?;
+    /// assert_eq!(state, WriteState::Unknown);
+    /// // An unknown write cannot be executed again, only reconciled.
+    /// assert!(state.next(WriteEvent::Execute).is_err());
+    /// assert_eq!(state.next(WriteEvent::ReconcileFound)?, WriteState::Succeeded);
+    /// # Ok::<(), tool_contract::dispatch::IllegalTransition>(())
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    pub enum WriteState {
+        /// Validated, not yet submitted.
+        Draft = "draft",
+        /// Waiting for a person to approve the exact action.
+        PendingApproval = "pending_approval",
+        /// Approved; not yet running.
+        Approved = "approved",
+        /// Handed to the handler.
+        Executing = "executing",
+        /// Cancellation asked for while executing; the handler has not confirmed.
+        CancelRequested = "cancel_requested",
+        /// The remote confirmed the action.
+        Succeeded = "succeeded",
+        /// The remote confirmed nothing happened.
+        Failed = "failed",
+        /// The action may or may not have happened.
+        Unknown = "unknown",
+        /// The person said no.
+        Rejected = "rejected",
+        /// The handler confirmed it never acted.
+        Cancelled = "cancelled",
+    }
 }
 
 /// What happens to a write.
@@ -150,29 +152,6 @@ impl WriteState {
     #[must_use]
     pub const fn is_in_flight(self) -> bool {
         matches!(self, WriteState::Executing | WriteState::CancelRequested)
-    }
-
-    /// The wire name, e.g. `pending_approval`.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            WriteState::Draft => "draft",
-            WriteState::PendingApproval => "pending_approval",
-            WriteState::Approved => "approved",
-            WriteState::Executing => "executing",
-            WriteState::CancelRequested => "cancel_requested",
-            WriteState::Succeeded => "succeeded",
-            WriteState::Failed => "failed",
-            WriteState::Unknown => "unknown",
-            WriteState::Rejected => "rejected",
-            WriteState::Cancelled => "cancelled",
-        }
-    }
-}
-
-impl fmt::Display for WriteState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

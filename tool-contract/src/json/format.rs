@@ -1,35 +1,26 @@
 //! The named string formats a field may require: `rfc3339`, `rfc3339_utc`, `https_url`.
 
-use std::fmt;
-
 use serde::Serialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-/// A named string format a field may require.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Format {
-    /// An RFC 3339 date-time with any offset: the format of `time::OffsetDateTime` fields.
-    Rfc3339,
-    /// An RFC 3339 date-time in UTC, written with a `Z` offset: `2026-11-29T12:00:00Z`.
-    Rfc3339Utc,
-    /// An absolute `https://` URL with a host and no user info.
-    HttpsUrl,
+use super::names::wire_names;
+
+wire_names! {
+    /// A named string format a field may require.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    #[non_exhaustive]
+    pub enum Format {
+        /// An RFC 3339 date-time with any offset: the format of `time::OffsetDateTime` fields.
+        Rfc3339 = "rfc3339",
+        /// An RFC 3339 date-time in UTC, written with a `Z` offset: `2026-11-29T12:00:00Z`.
+        Rfc3339Utc = "rfc3339_utc",
+        /// An absolute `https://` URL with a host and no user info.
+        HttpsUrl = "https_url",
+    }
 }
 
 impl Format {
-    /// The name used in the DSL, e.g. `rfc3339_utc`.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Format::Rfc3339 => "rfc3339",
-            Format::Rfc3339Utc => "rfc3339_utc",
-            Format::HttpsUrl => "https_url",
-        }
-    }
-
     /// Whether `value` is in this format.
     #[must_use]
     pub fn matches(self, value: &str) -> bool {
@@ -38,12 +29,6 @@ impl Format {
             Format::Rfc3339Utc => is_rfc3339_utc(value),
             Format::HttpsUrl => is_https_url(value),
         }
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

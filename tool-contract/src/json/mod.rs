@@ -4,6 +4,7 @@
 pub mod canonical;
 pub(crate) mod encoding;
 pub(crate) mod format;
+pub(crate) mod names;
 pub(crate) mod number;
 pub(crate) mod scan;
 

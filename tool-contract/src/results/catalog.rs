@@ -5,146 +5,112 @@
 //! ([`Binder::verify`](crate::Binder::verify)) refuses an error that differs from its entry;
 //! [`ModelError`](super::ModelError) is an entry as the model reads it.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use super::execution::Outcome;
+use crate::json::names::wire_names;
 
-/// A failure the model may see. The wire form is the SCREAMING_SNAKE_CASE name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-#[non_exhaustive]
-pub enum ErrorCode {
-    /// The model named a tool the registry does not hold.
-    UnknownTool,
-    /// The arguments do not meet the tool's input contract.
-    InvalidArguments,
-    /// The resource does not exist, or the principal may not see it: the two read the same,
-    /// so a caller cannot probe for existence.
-    NotFound,
-    /// A write needs a person's approval first.
-    ApprovalRequired,
-    /// The approval given does not cover this exact action.
-    ApprovalInvalid,
-    /// A deadline or budget ran out before the tool ran; nothing happened.
-    TimeoutBeforeExecute,
-    /// The tool or its upstream is rate limited; nothing happened.
-    RateLimit,
-    /// The tool may or may not have acted; only a status query can tell.
-    OutcomeUnknown,
-    /// The idempotency key was already used for a different request.
-    IdempotencyConflict,
-    /// The facts or states at hand conflict; a person decides.
-    StatusConflict,
-    /// The tool returned something its contract does not allow; it was withheld.
-    OutputContractViolation,
-    /// The tool failed and reported that nothing happened.
-    ToolError,
-    /// A gate of the application refused the call; nothing happened.
-    Blocked,
-    /// A gate found the call's context incomplete: another tool (`next_tool`) must run first.
-    PrerequisiteRequired,
-    /// The task's budget (tool calls, model turns, cost units) is spent; nothing happened.
-    BudgetExhausted,
-    /// The same operation is already running; nothing new was started.
-    OperationInProgress,
-    /// A write may have happened and no status query can tell: a person must check.
-    OutcomeUnconfirmed,
-    /// The call was cancelled and the tool confirmed it never acted.
-    Cancelled,
-    /// The source refused to serve the request (access denied, an anti-bot wall).
-    SourceBlocked,
-    /// The source answered in a form the tool cannot read (the page or API changed).
-    SourceUnreadable,
-    /// The source could not be reached (connection, DNS or TLS failure).
-    SourceUnreachable,
-    /// The source did not answer in time.
-    SourceTimeout,
-}
-
-/// What kind of failure a code is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Category {
-    /// The model's request cannot be run as written.
-    InvalidRequest,
-    /// The resource is missing or hidden.
-    NotFound,
-    /// A person's approval is missing or does not match.
-    Approval,
-    /// A passing condition; the same request may succeed later.
-    Transient,
-    /// Whether the action took place is not known.
-    Outcome,
-    /// A conflict the model cannot resolve by retrying.
-    Conflict,
-    /// The tool broke its output contract.
-    Contract,
-    /// The tool itself failed.
-    Tool,
-    /// The application's policy decided against the call.
-    Policy,
-    /// The task ran out of what it may spend.
-    Budget,
-    /// The tool's source could not be read.
-    Source,
-}
-
-impl Category {
-    /// The wire name.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Category::InvalidRequest => "invalid_request",
-            Category::NotFound => "not_found",
-            Category::Approval => "approval",
-            Category::Transient => "transient",
-            Category::Outcome => "outcome",
-            Category::Conflict => "conflict",
-            Category::Contract => "contract",
-            Category::Tool => "tool",
-            Category::Policy => "policy",
-            Category::Budget => "budget",
-            Category::Source => "source",
-        }
+wire_names! {
+    /// A failure the model may see. The wire form is the SCREAMING_SNAKE_CASE name.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[non_exhaustive]
+    pub enum ErrorCode {
+        /// The model named a tool the registry does not hold.
+        UnknownTool = "UNKNOWN_TOOL",
+        /// The arguments do not meet the tool's input contract.
+        InvalidArguments = "INVALID_ARGUMENTS",
+        /// The resource does not exist, or the principal may not see it: the two read the same,
+        /// so a caller cannot probe for existence.
+        NotFound = "NOT_FOUND",
+        /// A write needs a person's approval first.
+        ApprovalRequired = "APPROVAL_REQUIRED",
+        /// The approval given does not cover this exact action.
+        ApprovalInvalid = "APPROVAL_INVALID",
+        /// A deadline or budget ran out before the tool ran; nothing happened.
+        TimeoutBeforeExecute = "TIMEOUT_BEFORE_EXECUTE",
+        /// The tool or its upstream is rate limited; nothing happened.
+        RateLimit = "RATE_LIMIT",
+        /// The tool may or may not have acted; only a status query can tell.
+        OutcomeUnknown = "OUTCOME_UNKNOWN",
+        /// The idempotency key was already used for a different request.
+        IdempotencyConflict = "IDEMPOTENCY_CONFLICT",
+        /// The facts or states at hand conflict; a person decides.
+        StatusConflict = "STATUS_CONFLICT",
+        /// The tool returned something its contract does not allow; it was withheld.
+        OutputContractViolation = "OUTPUT_CONTRACT_VIOLATION",
+        /// The tool failed and reported that nothing happened.
+        ToolError = "TOOL_ERROR",
+        /// A gate of the application refused the call; nothing happened.
+        Blocked = "BLOCKED",
+        /// A gate found the call's context incomplete: another tool (`next_tool`) must run first.
+        PrerequisiteRequired = "PREREQUISITE_REQUIRED",
+        /// The task's budget (tool calls, model turns, cost units) is spent; nothing happened.
+        BudgetExhausted = "BUDGET_EXHAUSTED",
+        /// The same operation is already running; nothing new was started.
+        OperationInProgress = "OPERATION_IN_PROGRESS",
+        /// A write may have happened and no status query can tell: a person must check.
+        OutcomeUnconfirmed = "OUTCOME_UNCONFIRMED",
+        /// The call was cancelled and the tool confirmed it never acted.
+        Cancelled = "CANCELLED",
+        /// The source refused to serve the request (access denied, an anti-bot wall).
+        SourceBlocked = "SOURCE_BLOCKED",
+        /// The source answered in a form the tool cannot read (the page or API changed).
+        SourceUnreadable = "SOURCE_UNREADABLE",
+        /// The source could not be reached (connection, DNS or TLS failure).
+        SourceUnreachable = "SOURCE_UNREACHABLE",
+        /// The source did not answer in time.
+        SourceTimeout = "SOURCE_TIMEOUT",
     }
 }
 
-/// What the model should do next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Recovery {
-    /// Fix the arguments (or the tool name) and call again.
-    CorrectInput,
-    /// Call again, not before `retry_after_ms`.
-    RetryAfter,
-    /// Ask the status-query tool what happened; do not repeat the action.
-    QueryStatus,
-    /// Ask a person to approve the action shown.
-    RequestApproval,
-    /// Stop; a person reviews.
-    HumanReview,
-    /// Call the tool named in `next_tool` first, then this one again.
-    CallTool,
-    /// Nothing to do with this tool for this request.
-    None,
+wire_names! {
+    /// What kind of failure a code is.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[non_exhaustive]
+    pub enum Category {
+        /// The model's request cannot be run as written.
+        InvalidRequest = "invalid_request",
+        /// The resource is missing or hidden.
+        NotFound = "not_found",
+        /// A person's approval is missing or does not match.
+        Approval = "approval",
+        /// A passing condition; the same request may succeed later.
+        Transient = "transient",
+        /// Whether the action took place is not known.
+        Outcome = "outcome",
+        /// A conflict the model cannot resolve by retrying.
+        Conflict = "conflict",
+        /// The tool broke its output contract.
+        Contract = "contract",
+        /// The tool itself failed.
+        Tool = "tool",
+        /// The application's policy decided against the call.
+        Policy = "policy",
+        /// The task ran out of what it may spend.
+        Budget = "budget",
+        /// The tool's source could not be read.
+        Source = "source",
+    }
 }
 
-impl Recovery {
-    /// The wire name.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Recovery::CorrectInput => "correct_input",
-            Recovery::RetryAfter => "retry_after",
-            Recovery::QueryStatus => "query_status",
-            Recovery::RequestApproval => "request_approval",
-            Recovery::HumanReview => "human_review",
-            Recovery::CallTool => "call_tool",
-            Recovery::None => "none",
-        }
+wire_names! {
+    /// What the model should do next.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    pub enum Recovery {
+        /// Fix the arguments (or the tool name) and call again.
+        CorrectInput = "correct_input",
+        /// Call again, not before `retry_after_ms`.
+        RetryAfter = "retry_after",
+        /// Ask the status-query tool what happened; do not repeat the action.
+        QueryStatus = "query_status",
+        /// Ask a person to approve the action shown.
+        RequestApproval = "request_approval",
+        /// Stop; a person reviews.
+        HumanReview = "human_review",
+        /// Call the tool named in `next_tool` first, then this one again.
+        CallTool = "call_tool",
+        /// Nothing to do with this tool for this request.
+        None = "none",
     }
 }
 
@@ -406,35 +372,6 @@ impl ErrorCode {
     pub const fn entry(self) -> &'static CatalogEntry {
         &CATALOG[self as usize]
     }
-
-    /// The wire name, e.g. `"RATE_LIMIT"`.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::UnknownTool => "UNKNOWN_TOOL",
-            ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
-            ErrorCode::NotFound => "NOT_FOUND",
-            ErrorCode::ApprovalRequired => "APPROVAL_REQUIRED",
-            ErrorCode::ApprovalInvalid => "APPROVAL_INVALID",
-            ErrorCode::TimeoutBeforeExecute => "TIMEOUT_BEFORE_EXECUTE",
-            ErrorCode::RateLimit => "RATE_LIMIT",
-            ErrorCode::OutcomeUnknown => "OUTCOME_UNKNOWN",
-            ErrorCode::IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
-            ErrorCode::StatusConflict => "STATUS_CONFLICT",
-            ErrorCode::OutputContractViolation => "OUTPUT_CONTRACT_VIOLATION",
-            ErrorCode::ToolError => "TOOL_ERROR",
-            ErrorCode::Blocked => "BLOCKED",
-            ErrorCode::PrerequisiteRequired => "PREREQUISITE_REQUIRED",
-            ErrorCode::BudgetExhausted => "BUDGET_EXHAUSTED",
-            ErrorCode::OperationInProgress => "OPERATION_IN_PROGRESS",
-            ErrorCode::OutcomeUnconfirmed => "OUTCOME_UNCONFIRMED",
-            ErrorCode::Cancelled => "CANCELLED",
-            ErrorCode::SourceBlocked => "SOURCE_BLOCKED",
-            ErrorCode::SourceUnreadable => "SOURCE_UNREADABLE",
-            ErrorCode::SourceUnreachable => "SOURCE_UNREACHABLE",
-            ErrorCode::SourceTimeout => "SOURCE_TIMEOUT",
-        }
-    }
 }
 
 impl ErrorCode {
@@ -473,9 +410,3 @@ const _: () = {
         index += 1;
     }
 };
-
-impl fmt::Display for ErrorCode {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.as_str())
-    }
-}

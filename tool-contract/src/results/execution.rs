@@ -7,137 +7,95 @@ use serde::{Deserialize, Serialize};
 use crate::contract::field::ContractField;
 use crate::contract::shape::{FieldSpec, Shape};
 use crate::contract::spec::ToolSpec;
+use crate::json::names::wire_names;
 
-/// How the call ended, as the model reads it.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    tool_contract_derive::ToolOutput,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// The tool ran and returned data its contract allows.
-    Succeeded,
-    /// The call failed; the error says why and what to do.
-    Failed,
-    /// The tool may or may not have acted (`OUTCOME_UNKNOWN`).
-    Unknown,
-}
-
-impl Status {
-    /// The wire name.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Status::Succeeded => "succeeded",
-            Status::Failed => "failed",
-            Status::Unknown => "unknown",
-        }
+wire_names! {
+    /// How the call ended, as the model reads it.
+    #[derive(
+        Debug,
+        Clone,
+        Copy,
+        PartialEq,
+        Eq,
+        Hash,
+        Serialize,
+        Deserialize,
+        tool_contract_derive::ToolOutput,
+    )]
+    pub enum Status {
+        /// The tool ran and returned data its contract allows.
+        Succeeded = "succeeded",
+        /// The call failed; the error says why and what to do.
+        Failed = "failed",
+        /// The tool may or may not have acted (`OUTCOME_UNKNOWN`).
+        Unknown = "unknown",
     }
 }
 
-/// Whether the action took place.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    tool_contract_derive::ToolOutput,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// Nothing happened downstream.
-    NotStarted,
-    /// The tool ran to completion.
-    Committed,
-    /// Nobody knows yet.
-    Unknown,
-}
-
-impl Outcome {
-    /// The wire name.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Outcome::NotStarted => "not_started",
-            Outcome::Committed => "committed",
-            Outcome::Unknown => "unknown",
-        }
+wire_names! {
+    /// Whether the action took place.
+    #[derive(
+        Debug,
+        Clone,
+        Copy,
+        PartialEq,
+        Eq,
+        Hash,
+        Serialize,
+        Deserialize,
+        tool_contract_derive::ToolOutput,
+    )]
+    pub enum Outcome {
+        /// Nothing happened downstream.
+        NotStarted = "not_started",
+        /// The tool ran to completion.
+        Committed = "committed",
+        /// Nobody knows yet.
+        Unknown = "unknown",
     }
 }
 
-/// How this result reached the model.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    tool_contract_derive::ToolOutput,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Delivery {
-    /// From this very execution.
-    Fresh,
-    /// The stored result of an earlier execution of the same operation, not run again.
-    LocalReplay,
-    /// Learned from a status query after the outcome was unknown.
-    ReceiptReconciled,
-}
-
-impl Delivery {
-    /// The wire name.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Delivery::Fresh => "fresh",
-            Delivery::LocalReplay => "local_replay",
-            Delivery::ReceiptReconciled => "receipt_reconciled",
-        }
+wire_names! {
+    /// How this result reached the model.
+    #[derive(
+        Debug,
+        Clone,
+        Copy,
+        PartialEq,
+        Eq,
+        Hash,
+        Serialize,
+        Deserialize,
+        tool_contract_derive::ToolOutput,
+    )]
+    pub enum Delivery {
+        /// From this very execution.
+        Fresh = "fresh",
+        /// The stored result of an earlier execution of the same operation, not run again.
+        LocalReplay = "local_replay",
+        /// Learned from a status query after the outcome was unknown.
+        ReceiptReconciled = "receipt_reconciled",
     }
 }
 
-/// Who stands behind the content.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    tool_contract_derive::ToolOutput,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Trust {
-    /// Came from a tool: data to reason about, never instructions to follow.
-    UntrustedData,
-    /// Made by the dispatcher itself (an error it decided); carries no tool data.
-    TrustedControl,
-}
-
-impl Trust {
-    /// The wire name.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Trust::UntrustedData => "untrusted_data",
-            Trust::TrustedControl => "trusted_control",
-        }
+wire_names! {
+    /// Who stands behind the content.
+    #[derive(
+        Debug,
+        Clone,
+        Copy,
+        PartialEq,
+        Eq,
+        Hash,
+        Serialize,
+        Deserialize,
+        tool_contract_derive::ToolOutput,
+    )]
+    pub enum Trust {
+        /// Came from a tool: data to reason about, never instructions to follow.
+        UntrustedData = "untrusted_data",
+        /// Made by the dispatcher itself (an error it decided); carries no tool data.
+        TrustedControl = "trusted_control",
     }
 }
 

@@ -1,43 +1,43 @@
 //! The trusted facts about one call: which provider and API asked, through which adapter, for
 //! which tool; who asked; and the ids the application gave the operation.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
-/// A model provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Provider {
-    /// OpenAI.
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// Anthropic.
-    Anthropic,
-    /// Google (Gemini).
-    Google,
-    /// A Model Context Protocol client: the model behind it, if any, is not known to the
-    /// server.
-    McpClient,
+use crate::json::names::wire_names;
+
+wire_names! {
+    /// A model provider.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[non_exhaustive]
+    pub enum Provider {
+        /// OpenAI.
+        OpenAi = "openai",
+        /// Anthropic.
+        Anthropic = "anthropic",
+        /// Google (Gemini).
+        Google = "google",
+        /// A Model Context Protocol client: the model behind it, if any, is not known to the
+        /// server.
+        McpClient = "mcp_client",
+    }
 }
 
-/// A provider API family an adapter speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Api {
-    /// OpenAI Responses (`POST /v1/responses`).
-    #[serde(rename = "openai_responses")]
-    OpenAiResponses,
-    /// Anthropic Messages (`POST /v1/messages`).
-    AnthropicMessages,
-    /// Gemini `generateContent` / `streamGenerateContent`.
-    GeminiGenerateContent,
-    /// Gemini Interactions (`POST /v1beta/interactions`).
-    GeminiInteractions,
-    /// An MCP `tools/call` request (served by `mcp::McpServer`, feature `mcp`).
-    McpToolsCall,
+wire_names! {
+    /// A provider API family an adapter speaks.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[non_exhaustive]
+    pub enum Api {
+        /// OpenAI Responses (`POST /v1/responses`).
+        OpenAiResponses = "openai_responses",
+        /// Anthropic Messages (`POST /v1/messages`).
+        AnthropicMessages = "anthropic_messages",
+        /// Gemini `generateContent` / `streamGenerateContent`.
+        GeminiGenerateContent = "gemini_generate_content",
+        /// Gemini Interactions (`POST /v1beta/interactions`).
+        GeminiInteractions = "gemini_interactions",
+        /// An MCP `tools/call` request (served by `mcp::McpServer`, feature `mcp`).
+        McpToolsCall = "mcp_tools_call",
+    }
 }
 
 impl Api {
@@ -50,37 +50,6 @@ impl Api {
             Api::GeminiGenerateContent | Api::GeminiInteractions => Provider::Google,
             Api::McpToolsCall => Provider::McpClient,
         }
-    }
-
-    /// The wire name.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Api::OpenAiResponses => "openai_responses",
-            Api::AnthropicMessages => "anthropic_messages",
-            Api::GeminiGenerateContent => "gemini_generate_content",
-            Api::GeminiInteractions => "gemini_interactions",
-            Api::McpToolsCall => "mcp_tools_call",
-        }
-    }
-}
-
-impl Provider {
-    /// The wire name.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "openai",
-            Provider::Anthropic => "anthropic",
-            Provider::Google => "google",
-            Provider::McpClient => "mcp_client",
-        }
-    }
-}
-
-impl fmt::Display for Api {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.as_str())
     }
 }
 

@@ -2,18 +2,21 @@
 
 use serde::Serialize;
 
-/// What calling a tool does to the world. It decides retries, approvals and reconciliation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Effect {
-    /// Computes from its arguments alone; touches nothing.
-    Pure,
-    /// Reads outside state; changes nothing.
-    ReadOnly,
-    /// Changes state; repeating it with the same idempotency key changes nothing more.
-    IdempotentWrite,
-    /// Changes state; repeating it may do it twice.
-    NonIdempotentWrite,
+use crate::json::names::wire_names;
+
+wire_names! {
+    /// What calling a tool does to the world. It decides retries, approvals and reconciliation.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    pub enum Effect {
+        /// Computes from its arguments alone; touches nothing.
+        Pure = "pure",
+        /// Reads outside state; changes nothing.
+        ReadOnly = "read_only",
+        /// Changes state; repeating it with the same idempotency key changes nothing more.
+        IdempotentWrite = "idempotent_write",
+        /// Changes state; repeating it may do it twice.
+        NonIdempotentWrite = "non_idempotent_write",
+    }
 }
 
 impl Effect {
@@ -30,17 +33,6 @@ impl Effect {
     #[must_use]
     pub const fn can_reconcile(self) -> bool {
         matches!(self, Effect::ReadOnly)
-    }
-
-    /// The name used in the DSL and in JSON, e.g. `read_only`.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Effect::Pure => "pure",
-            Effect::ReadOnly => "read_only",
-            Effect::IdempotentWrite => "idempotent_write",
-            Effect::NonIdempotentWrite => "non_idempotent_write",
-        }
     }
 }
 

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::tier::SourceTier;
 use crate::json::format::Format;
+use crate::json::names::wire_names;
 
 /// The most violations one validation reports.
 ///
@@ -13,45 +14,24 @@ use crate::json::format::Format;
 /// [`Violations::is_truncated`] says that more may exist.
 pub const MAX_VIOLATIONS: usize = 64;
 
-/// The JSON type of a value, as named by JSON Schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JsonType {
-    /// `{...}`
-    Object,
-    /// `[...]`
-    Array,
-    /// `"..."`
-    String,
-    /// A number with no fraction and no exponent.
-    Integer,
-    /// Any other number.
-    Number,
-    /// `true` or `false`.
-    Boolean,
-    /// `null`
-    Null,
-}
-
-impl JsonType {
-    /// The JSON Schema name of the type.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            JsonType::Object => "object",
-            JsonType::Array => "array",
-            JsonType::String => "string",
-            JsonType::Integer => "integer",
-            JsonType::Number => "number",
-            JsonType::Boolean => "boolean",
-            JsonType::Null => "null",
-        }
-    }
-}
-
-impl fmt::Display for JsonType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+wire_names! {
+    /// The JSON type of a value, as named by JSON Schema.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    pub enum JsonType {
+        /// `{...}`
+        Object = "object",
+        /// `[...]`
+        Array = "array",
+        /// `"..."`
+        String = "string",
+        /// A number with no fraction and no exponent.
+        Integer = "integer",
+        /// Any other number.
+        Number = "number",
+        /// `true` or `false`.
+        Boolean = "boolean",
+        /// `null`
+        Null = "null",
     }
 }
 
