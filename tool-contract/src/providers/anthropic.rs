@@ -10,11 +10,11 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::ProviderApi;
-use super::emit::Answer;
+use super::api::impl_provider_api;
+use super::emit::{self, Answer};
 use super::wire::{malformed, object_text, parse, protocol, reported};
 use super::{ProviderError, Turn};
 use crate::binder::{Binder, Verified};
-use crate::results::execution::Status;
 use crate::vocabulary::call::Principal;
 use crate::vocabulary::call::{Adapter, Api, Correlation};
 
@@ -273,50 +273,24 @@ impl StreamAssembler {
     }
 }
 
-/// The next request's user message: one `tool_result` block per call of `turn`, in call
-/// order and before anything else, each with the verified model result's canonical JSON as a
-/// text block and `is_error` on failures.
-///
-/// # Errors
-///
-/// [`EmitError`](super::EmitError) unless every call of the turn has exactly one answer that
-/// verifies, and no answer is for another call or an adapter the registry does not accept.
-pub fn tool_results_message(
-    binder: &Binder<'_>,
-    principal: &Principal,
-    turn: &Turn,
-    answers: &[Answer],
-) -> Result<Value, super::EmitError> {
-    AnthropicMessages.write_results(binder, principal, turn, answers)
-}
-
 /// Anthropic Messages, as a [`ProviderApi`]: the calls this module's functions make.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AnthropicMessages;
 
-impl ProviderApi for AnthropicMessages {
-    fn adapter(&self) -> Adapter {
-        ADAPTER
-    }
-
-    fn parse(&self, body: &[u8]) -> Result<Turn, ProviderError> {
-        parse_message(body)
-    }
-
-    fn stream(&self) -> Box<dyn super::StreamAssembler> {
-        Box::new(StreamAssembler::new())
-    }
+impl_provider_api! {
+    AnthropicMessages reads with parse_message;
+    /// The next request's user message: one `tool_result` block per call of `turn`, in call
+    /// order and before anything else, each with the verified model result's canonical JSON as a
+    /// text block and `is_error` on failures.
+    writes with tool_results_message;
 
     fn result_item(&self, verified: &Verified<'_>) -> Value {
-        let mut block = json!({
+        let block = json!({
             "type": "tool_result",
             "tool_use_id": verified.context().call.call_id,
             "content": [{ "type": "text", "text": verified.model_json_str() }],
         });
-        if verified.model().status() != Status::Succeeded {
-            block["is_error"] = Value::Bool(true);
-        }
-        block
+        emit::marked_if_failed(block, verified)
     }
 
     fn result_payload(&self, items: Vec<Value>) -> Value {
@@ -324,16 +298,6 @@ impl ProviderApi for AnthropicMessages {
     }
 
     fn result_items<'p>(&self, payload: &'p Value) -> &'p [Value] {
-        payload["content"].as_array().map_or(&[], Vec::as_slice)
-    }
-}
-
-impl super::StreamAssembler for StreamAssembler {
-    fn push(&mut self, event: &[u8]) -> Result<(), ProviderError> {
-        StreamAssembler::push(self, event)
-    }
-
-    fn finish(self: Box<Self>) -> Result<Turn, ProviderError> {
-        StreamAssembler::finish(*self)
+        emit::items_in(payload, Some("content"))
     }
 }

@@ -95,6 +95,63 @@ pub trait StreamAssembler: Send {
     fn finish(self: Box<Self>) -> Result<Turn, ProviderError>;
 }
 
+/// Implements [`ProviderApi`] for a module's unit type: its reading side from the module's
+/// `ADAPTER`, its whole-body reader and its `StreamAssembler` (which also gets the
+/// [`StreamAssembler`] trait); the writing side is the three functions given, and the module's
+/// free writer function (documented as given) is a thin alias of `write_results`.
+macro_rules! impl_provider_api {
+    (
+        $provider:ident reads with $parse:path;
+        $(#[$writer_doc:meta])*
+        writes with $writer:ident;
+        $($writes:tt)*
+    ) => {
+        $(#[$writer_doc])*
+        ///
+        /// # Errors
+        ///
+        /// [`EmitError`](super::EmitError) unless every call of the turn has exactly one
+        /// answer that verifies, and no answer is for another call or an adapter the registry
+        /// does not accept.
+        pub fn $writer(
+            binder: &Binder<'_>,
+            principal: &Principal,
+            turn: &Turn,
+            answers: &[Answer],
+        ) -> Result<Value, super::EmitError> {
+            $provider.write_results(binder, principal, turn, answers)
+        }
+
+        impl ProviderApi for $provider {
+            fn adapter(&self) -> Adapter {
+                ADAPTER
+            }
+
+            fn parse(&self, body: &[u8]) -> Result<Turn, ProviderError> {
+                $parse(body)
+            }
+
+            fn stream(&self) -> Box<dyn super::StreamAssembler> {
+                Box::new(StreamAssembler::new())
+            }
+
+            $($writes)*
+        }
+
+        impl super::StreamAssembler for StreamAssembler {
+            fn push(&mut self, event: &[u8]) -> Result<(), ProviderError> {
+                StreamAssembler::push(self, event)
+            }
+
+            fn finish(self: Box<Self>) -> Result<Turn, ProviderError> {
+                StreamAssembler::finish(*self)
+            }
+        }
+    };
+}
+
+pub(super) use impl_provider_api;
+
 /// The provider API that `api` names, if this crate reads it (MCP calls are served by
 /// `mcp::McpServer`, not read from a response).
 #[must_use]

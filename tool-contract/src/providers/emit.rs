@@ -1,7 +1,10 @@
 //! What every adapter does before it writes a result: correlate by call id, re-verify.
 
+use serde_json::Value;
+
 use super::Turn;
 use crate::binder::{Binder, CallResult, Verified, VerifyError};
+use crate::results::Status;
 use crate::vocabulary::call::{Api, CallContext, Principal};
 
 /// One call's trusted context with the result made for it.
@@ -93,4 +96,22 @@ pub(super) fn verified_in_call_order<'a>(
                 })
         })
         .collect()
+}
+
+/// `item` with `"is_error": true` when the verified result is not a success (the marker
+/// Anthropic and Interactions results carry).
+pub(super) fn marked_if_failed(mut item: Value, verified: &Verified<'_>) -> Value {
+    if verified.model().status() != Status::Succeeded {
+        item["is_error"] = Value::Bool(true);
+    }
+    item
+}
+
+/// The items of a payload that is an array of them, or that holds one under `member`.
+pub(super) fn items_in<'p>(payload: &'p Value, member: Option<&str>) -> &'p [Value] {
+    let list = match member {
+        Some(member) => &payload[member],
+        None => payload,
+    };
+    list.as_array().map_or(&[], Vec::as_slice)
 }

@@ -13,7 +13,8 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::ProviderApi;
-use super::emit::Answer;
+use super::api::impl_provider_api;
+use super::emit::{self, Answer};
 use super::wire::{malformed, object_text, parse};
 use super::{ProviderError, Turn};
 use crate::binder::{Binder, Verified};
@@ -213,39 +214,16 @@ impl StreamAssembler {
     }
 }
 
-/// The next request's user content: one `functionResponse` part per call of `turn`, in call
-/// order, with the call's `name`, its `id` (left out for a call that had none), and
-/// `response` an object: `{"output": result}` on success, `{"error": result}` otherwise.
-///
-/// # Errors
-///
-/// [`EmitError`](super::EmitError) unless every call of the turn has exactly one answer that
-/// verifies, and no answer is for another call or an adapter the registry does not accept.
-pub fn function_responses(
-    binder: &Binder<'_>,
-    principal: &Principal,
-    turn: &Turn,
-    answers: &[Answer],
-) -> Result<Value, super::EmitError> {
-    GeminiGenerateContent.write_results(binder, principal, turn, answers)
-}
-
 /// Gemini `generateContent`, as a [`ProviderApi`]: the calls this module's functions make.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GeminiGenerateContent;
 
-impl ProviderApi for GeminiGenerateContent {
-    fn adapter(&self) -> Adapter {
-        ADAPTER
-    }
-
-    fn parse(&self, body: &[u8]) -> Result<Turn, ProviderError> {
-        parse_response(body)
-    }
-
-    fn stream(&self) -> Box<dyn super::StreamAssembler> {
-        Box::new(StreamAssembler::new())
-    }
+impl_provider_api! {
+    GeminiGenerateContent reads with parse_response;
+    /// The next request's user content: one `functionResponse` part per call of `turn`, in call
+    /// order, with the call's `name`, its `id` (left out for a call that had none), and
+    /// `response` an object: `{"output": result}` on success, `{"error": result}` otherwise.
+    writes with function_responses;
 
     fn result_item(&self, verified: &Verified<'_>) -> Value {
         let call = &verified.context().call;
@@ -271,16 +249,6 @@ impl ProviderApi for GeminiGenerateContent {
     }
 
     fn result_items<'p>(&self, payload: &'p Value) -> &'p [Value] {
-        payload["parts"].as_array().map_or(&[], Vec::as_slice)
-    }
-}
-
-impl super::StreamAssembler for StreamAssembler {
-    fn push(&mut self, chunk: &[u8]) -> Result<(), ProviderError> {
-        StreamAssembler::push(self, chunk)
-    }
-
-    fn finish(self: Box<Self>) -> Result<Turn, ProviderError> {
-        StreamAssembler::finish(*self)
+        emit::items_in(payload, Some("parts"))
     }
 }

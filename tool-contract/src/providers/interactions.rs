@@ -12,12 +12,12 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::ProviderApi;
-use super::emit::Answer;
+use super::api::impl_provider_api;
+use super::emit::{self, Answer};
 use super::wire::{is_nonempty_object, malformed, object_text, parse, protocol, reported};
 use super::{ProviderError, Turn};
 use crate::binder::{Binder, Verified};
 use crate::json::encoding::infallible;
-use crate::results::execution::Status;
 use crate::vocabulary::call::Principal;
 use crate::vocabulary::call::{Adapter, Api, Correlation};
 
@@ -285,52 +285,26 @@ impl StreamAssembler {
     }
 }
 
-/// The next request's `input`: one `function_result` step per call of `turn`, in call order,
-/// with the call's id and name, the verified model result's canonical JSON as `result`, and
-/// `is_error` on failures.
-///
-/// # Errors
-///
-/// [`EmitError`](super::EmitError) unless every call of the turn has exactly one answer that
-/// verifies, and no answer is for another call or an adapter the registry does not accept.
-pub fn function_results(
-    binder: &Binder<'_>,
-    principal: &Principal,
-    turn: &Turn,
-    answers: &[Answer],
-) -> Result<Value, super::EmitError> {
-    GeminiInteractions.write_results(binder, principal, turn, answers)
-}
-
 /// Gemini Interactions, as a [`ProviderApi`]: the calls this module's functions make.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GeminiInteractions;
 
-impl ProviderApi for GeminiInteractions {
-    fn adapter(&self) -> Adapter {
-        ADAPTER
-    }
-
-    fn parse(&self, body: &[u8]) -> Result<Turn, ProviderError> {
-        parse_interaction(body)
-    }
-
-    fn stream(&self) -> Box<dyn super::StreamAssembler> {
-        Box::new(StreamAssembler::new())
-    }
+impl_provider_api! {
+    GeminiInteractions reads with parse_interaction;
+    /// The next request's `input`: one `function_result` step per call of `turn`, in call order,
+    /// with the call's id and name, the verified model result's canonical JSON as `result`, and
+    /// `is_error` on failures.
+    writes with function_results;
 
     fn result_item(&self, verified: &Verified<'_>) -> Value {
         let call = &verified.context().call;
-        let mut step = json!({
+        let step = json!({
             "type": "function_result",
             "call_id": call.call_id,
             "name": call.name,
             "result": verified.model_json_str(),
         });
-        if verified.model().status() != Status::Succeeded {
-            step["is_error"] = Value::Bool(true);
-        }
-        step
+        emit::marked_if_failed(step, verified)
     }
 
     fn result_payload(&self, items: Vec<Value>) -> Value {
@@ -338,16 +312,6 @@ impl ProviderApi for GeminiInteractions {
     }
 
     fn result_items<'p>(&self, payload: &'p Value) -> &'p [Value] {
-        payload.as_array().map_or(&[], Vec::as_slice)
-    }
-}
-
-impl super::StreamAssembler for StreamAssembler {
-    fn push(&mut self, event: &[u8]) -> Result<(), ProviderError> {
-        StreamAssembler::push(self, event)
-    }
-
-    fn finish(self: Box<Self>) -> Result<Turn, ProviderError> {
-        StreamAssembler::finish(*self)
+        emit::items_in(payload, None)
     }
 }

@@ -10,7 +10,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::ProviderApi;
-use super::emit::Answer;
+use super::api::impl_provider_api;
+use super::emit::{self, Answer};
 use super::wire::{malformed, parse, protocol, unreadable};
 use super::{ProviderError, Turn};
 use crate::binder::{Binder, Verified};
@@ -121,15 +122,25 @@ fn push_call(turn: &mut Turn, call: FunctionCall) -> Result<(), ProviderError> {
             ),
         });
     }
-    if call.call_id.is_empty() || call.call_id.len() > 64 {
+    push_call_of(turn, call.call_id, call.name, call.arguments)
+}
+
+/// Adds a call to `turn`, whole or streamed alike: its `call_id` has 1 to 64 characters.
+fn push_call_of(
+    turn: &mut Turn,
+    call_id: String,
+    name: String,
+    arguments: String,
+) -> Result<(), ProviderError> {
+    if call_id.is_empty() || call_id.len() > 64 {
         return Err(malformed(API, "a call_id must have 1 to 64 characters"));
     }
     turn.push(
         ADAPTER,
-        call.call_id,
+        call_id,
         Correlation::Id,
-        call.name,
-        call.arguments.into_bytes(),
+        name,
+        arguments.into_bytes(),
     )
 }
 
@@ -294,13 +305,7 @@ impl StreamAssembler {
         }
         let mut turn = Turn::new(API, self.response_id);
         for call in self.calls {
-            turn.push(
-                ADAPTER,
-                call.call_id,
-                Correlation::Id,
-                call.name,
-                call.arguments.into_bytes(),
-            )?;
+            push_call_of(&mut turn, call.call_id, call.name, call.arguments)?;
         }
         Ok(turn)
     }
@@ -310,38 +315,15 @@ fn is_function_call(item: &Value) -> bool {
     item.get("type").and_then(Value::as_str) == Some("function_call")
 }
 
-/// The next request's `input` items: one `function_call_output` per call of `turn`, in call
-/// order, each `output` the verified model result's canonical JSON.
-///
-/// # Errors
-///
-/// [`EmitError`](super::EmitError) unless every call of the turn has exactly one answer that
-/// verifies, and no answer is for another call or an adapter the registry does not accept.
-pub fn function_call_outputs(
-    binder: &Binder<'_>,
-    principal: &Principal,
-    turn: &Turn,
-    answers: &[Answer],
-) -> Result<Value, super::EmitError> {
-    OpenAiResponses.write_results(binder, principal, turn, answers)
-}
-
 /// OpenAI Responses, as a [`ProviderApi`]: the calls this module's functions make.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OpenAiResponses;
 
-impl ProviderApi for OpenAiResponses {
-    fn adapter(&self) -> Adapter {
-        ADAPTER
-    }
-
-    fn parse(&self, body: &[u8]) -> Result<Turn, ProviderError> {
-        parse_response(body)
-    }
-
-    fn stream(&self) -> Box<dyn super::StreamAssembler> {
-        Box::new(StreamAssembler::new())
-    }
+impl_provider_api! {
+    OpenAiResponses reads with parse_response;
+    /// The next request's `input` items: one `function_call_output` per call of `turn`, in call
+    /// order, each `output` the verified model result's canonical JSON.
+    writes with function_call_outputs;
 
     fn result_item(&self, verified: &Verified<'_>) -> Value {
         json!({
@@ -356,16 +338,6 @@ impl ProviderApi for OpenAiResponses {
     }
 
     fn result_items<'p>(&self, payload: &'p Value) -> &'p [Value] {
-        payload.as_array().map_or(&[], Vec::as_slice)
-    }
-}
-
-impl super::StreamAssembler for StreamAssembler {
-    fn push(&mut self, event: &[u8]) -> Result<(), ProviderError> {
-        StreamAssembler::push(self, event)
-    }
-
-    fn finish(self: Box<Self>) -> Result<Turn, ProviderError> {
-        StreamAssembler::finish(*self)
+        emit::items_in(payload, None)
     }
 }
