@@ -8,6 +8,7 @@ use super::reader::{BoundValue, Reader, Stop};
 use super::rules::Rules;
 use super::shape::Shape;
 use crate::json::canonical::write as canonical;
+use crate::json::encoding::infallible;
 use crate::json::format::{self, Format};
 use crate::json::number::MAX_SAFE_INTEGER;
 use crate::vocabulary::limits::FreeFormLimits;
@@ -161,11 +162,11 @@ impl ContractField for OffsetDateTime {
     }
 
     fn __write_canonical(&self, out: &mut Vec<u8>) {
-        // As `time::serde::rfc3339`, the only `with` the derive accepts for it, writes it. A
-        // value read by validation always formats (it was parsed from RFC 3339).
-        let text = self
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default();
+        // As `time::serde::rfc3339`, the only `with` the derive accepts for it, writes it.
+        let text = infallible(
+            self.format(&time::format_description::well_known::Rfc3339),
+            "a time read by validation was parsed from RFC 3339, so it formats as RFC 3339",
+        );
         canonical::write_str(out, &text);
     }
 }

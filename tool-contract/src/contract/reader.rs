@@ -220,9 +220,10 @@ impl<'a> Reader<'a> {
             let key = match *segment {
                 Segment::Key(key) => key,
                 Segment::Escaped(raw) => {
-                    // `raw` was read as a valid JSON string, so decoding it cannot fail.
-                    decoded = serde_json::from_str::<String>(&format!("\"{raw}\""))
-                        .unwrap_or_else(|_| raw.to_owned());
+                    decoded = infallible(
+                        serde_json::from_str::<String>(&format!("\"{raw}\"")),
+                        "the key was read as a valid JSON string",
+                    );
                     &decoded
                 }
                 Segment::Index(index) => {

@@ -9,6 +9,7 @@ use super::field::ContractField;
 use super::reader::{self, BoundInputs, BoundValue, NoBoundInputs, Reader, Stop};
 use super::rules::Rules;
 use super::spec::ToolSpec;
+use crate::json::encoding::infallible;
 use crate::vocabulary::effect::Effect;
 use crate::vocabulary::forbidden::ForbiddenKeys;
 use crate::vocabulary::limits::Limits;
@@ -122,8 +123,7 @@ pub trait ToolContract: Sized + 'static {
     /// encoding and every check is the same. A `Value` cannot hold duplicate keys (serde_json
     /// kept the last one when it parsed them), so prefer the bytes form for untrusted input.
     fn validate_output_value(&self, value: &Value) -> Result<Self::Output, Violations> {
-        // Encoding a `Value` cannot fail: its keys are strings and it has no custom impls.
-        let bytes = serde_json::to_vec(value).unwrap_or_default();
+        let bytes = infallible(serde_json::to_vec(value), "a `Value` always encodes");
         self.validate_output(&bytes)
     }
 

@@ -6,10 +6,11 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::json::canonical;
+use crate::json::encoding::infallible;
 use crate::results::ModelResult;
 use crate::results::ProtectedAudit;
 
@@ -86,19 +87,20 @@ impl ChainHead {
     /// The next record's line (no newline), and the head after it.
     fn next_line(&self, model: &ModelResult, audit: &ProtectedAudit) -> (String, ChainHead) {
         let seq = self.records + 1;
-        let mut record = json!({
-            "seq": seq,
-            "prev_sha256": self.head_sha256,
-            "model": model,
-            "audit": audit,
-        });
-        let digest = record_digest(&record);
-        record["record_sha256"] = Value::String(digest.clone());
-        // A `Value` of strings and integers always has a canonical form.
-        let line =
-            String::from_utf8(canonical::to_vec(&record).unwrap_or_default()).unwrap_or_default();
+        let audit = infallible(
+            serde_json::to_value(audit),
+            "an audit serializes to strings, booleans and nulls",
+        );
+        let audit = infallible(
+            canonical::to_vec(&audit),
+            "an audit holds no number beyond a double",
+        );
+        let model = model.to_canonical_json();
+        let content = record_bytes(&audit, &model, &self.head_sha256, None, seq);
+        let digest = hex::encode(Sha256::digest(&content));
+        let line = record_bytes(&audit, &model, &self.head_sha256, Some(&digest), seq);
         (
-            line,
+            infallible(String::from_utf8(line), "canonical JSON is UTF-8"),
             ChainHead {
                 records: seq,
                 head_sha256: digest,
@@ -107,10 +109,39 @@ impl ChainHead {
     }
 }
 
+/// A record's RFC 8785 form, from the canonical forms of its audit and model result: the
+/// members in order `audit`, `model`, `prev_sha256`, `record_sha256` (once known), `seq`.
+fn record_bytes(
+    audit: &[u8],
+    model: &[u8],
+    prev_sha256: &str,
+    record_sha256: Option<&str>,
+    seq: u64,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(audit.len() + model.len() + 200);
+    out.extend_from_slice(b"{\"audit\":");
+    out.extend_from_slice(audit);
+    out.extend_from_slice(b",\"model\":");
+    out.extend_from_slice(model);
+    out.extend_from_slice(b",\"prev_sha256\":");
+    canonical::write::write_str(&mut out, prev_sha256);
+    if let Some(digest) = record_sha256 {
+        out.extend_from_slice(b",\"record_sha256\":");
+        canonical::write::write_str(&mut out, digest);
+    }
+    out.extend_from_slice(b",\"seq\":");
+    out.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
+    out.push(b'}');
+    out
+}
+
+/// The digest of a record read back, without its `record_sha256`.
 fn record_digest(content: &Value) -> String {
-    hex::encode(Sha256::digest(
-        canonical::to_vec(content).unwrap_or_default(),
-    ))
+    let bytes = infallible(
+        canonical::to_vec(content),
+        "a record read from a line holds finite numbers only",
+    );
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// Checks a chain, line by line, and returns its head.

@@ -19,6 +19,7 @@ use super::ADAPTER;
 use crate::contract::ToolSpec;
 use crate::dispatch::{Dispatch, Dispatcher, PendingApproval, Task};
 use crate::json::canonical;
+use crate::json::encoding::infallible;
 use crate::results::Status;
 use crate::vocabulary::Effect;
 use crate::vocabulary::{CallContext, Principal};
@@ -183,7 +184,7 @@ impl McpServer {
         request_context: &RequestContext<RoleServer>,
     ) -> CallContext {
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-        let arguments = serde_json::to_vec(&arguments).unwrap_or_else(|_| b"{}".to_vec());
+        let arguments = infallible(serde_json::to_vec(&arguments), "a `Value` always encodes");
         // rmcp moves the request's `_meta` into the context; a hand-built request keeps it.
         let named = |meta: &JsonObject| {
             meta.get(OPERATION_ID_META)
@@ -211,7 +212,10 @@ impl McpServer {
     /// `false` when nothing was decided (the form was dismissed, or the client failed to
     /// answer): the approval stays pending.
     async fn elicit_approval(&self, peer: &Peer<RoleServer>, pending: &PendingApproval) -> bool {
-        let preview = serde_json::to_string_pretty(&pending.preview).unwrap_or_default();
+        let preview = infallible(
+            serde_json::to_string_pretty(&pending.preview),
+            "a preview serializes to strings and a `Value`",
+        );
         let message = format!(
             "Approve this {} call? It runs exactly as shown.\n{preview}",
             pending.preview.tool
