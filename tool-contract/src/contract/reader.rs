@@ -597,12 +597,7 @@ impl<'a> Reader<'a> {
     /// Checks a string against the length, pattern and format `rules`; reports each miss.
     #[inline]
     pub fn check_string(&mut self, value: &str, rules: &Rules) -> Result<bool, Stop> {
-        let mut ok = true;
-        for kind in rules.string_violations(value) {
-            self.report(kind)?;
-            ok = false;
-        }
-        Ok(ok)
+        rules.check_str(value, |kind| self.report(kind))
     }
 
     /// Checks an array's item count against `rules`.

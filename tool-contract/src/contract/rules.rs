@@ -201,8 +201,15 @@ impl Rules {
         self
     }
 
-    /// Each way `value` breaks the string rules, in the order length, pattern, format.
-    pub(crate) fn string_violations(&self, value: &str) -> impl Iterator<Item = ViolationKind> {
+    /// Calls `report` with each way `value` breaks the string rules, in the order length,
+    /// pattern, format; whether it broke none. A `report` that fails stops the checks.
+    #[inline]
+    pub(crate) fn check_str<E>(
+        &self,
+        value: &str,
+        mut report: impl FnMut(ViolationKind) -> Result<(), E>,
+    ) -> Result<bool, E> {
+        let mut ok = true;
         // A string has at most one character per byte and at least one per four, so most
         // lengths are settled without counting.
         let bytes = value.len();
@@ -210,35 +217,34 @@ impl Rules {
         let min_settled = self
             .min_len
             .is_none_or(|min| bytes.div_ceil(4) >= min as usize);
-        let (too_short, too_long) = if max_settled && min_settled {
-            (None, None)
-        } else {
+        if !(max_settled && min_settled) {
             let actual = value.chars().count();
-            (
-                self.min_len
-                    .filter(|min| actual < *min as usize)
-                    .map(|min| ViolationKind::TooShort { min, actual }),
-                self.max_len
-                    .filter(|max| actual > *max as usize)
-                    .map(|max| ViolationKind::TooLong { max, actual }),
-            )
-        };
-        let pattern = self
-            .pattern
-            .filter(|pattern| !pattern.is_match(value))
-            .map(|pattern| ViolationKind::PatternMismatch {
+            if let Some(min) = self.min_len.filter(|min| actual < *min as usize) {
+                report(ViolationKind::TooShort { min, actual })?;
+                ok = false;
+            }
+            if let Some(max) = self.max_len.filter(|max| actual > *max as usize) {
+                report(ViolationKind::TooLong { max, actual })?;
+                ok = false;
+            }
+        }
+        if let Some(pattern) = self.pattern.filter(|pattern| !pattern.is_match(value)) {
+            report(ViolationKind::PatternMismatch {
                 pattern: pattern.source(),
-            });
-        let format = self
-            .format
-            .filter(|format| !format.matches(value))
-            .map(|format| ViolationKind::InvalidFormat { format });
-        [too_short, too_long, pattern, format].into_iter().flatten()
+            })?;
+            ok = false;
+        }
+        if let Some(format) = self.format.filter(|format| !format.matches(value)) {
+            report(ViolationKind::InvalidFormat { format })?;
+            ok = false;
+        }
+        Ok(ok)
     }
 
     /// Whether `value` breaks any string rule.
     pub(crate) fn breaks_string(&self, value: &str) -> bool {
-        self.string_violations(value).next().is_some()
+        // Stops at the first: nothing is reported.
+        self.check_str(value, |_| Err(())) != Ok(true)
     }
 
     /// Whether the value must carry sources.
