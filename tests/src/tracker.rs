@@ -172,6 +172,11 @@ pub fn advance_clock(by: Duration) {
     NOW_MS.with(|now| now.set(now.get() + by.as_millis() as i64));
 }
 
+/// The key the remote sees for `alice`'s operation key `key`: scoped to her.
+pub fn sent(key: &str) -> String {
+    keys().downstream_key(&alice(), key)
+}
+
 /// The principal of the tests.
 pub fn alice() -> Principal {
     Principal::new("acme", "alice")
@@ -225,6 +230,8 @@ pub enum Fault {
     HangBeforeCommit,
     /// Waits for a cancellation, then confirms it never acted.
     HonourCancel,
+    /// Works this long (within the timeout), then commits and answers.
+    CommitAfter(Duration),
 }
 
 /// The remote tracker: issues by key, every request counted.
@@ -333,6 +340,9 @@ impl Remote {
             Fault::HangBeforeCommit => {
                 tokio::time::sleep(HANG).await;
             }
+            Fault::CommitAfter(work) => {
+                tokio::time::sleep(work).await;
+            }
             Fault::HonourCancel => {
                 cx.cancel_requested().await;
                 return Err(ToolFailure::new(
@@ -364,6 +374,14 @@ impl Remote {
             return Err(ToolFailure::new(FailureKind::NotSent, "connection refused"));
         }
         *self.state().requests.entry(key.to_owned()).or_default() += 1;
+        if let Fault::RateLimit(ms) = fault {
+            return Err(ToolFailure::new(
+                FailureKind::RateLimited {
+                    retry_after_ms: Some(ms),
+                },
+                "429",
+            ));
+        }
         self.state().issues.entry(key.to_owned()).or_insert(number);
         if matches!(fault, Fault::CommitThenHang | Fault::HangBeforeCommit) {
             tokio::time::sleep(HANG).await;

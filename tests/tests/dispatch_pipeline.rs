@@ -14,7 +14,7 @@ use tool_contract::results::{Recovery, Trust};
 use tool_contract::{CallContext, ErrorCode, Principal, RawResult, Status, ToolFailure};
 use tool_contract_tests::tracker::{
     self, ReadDoc, Remote, advance_clock, alice, approve, builder, clock, context, detail,
-    dispatcher, pending_approval, run,
+    dispatcher, pending_approval, run, sent,
 };
 
 fn memory_dispatcher(remote: &Arc<Remote>) -> Dispatcher {
@@ -384,7 +384,7 @@ async fn an_approved_write_runs_once_and_its_approval_is_consumed() {
     let ran = run(&dispatcher, &call).await;
     assert_eq!(ran.result.model.status(), Status::Succeeded);
     assert_eq!(ran.write_state, Some(WriteState::Succeeded));
-    assert_eq!(remote.requests("k-1"), 1);
+    assert_eq!(remote.requests(&sent("k-1")), 1);
     let approval = ran
         .result
         .audit
@@ -407,7 +407,7 @@ async fn an_approved_write_runs_once_and_its_approval_is_consumed() {
         tool_contract::results::Delivery::LocalReplay
     );
     assert_eq!(again.result.model.data(), ran.result.model.data());
-    assert_eq!(remote.requests("k-1"), 1);
+    assert_eq!(remote.requests(&sent("k-1")), 1);
     verified(&dispatcher, &alice(), &call, &again);
 
     // The grant is gone: approving the old id again is refused.

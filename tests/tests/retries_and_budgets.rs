@@ -16,7 +16,7 @@ use tool_contract::dispatch::{
 use tool_contract::results::Recovery;
 use tool_contract::{ErrorCode, Status};
 use tool_contract_tests::tracker::{
-    Fault, OPTIONS, ReadDoc, Remote, alice, builder, context, create, dispatcher, run,
+    Fault, OPTIONS, ReadDoc, Remote, alice, builder, context, create, dispatcher, run, sent,
 };
 
 fn memory_dispatcher(remote: &Arc<Remote>) -> Dispatcher {
@@ -170,12 +170,12 @@ async fn a_non_idempotent_write_is_never_retried_once_dispatched() {
     assert_eq!(code(&dispatch), Some(ErrorCode::RateLimit));
     assert_eq!(dispatch.stop, Some(StopReason::NotRetryable));
     assert_eq!(dispatch.attempts, 1);
-    assert_eq!(remote.requests("k-1"), 1);
+    assert_eq!(remote.requests(&sent("k-1")), 1);
     // Refused by the remote: nothing happened, so the key is free again.
     assert_eq!(dispatch.write_state, None);
     let again = run(&dispatcher, &call).await;
     assert_eq!(again.result.model.status(), Status::Succeeded);
-    assert_eq!(remote.requests("k-1"), 2);
+    assert_eq!(remote.requests(&sent("k-1")), 2);
 }
 
 #[tokio::test(start_paused = true)]
@@ -186,7 +186,7 @@ async fn a_non_idempotent_write_that_was_never_sent_is_retried() {
     let dispatch = run(&dispatcher, &create("c1", "t", "b", "k-1")).await;
     assert_eq!(dispatch.result.model.status(), Status::Succeeded);
     assert_eq!(dispatch.attempts, 2);
-    assert_eq!(remote.requests("k-1"), 1);
+    assert_eq!(remote.requests(&sent("k-1")), 1);
     assert_eq!(dispatch.write_state, Some(WriteState::Succeeded));
 }
 
@@ -201,11 +201,11 @@ async fn an_idempotent_write_that_times_out_is_retried_under_the_same_key() {
     assert_eq!(dispatch.result.model.status(), Status::Succeeded);
     assert_eq!(dispatch.attempts, 2);
     assert_eq!(
-        remote.requests("k-label"),
+        remote.requests(&sent("k-label")),
         2,
         "both attempts carried the one key"
     );
-    assert_eq!(remote.created("k-label"), Some(241));
+    assert_eq!(remote.created(&sent("k-label")), Some(241));
 }
 
 #[tokio::test(start_paused = true)]

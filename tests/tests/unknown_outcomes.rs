@@ -12,7 +12,7 @@ use tool_contract::dispatch::{
 use tool_contract::results::{Delivery, Outcome, Recovery};
 use tool_contract::{ErrorCode, Status};
 use tool_contract_tests::tracker::{
-    Fault, OPTIONS, Remote, advance_clock, alice, approve, context, create, dispatcher, run,
+    Fault, OPTIONS, Remote, advance_clock, alice, approve, context, create, dispatcher, run, sent,
 };
 
 fn memory_dispatcher(remote: &Arc<Remote>) -> Dispatcher {
@@ -67,7 +67,7 @@ async fn a_create_that_times_out_is_unknown_and_a_status_query_by_key_finds_241_
     assert_eq!(reconciled.write_state, Some(WriteState::Succeeded));
     verified(&dispatcher, &status_call, &reconciled);
     assert_eq!(remote.status_queries(), 1);
-    assert_eq!(remote.requests("k-1"), 1, "no second create");
+    assert_eq!(remote.requests(&sent("k-1")), 1, "no second create");
 
     // Asking again replays what the ledger now knows.
     let again = dispatcher
@@ -82,7 +82,7 @@ async fn a_create_that_times_out_is_unknown_and_a_status_query_by_key_finds_241_
         Delivery::LocalReplay
     );
     assert_eq!(again.result.model.data(), Some(json!({ "number": 241 })));
-    assert_eq!(remote.requests("k-1"), 1);
+    assert_eq!(remote.requests(&sent("k-1")), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -98,7 +98,7 @@ async fn calling_the_write_again_after_an_unknown_outcome_queries_its_status_ins
     );
     assert_eq!(retried.result.model.data(), Some(json!({ "number": 241 })));
     assert_eq!(retried.attempts, 0);
-    assert_eq!(remote.requests("k-1"), 1);
+    assert_eq!(remote.requests(&sent("k-1")), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -114,8 +114,8 @@ async fn a_status_query_that_finds_nothing_settles_the_write_as_failed_without_r
         .await;
     assert_eq!(code(&settled), Some(ErrorCode::ToolError));
     assert_eq!(settled.write_state, Some(WriteState::Failed));
-    assert_eq!(remote.requests("k-1"), 1);
-    assert_eq!(remote.created("k-1"), None);
+    assert_eq!(remote.requests(&sent("k-1")), 1);
+    assert_eq!(remote.created(&sent("k-1")), None);
 }
 
 #[tokio::test(start_paused = true)]
@@ -148,7 +148,7 @@ async fn a_remote_without_keys_or_status_queries_stops_and_says_the_issue_may_ex
     // It waits for a person: asking again neither runs it nor pretends to know.
     let again = run(&dispatcher, &call).await;
     assert_eq!(code(&again), Some(ErrorCode::OutcomeUnconfirmed));
-    assert_eq!(remote.requests("k-1"), 1);
+    assert_eq!(remote.requests(&sent("k-1")), 1);
     assert_eq!(remote.status_queries(), 0);
 }
 
@@ -171,7 +171,7 @@ async fn the_same_key_while_the_first_is_in_flight_is_refused_never_dispatched_t
     );
     assert_eq!(second.attempts, 0);
     assert_eq!(first.write_state, Some(WriteState::Unknown));
-    assert_eq!(remote.requests("k-1"), 1);
+    assert_eq!(remote.requests(&sent("k-1")), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -184,7 +184,7 @@ async fn the_same_key_with_other_arguments_is_an_idempotency_conflict() {
     let conflict = run(&dispatcher, &conflicting).await;
     assert_eq!(code(&conflict), Some(ErrorCode::IdempotencyConflict));
     verified(&dispatcher, &conflicting, &conflict);
-    assert_eq!(remote.requests("k-1"), 1);
+    assert_eq!(remote.requests(&sent("k-1")), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -250,7 +250,7 @@ async fn restart_between_executing_and_the_outcome(open: impl Fn() -> Arc<dyn Le
         Some(json!({ "number": 241 }))
     );
     assert_eq!(recovered.attempts, 0);
-    assert_eq!(remote.requests("k-1"), 1, "not re-dispatched");
+    assert_eq!(remote.requests(&sent("k-1")), 1, "not re-dispatched");
 }
 
 #[tokio::test(start_paused = true)]
@@ -297,7 +297,7 @@ async fn a_write_lost_without_a_status_query_stays_unknown_after_a_restart() {
     let still = run(&second, &call).await;
     assert_eq!(code(&still), Some(ErrorCode::OutcomeUnconfirmed));
     assert_eq!(still.attempts, 0);
-    assert_eq!(remote.requests("k-1"), 3);
+    assert_eq!(remote.requests(&sent("k-1")), 3);
 }
 
 /// Runs a create whose remote behaves as `fault`, and asks to cancel it 500 ms in.
@@ -383,7 +383,7 @@ fn one_write_dispatched_from_many_threads_at_once_runs_once() {
         }
         outcomes
     });
-    assert_eq!(remote.creations("k-1"), 1);
+    assert_eq!(remote.creations(&sent("k-1")), 1);
     for dispatch in &outcomes {
         let fine = dispatch.result.model.status() == Status::Succeeded
             || code(dispatch) == Some(ErrorCode::OperationInProgress);
@@ -439,7 +439,7 @@ async fn reconciling_a_write_whose_process_died_asks_the_status_query() {
         Delivery::ReceiptReconciled
     );
     assert_eq!(settled.write_state, Some(WriteState::Succeeded));
-    assert_eq!(remote.requests("k-1"), 1);
+    assert_eq!(remote.requests(&sent("k-1")), 1);
 }
 
 #[tokio::test(start_paused = true)]

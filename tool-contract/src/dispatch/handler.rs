@@ -43,7 +43,9 @@ impl HandlerContext {
     }
 
     /// The key to send downstream so the remote applies the operation once: the call's
-    /// idempotency key, or its operation id when it has none. Every retry sends the same.
+    /// idempotency key, or its operation id when it has none, scoped to the principal
+    /// ([`AuditKeys::downstream_key`](crate::AuditKeys::downstream_key)), so two tenants
+    /// never share one. Every retry sends the same.
     #[must_use]
     pub fn idempotency_key(&self) -> &str {
         &self.idempotency_key

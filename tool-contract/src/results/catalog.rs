@@ -252,7 +252,9 @@ pub const CATALOG: [CatalogEntry; 22] = {
         entry(
             E::StatusConflict,
             C::Conflict,
-            NotStarted,
+            // What happened is itself in dispute: a write that committed after its record
+            // was settled otherwise, or facts from sources that disagree.
+            Unknown,
             R::HumanReview,
             "The available information conflicts. A person must decide.",
         ),

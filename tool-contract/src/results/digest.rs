@@ -131,6 +131,27 @@ impl AuditKeys {
         hasher.finish()
     }
 
+    /// The key a call of `principal` sends downstream for the application's `key` (an
+    /// idempotency key or an operation id): the key scoped to the principal, so that two
+    /// tenants who happen to choose one key never meet at the remote service. It is the first
+    /// 32 hex digits of the [principal reference](Self::principal_ref), a `:`, and the key.
+    ///
+    /// ```
+    /// use tool_contract::{AuditKeys, Principal, SecretKey};
+    ///
+    /// let keys = AuditKeys::new(SecretKey::new([7; 32])?);
+    /// let alice = keys.downstream_key(&Principal::new("acme", "alice"), "refund:ORDER-7");
+    /// let bob = keys.downstream_key(&Principal::new("globex", "bob"), "refund:ORDER-7");
+    /// assert_ne!(alice, bob);
+    /// assert!(alice.ends_with(":refund:ORDER-7"));
+    /// # Ok::<(), tool_contract::results::KeyTooShort>(())
+    /// ```
+    #[must_use]
+    pub fn downstream_key(&self, principal: &Principal, key: &str) -> String {
+        let scope = self.principal_ref(principal);
+        format!("{}:{key}", &scope[..32])
+    }
+
     fn hasher(&self) -> Hasher {
         match &self.digest {
             None => Hasher::Plain(Sha256::new()),

@@ -16,7 +16,7 @@ use crate::binder::{CallResult, FailureKind, RawResult, ToolFailure};
 use crate::dispatch::budget::StopReason;
 use crate::dispatch::handler::HandlerContext;
 use crate::dispatch::retry::{Transient, may_retry};
-use crate::dispatch::state::WriteEvent;
+use crate::dispatch::state::{WriteEvent, WriteState};
 use crate::results::{ApprovalRecord, ErrorCode, ModelError, Status};
 
 impl Dispatcher {
@@ -29,8 +29,28 @@ impl Dispatcher {
         key: Option<&WriteKey>,
         approval: Option<ApprovalRecord>,
     ) -> Ended {
-        let (outcome, attempts) = self.attempts(call, valid, key).await;
-        let projected = self.project(call, valid, outcome);
+        let (cancel_sender, cancel) = watch::channel(false);
+        // Registered until the write's end is recorded, and dropped when this future ends or
+        // is dropped (a caller gave up, a timeout around it): the signal never outlives the
+        // execution it belongs to, and while it is there the lease is this process's.
+        let _in_flight = key.map(|key| {
+            self.in_flight_signals()
+                .insert(key.ledger_key.clone(), cancel_sender);
+            InFlight {
+                signals: &self.in_flight,
+                ledger_key: key.ledger_key.clone(),
+            }
+        });
+        let attempted = self.attempts(call, valid, key, &cancel).await;
+        let projected = if attempted.may_have_acted && !attempted.outcome.is_final_word() {
+            // A write is judged over all its attempts: once one may have acted, nothing a
+            // later attempt says (not sent, refused, stopped, failed) undoes that.
+            let result = self.unknown_result(call, valid, "an earlier attempt may have acted");
+            Projected::recorded(result, WriteEvent::LoseTrack).stopped(StopReason::OutcomeUnknown)
+        } else {
+            self.project(call, valid, attempted.outcome)
+        };
+        let attempts = attempted.attempts;
         let mut ended = Ended::new(projected.result)
             .stopped(projected.stop)
             .approved(approval);
@@ -49,54 +69,93 @@ impl Dispatcher {
                 }
                 None
             }
-            Some(event) => self.ledger_record(key, event, &ended.result).await,
+            Some(event) => {
+                let state = self.ledger_record(key, event, &ended.result).await;
+                if event == WriteEvent::Commit
+                    && !matches!(state, Some(WriteState::Succeeded | WriteState::Unknown))
+                {
+                    return self.settled_otherwise(call, ended, state);
+                }
+                state
+            }
         };
         ended
     }
 
-    /// Attempts until one ends the call or none may follow; how they ended, and how many
-    /// there were.
+    /// A write that committed after its record was settled otherwise (reconciled as never
+    /// having happened, or gone): `STATUS_CONFLICT` for a person. Its output is not dropped:
+    /// the audit already holds it, and now holds the conflict too.
+    fn settled_otherwise(
+        &self,
+        call: &Call<'_>,
+        mut ended: Ended,
+        state: Option<WriteState>,
+    ) -> Ended {
+        let settled = state.map_or("gone", WriteState::as_str);
+        warn!(
+            stage = "ledger",
+            state = settled,
+            "a write committed after it was settled"
+        );
+        let detail = format!(
+            "the write committed after its record was settled otherwise ({settled}); its \
+             output is the audit record before this one: a person must reconcile the two"
+        );
+        let error = ModelError::new(ErrorCode::StatusConflict);
+        let mut conflict = self.control(call, error, &detail);
+        let audit_error = self.audit(&mut conflict, ended.approval.as_ref());
+        let first_error = ended.audited.take().flatten();
+        ended.audited = Some(first_error.or(audit_error));
+        ended.result = conflict;
+        ended.write_state = state;
+        ended
+    }
+
+    /// Attempts until one ends the call or none may follow: how they ended, how many there
+    /// were, and whether any of a write's may have acted.
     async fn attempts(
         &self,
         call: &Call<'_>,
         valid: &Valid<'_>,
         key: Option<&WriteKey>,
-    ) -> (AttemptOutcome, u32) {
-        let (cancel_sender, cancel_receiver) = watch::channel(false);
-        // Dropped when this future ends or is dropped (a caller gave up, a timeout around
-        // it): the signal never outlives the execution it belongs to.
-        let _in_flight = key.map(|key| {
-            self.in_flight_signals()
-                .insert(key.ledger_key.clone(), cancel_sender);
-            InFlight {
-                signals: &self.in_flight,
-                ledger_key: key.ledger_key.clone(),
-            }
-        });
-        let mut attempts = 0;
+        cancel: &watch::Receiver<bool>,
+    ) -> Attempted {
+        let mut attempted = Attempted {
+            outcome: AttemptOutcome::Panicked,
+            attempts: 0,
+            may_have_acted: false,
+        };
         let mut waited = Duration::ZERO;
         loop {
-            if let Err(stop) = self.budget(call, valid, attempts + 1) {
-                return (AttemptOutcome::Stopped(stop), attempts);
+            if let Err(stop) = self.budget(call, valid, attempted.attempts + 1) {
+                attempted.outcome = AttemptOutcome::Stopped(stop);
+                return attempted;
             }
-            attempts += 1;
-            let (transient, retry_after) = match self
-                .attempt(call, valid, key, &cancel_receiver, attempts)
-                .await
-            {
-                AttemptAnswer::Done(outcome) => return (outcome, attempts),
+            attempted.attempts += 1;
+            let answer = self
+                .attempt(call, valid, key, cancel, attempted.attempts)
+                .await;
+            let (transient, retry_after) = match answer {
+                AttemptAnswer::Done(outcome) => {
+                    attempted.outcome = outcome;
+                    return attempted;
+                }
                 AttemptAnswer::Transient(transient, retry_after) => (transient, retry_after),
             };
+            attempted.may_have_acted |= valid.spec.effect().is_write()
+                && matches!(
+                    transient,
+                    Transient::TimedOutAfterSend | Transient::MayHaveActed
+                );
+            let attempts = attempted.attempts;
             match self.retry_wait(call, valid, transient, retry_after, waited, attempts) {
                 Ok(wait) => {
                     tokio::time::sleep(wait).await;
                     waited += wait;
                 }
                 Err(stop) => {
-                    return (
-                        AttemptOutcome::GaveUp(transient, retry_after, stop),
-                        attempts,
-                    );
+                    attempted.outcome = AttemptOutcome::GaveUp(transient, retry_after, stop);
+                    return attempted;
                 }
             }
         }
@@ -133,7 +192,10 @@ impl Dispatcher {
         let context = HandlerContext {
             operation_id: call.context.operation_id.clone(),
             idempotency_key: key.map_or_else(
-                || call.context.operation_id.clone(),
+                || {
+                    let operation = &call.context.operation_id;
+                    self.keys.downstream_key(call.principal, operation)
+                },
                 |key| key.downstream_key.clone(),
             ),
             attempt,
@@ -361,6 +423,17 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// What the attempts of one dispatch came to.
+struct Attempted {
+    /// How the last one ended.
+    outcome: AttemptOutcome,
+    /// How many ran.
+    attempts: u32,
+    /// Whether one of a write's attempts may have acted (timed out after sending, or said
+    /// it may have).
+    may_have_acted: bool,
+}
+
 /// How the attempts ended.
 enum AttemptOutcome {
     /// The handler returned output (not yet validated).
@@ -373,6 +446,14 @@ enum AttemptOutcome {
     GaveUp(Transient, Option<Duration>, StopReason),
     /// The handler panicked: whatever it did is not known.
     Panicked,
+}
+
+impl AttemptOutcome {
+    /// Whether this ending says for itself what happened, whatever came before: output the
+    /// contract checks, or a panic (already an unknown outcome for a write).
+    fn is_final_word(&self) -> bool {
+        matches!(self, AttemptOutcome::Output(_) | AttemptOutcome::Panicked)
+    }
 }
 
 /// What one attempt says about the next.

@@ -29,7 +29,7 @@ use crate::dispatch::audit_log::{AuditLogError, AuditSink};
 use crate::dispatch::budget::{StopReason, Task};
 use crate::dispatch::gate::Gate;
 use crate::dispatch::handler::ToolEntry;
-use crate::dispatch::ledger::{Advanced, Ledger, LedgerError};
+use crate::dispatch::ledger::{Advanced, Ledger, LedgerError, Record};
 use crate::dispatch::options::Authorizer;
 use crate::dispatch::state::{WriteEvent, WriteState};
 use crate::results::{ApprovalRecord, AuditKeys, ErrorCode, ModelError};
@@ -355,15 +355,24 @@ impl Dispatcher {
         context: &CallContext,
     ) -> Result<Option<WriteState>, LedgerError> {
         let ledger_key = self.ledger_key(principal, context);
-        let now_ms = self.now_ms();
         Ok(self.ledger.get(&ledger_key).await?.map(|record| {
             // Nobody holds a lapsed lease any more: what it was doing is unknown.
-            if record.state.is_in_flight() && record.lease_until_ms <= now_ms {
+            if self.lease_lapsed(&record) {
                 WriteState::Unknown
             } else {
                 record.state
             }
         }))
+    }
+
+    /// Whether `record` is in flight under a lease nobody holds any more. A lease this
+    /// dispatcher holds for a write it is still running has not lapsed, whatever the wall
+    /// clock says: a clock that jumps (a VM resumed, an NTP step) does not end a running
+    /// write.
+    fn lease_lapsed(&self, record: &Record) -> bool {
+        let running_here =
+            record.owner == self.owner && self.in_flight_signals().contains_key(&record.key);
+        record.state.is_in_flight() && record.lease_until_ms <= self.now_ms() && !running_here
     }
 
     async fn dispatch_in_span(

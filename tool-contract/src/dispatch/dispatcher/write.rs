@@ -115,7 +115,7 @@ impl Dispatcher {
         key: &WriteKey,
         record: Record,
     ) -> Option<Ended> {
-        if record.state.is_in_flight() && record.lease_until_ms <= self.now_ms() {
+        if self.lease_lapsed(&record) {
             // A lapsed lease: the claim turns it to unknown, atomically, before anyone is
             // asked to approve a write that may already have happened.
             return match self.ledger.claim(&self.claim(valid, key)).await {
@@ -482,7 +482,9 @@ impl Dispatcher {
         let context = call.context;
         WriteKey {
             ledger_key: self.ledger_key(call.principal, context),
-            downstream_key: downstream_key(context).to_owned(),
+            downstream_key: self
+                .keys
+                .downstream_key(call.principal, application_key(context)),
             request_sha256: self.keys.request_digest(
                 call.principal,
                 spec.name(),
@@ -497,7 +499,7 @@ impl Dispatcher {
         format!(
             "{}:{}",
             self.keys.principal_ref(principal),
-            downstream_key(context)
+            application_key(context)
         )
     }
 
@@ -542,8 +544,9 @@ enum StatusAnswer {
     CannotTell,
 }
 
-/// The key sent downstream: the idempotency key, or the operation id when there is none.
-fn downstream_key(context: &CallContext) -> &str {
+/// The application's key of the operation: the idempotency key, or the operation id when
+/// there is none. Scoped to the principal, it is the ledger key and the key sent downstream.
+fn application_key(context: &CallContext) -> &str {
     context
         .idempotency_key
         .as_deref()

@@ -1,0 +1,160 @@
+//! Integrity findings of the adversarial review (issue 14): each test reproduces one finding
+//! and is named after what must hold instead.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tool_contract::dispatch::{Budget, MemoryLedger, Task, WriteState};
+use tool_contract::{ErrorCode, Principal, Status};
+use tool_contract_tests::tracker::{
+    Fault, Remote, advance_clock, alice, context, create, detail, dispatcher, keys, run, sent,
+};
+
+fn bob() -> Principal {
+    Principal::new("globex", "bob")
+}
+
+/// Finding 1: a write of one tenant reconciled with another tenant's record.
+#[tokio::test(start_paused = true)]
+async fn two_tenants_never_share_a_downstream_idempotency_key() {
+    let remote = Remote::new();
+    let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+    // Alice's write under key k-1 happens.
+    let alices = run(&dispatcher, &create("c1", "Printer", "jammed", "k-1")).await;
+    assert_eq!(alices.result.model.status(), Status::Succeeded);
+    // Bob picks the same key; his request never reaches the tracker, his answer is lost.
+    remote.script(&[Fault::HangBeforeCommit]);
+    let call = create("c2", "Desk", "wobbly", "k-1");
+    let task = Task::unlimited();
+    let lost = dispatcher.dispatch(&bob(), &call, &task).await;
+    assert_eq!(lost.write_state, Some(WriteState::Unknown));
+    // His status query must not find Alice's issue.
+    let settled = dispatcher.dispatch(&bob(), &call, &task).await;
+    let error = settled.result.model.error().map(|error| error.code());
+    assert_eq!(
+        error,
+        Some(ErrorCode::ToolError),
+        "{:?}",
+        settled.result.model
+    );
+    assert_eq!(settled.write_state, Some(WriteState::Failed));
+    assert_ne!(
+        keys().downstream_key(&alice(), "k-1"),
+        keys().downstream_key(&bob(), "k-1")
+    );
+}
+
+/// Finding 2: an `idempotent_write` whose first attempt may have committed, ended by a later
+/// attempt's budget stop, rate limit or connection failure, read "nothing happened".
+#[tokio::test(start_paused = true)]
+async fn a_write_that_may_have_committed_is_never_reported_as_not_having_happened() {
+    let schedules: [(&str, &[Fault], Budget); 3] = [
+        (
+            "budget stop",
+            &[Fault::CommitThenHang],
+            Budget {
+                tool_calls: Some(1),
+                ..Budget::default()
+            },
+        ),
+        (
+            "two rate limits",
+            &[
+                Fault::CommitThenHang,
+                Fault::RateLimit(100),
+                Fault::RateLimit(100),
+            ],
+            Budget::default(),
+        ),
+        (
+            "two connection failures",
+            &[Fault::CommitThenHang, Fault::NotSent, Fault::NotSent],
+            Budget::default(),
+        ),
+    ];
+    for (name, faults, budget) in schedules {
+        let remote = Remote::new();
+        let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+        remote.script(faults);
+        let call = context(
+            "c1",
+            "label_issue",
+            json!({ "number": 7, "label": "bug" }),
+            "op-1",
+            "k-1",
+        );
+        let dispatch = dispatcher
+            .dispatch(&alice(), &call, &Task::new(budget))
+            .await;
+        let model = &dispatch.result.model;
+        assert_eq!(model.status(), Status::Unknown, "{name}: {model:?}");
+        assert_eq!(
+            model.execution().outcome,
+            tool_contract::results::Outcome::Unknown,
+            "{name}"
+        );
+        assert_eq!(dispatch.write_state, Some(WriteState::Unknown), "{name}");
+        // The key is kept, not given back: the next call runs nothing and is still unknown.
+        let sent_before = remote.requests(&sent("k-1"));
+        let again = run(&dispatcher, &call).await;
+        assert_eq!(again.result.model.status(), Status::Unknown, "{name}");
+        assert_eq!(remote.requests(&sent("k-1")), sent_before, "{name}");
+    }
+}
+
+/// Finding 3: the wall clock jumps past the lease (a VM resumed, an NTP step) while the write
+/// still runs here; a repeat must not settle it as never having happened.
+#[tokio::test(start_paused = true)]
+async fn a_lease_this_process_holds_is_in_progress_whatever_the_wall_clock_says() {
+    let remote = Remote::new();
+    let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+    remote.script(&[Fault::CommitAfter(Duration::from_secs(2))]);
+    let call = create("c1", "Printer", "jammed", "k-1");
+    let (first, repeat) = tokio::join!(run(&dispatcher, &call), async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        advance_clock(Duration::from_secs(600));
+        run(&dispatcher, &call).await
+    });
+    let error = repeat.result.model.error().map(|error| error.code());
+    assert_eq!(error, Some(ErrorCode::OperationInProgress), "{repeat:?}");
+    assert_eq!(first.result.model.status(), Status::Succeeded);
+    assert_eq!(first.write_state, Some(WriteState::Succeeded));
+    assert_eq!(
+        dispatcher.write_state(&alice(), &call).await.unwrap(),
+        Some(WriteState::Succeeded)
+    );
+    assert!(remote.created(&sent("k-1")).is_some());
+}
+
+/// Finding 3, across processes: another replica settled the write as never having happened
+/// (its lease looked lapsed), then the write committed. The commit is a conflict for a person,
+/// never dropped.
+#[tokio::test(start_paused = true)]
+async fn a_commit_after_its_record_was_settled_otherwise_is_a_status_conflict() {
+    let remote = Remote::new();
+    let ledger: Arc<MemoryLedger> = Arc::new(MemoryLedger::new());
+    let running = dispatcher(&remote, ledger.clone());
+    let other = dispatcher(&remote, ledger);
+    remote.script(&[Fault::CommitAfter(Duration::from_secs(2))]);
+    let call = create("c1", "Printer", "jammed", "k-1");
+    let (late, settled) = tokio::join!(run(&running, &call), async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        advance_clock(Duration::from_secs(600));
+        run(&other, &call).await
+    });
+    assert_eq!(settled.write_state, Some(WriteState::Failed), "{settled:?}");
+    let error = late.result.model.error().map(|error| error.code());
+    assert_eq!(error, Some(ErrorCode::StatusConflict), "{late:?}");
+    assert_eq!(
+        late.result.model.execution().outcome,
+        tool_contract::results::Outcome::Unknown
+    );
+    assert!(
+        detail(&late).contains("committed after"),
+        "{}",
+        detail(&late)
+    );
+    // The write did happen: the remote holds it, and the audit kept its output.
+    assert!(remote.created(&sent("k-1")).is_some());
+}
