@@ -5,10 +5,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tool_contract::dispatch::{Budget, MemoryLedger, Task, WriteState};
+use tool_contract::dispatch::ledger::SqliteLedger;
+use tool_contract::dispatch::{
+    Budget, Dispatcher, HandlerContext, Ledger, MemoryAuditLog, MemoryLedger, Task, WriteState,
+};
+use tool_contract::results::{Delivery, Outcome};
 use tool_contract::{ErrorCode, Principal, Status};
 use tool_contract_tests::tracker::{
-    Fault, Remote, advance_clock, alice, context, create, detail, dispatcher, keys, run, sent,
+    Fault, OPTIONS, Remote, advance_clock, alice, clock, context, create, detail, dispatcher, keys,
+    run, sent,
 };
 
 fn bob() -> Principal {
@@ -89,11 +94,7 @@ async fn a_write_that_may_have_committed_is_never_reported_as_not_having_happene
             .await;
         let model = &dispatch.result.model;
         assert_eq!(model.status(), Status::Unknown, "{name}: {model:?}");
-        assert_eq!(
-            model.execution().outcome,
-            tool_contract::results::Outcome::Unknown,
-            "{name}"
-        );
+        assert_eq!(model.execution().outcome, Outcome::Unknown, "{name}");
         assert_eq!(dispatch.write_state, Some(WriteState::Unknown), "{name}");
         // The key is kept, not given back: the next call runs nothing and is still unknown.
         let sent_before = remote.requests(&sent("k-1"));
@@ -146,10 +147,7 @@ async fn a_commit_after_its_record_was_settled_otherwise_is_a_status_conflict() 
     assert_eq!(settled.write_state, Some(WriteState::Failed), "{settled:?}");
     let error = late.result.model.error().map(|error| error.code());
     assert_eq!(error, Some(ErrorCode::StatusConflict), "{late:?}");
-    assert_eq!(
-        late.result.model.execution().outcome,
-        tool_contract::results::Outcome::Unknown
-    );
+    assert_eq!(late.result.model.execution().outcome, Outcome::Unknown);
     assert!(
         detail(&late).contains("committed after"),
         "{}",
@@ -157,4 +155,124 @@ async fn a_commit_after_its_record_was_settled_otherwise_is_a_status_conflict() 
     );
     // The write did happen: the remote holds it, and the audit kept its output.
     assert!(remote.created(&sent("k-1")).is_some());
+}
+
+/// The tracker's `label_issue` after a deploy that bumped only its producer revision.
+mod deployed {
+    use tool_contract::ToolContract;
+    use tool_contract_tests::tracker::IssueRef;
+
+    /// Put a label on an issue (the tracker applies one key once).
+    #[derive(Debug, serde::Deserialize, ToolContract)]
+    #[tool_contract(name = "label_issue", output = IssueRef, effect = idempotent_write,
+                    approval = not_required, source_label = "tracker",
+                    producer_revision = "tracker-v2")]
+    pub struct LabelIssue {
+        /// The issue.
+        #[tool_contract(maximum = 1000000)]
+        pub number: u32,
+        /// The label.
+        #[tool_contract(min_len = 1, max_len = 50)]
+        pub label: String,
+    }
+}
+
+/// A dispatcher running the deployed `label_issue` over `ledger`.
+fn deployed_dispatcher(remote: &Arc<Remote>, ledger: Arc<dyn Ledger>) -> Dispatcher {
+    let registry = tool_contract::registry![deployed::LabelIssue]
+        .into_builder()
+        .all_adapters()
+        .build();
+    let remote = remote.clone();
+    Dispatcher::builder(registry, keys())
+        .clock(clock)
+        .ledger(ledger)
+        .audit_sink(Arc::new(MemoryAuditLog::new()))
+        .handler_with::<deployed::LabelIssue>(
+            move |input: deployed::LabelIssue, cx: HandlerContext| {
+                let remote = remote.clone();
+                async move { remote.label(cx.idempotency_key(), input.number).await }
+            },
+            OPTIONS,
+        )
+        .build()
+        .expect("the deployed dispatcher builds")
+}
+
+fn label(call_id: &str) -> tool_contract::CallContext {
+    context(
+        call_id,
+        "label_issue",
+        json!({ "number": 7, "label": "bug" }),
+        "op-1",
+        "k-1",
+    )
+}
+
+/// Finding 4: after a deploy that bumps only `producer_revision`, a write replayed from the
+/// ledger matched its key but failed verification, so every provider writer refused the turn.
+#[tokio::test(start_paused = true)]
+async fn a_write_replayed_after_a_deploy_verifies_under_the_deployed_contract() {
+    let remote = Remote::new();
+    let ledger: Arc<MemoryLedger> = Arc::new(MemoryLedger::new());
+    let before = dispatcher(&remote, ledger.clone());
+    let first = run(&before, &label("c1")).await;
+    assert_eq!(first.result.model.status(), Status::Succeeded);
+
+    let after = deployed_dispatcher(&remote, ledger);
+    let call = label("c2");
+    let replayed = run(&after, &call).await;
+    let model = &replayed.result.model;
+    assert_eq!(model.status(), Status::Succeeded, "{model:?}");
+    assert_eq!(model.execution().delivery, Delivery::LocalReplay);
+    assert_eq!(model.data(), first.result.model.data());
+    assert_eq!(model.provenance().producer_revision, "tracker-v2");
+    assert_eq!(
+        model.provenance().observed_at,
+        first.result.model.provenance().observed_at
+    );
+    assert!(
+        detail(&replayed).contains("\"tracker-v1\""),
+        "{}",
+        detail(&replayed)
+    );
+    after
+        .binder()
+        .verify(&alice(), &call, &replayed.result)
+        .expect("a replay verifies under the deployed contract");
+    assert_eq!(remote.requests(&sent("k-1")), 1, "replayed, not run again");
+}
+
+/// Finding 11: a ledger row edited in the database was replayed to the model with fresh,
+/// valid digests. The edit here stays within the contract (another issue number).
+#[tokio::test(start_paused = true)]
+async fn a_ledger_row_edited_in_the_database_is_not_replayed() {
+    let path = std::env::temp_dir().join(format!("tc-edited-row-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let remote = Remote::new();
+    let ledger = Arc::new(SqliteLedger::open(&path).unwrap());
+    let dispatcher = dispatcher(&remote, ledger);
+    let first = run(&dispatcher, &label("c1")).await;
+    assert_eq!(first.result.model.status(), Status::Succeeded);
+
+    let edit = rusqlite::Connection::open(&path).unwrap();
+    let edited = edit
+        .execute(
+            "UPDATE tool_contract_ledger SET result = replace(result, '\"number\":', '\"number\":1')",
+            [],
+        )
+        .unwrap();
+    assert_eq!(edited, 1);
+    drop(edit);
+
+    let replayed = run(&dispatcher, &label("c2")).await;
+    let error = replayed.result.model.error().map(|error| error.code());
+    assert_eq!(
+        error,
+        Some(ErrorCode::OutputContractViolation),
+        "{replayed:?}"
+    );
+    assert_eq!(replayed.result.model.data(), None);
+    assert_eq!(remote.requests(&sent("k-1")), 1, "never run again");
+    let _ = std::fs::remove_file(&path);
 }

@@ -6,6 +6,7 @@ use crate::results::audit::{
     Binding, ContractRevisions, Downstream, PROTECTED_AUDIT_SCHEMA_VERSION, ProtectedAudit,
     ProviderContext, Redaction,
 };
+use crate::results::execution::Delivery;
 use crate::results::model::ModelResult;
 use crate::vocabulary::call::{CallContext, Principal};
 
@@ -95,5 +96,30 @@ impl Binder<'_> {
             approval: None,
         };
         CallResult { model, audit }
+    }
+
+    /// `result` again, delivered as `delivery` (a stored result replayed, one learned from a
+    /// status query), sealed anew for the call `context`: what its audit recorded of the
+    /// downstream system and of what was kept from the model stays, and `note` leads its
+    /// detail.
+    pub(crate) fn redeliver(
+        &self,
+        principal: &Principal,
+        context: &CallContext,
+        result: CallResult,
+        delivery: Delivery,
+        note: &str,
+    ) -> CallResult {
+        let CallResult { model, audit } = result;
+        let detail = match audit.detail {
+            Some(detail) => format!("{note}; {detail}"),
+            None => note.to_owned(),
+        };
+        let spec = self.registry.get(&context.call.name);
+        let seal = Seal::new(spec, model.delivered_as(delivery))
+            .downstream(audit.downstream)
+            .redactions(audit.redactions)
+            .detail(Some(detail));
+        self.seal(principal, context, seal)
     }
 }

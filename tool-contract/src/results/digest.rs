@@ -17,6 +17,7 @@ const REQUEST_DOMAIN: &str = "tool-contract/request-v1";
 const RESULT_DOMAIN: &str = "tool-contract/result-v1";
 const CALL_BINDING_DOMAIN: &str = "tool-contract/call-binding-v1";
 const PRINCIPAL_DOMAIN: &str = "tool-contract/principal-v1";
+const LEDGER_RECORD_DOMAIN: &str = "tool-contract/ledger-record-v1";
 
 /// A secret key for HMAC-SHA256: at least 32 bytes. Its `Debug` shows nothing of it.
 ///
@@ -157,6 +158,30 @@ impl AuditKeys {
             None => Hasher::Plain(Sha256::new()),
             Some(key) => Hasher::Keyed(key.mac()),
         }
+    }
+
+    /// The seal of a result the idempotency ledger keeps to replay under `ledger_key` for
+    /// the request `request_sha256`: always keyed (under the digest key where there is one,
+    /// else the principal key), so a row edited in the database, or moved to another key,
+    /// no longer matches, whoever can write to the store.
+    pub(crate) fn ledger_record_digest(
+        &self,
+        ledger_key: &str,
+        request_sha256: &str,
+        model_json: &[u8],
+    ) -> String {
+        let key = self.digest.as_ref().unwrap_or(&self.principal);
+        let mut hasher = Hasher::Keyed(key.mac());
+        write_object(
+            &mut hasher,
+            &mut [
+                ("domain", Field::Str(LEDGER_RECORD_DOMAIN)),
+                ("ledger_key", Field::Str(ledger_key)),
+                ("model_result", Field::Raw(model_json)),
+                ("request_sha256", Field::Str(request_sha256)),
+            ],
+        );
+        hasher.finish()
     }
 
     /// `request_sha256`: the intent, with no call id and no idempotency key.

@@ -9,7 +9,7 @@ use time::format_description::well_known::Rfc3339;
 use tracing::{debug, warn};
 
 use super::{Call, Dispatcher, Ended, PURGE_EVERY, Valid, duration_ms, prefix, sha256_hex};
-use crate::binder::{CallResult, FailureKind, Seal, ToolFailure};
+use crate::binder::{CallResult, FailureKind, RawProvenance, RawResult, Seal, ToolFailure};
 use crate::contract::ToolSpec;
 use crate::dispatch::approval::{ApprovalCheck, Asked, PendingApproval, Preview};
 use crate::dispatch::handler::{BoxFuture, Reconciled, StatusRequest};
@@ -17,7 +17,10 @@ use crate::dispatch::ledger::{Advance, Advanced, Claim, Claimed, Record};
 use crate::dispatch::options::ToolOptions;
 use crate::dispatch::state::{WriteEvent, WriteState};
 use crate::json::encoding::infallible;
-use crate::results::{ApprovalRecord, Delivery, ErrorCode, ModelError, ModelResult, Status};
+use crate::results::digest::digests_equal;
+use crate::results::{
+    ApprovalRecord, Delivery, ErrorCode, ModelError, ModelResult, Provenance, Status, Trust,
+};
 use crate::vocabulary::{Approval, CallContext, Principal, Reconcile};
 
 /// A write's ledger identity.
@@ -161,31 +164,100 @@ impl Dispatcher {
             } else if record.state == WriteState::Unknown {
                 self.unknown_result(call, valid, "the outcome is unknown")
             } else {
-                self.replay(call, valid, &record)
+                self.replay(call, valid, key, &record)
             };
         Ended::new(result).in_state(Some(record.state))
     }
 
-    /// A finished record's stored result, sealed again for this call (its own call id and
-    /// digests), delivered as `local_replay`.
-    fn replay(&self, call: &Call<'_>, valid: &Valid<'_>, record: &Record) -> CallResult {
+    /// A finished record's stored result, delivered as `local_replay`: its seal checked, then
+    /// projected again through today's contract, so a replay verifies across a deploy and an
+    /// edited row is caught.
+    ///
+    /// A replay's provenance is today's registry's (source label, producer revision) with the
+    /// stored `observed_at` and resource revision: the audit binds today's contract
+    /// revisions, and its detail names the producer revision the result was made under.
+    fn replay(
+        &self,
+        call: &Call<'_>,
+        valid: &Valid<'_>,
+        key: &WriteKey,
+        record: &Record,
+    ) -> CallResult {
         debug!(
             stage = "ledger",
             state = record.state.as_str(),
             delivery = "local_replay"
         );
-        match stored_result(record) {
-            Some(model) => {
-                let model = model.delivered_as(Delivery::LocalReplay);
-                let detail = Some("replayed from the idempotency ledger".to_owned());
-                let seal = Seal::new(Some(valid.spec), model).detail(detail);
-                call.binder.seal(call.principal, call.context, seal)
+        let Some(stored) = self.stored_result(key, record) else {
+            warn!(
+                stage = "ledger",
+                "a finished record's stored result does not hold"
+            );
+            let error = ModelError::new(ErrorCode::OutputContractViolation);
+            let detail = "a finished record whose stored result is missing, unreadable or \
+                          not sealed by this application's keys: a person must review it";
+            return self.control(call, error, detail);
+        };
+        let provenance = stored.provenance();
+        let note = format!(
+            "replayed from the idempotency ledger; made under producer revision {:?}",
+            provenance.producer_revision
+        );
+        let projected = match stored.data_json() {
+            Some(data) => {
+                let mut raw_provenance =
+                    RawProvenance::new(valid.spec.producer_revision(), &provenance.observed_at);
+                raw_provenance.resource_revision = provenance.resource_revision.clone();
+                let mut raw = RawResult::new(data, raw_provenance);
+                raw.truncated = stored.execution().truncated;
+                valid
+                    .entry
+                    .tool
+                    .project(&call.binder, call.principal, call.context, raw)
             }
-            None => {
-                let error = ModelError::new(ErrorCode::ToolError);
-                self.control(call, error, "a finished record without a stored result")
-            }
-        }
+            None => self.replayed_failure(call, valid, &stored),
+        };
+        call.binder.redeliver(
+            call.principal,
+            call.context,
+            projected,
+            Delivery::LocalReplay,
+            &note,
+        )
+    }
+
+    /// A stored failure, under today's provenance for its trust, its error checked against
+    /// the catalog.
+    fn replayed_failure(
+        &self,
+        call: &Call<'_>,
+        valid: &Valid<'_>,
+        stored: &ModelResult,
+    ) -> CallResult {
+        let error = stored.error().filter(|error| error.check().is_ok());
+        let Some(error) = error else {
+            let error = ModelError::new(ErrorCode::OutputContractViolation);
+            return self.control(call, error, "a stored failure that is not the catalog's");
+        };
+        let mut provenance = match stored.provenance().trust {
+            Trust::TrustedControl => call.binder.control_provenance(),
+            Trust::UntrustedData => Provenance {
+                source_label: valid.spec.source_label().to_owned(),
+                producer_revision: valid.spec.producer_revision().to_owned(),
+                resource_revision: None,
+                observed_at: String::new(),
+                trust: Trust::UntrustedData,
+            },
+        };
+        provenance
+            .observed_at
+            .clone_from(&stored.provenance().observed_at);
+        let model = ModelResult::failed(error.clone(), Delivery::LocalReplay, provenance);
+        call.binder.seal(
+            call.principal,
+            call.context,
+            Seal::new(Some(valid.spec), model),
+        )
     }
 
     /// The approval stage: the grant for exactly this request, consumed (what the audit
@@ -305,7 +377,7 @@ impl Dispatcher {
         event: WriteEvent,
         result: &CallResult,
     ) -> Option<WriteState> {
-        let stored = stored(result);
+        let stored = Some(self.stored(key, result));
         for from in [WriteState::Executing, WriteState::CancelRequested] {
             let event = match (from, event) {
                 (WriteState::Executing, WriteEvent::ConfirmCancelled) => {
@@ -402,7 +474,9 @@ impl Dispatcher {
         };
         // The audit first, as for every write's end.
         let audit_error = self.audit(&mut result, approval.as_ref());
-        let state = self.settle_unknown(key, event, stored(&result)).await;
+        let state = self
+            .settle_unknown(key, event, Some(self.stored(key, &result)))
+            .await;
         debug!(stage = "reconcile", state = state.map(WriteState::as_str));
         let mut ended = Ended::new(result).in_state(state).approved(approval);
         ended.audited = Some(audit_error);
@@ -433,10 +507,13 @@ impl Dispatcher {
                 if projected.model.status() != Status::Succeeded {
                     return StatusAnswer::Withheld(projected);
                 }
-                let model = projected.model.delivered_as(Delivery::ReceiptReconciled);
-                let seal =
-                    Seal::new(Some(valid.spec), model).downstream(projected.audit.downstream);
-                let result = call.binder.seal(call.principal, call.context, seal);
+                let result = call.binder.redeliver(
+                    call.principal,
+                    call.context,
+                    projected,
+                    Delivery::ReceiptReconciled,
+                    "found by the status query",
+                );
                 StatusAnswer::Settled(result, WriteEvent::ReconcileFound)
             }
             Ok(Ok(Ok(Reconciled::Absent))) => {
@@ -515,6 +592,30 @@ impl Dispatcher {
         }
     }
 
+    /// What the ledger keeps of a result to replay: the seal of its model half, a newline,
+    /// and the model half's canonical JSON.
+    pub(super) fn stored(&self, key: &WriteKey, result: &CallResult) -> String {
+        let json = result.model.to_canonical_json();
+        let seal = self
+            .keys
+            .ledger_record_digest(&key.ledger_key, &key.request_sha256, &json);
+        let json = infallible(String::from_utf8(json), "canonical JSON is UTF-8");
+        format!("{seal}\n{json}")
+    }
+
+    /// A record's stored result, if it is there, sealed by these keys for this key and
+    /// request, and readable.
+    fn stored_result(&self, key: &WriteKey, record: &Record) -> Option<ModelResult> {
+        let (seal, json) = record.result.as_deref()?.split_once('\n')?;
+        let expected =
+            self.keys
+                .ledger_record_digest(&key.ledger_key, &key.request_sha256, json.as_bytes());
+        if !digests_equal(seal, &expected) {
+            return None;
+        }
+        ModelResult::from_json(json.as_bytes()).ok()
+    }
+
     pub(super) fn advance(
         &self,
         key: &str,
@@ -551,19 +652,6 @@ fn application_key(context: &CallContext) -> &str {
         .idempotency_key
         .as_deref()
         .unwrap_or(&context.operation_id)
-}
-
-/// What the ledger keeps of a result to replay: its model half's canonical JSON.
-fn stored(result: &CallResult) -> Option<String> {
-    let json = result.model.to_canonical_json();
-    Some(infallible(
-        String::from_utf8(json),
-        "canonical JSON is UTF-8",
-    ))
-}
-
-fn stored_result(record: &Record) -> Option<ModelResult> {
-    ModelResult::from_json(record.result.as_deref()?.as_bytes()).ok()
 }
 
 fn expired(record: &Record, now_ms: u64) -> bool {

@@ -88,7 +88,9 @@ pub struct Record {
     pub lease_until_ms: u64,
     /// When a finished record may be purged (ms since the epoch).
     pub expires_at_ms: u64,
-    /// The model result's JSON, once there is one to replay.
+    /// The result to replay, once there is one: opaque to the ledger. The dispatcher writes
+    /// a keyed seal, a newline and the model result's canonical JSON, and replays only what
+    /// its seal still covers.
     pub result: Option<String>,
 }
 
