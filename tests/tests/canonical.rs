@@ -193,11 +193,20 @@ fn trailing_text_after_the_value_is_refused() {
 }
 
 #[test]
-fn nesting_beyond_128_levels_is_refused_without_overflowing_the_stack() {
+fn nesting_as_deep_as_the_limit_is_canonicalized() {
+    let levels = tool_contract::json::MAX_NESTING;
+    let deep = format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+    assert_eq!(canonical_text(&deep).unwrap(), deep);
+}
+
+#[test]
+fn nesting_beyond_the_limit_is_refused_without_overflowing_the_stack() {
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     let error = canonical_text(&deep).unwrap_err();
+    let column = tool_contract::json::MAX_NESTING + 1;
     assert!(
-        matches!(&error, CanonicalError::Invalid { reason, .. } if reason.contains("recursion")),
+        matches!(&error, CanonicalError::Invalid { line: 1, column: c, reason }
+            if *c == column && reason.contains("nested deeper than")),
         "{error}"
     );
 }

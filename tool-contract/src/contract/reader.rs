@@ -12,6 +12,7 @@ use serde_json::{Map, Number, Value};
 
 use super::rules::Rules;
 use crate::json::canonical::{self, CanonicalError};
+use crate::json::depth;
 use crate::json::encoding::infallible;
 use crate::json::number::{self, IntegerError};
 use crate::json::scan::find_string_special;
@@ -851,7 +852,7 @@ impl<'a> Reader<'a> {
         expected: &'static str,
     ) -> Result<Option<T>, Stop> {
         let raw = self.read_raw()?;
-        match serde_json::from_str(raw) {
+        match depth::from_slice(raw.as_bytes()) {
             Ok(value) => Ok(Some(value)),
             Err(_) => self
                 .report(ViolationKind::Unreadable { expected })

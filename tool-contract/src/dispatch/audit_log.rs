@@ -9,8 +9,8 @@ use std::sync::{Mutex, MutexGuard};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::json::canonical;
 use crate::json::encoding::infallible;
+use crate::json::{canonical, depth};
 use crate::results::ModelResult;
 use crate::results::ProtectedAudit;
 
@@ -183,7 +183,7 @@ pub fn verify_chain(reader: impl BufRead) -> Result<ChainHead, AuditLogError> {
 /// back as such.
 fn parse_record(line: &[u8]) -> Option<serde_json::Map<String, Value>> {
     canonical::canonicalize(line).ok()?;
-    let Value::Object(record) = serde_json::from_slice(line).ok()? else {
+    let Value::Object(record) = depth::from_slice(line).ok()? else {
         return None;
     };
     let members = ["audit", "model", "prev_sha256", "record_sha256", "seq"];
@@ -300,7 +300,8 @@ impl MemoryAuditLog {
         self.lines()
             .iter()
             .filter_map(|line| {
-                let mut record: serde_json::Map<String, Value> = serde_json::from_str(line).ok()?;
+                let mut record: serde_json::Map<String, Value> =
+                    depth::from_slice(line.as_bytes()).ok()?;
                 let model = serde_json::from_value(record.remove("model")?).ok()?;
                 let audit = serde_json::from_value(record.remove("audit")?).ok()?;
                 Some((model, audit))

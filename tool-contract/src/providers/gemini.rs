@@ -18,7 +18,8 @@ use super::emit::{self, Answer};
 use super::wire::{malformed, object_text, parse};
 use super::{ProviderError, Turn};
 use crate::binder::{Binder, Verified};
-use crate::json::encoding::{infallible, parse_validated};
+use crate::json::depth;
+use crate::json::encoding::infallible;
 use crate::results::execution::Status;
 use crate::vocabulary::call::Principal;
 use crate::vocabulary::call::{Adapter, Api, Correlation};
@@ -230,7 +231,7 @@ impl_provider_api! {
         // Read back from the verified canonical bytes, so the object is exactly what was
         // verified.
         let model = infallible(
-            parse_validated(verified.model_json()),
+            depth::from_slice::<Value>(verified.model_json()),
             "a verified model result is canonical JSON within its contract's depth",
         );
         let key = match verified.model().status() {

@@ -16,7 +16,8 @@ use crate::contract::reader::{self, NoBoundInputs, Reader, Stop};
 use crate::contract::rules::Rules;
 use crate::contract::shape::Shape;
 use crate::contract::traits::ToolOutput;
-use crate::json::encoding::{infallible, parse_validated};
+use crate::json::depth;
+use crate::json::encoding::infallible;
 use crate::vocabulary::forbidden::ForbiddenKeys;
 use crate::vocabulary::violation::Violations;
 
@@ -48,11 +49,8 @@ pub(crate) struct Data(String);
 
 impl Serialize for Data {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut text = serde_json::Deserializer::from_str(&self.0);
-        // Data is nested no deeper than its contract allows, which may be more than the 128
-        // levels serde_json reads by default.
-        text.disable_recursion_limit();
-        let raw = <&RawValue>::deserialize(&mut text).map_err(serde::ser::Error::custom)?;
+        let raw: &RawValue =
+            depth::from_slice(self.0.as_bytes()).map_err(serde::ser::Error::custom)?;
         raw.serialize(serializer)
     }
 }
@@ -232,7 +230,7 @@ impl ModelResult {
     pub fn data(&self) -> Option<Value> {
         self.data_json().map(|text| {
             infallible(
-                parse_validated(text.as_bytes()),
+                depth::from_slice::<Value>(text.as_bytes()),
                 "data is canonical JSON within its contract's depth",
             )
         })

@@ -7,7 +7,8 @@ use crate::binder::{FailureKind, ToolFailure};
 use crate::contract::ToolSpec;
 use crate::dispatch::gate::{GateCall, GateDecision};
 use crate::dispatch::handler::ToolEntry;
-use crate::json::encoding::{infallible, parse_validated};
+use crate::json::depth;
+use crate::json::encoding::infallible;
 use crate::results::{ErrorCode, ModelError};
 
 impl Dispatcher {
@@ -64,7 +65,7 @@ impl Dispatcher {
             return Err(Box::new(self.control(call, error, &detail)));
         }
         let arguments = infallible(
-            parse_validated(arguments),
+            depth::from_slice::<serde_json::Value>(arguments),
             "validated arguments are JSON within their contract's depth",
         );
         debug!(stage = "validate", "arguments valid");

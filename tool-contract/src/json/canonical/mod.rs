@@ -41,7 +41,8 @@ pub(crate) use write::{write_str, write_value};
 #[non_exhaustive]
 pub enum CanonicalError {
     /// The text is not JSON, or not I-JSON: bad syntax, invalid UTF-8, a lone surrogate, a
-    /// number beyond the range of a double, or nesting deeper than 128 levels.
+    /// number beyond the range of a double, or nesting deeper than
+    /// [`MAX_NESTING`](crate::json::MAX_NESTING) levels.
     #[error("not I-JSON at line {line}, column {column}: {reason}")]
     Invalid {
         /// 1-based line of the fault.

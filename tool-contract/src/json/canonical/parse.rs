@@ -1,7 +1,7 @@
 //! Reads a JSON text into a tree that keeps member order and refuses duplicate names.
 //!
 //! serde_json does the reading (syntax, UTF-8, escapes, lone surrogates, numbers to the
-//! nearest double with `float_roundtrip`, a 128-level nesting limit); this visitor only keeps
+//! nearest double with `float_roundtrip`, nesting within `MAX_NESTING`); this visitor only keeps
 //! what `serde_json::Value` would lose: a repeated member name.
 
 use std::borrow::Cow;
@@ -11,6 +11,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::{CanonicalError, cmp_utf16};
+use crate::json::depth::{self, Deep};
 
 /// A parsed JSON value; strings borrow from the input when they hold no escape.
 #[derive(Debug)]
@@ -27,7 +28,11 @@ pub(super) enum Node<'a> {
 
 pub(super) fn parse(json: &[u8]) -> Result<Node<'_>, CanonicalError> {
     let duplicate = RefCell::new(None);
-    let mut deserializer = serde_json::Deserializer::from_slice(json);
+    let mut deserializer = depth::reader(json).map_err(|deep| CanonicalError::Invalid {
+        line: deep.line,
+        column: deep.column,
+        reason: Deep::reason(),
+    })?;
     let node = deserializer
         .deserialize_any(NodeVisitor {
             duplicate: &duplicate,
