@@ -126,6 +126,11 @@ impl Session {
     }
 }
 
+/// The refund desk's audit key (`desk::AUDIT_KEY` in the example).
+fn audit_key() -> tool_contract::SecretKey {
+    tool_contract::SecretKey::new(*b"refund desk audit key not secret").unwrap()
+}
+
 fn refund(reason: &str) -> Value {
     json!({ "order_ref": "ORDER-1001", "amount_cents": 4990, "reason": reason })
 }
@@ -263,7 +268,8 @@ async fn a_read_answers_the_verified_model_result_and_nothing_of_the_audit() {
 
     // The audit half went to the desk's log, whose chain verifies.
     let log = session.close().await;
-    let head = tool_contract::dispatch::verify_chain(log.as_slice()).expect("the chain verifies");
+    let head = tool_contract::dispatch::verify_chain(log.as_slice(), &audit_key())
+        .expect("the chain verifies");
     assert_eq!(head.records, 1);
 }
 

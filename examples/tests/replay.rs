@@ -4,6 +4,11 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// The refund desk's audit key (`desk::AUDIT_KEY` in the example).
+fn audit_key() -> tool_contract::SecretKey {
+    tool_contract::SecretKey::new(*b"refund desk audit key not secret").unwrap()
+}
+
 fn desk(arguments: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_refund-desk"))
         .args(arguments)
@@ -26,7 +31,8 @@ fn json_replay(provider: &str) -> (Vec<Value>, u64) {
         .find_map(|line| line.strip_prefix("audit log: "))
         .expect("the audit log's path on stderr");
     let log = std::fs::read(path).expect("the audit log");
-    let head = tool_contract::dispatch::verify_chain(log.as_slice()).expect("the chain verifies");
+    let head = tool_contract::dispatch::verify_chain(log.as_slice(), &audit_key())
+        .expect("the chain verifies");
     (lines, head.records)
 }
 

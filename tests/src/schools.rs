@@ -257,7 +257,7 @@ pub fn builder(web: &Arc<Web>) -> DispatcherBuilder {
     let (w1, w2, w3, w4) = (web.clone(), web.clone(), web.clone(), web.clone());
     Dispatcher::builder(registry(), keys())
         .clock(clock)
-        .audit_sink(Arc::new(MemoryAuditLog::new()))
+        .audit_sink(Arc::new(MemoryAuditLog::new(crate::tracker::audit_key())))
         .handler_with::<ListCandidateSchools>(
             move |input: ListCandidateSchools, _cx: HandlerContext| {
                 let web = w1.clone();

@@ -151,6 +151,11 @@ pub fn registry() -> Registry {
     .build()
 }
 
+/// The key of the tests' audit logs.
+pub fn audit_key() -> SecretKey {
+    SecretKey::new([0x17; 32]).unwrap()
+}
+
 /// The audit keys of the tests.
 pub fn keys() -> AuditKeys {
     AuditKeys::new(SecretKey::new([0x42; 32]).unwrap())
@@ -465,7 +470,7 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
     );
     Dispatcher::builder(registry(), keys)
         .clock(clock)
-        .audit_sink(Arc::new(MemoryAuditLog::new()))
+        .audit_sink(Arc::new(MemoryAuditLog::new(audit_key())))
         .write_handler::<CreateIssue>(
             move |input: CreateIssue, mut cx: HandlerContext| {
                 let remote = r1.clone();

@@ -1,27 +1,37 @@
-//! Issue 4, point 8: the audit log is a hash chain whose verifier finds the first broken link.
+//! Issue 4, point 8, and issue 14, finding 6: the audit log is a keyed chain with one writer
+//! per file, a checkpointed head, a torn tail moved aside and linked segments; its verifier
+//! finds the first broken link.
 
 use std::io::BufReader;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use tool_contract::dispatch::{
-    AuditLogError, AuditSink, BrokenLink, JsonLinesAuditLog, Task, verify_chain,
+    AuditLogError, AuditSink, BrokenLink, ChainHead, JsonLinesAuditLog, Task, verify_chain,
 };
-use tool_contract_tests::tracker::{self, Remote, builder, context};
+use tool_contract_tests::tracker::{self, Remote, audit_key, builder, context};
 
+/// `audit.jsonl` in a directory of its own, emptied.
 fn temp_log(name: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "tool-contract-audit-{name}-{}.jsonl",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_file(&path);
-    path
+    let directory =
+        std::env::temp_dir().join(format!("tool-contract-audit-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&directory);
+    std::fs::create_dir_all(&directory).unwrap();
+    directory.join("audit.jsonl")
 }
 
-async fn write_log(path: &PathBuf, calls: usize) {
+fn remove(path: &Path) {
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+fn open(path: &Path) -> Arc<JsonLinesAuditLog> {
+    Arc::new(JsonLinesAuditLog::open(path, audit_key()).unwrap())
+}
+
+/// `calls` reads dispatched with `log` as the sink.
+async fn write_calls(log: &Arc<JsonLinesAuditLog>, calls: usize) {
     let remote = Remote::new();
-    let log = Arc::new(JsonLinesAuditLog::open(path).unwrap());
     let dispatcher = builder(&remote).audit_sink(log.clone()).build().unwrap();
     for index in 0..calls {
         let call = context(
@@ -34,45 +44,65 @@ async fn write_log(path: &PathBuf, calls: usize) {
         let dispatch = dispatcher
             .dispatch(&tracker::alice(), &call, &Task::unlimited())
             .await;
-        assert!(dispatch.audit_error.is_none());
+        assert!(dispatch.audit_error.is_none(), "{:?}", dispatch.audit_error);
     }
 }
 
-fn verify(path: &PathBuf) -> Result<tool_contract::dispatch::ChainHead, AuditLogError> {
-    verify_chain(BufReader::new(std::fs::File::open(path).unwrap()))
+/// Opens the log at `path`, writes `calls`, and closes it.
+async fn write_log(path: &Path, calls: usize) {
+    write_calls(&open(path), calls).await;
 }
 
-fn broken_at(path: &PathBuf) -> (u64, BrokenLink) {
-    match verify(path) {
+fn verify(path: &Path) -> Result<ChainHead, AuditLogError> {
+    verify_chain(
+        BufReader::new(std::fs::File::open(path).unwrap()),
+        &audit_key(),
+    )
+}
+
+fn broken_at(result: Result<impl std::fmt::Debug, AuditLogError>) -> (u64, BrokenLink) {
+    match result {
         Err(AuditLogError::Broken { line, link }) => (line, link),
         other => panic!("expected a broken chain, got {other:?}"),
     }
 }
 
-fn edit_lines(path: &PathBuf, edit: impl FnOnce(&mut Vec<String>)) {
+fn lines(path: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    text.lines().map(str::to_owned).collect()
+}
+
+fn edit_lines(path: &Path, edit: impl FnOnce(&mut Vec<String>)) {
+    let mut lines = lines(path);
     edit(&mut lines);
     std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+fn to_hex(bytes: impl AsRef<[u8]>) -> String {
+    bytes
+        .as_ref()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+fn record(line: &str) -> Value {
+    serde_json::from_str(line).unwrap()
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_audit_log_is_a_chain_that_verifies_and_goes_on_after_reopening() {
     let path = temp_log("chain");
     write_log(&path, 3).await;
-    let head = verify(&path).unwrap();
-    assert_eq!(head.records, 3);
+    assert_eq!(verify(&path).unwrap().records, 3);
     write_log(&path, 2).await;
     let head = verify(&path).unwrap();
     assert_eq!(head.records, 5);
-    let first: serde_json::Value = serde_json::from_str(
-        std::fs::read_to_string(&path)
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    assert_eq!(
+        JsonLinesAuditLog::verify(&path, &audit_key(), Some(&head)).unwrap(),
+        head
+    );
+    let first = record(&lines(&path)[0]);
     assert_eq!(
         first["prev_sha256"],
         tool_contract::dispatch::GENESIS_SHA256
@@ -80,7 +110,7 @@ async fn the_audit_log_is_a_chain_that_verifies_and_goes_on_after_reopening() {
     assert_eq!(first["seq"], 1);
     assert!(first["model"]["status"].is_string());
     assert!(first["audit"]["binding"]["request_sha256"].is_string());
-    let _ = std::fs::remove_file(&path);
+    remove(&path);
 }
 
 #[tokio::test(start_paused = true)]
@@ -90,8 +120,8 @@ async fn an_edited_record_is_the_first_broken_link() {
     edit_lines(&path, |lines| {
         lines[1] = lines[1].replace("document d1", "document d9")
     });
-    assert_eq!(broken_at(&path), (2, BrokenLink::RecordDigest));
-    let _ = std::fs::remove_file(&path);
+    assert_eq!(broken_at(verify(&path)), (2, BrokenLink::RecordDigest));
+    remove(&path);
 }
 
 #[tokio::test(start_paused = true)]
@@ -101,35 +131,199 @@ async fn a_removed_record_breaks_the_sequence() {
     edit_lines(&path, |lines| {
         lines.remove(1);
     });
-    assert_eq!(broken_at(&path), (2, BrokenLink::Sequence));
-    let _ = std::fs::remove_file(&path);
+    assert_eq!(broken_at(verify(&path)), (2, BrokenLink::Sequence));
+    remove(&path);
+}
+
+/// The line `line` with its model's text replaced and `record_sha256` recomputed as a plain
+/// SHA-256 of the rest, as whoever rewrites a record without the key can.
+fn forged(line: &str) -> String {
+    let mut record: serde_json::Map<String, Value> = serde_json::from_str(line).unwrap();
+    record.remove("record_sha256");
+    let data = record["model"]["data"]["text"].clone();
+    assert!(data.is_string(), "{data}");
+    record["model"]["data"]["text"] = json!("forged");
+    let canonical = |record: &serde_json::Map<String, Value>| {
+        tool_contract::json::canonical::to_vec(&Value::Object(record.clone())).unwrap()
+    };
+    use sha2::Digest;
+    let digest = to_hex(sha2::Sha256::digest(canonical(&record)));
+    record.insert("record_sha256".to_owned(), json!(digest));
+    String::from_utf8(canonical(&record)).unwrap()
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_rewritten_record_with_a_fresh_digest_breaks_the_next_link() {
+async fn the_last_record_rewritten_with_a_recomputed_plain_sha256_does_not_verify() {
     let path = temp_log("rewritten");
     write_log(&path, 4).await;
-    edit_lines(&path, |lines| {
-        let mut record: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(&lines[1]).unwrap();
-        record.remove("record_sha256");
-        record["model"]["data"]["text"] = json!("forged");
-        let content =
-            tool_contract::json::canonical::to_vec(&serde_json::Value::Object(record.clone()))
-                .unwrap();
-        use sha2::Digest;
-        let digest: String = sha2::Sha256::digest(&content)
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect();
-        record.insert("record_sha256".to_owned(), json!(digest));
-        lines[1] = String::from_utf8(
-            tool_contract::json::canonical::to_vec(&serde_json::Value::Object(record)).unwrap(),
+    edit_lines(&path, |lines| lines[3] = forged(&lines[3]));
+    assert_eq!(broken_at(verify(&path)), (4, BrokenLink::RecordDigest));
+    assert_eq!(
+        broken_at(JsonLinesAuditLog::open(&path, audit_key())),
+        (4, BrokenLink::RecordDigest)
+    );
+    remove(&path);
+}
+
+#[tokio::test(start_paused = true)]
+async fn records_dropped_off_the_tail_show_against_the_checkpoint_and_an_exported_head() {
+    let path = temp_log("dropped");
+    let log = open(&path);
+    write_calls(&log, 4).await;
+    let exported = log.head();
+    drop(log);
+    edit_lines(&path, |lines| lines.truncate(2));
+    // What is left is a chain of its own, but not the one the checkpoint sealed.
+    assert_eq!(verify(&path).unwrap().records, 2);
+    let behind = |result: Result<_, AuditLogError>| match result {
+        Err(AuditLogError::BehindCheckpoint { checkpoint, found }) => (checkpoint, found.records),
+        other => panic!("expected the checkpoint to show it, got {other:?}"),
+    };
+    assert_eq!(
+        behind(JsonLinesAuditLog::open(&path, audit_key()).map(drop)),
+        (exported.clone(), 2)
+    );
+    assert_eq!(
+        behind(JsonLinesAuditLog::verify(&path, &audit_key(), None).map(drop)).1,
+        2
+    );
+    // Without the checkpoint the log does not open, and a head kept elsewhere still shows it.
+    std::fs::remove_file(path.with_file_name("audit.jsonl.head")).unwrap();
+    assert!(matches!(
+        JsonLinesAuditLog::open(&path, audit_key()),
+        Err(AuditLogError::Checkpoint)
+    ));
+    assert_eq!(
+        behind(JsonLinesAuditLog::verify(&path, &audit_key(), Some(&exported)).map(drop)).1,
+        2
+    );
+    remove(&path);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_second_writer_on_one_file_is_refused_and_the_chain_never_forks() {
+    let path = temp_log("two-writers");
+    let first = open(&path);
+    assert!(matches!(
+        JsonLinesAuditLog::open(&path, audit_key()),
+        Err(AuditLogError::Locked { .. })
+    ));
+    write_calls(&first, 2).await;
+    drop(first);
+    // Once the first is closed, the file opens again and goes on.
+    write_log(&path, 1).await;
+    assert_eq!(
+        JsonLinesAuditLog::verify(&path, &audit_key(), None)
+            .unwrap()
+            .records,
+        3
+    );
+    remove(&path);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_torn_last_line_is_moved_aside_and_recorded_in_the_chain() {
+    let path = temp_log("torn");
+    write_log(&path, 3).await;
+    let whole = std::fs::read(&path).unwrap();
+    let last = lines(&path)[2].clone();
+    let torn = &last.as_bytes()[..last.len() / 2];
+    let mut cut = whole.clone();
+    cut.extend_from_slice(torn);
+    std::fs::write(&path, &cut).unwrap();
+
+    let log = open(&path);
+    assert_eq!(log.head().records, 4);
+    drop(log);
+    let moved = path.with_file_name("audit.jsonl.torn-4");
+    assert_eq!(std::fs::read(&moved).unwrap(), torn);
+    let event = record(&lines(&path)[3]);
+    assert_eq!(event["event"]["kind"], "tail_moved_aside");
+    assert_eq!(event["event"]["bytes"], torn.len());
+    assert_eq!(event["event"]["moved_to"], "audit.jsonl.torn-4");
+    use sha2::Digest;
+    assert_eq!(event["event"]["sha256"], to_hex(sha2::Sha256::digest(torn)));
+    assert_eq!(
+        JsonLinesAuditLog::verify(&path, &audit_key(), None)
+            .unwrap()
+            .records,
+        4
+    );
+    remove(&path);
+}
+
+#[tokio::test(start_paused = true)]
+async fn rotation_moves_segments_aside_that_verify_as_one_chain() {
+    let path = temp_log("rotation");
+    let log = Arc::new(
+        JsonLinesAuditLog::open(&path, audit_key())
+            .unwrap()
+            .rotate_at(4096),
+    );
+    write_calls(&log, 6).await;
+    log.rotate().unwrap();
+    write_calls(&log, 1).await;
+    let head = log.head();
+    drop(log);
+    let segment = |number: u32| path.with_file_name(format!("audit.jsonl.{number:06}"));
+    assert!(segment(2).exists(), "several segments");
+    // Each segment verifies on its own, and the whole log as one chain.
+    let mut number = 1;
+    while segment(number).exists() {
+        verify_chain(
+            std::fs::read(segment(number)).unwrap().as_slice(),
+            &audit_key(),
         )
         .unwrap();
-    });
-    assert_eq!(broken_at(&path), (3, BrokenLink::PreviousDigest));
-    let _ = std::fs::remove_file(&path);
+        number += 1;
+    }
+    let first_of_active = record(&lines(&path)[0]);
+    assert_eq!(first_of_active["event"]["kind"], "segment_started");
+    assert_eq!(first_of_active["event"]["reason"], "rotated");
+    assert_eq!(
+        first_of_active["event"]["previous_segment"],
+        format!("audit.jsonl.{:06}", number - 1)
+    );
+    assert_eq!(
+        JsonLinesAuditLog::verify(&path, &audit_key(), Some(&head)).unwrap(),
+        head
+    );
+    // A segment taken away breaks the link to the next.
+    std::fs::remove_file(segment(1)).unwrap();
+    assert_eq!(
+        broken_at(JsonLinesAuditLog::verify(&path, &audit_key(), None)),
+        (1, BrokenLink::Sequence)
+    );
+    remove(&path);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_file_emptied_under_the_log_goes_on_as_a_segment_that_says_so() {
+    // What `copytruncate` rotation does: copy the file, then cut it to nothing.
+    let path = temp_log("copytruncate");
+    let log = open(&path);
+    write_calls(&log, 2).await;
+    let copy = path.with_file_name("audit.jsonl.copied");
+    std::fs::copy(&path, &copy).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    write_calls(&log, 1).await;
+    assert_eq!(log.head().records, 4);
+    drop(log);
+    let start = record(&lines(&path)[0]);
+    assert_eq!(start["seq"], 3);
+    assert_eq!(start["event"]["kind"], "segment_started");
+    assert_eq!(start["event"]["reason"], "emptied_outside");
+    // The copy ends where the new segment goes on, and the log opens again.
+    let copied = verify_chain(std::fs::read(&copy).unwrap().as_slice(), &audit_key()).unwrap();
+    assert_eq!(start["prev_sha256"], copied.head_sha256.as_str());
+    assert_eq!(verify(&path).unwrap().records, 4);
+    assert_eq!(open(&path).head().records, 4);
+    remove(&path);
 }
 
 #[tokio::test(start_paused = true)]
@@ -137,12 +331,12 @@ async fn garbage_or_a_duplicate_member_is_malformed() {
     let path = temp_log("garbage");
     write_log(&path, 2).await;
     edit_lines(&path, |lines| lines[1] = "{not json".to_owned());
-    assert_eq!(broken_at(&path), (2, BrokenLink::Malformed));
+    assert_eq!(broken_at(verify(&path)), (2, BrokenLink::Malformed));
     edit_lines(&path, |lines| {
         lines[1] = lines[0].replacen("{", "{\"seq\":2,", 1)
     });
-    assert_eq!(broken_at(&path), (2, BrokenLink::Malformed));
-    let _ = std::fs::remove_file(&path);
+    assert_eq!(broken_at(verify(&path)), (2, BrokenLink::Malformed));
+    remove(&path);
 }
 
 #[tokio::test(start_paused = true)]
@@ -152,14 +346,11 @@ async fn a_broken_log_is_not_opened_for_appending() {
     edit_lines(&path, |lines| {
         lines[0] = lines[0].replace("document d0", "document dX")
     });
-    assert!(matches!(
-        JsonLinesAuditLog::open(&path),
-        Err(AuditLogError::Broken {
-            line: 1,
-            link: BrokenLink::RecordDigest
-        })
-    ));
-    let _ = std::fs::remove_file(&path);
+    assert_eq!(
+        broken_at(JsonLinesAuditLog::open(&path, audit_key())),
+        (1, BrokenLink::RecordDigest)
+    );
+    remove(&path);
 }
 
 #[test]

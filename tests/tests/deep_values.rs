@@ -12,7 +12,7 @@ use tool_contract::dispatch::{
 use tool_contract::json::canonical::canonicalize;
 use tool_contract::providers::{Answer, gemini};
 use tool_contract::{CallContext, RawProvenance, RawResult, Status, ToolContract, ToolOutput};
-use tool_contract_tests::tracker::{alice, clock, keys};
+use tool_contract_tests::tracker::{alice, audit_key, clock, keys};
 
 /// Store a tree as it is.
 #[derive(Debug, serde::Deserialize, ToolContract)]
@@ -80,7 +80,9 @@ async fn a_value_as_deep_as_the_dsl_allows_is_never_turned_into_null() {
     let dispatcher = Dispatcher::builder(registry, keys())
         .clock(clock)
         .ledger(Arc::new(MemoryLedger::new()))
-        .audit_sink(Arc::new(JsonLinesAuditLog::open(&path).unwrap()))
+        .audit_sink(Arc::new(
+            JsonLinesAuditLog::open(&path, audit_key()).unwrap(),
+        ))
         .gate(move |call: &GateCall<'_>| {
             gate_seen.lock().unwrap().push(call.arguments.clone());
             GateDecision::Proceed
@@ -141,7 +143,7 @@ async fn a_value_as_deep_as_the_dsl_allows_is_never_turned_into_null() {
 
     // The audit log holds every record and opens again.
     drop(dispatcher);
-    let reopened = JsonLinesAuditLog::open(&path).expect("the deep log opens again");
+    let reopened = JsonLinesAuditLog::open(&path, audit_key()).expect("the deep log opens again");
     assert_eq!(reopened.head().records, 3);
     let _ = std::fs::remove_file(&path);
 }

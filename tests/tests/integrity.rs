@@ -12,8 +12,8 @@ use tool_contract::dispatch::{
 use tool_contract::results::{Delivery, Outcome};
 use tool_contract::{ErrorCode, Principal, Status};
 use tool_contract_tests::tracker::{
-    Fault, OPTIONS, Remote, advance_clock, alice, clock, context, create, detail, dispatcher, keys,
-    run, sent,
+    Fault, OPTIONS, Remote, advance_clock, alice, audit_key, clock, context, create, detail,
+    dispatcher, keys, run, sent,
 };
 
 fn bob() -> Principal {
@@ -187,7 +187,7 @@ fn deployed_dispatcher(remote: &Arc<Remote>, ledger: Arc<dyn Ledger>) -> Dispatc
     Dispatcher::builder(registry, keys())
         .clock(clock)
         .ledger(ledger)
-        .audit_sink(Arc::new(MemoryAuditLog::new()))
+        .audit_sink(Arc::new(MemoryAuditLog::new(audit_key())))
         .handler_with::<deployed::LabelIssue>(
             move |input: deployed::LabelIssue, cx: HandlerContext| {
                 let remote = remote.clone();

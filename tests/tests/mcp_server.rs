@@ -79,7 +79,9 @@ async fn a_registry_that_does_not_accept_mcp_calls_answers_none() {
     use tool_contract_tests::kb::{SearchKb, hits, kb_provenance, keys};
 
     let registry = tool_contract::registry![SearchKb]; // no adapter accepted
-    let audit = Arc::new(MemoryAuditLog::new());
+    let audit = Arc::new(MemoryAuditLog::new(
+        tool_contract_tests::tracker::audit_key(),
+    ));
     let dispatcher = Dispatcher::builder(registry, keys())
         .handler::<SearchKb>(|input: SearchKb, _: HandlerContext| async move {
             Ok::<_, ToolFailure>(RawResult::new(

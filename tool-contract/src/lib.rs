@@ -82,7 +82,7 @@
 //! exact argument validation, gates, authorization, approvals bound to the exact action, the
 //! idempotency ledger ([`dispatch::MemoryLedger`], or `SqliteLedger` with the `sqlite`
 //! feature), budgets and deadline, the handler under a timeout with cancellation, retries by
-//! effect, projection, the audit sink ([`dispatch::JsonLinesAuditLog`], a hash chain), and the
+//! effect, projection, the audit sink ([`dispatch::JsonLinesAuditLog`], a keyed chain), and the
 //! ledger record. A write whose outcome is lost is `unknown` and is reconciled, never rerun.
 //!
 //! ## Serving over MCP

@@ -321,7 +321,8 @@ fn draft(draft_ref: &str, order_ref: &str) -> RawResult {
 fn dispatch_path() {
     let service = Arc::new(RefundService::default());
     let (creates, queries, reads) = (service.clone(), service.clone(), service.clone());
-    let audit_log = Arc::new(MemoryAuditLog::new());
+    let audit_key = SecretKey::new(*b"quickstart audit key, not secret").expect("32 bytes");
+    let audit_log = Arc::new(MemoryAuditLog::new(audit_key.clone()));
     let keys =
         AuditKeys::new(SecretKey::new(*b"quickstart demo key, not secret!").expect("32 bytes"));
     let dispatcher = Dispatcher::builder(
@@ -454,7 +455,7 @@ fn dispatch_path() {
         .len();
     println!("  drafts the service holds: {drafts}");
     let lines = audit_log.lines().join("\n");
-    match verify_chain(lines.as_bytes()) {
+    match verify_chain(lines.as_bytes(), &audit_key) {
         Ok(head) => println!(
             "  audit log: {} records, chain verifies (head {}…)",
             head.records,

@@ -125,7 +125,7 @@ impl Dispatcher {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let dispatcher = Dispatcher::builder(tool_contract::registry![Echo], AuditKeys::new(SecretKey::new([7; 32])?))
     ///     .handler::<Echo>(echo)
-    ///     .audit_sink(Arc::new(MemoryAuditLog::new()))
+    ///     .audit_sink(Arc::new(MemoryAuditLog::new(SecretKey::new([2; 32])?)))
     ///     .build()
     ///     .map_err(|errors| format!("{errors:?}"))?;
     /// let call = ToolCall {

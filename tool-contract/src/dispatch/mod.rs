@@ -45,8 +45,8 @@ mod state;
 
 pub use approval::{ApprovalError, ApprovalGrant, PendingApproval, Preview};
 pub use audit_log::{
-    AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256, JsonLinesAuditLog,
-    MemoryAuditLog, verify_chain,
+    AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256, JsonLinesAuditLog, LogEvent,
+    MemoryAuditLog, SegmentReason, verify_chain,
 };
 pub use budget::{Budget, Remaining, StopReason, Task};
 pub use builder::{BuildError, BuildErrors, DispatcherBuilder};

@@ -46,7 +46,7 @@ impl SecretKey {
         )))
     }
 
-    fn mac(&self) -> Hmac<Sha256> {
+    pub(crate) fn mac(&self) -> Hmac<Sha256> {
         self.0.clone()
     }
 }

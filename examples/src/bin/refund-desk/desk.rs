@@ -395,6 +395,14 @@ fn raw(output: &impl serde::Serialize, producer_revision: &str) -> Result<RawRes
     ))
 }
 
+/// The key of the desk's audit chain: a demo key; a deployment reads its own secret.
+pub const AUDIT_KEY: [u8; 32] = *b"refund desk audit key not secret";
+
+/// [`AUDIT_KEY`] as a key.
+pub fn audit_key() -> Result<SecretKey, String> {
+    SecretKey::new(AUDIT_KEY).map_err(|error| error.to_string())
+}
+
 /// How long a refund draft may take before its outcome is unknown.
 pub const WRITE_TIMEOUT: Duration = Duration::from_millis(300);
 

@@ -110,7 +110,7 @@ fn serve_mcp() -> Result<(), String> {
         std::process::id()
     ));
     let audit = Arc::new(
-        JsonLinesAuditLog::open(&path)
+        JsonLinesAuditLog::open(&path, desk::audit_key()?)
             .map_err(|error| format!("cannot open {}: {error}", path.display()))?,
     );
     eprintln!("audit log: {}", path.display());

@@ -275,7 +275,7 @@ fn principal() -> Principal {
 pub fn run(wires: &[Wire], output: Output) -> Result<(), String> {
     let path = audit_log_path();
     let audit = Arc::new(
-        JsonLinesAuditLog::open(&path)
+        JsonLinesAuditLog::open(&path, desk::audit_key()?)
             .map_err(|error| format!("cannot open {}: {error}", path.display()))?,
     );
     eprintln!("audit log: {}", path.display());
@@ -288,7 +288,7 @@ pub fn run(wires: &[Wire], output: Output) -> Result<(), String> {
     }
     let log =
         std::fs::read(&path).map_err(|error| format!("cannot read the audit log: {error}"))?;
-    let head = verify_chain(log.as_slice())
+    let head = verify_chain(log.as_slice(), &desk::audit_key()?)
         .map_err(|error| format!("the audit chain is broken: {error}"))?;
     eprintln!(
         "audit log: {} records, chain verifies (head {})",

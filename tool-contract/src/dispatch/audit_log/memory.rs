@@ -1,0 +1,86 @@
+//! The chain kept in memory.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::record::{Entry, ReadEntry, Verifier, next_line};
+use super::{AuditLogError, AuditSink, ChainHead};
+use crate::json::encoding::infallible;
+use crate::results::{ModelResult, ProtectedAudit, SecretKey};
+
+/// The same chain kept in memory: for tests, and for programs that ship records elsewhere.
+///
+/// ```
+/// use tool_contract::SecretKey;
+/// use tool_contract::dispatch::{MemoryAuditLog, verify_chain};
+///
+/// let key = SecretKey::new([3; 32])?;
+/// let log = MemoryAuditLog::new(key.clone());
+/// assert_eq!(log.head().records, 0);
+/// let head = verify_chain(log.lines().join("\n").as_bytes(), &key)?;
+/// assert_eq!(head, log.head());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct MemoryAuditLog {
+    key: SecretKey,
+    state: Mutex<(Vec<String>, ChainHead)>,
+}
+
+impl MemoryAuditLog {
+    /// An empty log whose chain is keyed with `key`.
+    #[must_use]
+    pub fn new(key: SecretKey) -> Self {
+        MemoryAuditLog {
+            key,
+            state: Mutex::new((Vec::new(), ChainHead::default())),
+        }
+    }
+
+    /// Every line so far (no newlines).
+    #[must_use]
+    pub fn lines(&self) -> Vec<String> {
+        self.state().0.clone()
+    }
+
+    /// Where the chain stands.
+    #[must_use]
+    pub fn head(&self) -> ChainHead {
+        self.state().1.clone()
+    }
+
+    /// Every call's model result and audit so far, in order.
+    #[must_use]
+    pub fn records(&self) -> Vec<(ModelResult, ProtectedAudit)> {
+        let mut verifier = Verifier::new(&self.key, None);
+        self.lines()
+            .iter()
+            .filter_map(|line| {
+                let entry = infallible(
+                    verifier.next(line.as_bytes()),
+                    "the memory log holds the lines it wrote",
+                );
+                match entry {
+                    ReadEntry::Call(call) => Some(*call),
+                    ReadEntry::Event(_) => None,
+                }
+            })
+            .collect()
+    }
+
+    fn state(&self) -> MutexGuard<'_, (Vec<String>, ChainHead)> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl AuditSink for MemoryAuditLog {
+    fn append(&self, model: &ModelResult, audit: &ProtectedAudit) -> Result<(), AuditLogError> {
+        let mut state = self.state();
+        let (line, next) = next_line(&self.key, &state.1, Entry::Call(model, audit));
+        state.0.push(infallible(
+            String::from_utf8(line),
+            "canonical JSON is UTF-8",
+        ));
+        state.1 = next;
+        Ok(())
+    }
+}

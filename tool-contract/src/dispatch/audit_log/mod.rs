@@ -1,0 +1,184 @@
+//! The audit log: every call's model result and audit, appended to a chain keyed with an
+//! audit key, so that an edit, a dropped record or a forged one shows.
+//!
+//! Each line is one record, in RFC 8785 form: `seq` (1, 2, …), `prev_sha256` (the record
+//! before it, [`GENESIS_SHA256`] for the first), the entry (a call's `audit` and `model`, or
+//! a log [`event`](LogEvent)), and `record_sha256`, the HMAC-SHA256 under the audit key of
+//! the record without it. Without the key nobody can write a record that verifies, so a
+//! rewritten record breaks the chain even when its digest was recomputed.
+
+mod file;
+mod memory;
+mod record;
+
+use std::io::BufRead;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use file::JsonLinesAuditLog;
+pub use memory::MemoryAuditLog;
+pub(crate) use record::Verifier;
+
+use crate::results::{ModelResult, ProtectedAudit, SecretKey};
+
+/// Where the dispatcher sends each call's result and audit, once per call, before it
+/// answers. A sink that fails makes the dispatch report it (the call's result still stands:
+/// what ran cannot be undone).
+pub trait AuditSink: Send + Sync {
+    /// Appends one call.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditLogError`] when the record could not be kept.
+    fn append(&self, model: &ModelResult, audit: &ProtectedAudit) -> Result<(), AuditLogError>;
+}
+
+/// An audit log failed, or a chain does not verify.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditLogError {
+    /// Reading or writing the file failed.
+    #[error("audit log I/O failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// The chain is broken at `line` (1-based): the first record that does not follow from
+    /// the one before it.
+    #[error("the audit chain breaks at line {line}: {link}")]
+    Broken {
+        /// The 1-based line of the first bad record.
+        line: u64,
+        /// What is wrong with it.
+        link: BrokenLink,
+    },
+    /// Another log (in this process or another) writes to this file: one writer per file,
+    /// or the chain forks.
+    #[error("another writer holds the audit log {path}")]
+    Locked {
+        /// The log's file.
+        path: PathBuf,
+    },
+    /// The chain does not reach, or does not pass through, the head last checkpointed:
+    /// records were dropped off its end, or the file was replaced.
+    #[error(
+        "the audit log ends at record {} before its checkpoint at record {}, or passes by it",
+        found.records,
+        checkpoint.records
+    )]
+    BehindCheckpoint {
+        /// The head the checkpoint holds.
+        checkpoint: ChainHead,
+        /// Where the chain on disk ends.
+        found: ChainHead,
+    },
+    /// The checkpoint beside a log that holds records is missing, unreadable, or not
+    /// sealed with the audit key.
+    #[error("the audit log's checkpoint is missing, unreadable or not sealed with its key")]
+    Checkpoint,
+    /// The file changed under the open log (written or cut by something else), in a way
+    /// that cannot be carried on as a new segment.
+    #[error("the audit log {path} was changed by another program")]
+    ChangedOutside {
+        /// The log's file.
+        path: PathBuf,
+    },
+}
+
+/// How a record fails to follow its predecessor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BrokenLink {
+    /// Not one JSON object of a record's members (or a duplicate member, or bad UTF-8).
+    #[error("the record is malformed")]
+    Malformed,
+    /// `seq` is not one more than the previous record's.
+    #[error("the sequence number does not follow")]
+    Sequence,
+    /// `prev_sha256` is not the previous record's `record_sha256`.
+    #[error("prev_sha256 is not the previous record's digest")]
+    PreviousDigest,
+    /// `record_sha256` is not the keyed digest of the record's content.
+    #[error("record_sha256 does not match the record under the audit key")]
+    RecordDigest,
+    /// A segment does not start where the one before it ended.
+    #[error("the segment does not start where the previous one ends")]
+    Segment,
+}
+
+/// The `prev_sha256` of the first record.
+pub const GENESIS_SHA256: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// Where a chain stands: the last record's number and digest.
+///
+/// Kept somewhere the log's writer cannot rewrite (another system, a signed report), a head
+/// shows any truncation of the log up to it: [`JsonLinesAuditLog::verify`] takes one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainHead {
+    /// The last record's `seq` (0 for an empty chain).
+    pub records: u64,
+    /// The last record's `record_sha256` ([`GENESIS_SHA256`] for an empty chain).
+    pub head_sha256: String,
+}
+
+impl Default for ChainHead {
+    fn default() -> Self {
+        ChainHead {
+            records: 0,
+            head_sha256: GENESIS_SHA256.to_owned(),
+        }
+    }
+}
+
+/// A record the log writes about itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum LogEvent {
+    /// The first record of a segment after the first: the chain goes on from the previous
+    /// segment's last record (this record's `seq` and `prev_sha256`).
+    SegmentStarted {
+        /// The previous segment's file name, when the log moved it there itself.
+        previous_segment: Option<String>,
+        /// Why the segment began.
+        reason: SegmentReason,
+    },
+    /// Bytes after the last whole record (a write a crash cut short) were moved to a file of
+    /// their own when the log was opened.
+    TailMovedAside {
+        /// How many.
+        bytes: u64,
+        /// Their SHA-256.
+        sha256: String,
+        /// The file name they were moved to, beside the log.
+        moved_to: String,
+    },
+}
+
+/// Why a segment began.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SegmentReason {
+    /// The log rotated: the segment before it is the file `previous_segment` names.
+    Rotated,
+    /// The file was emptied by something else (`copytruncate` rotation, an operator): the
+    /// records before this one are wherever that put them.
+    EmptiedOutside,
+}
+
+/// Checks one segment of a chain, line by line, and returns its head.
+///
+/// The first record is the genesis record (`seq` 1), or a
+/// [`SegmentStarted`](LogEvent::SegmentStarted) event going on from a previous segment.
+///
+/// # Errors
+///
+/// [`AuditLogError::Broken`] at the first record that does not follow, or
+/// [`AuditLogError::Io`].
+pub fn verify_chain(reader: impl BufRead, key: &SecretKey) -> Result<ChainHead, AuditLogError> {
+    let mut verifier = Verifier::new(key, None);
+    for line in reader.split(b'\n') {
+        verifier.next(&line?)?;
+    }
+    Ok(verifier.head().clone())
+}
