@@ -18,9 +18,9 @@ use sha2::{Digest, Sha256};
 use super::ADAPTER;
 use crate::contract::ToolSpec;
 use crate::dispatch::{Dispatch, Dispatcher, PendingApproval, Task};
-use crate::json::canonical;
 use crate::json::encoding::infallible;
 use crate::results::Status;
+use crate::results::digest::canonical_within;
 use crate::vocabulary::Effect;
 use crate::vocabulary::{CallContext, Principal};
 use crate::vocabulary::{Correlation, ToolCall};
@@ -193,7 +193,10 @@ impl McpServer {
         };
         let operation_id = named(&request_context.meta)
             .or_else(|| request.meta.as_deref().and_then(|meta| named(meta)))
-            .unwrap_or_else(|| derived_operation_id(&request.name, &arguments));
+            .unwrap_or_else(|| {
+                let spec = self.dispatcher.registry().get(&request.name);
+                derived_operation_id(spec, &request.name, &arguments)
+            });
         let request_id = &request_context.id;
         let call = ToolCall {
             api: ADAPTER.api,
@@ -310,14 +313,14 @@ fn asks_by_elicitation(peer: &Peer<RoleServer>) -> bool {
 }
 
 /// The operation of a call that names none: its tool and exact arguments, so a repeated
-/// call is the same operation.
-fn derived_operation_id(tool: &str, arguments: &[u8]) -> String {
-    let canonical_arguments =
-        canonical::canonicalize(arguments).unwrap_or_else(|_| arguments.to_vec());
+/// call is the same operation. Arguments over the tool's size are hashed as they are, never
+/// parsed.
+fn derived_operation_id(spec: Option<&ToolSpec>, tool: &str, arguments: &[u8]) -> String {
+    let canonical_arguments = canonical_within(spec, arguments);
     let mut digest = Sha256::new();
     digest.update(tool.as_bytes());
     digest.update([0]);
-    digest.update(&canonical_arguments);
+    digest.update(canonical_arguments.as_deref().unwrap_or(arguments));
     format!("mcp:{tool}:{}", &hex::encode(digest.finalize())[..32])
 }
 

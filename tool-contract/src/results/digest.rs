@@ -12,6 +12,7 @@ use crate::contract::spec::{Revisions, ToolSpec};
 use crate::json::canonical;
 use crate::json::encoding::infallible;
 use crate::vocabulary::call::{CallContext, Principal};
+use crate::vocabulary::limits::Limits;
 
 const REQUEST_DOMAIN: &str = "tool-contract/request-v1";
 const RESULT_DOMAIN: &str = "tool-contract/result-v1";
@@ -193,13 +194,14 @@ impl AuditKeys {
         arguments: &[u8],
     ) -> String {
         let revisions = spec.map(ToolSpec::revisions);
-        let canonical_arguments = canonical::canonicalize(arguments);
-        // Arguments that are not I-JSON still bind, by the digest of their exact bytes, under
-        // a member name no canonical form uses.
+        // Arguments over the contract's size, or not I-JSON, still bind, by the digest of
+        // their exact bytes under a member name no canonical form uses; oversized ones are
+        // never parsed, so a refused input costs no more than its own bytes.
+        let canonical_arguments = canonical_within(spec, arguments);
         let unparsed_digest;
         let arguments = match &canonical_arguments {
-            Ok(canonical) => ("arguments", Field::Raw(canonical)),
-            Err(_) => {
+            Some(canonical) => ("arguments", Field::Raw(canonical)),
+            None => {
                 unparsed_digest = hex::encode(Sha256::digest(arguments));
                 ("arguments_bytes_sha256", Field::Str(&unparsed_digest))
             }
@@ -300,6 +302,17 @@ impl AuditKeys {
         );
         hasher.finish()
     }
+}
+
+/// The canonical form of a call's `arguments`, if they are within the size the tool `spec`
+/// allows (the default limits for a tool the registry lacks) and I-JSON. Oversized arguments
+/// are not parsed at all.
+pub(crate) fn canonical_within(spec: Option<&ToolSpec>, arguments: &[u8]) -> Option<Vec<u8>> {
+    let limits = spec.map_or(Limits::DEFAULT, ToolSpec::argument_limits);
+    if arguments.len() > limits.max_bytes {
+        return None;
+    }
+    canonical::canonicalize(arguments).ok()
 }
 
 /// Whether two digests are equal, in time independent of where they differ.
