@@ -393,6 +393,48 @@ fn forbidden_keys_are_found_at_any_depth_of_a_free_form_value() {
     }
 }
 
+/// Issue 14, finding 8: forbidden keys passed in other spellings and in the middle of a name.
+#[test]
+fn forbidden_keys_in_other_spellings_or_mid_name_are_found_in_free_form_values() {
+    for key in [
+        "to\u{2060}ken",
+        "pass\u{ad}word",
+        "ｔｏｋｅｎ",
+        "t\u{43e}ken",
+        "api key",
+        "api.key",
+        "aws_secret_access_key",
+        "SecretAccessKey",
+        "private key",
+        "signing_key",
+        "bearer",
+        "jwt",
+    ] {
+        let output = with("/metadata", json!({ key: "x" }));
+        let path = format!("/metadata/{key}");
+        assert_eq!(
+            rejected(validate(&output)),
+            one(&path, "forbidden_key"),
+            "{key:?}"
+        );
+    }
+    let output = with("/metadata", json!({ "tokens_used": 7 }));
+    assert!(validate(&output).is_ok());
+}
+
+#[test]
+fn a_key_allowed_on_purpose_passes_and_the_rest_of_the_list_holds() {
+    let keys = ForbiddenKeys::default().allowing("token_count");
+    let check = |key: &str| {
+        let output = with("/metadata", json!({ key: 1 }));
+        order_7().validate_output_with(output.to_string().as_bytes(), &keys)
+    };
+    assert!(check("token_count").is_ok());
+    assert!(check("tokenCount").is_ok());
+    assert!(check("access_token").is_err());
+    assert!(validate(&with("/metadata", json!({ "token_count": 1 }))).is_err());
+}
+
 #[test]
 fn a_forbidden_key_among_unknown_fields_is_named_as_forbidden() {
     let mut output = valid_output();

@@ -386,6 +386,8 @@ pub struct FieldAttrs {
     /// `grounded`: the tokens that said it.
     pub grounded: Option<TokenStream>,
     pub synthetic: Option<Spanned<Synthetic>>,
+    /// `allow_forbidden_key`: the key is meant, though the forbidden lists hold it.
+    pub allow_forbidden_key: bool,
 }
 
 impl FieldAttrs {
@@ -401,6 +403,7 @@ impl FieldAttrs {
         let mut free_form = Attr::none(cx, namespace, FREE_FORM);
         let mut bound = Attr::none(cx, namespace, BOUND);
         let mut grounded = Attr::none(cx, namespace, GROUNDED);
+        let mut allow_forbidden_key = Attr::none(cx, namespace, ALLOW_FORBIDDEN_KEY);
         // One slot for both, so that declaring both is the duplicate it is.
         let mut synthetic = Attr::none(cx, namespace, "reject_synthetic/strip_synthetic");
         let output = namespace == TOOL_OUTPUT;
@@ -439,6 +442,8 @@ impl FieldAttrs {
                     bound.set(&path, ident);
                 } else if output && path.is_ident(GROUNDED) {
                     grounded.set(&path, ());
+                } else if output && path.is_ident(ALLOW_FORBIDDEN_KEY) {
+                    allow_forbidden_key.set(&path, ());
                 } else if output
                     && (path.is_ident(REJECT_SYNTHETIC) || path.is_ident(STRIP_SYNTHETIC))
                 {
@@ -466,6 +471,7 @@ impl FieldAttrs {
             bound: bound.get(),
             grounded: grounded.get_with_tokens().map(|spanned| spanned.tokens),
             synthetic: synthetic.get_with_tokens(),
+            allow_forbidden_key: allow_forbidden_key.get().is_some(),
         }
     }
 }

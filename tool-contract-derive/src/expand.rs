@@ -232,7 +232,11 @@ pub fn output(output: &Output) -> TokenStream {
             };
             let mut bounds = bound_decls(&type_name, fields);
             bounds.extend(source_consts(fields, sources.is_some()));
-            let name_checks = fields.iter().map(forbidden_name_check).collect();
+            let name_checks = fields
+                .iter()
+                .filter(|field| !field.rules.allow_forbidden_key)
+                .map(forbidden_name_check)
+                .collect();
             let write = write_object(fields);
             (statics, read, shape, bounds, name_checks, write)
         }
@@ -694,15 +698,19 @@ pub fn tool_name_check(contract: &Contract, name: &str) -> TokenStream {
     }
 }
 
-/// A compile-time refusal of an output key the runtime's default list forbids, at the tokens
-/// that chose the key.
+/// A compile-time refusal of an output key the runtime's default lists forbid, at the tokens
+/// that chose the key. The lists are read on ASCII there; a key beyond ASCII, which the
+/// runtime first brings to ASCII, is refused unless allowed on purpose.
 fn forbidden_name_check(field: &Field) -> TokenStream {
     let key = &field.key;
     let message = format!(
         "output field key \"{key}\" is forbidden: credential and control fields (tokens, \
-         passwords, call and operation ids, idempotency keys, digests) must never reach the \
-         model; rename the field or leave the value out of the output"
+         passwords, secrets, keys, call and operation ids, digests) must never reach the \
+         model; rename the field, leave the value out, or, if the name only looks like one, \
+         mark it `#[tool_output(allow_forbidden_key)]`"
     );
+    // The runtime's lists, on the ASCII form the runtime reads a key beyond ASCII as.
+    let ascii = ascii_form(key);
     let span = field
         .key_tokens
         .clone()
@@ -710,10 +718,32 @@ fn forbidden_name_check(field: &Field) -> TokenStream {
         .next()
         .map_or_else(Span::call_site, |token| token.span());
     quote_spanned! {span=>
-        const _: () = if ::tool_contract::__private::is_forbidden_key(#key) {
+        const _: () = if ::tool_contract::__private::is_forbidden_key(#ascii) {
             ::core::panic!(#message)
         };
     }
+}
+
+/// `key` as the runtime's forbidden-key check reads it (`tool_contract::vocabulary`'s
+/// `ascii_form`, which a proc-macro crate cannot call): NFKC, then each character drawn to
+/// look like ASCII read as it, every other character beyond ASCII a separator.
+fn ascii_form(key: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let mut ascii = String::with_capacity(key.len());
+    let mut buffer = [0; 4];
+    for character in key.nfkc() {
+        if character.is_ascii() {
+            ascii.push(character);
+            continue;
+        }
+        let before = ascii.len();
+        let skeleton = unicode_security::skeleton(character.encode_utf8(&mut buffer));
+        ascii.extend(skeleton.filter(char::is_ascii_alphanumeric));
+        if ascii.len() == before {
+            ascii.push('_');
+        }
+    }
+    ascii
 }
 
 fn limits(limits: &Limits) -> TokenStream {

@@ -40,6 +40,7 @@ pub const GROUNDED: &str = "grounded";
 pub const REJECT_SYNTHETIC: &str = "reject_synthetic";
 pub const STRIP_SYNTHETIC: &str = "strip_synthetic";
 pub const WITH: &str = "with";
+pub const ALLOW_FORBIDDEN_KEY: &str = "allow_forbidden_key";
 
 pub const CONTRACT_KEYS: &[&str] = &[
     OUTPUT,
@@ -75,6 +76,7 @@ pub const OUTPUT_FIELD_KEYS: &[&str] = &[
     GROUNDED,
     REJECT_SYNTHETIC,
     STRIP_SYNTHETIC,
+    ALLOW_FORBIDDEN_KEY,
 ];
 
 /// The built-in synthetic-data detectors, and the runtime constant each names.

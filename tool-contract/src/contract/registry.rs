@@ -119,11 +119,20 @@ impl RegistryBuilder {
         self
     }
 
-    /// Forbids one more key name (compared as [`ForbiddenKeys`] says) in raw input and
-    /// free-form values.
+    /// Forbids one more word (compared as [`ForbiddenKeys`] says) in the keys of raw input
+    /// and free-form values.
     #[must_use]
     pub fn forbid_key(mut self, name: &str) -> Self {
         self.registry.forbidden = self.registry.forbidden.with_name(name);
+        self
+    }
+
+    /// Allows the key `name` on purpose in raw input and free-form values, though the
+    /// forbidden lists hold it ([`ForbiddenKeys::allowing`]): for a name that only looks like
+    /// a credential. A derived output field says so with `#[tool_output(allow_forbidden_key)]`.
+    #[must_use]
+    pub fn allow_key(mut self, name: &str) -> Self {
+        self.registry.forbidden = self.registry.forbidden.allowing(name);
         self
     }
 

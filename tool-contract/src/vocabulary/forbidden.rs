@@ -1,7 +1,25 @@
 //! The one place that says which keys may never reach a model.
+//!
+//! A key is read as words, the way people write names: split at every character that is not
+//! an ASCII letter or digit (`_`, `-`, `.`, spaces, and anything invisible) and where
+//! `camelCase` and `ACRONYMCase` change case. A key is forbidden when a run of its words
+//! spells one of [`FORBIDDEN_KEYS`] from a word's start to a word's end, or ends, at a word's
+//! end, with one of [`FORBIDDEN_KEY_SUFFIXES`]: `aws_secret_access_key` and `SecretAccessKey`
+//! hold the word `secret`, `api key` and `X-Api-Key` end a word with `apikey`, `accessToken`
+//! with `token`, while `tokens_used` holds neither (`tokens` is another word).
+//!
+//! Before that, a key that is not ASCII is brought to ASCII: NFKC (fullwidth `ｔｏｋｅｎ` is
+//! `token`), then each other character drawn to look like an ASCII letter or digit is read
+//! as it (Unicode's confusables, as `unicode-security`'s skeleton maps them: Cyrillic `о` is
+//! `o`), and every character left over, invisible format characters (`to\u{2060}ken`,
+//! `pass\u{ad}word`) among them, separates words. Case is compared folded.
 
-/// Key names forbidden wherever they appear, compared after normalisation (see
-/// [`ForbiddenKeys`]): these name the calling machinery itself.
+use std::borrow::Cow;
+
+use unicode_normalization::UnicodeNormalization;
+
+/// Forbidden words, wherever a run of a key's words spells one whole: these name the calling
+/// machinery itself, and bearer credentials. Lowercase, without separators.
 pub const FORBIDDEN_KEYS: &[&str] = &[
     "callid",
     "toolcallid",
@@ -9,71 +27,107 @@ pub const FORBIDDEN_KEYS: &[&str] = &[
     "operationid",
     "idempotencykey",
     "sessionid",
+    "bearer",
+    "jwt",
 ];
 
-/// Key endings forbidden wherever they appear, compared after normalisation: credentials and
-/// digests. `access_token`, `X-Api-Key`, `set-cookie`, `request_sha256` all end in one.
+/// Forbidden word endings, wherever a key's word ends with one (the match may begin inside a
+/// word and span several): credentials, keys and digests. `access_token`, `X-Api-Key`,
+/// `set-cookie`, `aws_secret_access_key`, `request_sha256` all have one. Lowercase, without
+/// separators.
 pub const FORBIDDEN_KEY_SUFFIXES: &[&str] = &[
     "authorization",
     "cookie",
     "password",
     "passwd",
+    "passphrase",
     "secret",
     "token",
     "apikey",
+    "accesskey",
     "privatekey",
+    "signingkey",
+    "credential",
     "credentials",
     "sha256",
 ];
 
-/// Whether `key` ends with `ending`, ignoring ASCII case and every `-` and `_` in `key`.
-///
-/// `ending` is already normalised (lowercase, no separators). With `whole`, the key must have
-/// nothing more than the ending.
-const fn ends_with_normalised(key: &str, ending: &str, whole: bool) -> bool {
-    let key = key.as_bytes();
-    let ending = ending.as_bytes();
-    let mut k = key.len();
-    let mut e = ending.len();
-    while e > 0 {
-        if k == 0 {
-            return false;
-        }
-        k -= 1;
-        let byte = key[k];
-        if byte == b'-' || byte == b'_' {
-            continue;
-        }
-        e -= 1;
-        if byte.to_ascii_lowercase() != ending[e] {
-            return false;
-        }
+/// Whether a word of `key` (ASCII) starts at byte `at`.
+const fn word_starts_at(key: &[u8], at: usize) -> bool {
+    if at >= key.len() || !key[at].is_ascii_alphanumeric() {
+        return false;
     }
-    if whole {
-        while k > 0 {
-            k -= 1;
-            if key[k] != b'-' && key[k] != b'_' {
-                return false;
-            }
-        }
+    if at == 0 {
+        return true;
     }
-    true
+    let (before, here) = (key[at - 1], key[at]);
+    if !before.is_ascii_alphanumeric() {
+        return true;
+    }
+    if !here.is_ascii_uppercase() {
+        return false;
+    }
+    // `camelCase`, `md5Sum`, and the last capital of an acronym before a word: `APIKey`.
+    before.is_ascii_lowercase()
+        || before.is_ascii_digit()
+        || (before.is_ascii_uppercase() && at + 1 < key.len() && key[at + 1].is_ascii_lowercase())
 }
 
-/// Whether the default list forbids `key`. A `const fn`, so the derive can refuse forbidden
-/// output field names at compile time with this very list.
-#[must_use]
-pub const fn is_forbidden_by_default(key: &str) -> bool {
+/// Whether a word of `key` (ASCII) ends just before byte `end`.
+const fn word_ends_at(key: &[u8], end: usize) -> bool {
+    end > 0
+        && key[end - 1].is_ascii_alphanumeric()
+        && (end == key.len() || !key[end].is_ascii_alphanumeric() || word_starts_at(key, end))
+}
+
+/// Where `word` (lowercase, no separators) begins if `key` spells it ending just before byte
+/// `end`, its letters compared case-folded and separators between them skipped.
+const fn spelled_before(key: &[u8], end: usize, word: &[u8]) -> Option<usize> {
+    let (mut k, mut w) = (end, word.len());
+    while w > 0 {
+        while k > 0 && !key[k - 1].is_ascii_alphanumeric() {
+            k -= 1;
+        }
+        if k == 0 {
+            return None;
+        }
+        k -= 1;
+        w -= 1;
+        if key[k].to_ascii_lowercase() != word[w] {
+            return None;
+        }
+    }
+    Some(k)
+}
+
+/// Whether `key` (ASCII) holds `word` as a run of whole words (`whole`), or ends a word with
+/// it.
+const fn holds(key: &[u8], word: &[u8], whole: bool) -> bool {
+    let mut end = 1;
+    while end <= key.len() {
+        if word_ends_at(key, end) {
+            match spelled_before(key, end, word) {
+                Some(start) if !whole || word_starts_at(key, start) => return true,
+                _ => {}
+            }
+        }
+        end += 1;
+    }
+    false
+}
+
+/// Whether the default lists forbid the ASCII key `key`; other bytes separate words.
+const fn is_forbidden_ascii(key: &[u8]) -> bool {
     let mut i = 0;
     while i < FORBIDDEN_KEYS.len() {
-        if ends_with_normalised(key, FORBIDDEN_KEYS[i], true) {
+        if holds(key, FORBIDDEN_KEYS[i].as_bytes(), true) {
             return true;
         }
         i += 1;
     }
     let mut i = 0;
     while i < FORBIDDEN_KEY_SUFFIXES.len() {
-        if ends_with_normalised(key, FORBIDDEN_KEY_SUFFIXES[i], false) {
+        if holds(key, FORBIDDEN_KEY_SUFFIXES[i].as_bytes(), false) {
             return true;
         }
         i += 1;
@@ -81,40 +135,98 @@ pub const fn is_forbidden_by_default(key: &str) -> bool {
     false
 }
 
-/// The keys a validation refuses in free-form values and raw input.
-///
-/// A key is normalised before it is compared: ASCII letters to lowercase, every `-` and `_`
-/// dropped, so `Authorization`, `access_token`, `accessToken` and `X-Api-Key` are caught
-/// however they are spelled. The default list is [`FORBIDDEN_KEYS`] (whole names) and
-/// [`FORBIDDEN_KEY_SUFFIXES`] (endings); a registry can add whole names.
+/// Whether the default lists forbid `key`, read as ASCII (a byte beyond ASCII separates
+/// words). A `const fn`, so the derive can refuse forbidden output field names at compile
+/// time with these very lists; for keys beyond ASCII, [`ForbiddenKeys::is_forbidden`] first
+/// brings them to ASCII.
+#[must_use]
+pub const fn is_forbidden_by_default(key: &str) -> bool {
+    is_forbidden_ascii(key.as_bytes())
+}
+
+/// `key` brought to ASCII as the [module docs](self) say: NFKC, confusables read as the ASCII
+/// they imitate, every other character a separator.
+fn ascii_form(key: &str) -> Cow<'_, str> {
+    if key.is_ascii() {
+        return Cow::Borrowed(key);
+    }
+    let mut ascii = String::with_capacity(key.len());
+    let mut buffer = [0; 4];
+    for character in key.nfkc() {
+        if character.is_ascii() {
+            ascii.push(character);
+            continue;
+        }
+        let before = ascii.len();
+        let skeleton = unicode_security::skeleton(character.encode_utf8(&mut buffer));
+        ascii.extend(skeleton.filter(char::is_ascii_alphanumeric));
+        if ascii.len() == before {
+            ascii.push('_');
+        }
+    }
+    Cow::Owned(ascii)
+}
+
+/// `name` as the lists hold words: its ASCII form's letters and digits, lowercase.
+fn word_of(name: &str) -> String {
+    ascii_form(name)
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|character| character.to_ascii_lowercase())
+        .collect()
+}
+
+/// The keys a validation refuses in free-form values and raw input: the default lists, the
+/// words a registry adds, less the names it allows on purpose.
 ///
 /// ```
 /// use tool_contract::vocabulary::ForbiddenKeys;
 ///
 /// let keys = ForbiddenKeys::default().with_name("tenant_id");
 /// assert!(keys.is_forbidden("X-Api-Key"));
+/// assert!(keys.is_forbidden("aws_secret_access_key"));
+/// assert!(keys.is_forbidden("ｔｏｋｅｎ"));
 /// assert!(keys.is_forbidden("TenantId"));
-/// assert!(!keys.is_forbidden("order_ref"));
+/// assert!(!keys.is_forbidden("tokens_used"));
+///
+/// // A name that only looks like a credential, allowed on purpose.
+/// assert!(keys.is_forbidden("token_count"));
+/// let keys = keys.allowing("token_count");
+/// assert!(!keys.is_forbidden("tokenCount"));
+/// assert!(keys.is_forbidden("token"));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ForbiddenKeys {
     extra: Vec<String>,
+    allowed: Vec<String>,
 }
 
 impl ForbiddenKeys {
-    /// The default list alone.
-    pub const DEFAULT: ForbiddenKeys = ForbiddenKeys { extra: Vec::new() };
+    /// The default lists alone.
+    pub const DEFAULT: ForbiddenKeys = ForbiddenKeys {
+        extra: Vec::new(),
+        allowed: Vec::new(),
+    };
 
-    /// The list with one more whole name, e.g. `tenant_id`.
+    /// The lists with one more forbidden word, e.g. `tenant_id`: a key holding it as a run of
+    /// whole words is forbidden.
     #[must_use]
     pub fn with_name(mut self, name: &str) -> Self {
-        let normalised: String = name
-            .chars()
-            .filter(|c| *c != '-' && *c != '_')
-            .map(|c| c.to_ascii_lowercase())
-            .collect();
-        if !normalised.is_empty() && !self.extra.contains(&normalised) {
-            self.extra.push(normalised);
+        let word = word_of(name);
+        if !word.is_empty() && !self.extra.contains(&word) {
+            self.extra.push(word);
+        }
+        self
+    }
+
+    /// The lists with `name` allowed on purpose: a key whose letters and digits are the same
+    /// (case folded, separators aside) is never forbidden, whatever it holds. For a field
+    /// that only looks like a credential (`token_count`); everything else stays forbidden.
+    #[must_use]
+    pub fn allowing(mut self, name: &str) -> Self {
+        let word = word_of(name);
+        if !word.is_empty() && !self.allowed.contains(&word) {
+            self.allowed.push(word);
         }
         self
     }
@@ -122,11 +234,15 @@ impl ForbiddenKeys {
     /// Whether `key` is forbidden.
     #[must_use]
     pub fn is_forbidden(&self, key: &str) -> bool {
-        is_forbidden_by_default(key)
+        let ascii = ascii_form(key);
+        let ascii = ascii.as_bytes();
+        let forbidden = is_forbidden_ascii(ascii)
             || self
                 .extra
                 .iter()
-                .any(|name| ends_with_normalised(key, name, true))
+                .any(|word| holds(ascii, word.as_bytes(), true));
+        // The allowed names are looked up only for a key that would be refused.
+        forbidden && (self.allowed.is_empty() || !self.allowed.contains(&word_of(key)))
     }
 }
 
@@ -134,29 +250,102 @@ impl ForbiddenKeys {
 mod tests {
     use super::*;
 
+    fn forbidden(key: &str) -> bool {
+        ForbiddenKeys::DEFAULT.is_forbidden(key)
+    }
+
     #[test]
     fn every_spelling_of_a_credential_is_caught() {
         for key in [
             "Authorization",
             "access_token",
             "accessToken",
+            "accesstoken",
             "X-Api-Key",
+            "APIKey",
             "set-cookie",
             "password",
             "client_secret",
             "call_id",
+            "tool_call_id",
             "operationId",
             "idempotency_key",
             "request_sha256",
         ] {
             assert!(is_forbidden_by_default(key), "{key}");
+            assert!(forbidden(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn a_forbidden_word_anywhere_in_a_name_is_caught() {
+        for key in [
+            "aws_secret_access_key",
+            "SecretAccessKey",
+            "private key",
+            "signing_key",
+            "bearer",
+            "Bearer_value",
+            "jwt",
+            "user_jwt",
+            "api key",
+            "api.key",
+            "password_hint",
+        ] {
+            assert!(forbidden(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn other_spellings_of_a_forbidden_word_are_caught() {
+        for key in [
+            "to\u{2060}ken",
+            "pass\u{ad}word",
+            "pa\u{200b}ss\u{200b}word",
+            "ｔｏｋｅｎ",
+            "ＡＰＩ＿ＫＥＹ",
+            "t\u{43e}ken",
+            "\u{441}ookie",
+            "ca\u{200b}ll_id",
+            "secret\u{fe0f}",
+        ] {
+            assert!(forbidden(key), "{key:?}");
         }
     }
 
     #[test]
     fn ordinary_names_pass() {
-        for key in ["order_ref", "status", "recall_id", "tokens_used", "id", ""] {
-            assert!(!is_forbidden_by_default(key), "{key}");
+        for key in [
+            "order_ref",
+            "status",
+            "recall_id",
+            "tokens_used",
+            "id",
+            "",
+            "keyboard",
+            "monkey",
+            "secretary",
+            "prénom",
+            "名前",
+        ] {
+            assert!(!forbidden(key), "{key}");
         }
+    }
+
+    #[test]
+    fn a_name_allowed_on_purpose_passes_and_nothing_else_does() {
+        let keys = ForbiddenKeys::default().allowing("token_count");
+        assert!(!keys.is_forbidden("token_count"));
+        assert!(!keys.is_forbidden("TokenCount"));
+        assert!(keys.is_forbidden("token_counts"));
+        assert!(keys.is_forbidden("access_token"));
+    }
+
+    #[test]
+    fn added_words_are_whole_words() {
+        let keys = ForbiddenKeys::default().with_name("tenant_id");
+        assert!(keys.is_forbidden("tenantId"));
+        assert!(keys.is_forbidden("x_tenant_id"));
+        assert!(!keys.is_forbidden("subtenant_id"));
     }
 }
