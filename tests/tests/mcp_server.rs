@@ -44,7 +44,8 @@ async fn an_unanswered_approval_form_closes_after_the_approval_lifetime() {
     .with_approval_ttl(Duration::from_millis(200));
     let (client_side, server_side) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_side).await {
+        let (read, write) = tokio::io::split(server_side);
+        if let Ok(running) = server.serve_io(read, write).await {
             let _ = running.waiting().await;
         }
     });
@@ -95,7 +96,8 @@ async fn a_registry_that_does_not_accept_mcp_calls_answers_none() {
     let server = McpServer::new(Arc::new(dispatcher), alice());
     let (client_side, server_side) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_side).await {
+        let (read, write) = tokio::io::split(server_side);
+        if let Ok(running) = server.serve_io(read, write).await {
             let _ = running.waiting().await;
         }
     });
@@ -109,4 +111,143 @@ async fn a_registry_that_does_not_accept_mcp_calls_answers_none() {
     let error = answer.expect_err("no result for a caller the registry does not accept");
     assert!(error.to_string().contains("mcp::ADAPTER"), "{error}");
     assert!(audit.lines().is_empty(), "the call never ran");
+}
+
+/// A session driven by hand, line by line: what no rmcp client can send (a repeated member).
+struct RawSession {
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+}
+
+impl RawSession {
+    async fn start(server: McpServer) -> Self {
+        use tokio::io::AsyncBufReadExt;
+        let (client_side, server_side) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            let (read, write) = tokio::io::split(server_side);
+            if let Ok(running) = server.serve_io(read, write).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let (read, write) = tokio::io::split(client_side);
+        let mut session = RawSession {
+            lines: tokio::io::BufReader::new(read).lines(),
+            write,
+        };
+        session
+            .send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#)
+            .await;
+        session.answer_to(0).await;
+        session
+            .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        session
+    }
+
+    async fn send(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.write.write_all(line.as_bytes()).await.unwrap();
+        self.write.write_all(b"\n").await.unwrap();
+    }
+
+    /// The response to request `id`, skipping everything else the server sends.
+    async fn answer_to(&mut self, id: u64) -> Value {
+        loop {
+            let line = self
+                .lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("the session is open");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    async fn call(&mut self, id: u64, name: &str, arguments: &str) -> Value {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments},"_meta":{{"tool-contract/operation_id":"op-{id}"}}}}}}"#
+        );
+        self.send(&line).await;
+        self.answer_to(id).await
+    }
+}
+
+fn error_code(response: &Value) -> Option<&str> {
+    response["result"]["structuredContent"]["error"]["code"].as_str()
+}
+
+/// Issue 14, finding 9: rmcp parses arguments into a map, which collapses a repeated member;
+/// the server validates the client's own bytes instead.
+#[tokio::test]
+async fn mcp_arguments_are_validated_from_the_clients_own_bytes() {
+    let remote = Arc::new(Remote::default());
+    let dispatcher = Arc::new(dispatcher(&remote, Arc::new(MemoryLedger::new())));
+    let mut session = RawSession::start(McpServer::new(dispatcher, alice())).await;
+
+    let repeated = session
+        .call(1, "label_issue", r#"{"number":7,"number":8,"label":"bug"}"#)
+        .await;
+    assert_eq!(
+        error_code(&repeated),
+        Some("INVALID_ARGUMENTS"),
+        "{repeated}"
+    );
+    let written = session
+        .call(2, "label_issue", r#"{ "label" : "bug", "number" : 7 }"#)
+        .await;
+    assert_eq!(
+        written["result"]["structuredContent"]["status"], "succeeded",
+        "{written}"
+    );
+    // One request reached the tracker: the second.
+    assert_eq!(
+        remote.requests(&tool_contract_tests::tracker::keys().downstream_key(&alice(), "op-2")),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_message_past_the_largest_argument_limit_is_never_read_and_the_session_goes_on() {
+    let remote = Arc::new(Remote::default());
+    let dispatcher = Arc::new(dispatcher(&remote, Arc::new(MemoryLedger::new())));
+    let mut session = RawSession::start(McpServer::new(dispatcher, alice())).await;
+    let huge = format!(r#"{{"number":7,"label":"{}"}}"#, "x".repeat(2 << 20));
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"label_issue","arguments":{huge}}}}}"#
+    );
+    session.send(&line).await;
+    let after = session.call(2, "read_doc", r#"{"doc_id":"d-1"}"#).await;
+    assert_eq!(
+        after["result"]["structuredContent"]["status"], "succeeded",
+        "{after}"
+    );
+    assert_eq!(remote.reads(), 1, "only the read after it ran");
+}
+
+#[tokio::test]
+async fn a_server_that_does_not_read_its_own_session_refuses_calls() {
+    let remote = Arc::new(Remote::default());
+    let server = McpServer::new(
+        Arc::new(dispatcher(&remote, Arc::new(MemoryLedger::new()))),
+        alice(),
+    );
+    let (client_side, server_side) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_side).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = ().serve(client_side).await.expect("the handshake");
+    let Value::Object(arguments) = json!({ "doc_id": "d-1" }) else {
+        unreachable!("an object literal")
+    };
+    let error = client
+        .call_tool(CallToolRequestParams::new("read_doc").with_arguments(arguments))
+        .await
+        .expect_err("refused");
+    assert!(error.to_string().contains("client's bytes"), "{error}");
+    assert_eq!(remote.reads(), 0);
 }

@@ -108,6 +108,19 @@ async fn connect<S: ServerHandler>(server: S) -> RunningService<RoleClient, ()> 
     ().serve(client_side).await.expect("the handshake")
 }
 
+/// A client connected the same way to `server`, which reads the pipe itself (to keep each
+/// call's arguments as sent).
+async fn connect_served(server: McpServer) -> RunningService<RoleClient, ()> {
+    let (client_side, server_side) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        let (read, write) = tokio::io::split(server_side);
+        if let Ok(running) = server.serve_io(read, write).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ().serve(client_side).await.expect("the handshake")
+}
+
 fn request() -> CallToolRequestParams {
     let Value::Object(arguments) = json!({ "order_ref": "ORDER-7" }) else {
         unreachable!("an object literal")
@@ -141,7 +154,7 @@ fn bench_tools_call(c: &mut Criterion) {
         serde_json::from_slice(&fixed.result.model.to_canonical_json()).expect("JSON");
     let (bare, served) = runtime.block_on(async {
         let bare = connect(FixedAnswer(fixed)).await;
-        let served = connect(McpServer::new(dispatcher.clone(), principal.clone())).await;
+        let served = connect_served(McpServer::new(dispatcher.clone(), principal.clone())).await;
         (bare, served)
     });
 

@@ -25,6 +25,15 @@
 //! outcome), never a second execution. Two identical writes that are meant to be two
 //! operations need two operation ids.
 //!
+//! Arguments are validated from the client's own bytes: the server reads the session through
+//! [`McpServer::serve_io`] (or `serve_stdio`), which keeps each `tools/call`'s
+//! `params.arguments` exactly as sent, before rmcp parses them into a map that would collapse
+//! a repeated member or round `1e-400` to `0.0`. A call whose bytes were not kept (the
+//! server run as a plain `rmcp::ServerHandler` on another transport, or a message that
+//! repeats a member on the way to its arguments) is refused with an `invalid_request` error,
+//! and nothing runs. A message longer than the registry's largest argument limit and 64 KiB
+//! more is never read.
+//!
 //! Calls are served only when the registry accepts [`ADAPTER`]
 //! ([`RegistryBuilder::adapter`](crate::contract::RegistryBuilder::adapter) or `all_adapters`),
 //! as the provider writers require of theirs; otherwise `tools/call` is a protocol error and
@@ -32,6 +41,7 @@
 
 use crate::vocabulary::Adapter;
 
+mod capture;
 mod server;
 
 pub use server::{McpServeError, McpServer, OPERATION_ID_META};

@@ -10,12 +10,15 @@ use rmcp::model::{
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
-use rmcp::service::{ElicitationMode, RequestContext, RoleServer};
+use rmcp::service::{ElicitationMode, RequestContext, RoleServer, RunningService};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::ADAPTER;
+use super::capture::{Captured, Capturing};
 use crate::contract::ToolSpec;
 use crate::dispatch::{Dispatch, Dispatcher, PendingApproval, Task};
 use crate::json::encoding::infallible;
@@ -30,6 +33,10 @@ pub const OPERATION_ID_META: &str = "tool-contract/operation_id";
 
 /// The `_meta` key of a result that waits for an approval the client could not be asked for.
 const PENDING_APPROVAL_META: &str = "tool-contract/pending_approval";
+
+/// What a `tools/call` message may hold around its arguments: the longest line read is the
+/// registry's largest argument limit and this.
+const ENVELOPE_BYTES: usize = 64 * 1024;
 
 /// The form field a person answers an approval with.
 const APPROVE_FIELD: &str = "approve";
@@ -55,6 +62,8 @@ pub struct McpServer {
     task: Arc<Task>,
     implementation: Implementation,
     approval_ttl: Duration,
+    /// The arguments as the client sent them, once the server reads its own session.
+    captured: Option<Arc<Captured>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -92,6 +101,7 @@ impl McpServer {
             task: Arc::new(Task::unlimited()),
             implementation: Implementation::new("tool-contract", env!("CARGO_PKG_VERSION")),
             approval_ttl: Duration::from_secs(600),
+            captured: None,
         }
     }
 
@@ -130,14 +140,41 @@ impl McpServer {
     /// [`McpServeError`] when the handshake fails or the session ends abnormally.
     pub async fn serve_stdio(self) -> Result<(), McpServeError> {
         let running = self
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|error| McpServeError::Initialize(Box::new(error)))?;
+            .serve_io(tokio::io::stdin(), tokio::io::stdout())
+            .await?;
         running
             .waiting()
             .await
             .map_err(|error| McpServeError::Session(Box::new(error)))?;
         Ok(())
+    }
+
+    /// Serves one session read from `read` and written to `write` (newline-delimited
+    /// JSON-RPC), keeping each call's arguments as the client sent them (see the
+    /// [module docs](super)). Returns once the handshake is done; the session runs on.
+    ///
+    /// # Errors
+    ///
+    /// [`McpServeError::Initialize`] when the handshake fails.
+    pub async fn serve_io<R, W>(
+        mut self,
+        read: R,
+        write: W,
+    ) -> Result<RunningService<RoleServer, McpServer>, McpServeError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let largest = self.dispatcher.registry().tools();
+        let largest = largest.map(|spec| spec.argument_limits().max_bytes).max();
+        let max_line = largest.unwrap_or(0).saturating_add(ENVELOPE_BYTES);
+        let captured = Arc::new(Captured::default());
+        self.captured = Some(captured.clone());
+        let read = Capturing::new(read, captured, max_line);
+        let transport = AsyncRwTransport::new(read, write).with_max_line_length(max_line);
+        self.serve(transport)
+            .await
+            .map_err(|error| McpServeError::Initialize(Box::new(error)))
     }
 
     /// One `tools/call`, from the request to the verified result.
@@ -156,7 +193,19 @@ impl McpServer {
             ));
         }
         let peer = &request_context.peer;
-        let context = self.context(&request, request_context);
+        let arguments = self
+            .captured
+            .as_ref()
+            .and_then(|captured| captured.take(&request_context.id))
+            .ok_or_else(|| {
+                ErrorData::invalid_request(
+                    "the call's arguments were not read from the client's bytes (a repeated \
+                     member on the way to them, or a server not run by serve_io or \
+                     serve_stdio): nothing ran",
+                    None,
+                )
+            })?;
+        let context = self.context(&request, request_context, arguments);
         let mut dispatch = self
             .dispatcher
             .dispatch(&self.principal, &context, &self.task)
@@ -182,9 +231,8 @@ impl McpServer {
         &self,
         request: &CallToolRequestParams,
         request_context: &RequestContext<RoleServer>,
+        arguments: Vec<u8>,
     ) -> CallContext {
-        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-        let arguments = infallible(serde_json::to_vec(&arguments), "a `Value` always encodes");
         // rmcp moves the request's `_meta` into the context; a hand-built request keeps it.
         let named = |meta: &JsonObject| {
             meta.get(OPERATION_ID_META)

@@ -1,0 +1,210 @@
+//! The client's own bytes of each `tools/call`'s arguments, taken as the transport reads them.
+//!
+//! rmcp hands a handler its arguments parsed into a map: a repeated member collapsed to the
+//! last, `1e-400` rounded to `0.0`. Validation must read what the client sent, so the
+//! server reads the session's input through [`Capturing`], which passes every byte on to
+//! rmcp unchanged and keeps, for each `tools/call` request, the exact text of its
+//! `params.arguments`, by request id. A call whose bytes were not kept is refused.
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, ready};
+
+use rmcp::model::{NumberOrString, RequestId};
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, ReadBuf};
+
+/// Requests whose arguments are kept at once; past that the oldest is dropped (its call is
+/// refused), so a client sending requests that never reach a handler cannot grow the store.
+const KEPT: usize = 64;
+
+/// The arguments kept, by request id.
+#[derive(Debug, Default)]
+pub(super) struct Captured {
+    requests: Mutex<VecDeque<(String, Vec<u8>)>>,
+}
+
+impl Captured {
+    /// The exact arguments of request `id`, taken out of the store.
+    pub(super) fn take(&self, id: &RequestId) -> Option<Vec<u8>> {
+        let key = match id {
+            NumberOrString::Number(number) => number.to_string(),
+            NumberOrString::String(text) => format!("\"{text}"),
+        };
+        let mut requests = self.requests();
+        let at = requests.iter().position(|(id, _)| *id == key)?;
+        requests.remove(at).map(|(_, arguments)| arguments)
+    }
+
+    /// Keeps the arguments of `line`, if it is one `tools/call` request read exactly (no
+    /// repeated member on the way to them).
+    fn keep(&self, line: &[u8]) {
+        #[derive(Deserialize)]
+        struct Message<'a> {
+            #[serde(borrow)]
+            method: Option<Cow<'a, str>>,
+            id: Option<Value>,
+            #[serde(borrow)]
+            params: Option<&'a RawValue>,
+        }
+        #[derive(Deserialize)]
+        struct Params<'a> {
+            #[serde(borrow)]
+            arguments: Option<&'a RawValue>,
+        }
+        let Ok(message) = serde_json::from_slice::<Message<'_>>(line) else {
+            return;
+        };
+        let (Some("tools/call"), Some(id), Some(params)) =
+            (message.method.as_deref(), message.id, message.params)
+        else {
+            return;
+        };
+        let key = match id {
+            Value::Number(number) => number.to_string(),
+            Value::String(text) => format!("\"{text}"),
+            _ => return,
+        };
+        let Ok(params) = serde_json::from_str::<Params<'_>>(params.get()) else {
+            return;
+        };
+        // No arguments at all is the empty object, as MCP has it.
+        let arguments = params
+            .arguments
+            .map_or_else(|| b"{}".to_vec(), |raw| raw.get().as_bytes().to_vec());
+        let mut requests = self.requests();
+        requests.retain(|(kept, _)| *kept != key);
+        if requests.len() == KEPT {
+            requests.pop_front();
+        }
+        requests.push_back((key, arguments));
+    }
+
+    fn requests(&self) -> std::sync::MutexGuard<'_, VecDeque<(String, Vec<u8>)>> {
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A reader that passes the session's input on unchanged and keeps each `tools/call`'s
+/// arguments in [`Captured`], one line (one JSON-RPC message) at a time. A line longer than
+/// `max_line` is not kept, as rmcp does not read it either.
+pub(super) struct Capturing<R> {
+    inner: R,
+    captured: Arc<Captured>,
+    line: Vec<u8>,
+    max_line: usize,
+    /// Inside a line past `max_line`, until its newline.
+    discarding: bool,
+}
+
+impl<R> Capturing<R> {
+    pub(super) fn new(inner: R, captured: Arc<Captured>, max_line: usize) -> Self {
+        Capturing {
+            inner,
+            captured,
+            line: Vec::new(),
+            max_line,
+            discarding: false,
+        }
+    }
+
+    fn feed(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let newline = bytes.iter().position(|&byte| byte == b'\n');
+            let (part, rest) = bytes.split_at(newline.map_or(bytes.len(), |at| at + 1));
+            bytes = rest;
+            if !self.discarding && self.line.len() + part.len() > self.max_line {
+                self.line = Vec::new();
+                self.discarding = true;
+            }
+            if !self.discarding {
+                self.line.extend_from_slice(part);
+            }
+            if newline.is_some() {
+                if !self.discarding {
+                    self.captured.keep(&self.line);
+                }
+                self.line.clear();
+                self.discarding = false;
+            }
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Capturing<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        this.feed(&buf.filled()[before..]);
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn captured(lines: &[&str], max_line: usize) -> Arc<Captured> {
+        let captured = Arc::new(Captured::default());
+        let mut reader = Capturing::new(tokio::io::empty(), captured.clone(), max_line);
+        let text = lines.join("\n") + "\n";
+        // Fed in pieces, as a transport reads.
+        for chunk in text.as_bytes().chunks(7) {
+            reader.feed(chunk);
+        }
+        captured
+    }
+
+    #[test]
+    fn a_calls_arguments_are_kept_as_the_client_wrote_them() {
+        let store = captured(
+            &[
+                r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","arguments":{"a":1,"a":2,"x":1e-400}}}"#,
+                r#"{"jsonrpc":"2.0","id":"r-4","method":"tools/call","params":{"name":"t"}}"#,
+                r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#,
+            ],
+            1 << 20,
+        );
+        assert_eq!(
+            store.take(&NumberOrString::Number(3)).unwrap(),
+            br#"{"a":1,"a":2,"x":1e-400}"#
+        );
+        assert_eq!(store.take(&NumberOrString::Number(3)), None, "taken once");
+        let named = NumberOrString::String(Arc::from("r-4"));
+        assert_eq!(store.take(&named).unwrap(), b"{}");
+        assert_eq!(store.take(&NumberOrString::Number(5)), None);
+    }
+
+    #[test]
+    fn a_message_that_repeats_a_member_on_the_way_keeps_nothing() {
+        let store = captured(
+            &[
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1},"arguments":{"a":2}}}"#,
+            ],
+            1 << 20,
+        );
+        assert_eq!(store.take(&NumberOrString::Number(1)), None);
+    }
+
+    #[test]
+    fn a_line_past_the_limit_keeps_nothing_and_the_next_is_read() {
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{{"a":"{}"}}}}}}"#,
+            "x".repeat(500)
+        );
+        let short = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":{}}}"#;
+        let store = captured(&[&long, short], 200);
+        assert_eq!(store.take(&NumberOrString::Number(1)), None);
+        assert_eq!(store.take(&NumberOrString::Number(2)).unwrap(), b"{}");
+    }
+}
