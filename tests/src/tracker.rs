@@ -488,9 +488,23 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
             OPTIONS,
         )
         .handler_with::<FindIssue>(
-            move |input: FindIssue, _cx: HandlerContext| {
+            move |input: FindIssue, cx: HandlerContext| {
                 let remote = r3.clone();
                 async move {
+                    // Run as a write's status query: look the write up by its key.
+                    if cx.reconciling().is_some() {
+                        return match remote.find_by_key(cx.idempotency_key()).await? {
+                            Reconciled::Found(raw) => Ok(raw),
+                            Reconciled::Absent => Err(ToolFailure::new(
+                                FailureKind::NotFound,
+                                "no issue under that key",
+                            )),
+                            Reconciled::StillUnknown => Err(ToolFailure::new(
+                                FailureKind::Failed,
+                                "the tracker cannot tell yet",
+                            )),
+                        };
+                    }
                     let _ = remote.read(&input.title).await?;
                     Err(ToolFailure::new(
                         FailureKind::NotFound,

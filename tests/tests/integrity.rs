@@ -276,3 +276,70 @@ async fn a_ledger_row_edited_in_the_database_is_not_replayed() {
     assert_eq!(remote.requests(&sent("k-1")), 1, "never run again");
     let _ = std::fs::remove_file(&path);
 }
+
+/// Finding 10: `reconcile = FindIssue` was metadata. A model that answers `OUTCOME_UNKNOWN`
+/// by calling the status tool, for the same operation, now runs it as the write's status
+/// query, and what it finds settles the write.
+#[tokio::test(start_paused = true)]
+async fn a_model_that_calls_the_declared_status_tool_settles_the_unknown_write() {
+    for (found, settled) in [(true, WriteState::Succeeded), (false, WriteState::Failed)] {
+        let remote = Remote::new();
+        let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+        let fault = if found {
+            Fault::CommitThenHang
+        } else {
+            Fault::HangBeforeCommit
+        };
+        remote.script(&[fault]);
+        let write = create("c1", "Printer", "jammed", "k-1");
+        let lost = run(&dispatcher, &write).await;
+        assert_eq!(lost.write_state, Some(WriteState::Unknown));
+
+        // The model calls the status tool under the write's operation.
+        let query = context(
+            "c2",
+            "find_issue",
+            json!({ "title": "Printer" }),
+            "op-k-1",
+            "k-1",
+        );
+        let answer = run(&dispatcher, &query).await;
+        assert_eq!(answer.write_state, Some(settled), "{answer:?}");
+        assert_eq!(answer.result.model.status() == Status::Succeeded, found);
+        assert!(
+            detail(&answer).contains("status query"),
+            "{}",
+            detail(&answer)
+        );
+        assert_eq!(
+            dispatcher.write_state(&alice(), &write).await.unwrap(),
+            Some(settled)
+        );
+        // The write, called again, is replayed as settled: never run a second time.
+        let again = run(&dispatcher, &write).await;
+        assert_eq!(
+            again.result.model.execution().delivery,
+            Delivery::LocalReplay
+        );
+        assert_eq!(again.result.model.status() == Status::Succeeded, found);
+        assert_eq!(remote.requests(&sent("k-1")), 1);
+    }
+}
+
+/// The same tool called for an operation with no unknown write is an ordinary read.
+#[tokio::test(start_paused = true)]
+async fn the_status_tool_is_an_ordinary_read_outside_an_unknown_write() {
+    let remote = Remote::new();
+    let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+    let query = context(
+        "c2",
+        "find_issue",
+        json!({ "title": "Printer" }),
+        "op-9",
+        "k-9",
+    );
+    let answer = run(&dispatcher, &query).await;
+    assert_eq!(answer.write_state, None);
+    let error = answer.result.model.error().map(|error| error.code());
+    assert_eq!(error, Some(ErrorCode::NotFound));
+}

@@ -49,6 +49,15 @@ pub enum BuildError {
         /// The tool it names.
         reconcile: &'static str,
     },
+    /// A write names a reconcile tool whose output contract is not the write's: what the
+    /// status query finds could not stand as the write's result.
+    #[error("{write:?} is reconciled by {reconcile:?}, whose output contract is not the write's")]
+    ReconcileToolOutput {
+        /// The write.
+        write: &'static str,
+        /// The tool it names.
+        reconcile: &'static str,
+    },
     /// A write reconciled by a tool has no status query.
     #[error("{0:?} is reconciled by a tool but was given no status query")]
     MissingStatusQuery(&'static str),
@@ -307,6 +316,12 @@ impl DispatcherBuilder {
                 }),
                 Some(status) if !status.effect().can_reconcile() => {
                     errors.push(BuildError::ReconcileToolWrites {
+                        write: spec.name(),
+                        reconcile,
+                    });
+                }
+                Some(status) if status.output_schema() != spec.output_schema() => {
+                    errors.push(BuildError::ReconcileToolOutput {
                         write: spec.name(),
                         reconcile,
                     });

@@ -20,6 +20,7 @@ pub struct HandlerContext {
     pub(crate) idempotency_key: String,
     pub(crate) attempt: u32,
     pub(crate) cancel: watch::Receiver<bool>,
+    pub(crate) reconciling: Option<&'static str>,
 }
 
 impl HandlerContext {
@@ -33,7 +34,18 @@ impl HandlerContext {
             idempotency_key: idempotency_key.into(),
             attempt: 1,
             cancel,
+            reconciling: None,
         }
+    }
+
+    /// The write this read runs as the status query of (`reconcile = ThisTool`), when the
+    /// model called it for an operation whose write's outcome is unknown. Then
+    /// [`idempotency_key`](Self::idempotency_key) is that write's key: look the write up by
+    /// it, and return its output if it happened, or [`FailureKind::NotFound`](crate::FailureKind)
+    /// if it did not; the dispatcher settles the write by that answer.
+    #[must_use]
+    pub fn reconciling(&self) -> Option<&str> {
+        self.reconciling
     }
 
     /// The logical operation this call serves.

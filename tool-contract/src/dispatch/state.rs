@@ -136,6 +136,44 @@ impl WriteState {
         Ok(next)
     }
 
+    /// The state a write reaches from [`Draft`](Self::Draft) through `events`, each taken by
+    /// [`next`](Self::next): the dispatcher names every state it records or reports so, at
+    /// compile time, so that none is set outside the diagram.
+    ///
+    /// ```
+    /// use tool_contract::dispatch::{IllegalTransition, WriteEvent, WriteState};
+    ///
+    /// const APPROVED: Result<WriteState, IllegalTransition> =
+    ///     WriteState::reached(&[WriteEvent::RequestApproval, WriteEvent::Approve]);
+    /// assert_eq!(APPROVED, Ok(WriteState::Approved));
+    /// assert!(WriteState::reached(&[WriteEvent::Approve]).is_err());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The first [`IllegalTransition`] on the way.
+    pub const fn reached(events: &[WriteEvent]) -> Result<WriteState, IllegalTransition> {
+        let mut state = WriteState::Draft;
+        let mut index = 0;
+        while index < events.len() {
+            state = match state.next(events[index]) {
+                Ok(next) => next,
+                Err(illegal) => return Err(illegal),
+            };
+            index += 1;
+        }
+        Ok(state)
+    }
+
+    /// [`reached`](Self::reached), for a path known to be legal: evaluated in a `const`, an
+    /// illegal path does not compile.
+    pub(crate) const fn along(events: &[WriteEvent]) -> WriteState {
+        match WriteState::reached(events) {
+            Ok(state) => state,
+            Err(_) => panic!("a path outside the write state diagram"),
+        }
+    }
+
     /// Whether nothing can happen to the write any more.
     #[must_use]
     pub const fn is_terminal(self) -> bool {

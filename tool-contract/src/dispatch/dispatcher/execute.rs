@@ -113,7 +113,7 @@ impl Dispatcher {
 
     /// Attempts until one ends the call or none may follow: how they ended, how many there
     /// were, and whether any of a write's may have acted.
-    async fn attempts(
+    pub(super) async fn attempts(
         &self,
         call: &Call<'_>,
         valid: &Valid<'_>,
@@ -200,6 +200,7 @@ impl Dispatcher {
             ),
             attempt,
             cancel: cancel.clone(),
+            reconciling: call.status_of,
         };
         let started = tokio::time::Instant::now();
         let running = AssertUnwindSafe(valid.entry.tool.attempt(
@@ -272,7 +273,12 @@ impl Dispatcher {
 
     /// The result the attempts' outcome calls for: the validated output, the failure's catalog
     /// error, or an unknown outcome; and for a write, the event its ledger record takes.
-    fn project(&self, call: &Call<'_>, valid: &Valid<'_>, outcome: AttemptOutcome) -> Projected {
+    pub(super) fn project(
+        &self,
+        call: &Call<'_>,
+        valid: &Valid<'_>,
+        outcome: AttemptOutcome,
+    ) -> Projected {
         let effect = valid.spec.effect();
         match outcome {
             AttemptOutcome::Output(raw) => {
@@ -378,8 +384,8 @@ fn failure_answer(valid: &Valid<'_>, failure: ToolFailure) -> AttemptAnswer {
 }
 
 /// The result the attempts led to, and what becomes of a write's ledger record.
-struct Projected {
-    result: CallResult,
+pub(super) struct Projected {
+    pub(super) result: CallResult,
     /// The event the record takes; `None` gives the key back (nothing was sent).
     event: Option<WriteEvent>,
     stop: Option<StopReason>,
@@ -424,18 +430,18 @@ impl Drop for InFlight<'_> {
 }
 
 /// What the attempts of one dispatch came to.
-struct Attempted {
+pub(super) struct Attempted {
     /// How the last one ended.
-    outcome: AttemptOutcome,
+    pub(super) outcome: AttemptOutcome,
     /// How many ran.
-    attempts: u32,
+    pub(super) attempts: u32,
     /// Whether one of a write's attempts may have acted (timed out after sending, or said
     /// it may have).
     may_have_acted: bool,
 }
 
 /// How the attempts ended.
-enum AttemptOutcome {
+pub(super) enum AttemptOutcome {
     /// The handler returned output (not yet validated).
     Output(RawResult),
     /// The handler reported a failure that is not retried.

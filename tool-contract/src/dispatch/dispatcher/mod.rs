@@ -6,6 +6,7 @@
 
 mod admit;
 mod execute;
+mod status;
 mod write;
 
 use std::collections::HashMap;
@@ -33,7 +34,7 @@ use crate::dispatch::ledger::{Advanced, Ledger, LedgerError, Record};
 use crate::dispatch::options::Authorizer;
 use crate::dispatch::state::{WriteEvent, WriteState};
 use crate::results::{ApprovalRecord, AuditKeys, ErrorCode, ModelError};
-use crate::vocabulary::{CallContext, Principal};
+use crate::vocabulary::{CallContext, Principal, Reconcile};
 
 /// A stage's early exit: the call's final result (boxed: results are large, exits rare).
 type Exit = Box<CallResult>;
@@ -52,6 +53,9 @@ pub struct Dispatcher {
     owner: String,
     retention: Duration,
     in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
+    /// For each read a write names as `reconcile = ThisTool`, the writes it is the status
+    /// query of.
+    status_tools: HashMap<&'static str, Vec<&'static str>>,
     rng: Mutex<SmallRng>,
     sequence: AtomicU64,
     writes: AtomicU64,
@@ -108,6 +112,8 @@ struct Call<'a> {
     context: &'a CallContext,
     task: &'a Task,
     binder: Binder<'a>,
+    /// The write this read runs as the status query of.
+    status_of: Option<&'static str>,
 }
 
 /// How a dispatch ended, as the stage that ended it decided.
@@ -168,6 +174,12 @@ impl Dispatcher {
             SmallRng::seed_from_u64(nanos as u64 ^ u64::from(std::process::id()))
         });
         let owner = format!("owner-{:016x}", rand::Rng::next_u64(&mut rng));
+        let mut status_tools: HashMap<&'static str, Vec<&'static str>> = HashMap::new();
+        for spec in parts.registry.tools() {
+            if let Some(Reconcile::Tool(status)) = spec.reconcile() {
+                status_tools.entry(status).or_default().push(spec.name());
+            }
+        }
         Dispatcher {
             registry: parts.registry,
             keys: parts.keys,
@@ -181,6 +193,7 @@ impl Dispatcher {
             owner,
             retention: parts.retention,
             in_flight: Mutex::new(HashMap::new()),
+            status_tools,
             rng: Mutex::new(rng),
             sequence: AtomicU64::new(0),
             writes: AtomicU64::new(0),
@@ -381,11 +394,11 @@ impl Dispatcher {
         context: &CallContext,
         task: &Task,
     ) -> Dispatch {
-        let call = self.call(principal, context, task);
+        let mut call = self.call(principal, context, task);
         let ended = match self.admit(&call) {
             Err(result) => Ended::new(*result),
             Ok(valid) if valid.spec.effect().is_write() => self.write(&call, &valid).await,
-            Ok(valid) => self.execute(&call, &valid, None, None).await,
+            Ok(valid) => self.read(&mut call, &valid).await,
         };
         self.finish(ended)
     }
@@ -401,6 +414,7 @@ impl Dispatcher {
             context,
             task,
             binder: self.binder(),
+            status_of: None,
         }
     }
 

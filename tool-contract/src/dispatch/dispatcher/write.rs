@@ -23,6 +23,13 @@ use crate::results::{
 };
 use crate::vocabulary::{Approval, CallContext, Principal, Reconcile};
 
+use WriteEvent::{Approve, Reject, RequestApproval};
+
+/// The approval states, as the diagram reaches them.
+const PENDING_APPROVAL: WriteState = WriteState::along(&[RequestApproval]);
+const APPROVED: WriteState = WriteState::along(&[RequestApproval, Approve]);
+const REJECTED: WriteState = WriteState::along(&[RequestApproval, Reject]);
+
 /// A write's ledger identity.
 pub(super) struct WriteKey {
     pub(super) ledger_key: String,
@@ -61,7 +68,7 @@ impl Dispatcher {
             // Permission may have changed while the write waited for a person.
             if let Err(result) = self.authorize(call, valid) {
                 return Ended::new(*result)
-                    .in_state(Some(WriteState::Approved))
+                    .in_state(Some(APPROVED))
                     .approved(Some(approval));
             }
             Some(approval)
@@ -70,7 +77,7 @@ impl Dispatcher {
         };
         match self.ledger.claim(&self.claim(valid, &key)).await {
             Err(error) => {
-                let approved = approval.as_ref().map(|_| WriteState::Approved);
+                let approved = approval.as_ref().map(|_| APPROVED);
                 Ended::new(self.ledger_failed(call, &error))
                     .in_state(approved)
                     .approved(approval)
@@ -312,9 +319,7 @@ impl Dispatcher {
                 );
                 let error = ModelError::new(ErrorCode::Blocked);
                 let result = self.control(call, error, "the approver rejected this operation");
-                Err(Box::new(
-                    Ended::new(result).in_state(Some(WriteState::Rejected)),
-                ))
+                Err(Box::new(Ended::new(result).in_state(Some(REJECTED))))
             }
         }
     }
@@ -363,7 +368,7 @@ impl Dispatcher {
             error_code = code.as_str()
         );
         let mut ended = Ended::new(self.control(call, ModelError::new(code), detail))
-            .in_state(Some(WriteState::PendingApproval));
+            .in_state(Some(PENDING_APPROVAL));
         ended.pending_approval = Some(pending);
         ended
     }
@@ -377,7 +382,7 @@ impl Dispatcher {
         event: WriteEvent,
         result: &CallResult,
     ) -> Option<WriteState> {
-        let stored = Some(self.stored(key, result));
+        let stored = Some(self.stored(key, &result.model));
         for from in [WriteState::Executing, WriteState::CancelRequested] {
             let event = match (from, event) {
                 (WriteState::Executing, WriteEvent::ConfirmCancelled) => {
@@ -416,7 +421,7 @@ impl Dispatcher {
 
     /// Moves an unknown record by what reconciliation learned; where it stands after (`None`:
     /// the record is gone).
-    async fn settle_unknown(
+    pub(super) async fn settle_unknown(
         &self,
         key: &WriteKey,
         event: WriteEvent,
@@ -475,7 +480,7 @@ impl Dispatcher {
         // The audit first, as for every write's end.
         let audit_error = self.audit(&mut result, approval.as_ref());
         let state = self
-            .settle_unknown(key, event, Some(self.stored(key, &result)))
+            .settle_unknown(key, event, Some(self.stored(key, &result.model)))
             .await;
         debug!(stage = "reconcile", state = state.map(WriteState::as_str));
         let mut ended = Ended::new(result).in_state(state).approved(approval);
@@ -594,8 +599,8 @@ impl Dispatcher {
 
     /// What the ledger keeps of a result to replay: the seal of its model half, a newline,
     /// and the model half's canonical JSON.
-    pub(super) fn stored(&self, key: &WriteKey, result: &CallResult) -> String {
-        let json = result.model.to_canonical_json();
+    pub(super) fn stored(&self, key: &WriteKey, model: &ModelResult) -> String {
+        let json = model.to_canonical_json();
         let seal = self
             .keys
             .ledger_record_digest(&key.ledger_key, &key.request_sha256, &json);
@@ -647,7 +652,7 @@ enum StatusAnswer {
 
 /// The application's key of the operation: the idempotency key, or the operation id when
 /// there is none. Scoped to the principal, it is the ledger key and the key sent downstream.
-fn application_key(context: &CallContext) -> &str {
+pub(super) fn application_key(context: &CallContext) -> &str {
     context
         .idempotency_key
         .as_deref()

@@ -185,7 +185,8 @@ pub fn decide_claim(existing: Option<&Record>, claim: &Claim) -> ClaimDecision {
         key: claim.key.clone(),
         request_sha256: claim.request_sha256.clone(),
         tool: claim.tool.clone(),
-        state: WriteState::Executing,
+        // A claim hands the write to its handler: `draft` (or `approved`) then `execute`.
+        state: WriteState::along(&[WriteEvent::Execute]),
         owner: claim.owner.clone(),
         lease_until_ms: claim.now_ms.saturating_add(claim.lease_ms),
         expires_at_ms: claim.now_ms.saturating_add(claim.retention_ms),
@@ -201,7 +202,10 @@ pub fn decide_claim(existing: Option<&Record>, claim: &Claim) -> ClaimDecision {
     // A lapsed lease is settled first, whoever asks: the record must not claim to be running.
     if record.state.is_in_flight() && record.lease_until_ms <= claim.now_ms {
         let mut lost = record.clone();
-        lost.state = WriteState::Unknown;
+        lost.state = match record.state.next(WriteEvent::LoseTrack) {
+            Ok(state) => state,
+            Err(_) => WriteState::Unknown,
+        };
         let answer = if same_request {
             Claimed::Unknown(lost.clone())
         } else {
