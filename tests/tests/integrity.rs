@@ -343,3 +343,144 @@ async fn the_status_tool_is_an_ordinary_read_outside_an_unknown_write() {
     let error = answer.result.model.error().map(|error| error.code());
     assert_eq!(error, Some(ErrorCode::NotFound));
 }
+
+/// Finding 11: `Dispatcher::reconcile` skipped the gates and the authorizer, so a status
+/// query ran for a principal whose permission had been taken away.
+#[tokio::test(start_paused = true)]
+async fn reconcile_is_admitted_as_a_dispatch_is() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let allowed = Arc::new(AtomicBool::new(true));
+    let permission = allowed.clone();
+    let remote = Remote::new();
+    let dispatcher = tool_contract_tests::tracker::builder(&remote)
+        .authorizer(
+            move |_: &Principal, _: &tool_contract::ToolSpec, _: &serde_json::Value| {
+                permission.load(Ordering::Relaxed)
+            },
+        )
+        .build()
+        .unwrap();
+    remote.script(&[Fault::CommitThenHang]);
+    let write = create("c1", "Printer", "jammed", "k-1");
+    assert_eq!(
+        run(&dispatcher, &write).await.write_state,
+        Some(WriteState::Unknown)
+    );
+    allowed.store(false, Ordering::Relaxed);
+    let refused = dispatcher
+        .reconcile(&alice(), &write, &Task::unlimited())
+        .await;
+    assert!(refused.result.model.error().is_some(), "{refused:?}");
+    assert_eq!(
+        remote.status_queries(),
+        0,
+        "no status query once permission is gone"
+    );
+    allowed.store(true, Ordering::Relaxed);
+    let settled = dispatcher
+        .reconcile(&alice(), &write, &Task::unlimited())
+        .await;
+    assert_eq!(settled.write_state, Some(WriteState::Succeeded));
+    assert_eq!(remote.status_queries(), 1);
+}
+
+/// Invitations, whose status query finds a made-up address.
+mod invitations {
+    use tool_contract::{ToolContract, ToolOutput};
+
+    /// Invite an advisor.
+    #[derive(Debug, serde::Deserialize, ToolContract)]
+    #[tool_contract(output = Invited, effect = non_idempotent_write, approval = not_required,
+                    reconcile = FindInvitation, source_label = "mail",
+                    producer_revision = "mail-1")]
+    pub struct Invite {
+        /// Who.
+        #[tool_contract(max_len = 100)]
+        pub name: String,
+    }
+
+    /// Find an invitation.
+    #[derive(Debug, serde::Deserialize, ToolContract)]
+    #[tool_contract(output = Invited, effect = read_only, source_label = "mail",
+                    producer_revision = "mail-1")]
+    pub struct FindInvitation {
+        /// Who.
+        #[tool_contract(max_len = 100)]
+        pub name: String,
+    }
+
+    /// An invitation sent.
+    #[derive(Debug, serde::Serialize, ToolOutput)]
+    pub struct Invited {
+        /// Where it went.
+        #[tool_output(max_len = 100, strip_synthetic(placeholder_email))]
+        pub email: Option<String>,
+    }
+}
+
+/// Finding 11: a reconciled result was sealed anew without the redactions its projection
+/// made, so the audit lost what was kept from the model.
+#[tokio::test(start_paused = true)]
+async fn a_reconciled_result_keeps_its_redactions() {
+    use invitations::{FindInvitation, Invite};
+    use tool_contract::dispatch::{Reconciled, StatusRequest};
+    use tool_contract::{FailureKind, RawProvenance, RawResult, ToolFailure};
+    let invited = || {
+        RawResult::new(
+            r#"{"email":"jane@example.com"}"#,
+            RawProvenance::new("mail-1", "2026-08-22T10:00:00Z"),
+        )
+    };
+    let registry = tool_contract::registry![Invite, FindInvitation]
+        .into_builder()
+        .all_adapters()
+        .build();
+    let dispatcher = Dispatcher::builder(registry, keys())
+        .clock(clock)
+        .audit_sink(Arc::new(MemoryAuditLog::new(audit_key())))
+        .write_handler::<Invite>(
+            |_: Invite, _: HandlerContext| async {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                Err(ToolFailure::new(FailureKind::Failed, "never"))
+            },
+            move |_: Invite, _: StatusRequest| async move { Ok(Reconciled::Found(invited())) },
+            OPTIONS,
+        )
+        .handler_with::<FindInvitation>(
+            |_: FindInvitation, _: HandlerContext| async {
+                Err(ToolFailure::new(FailureKind::NotFound, "none"))
+            },
+            OPTIONS,
+        )
+        .build()
+        .unwrap();
+    let call = context("c1", "invite", json!({ "name": "Jane" }), "op-1", "k-1");
+    assert_eq!(
+        run(&dispatcher, &call).await.write_state,
+        Some(WriteState::Unknown)
+    );
+    let reconciled = dispatcher
+        .reconcile(&alice(), &call, &Task::unlimited())
+        .await;
+    assert_eq!(
+        reconciled.write_state,
+        Some(WriteState::Succeeded),
+        "{reconciled:?}"
+    );
+    assert_eq!(
+        reconciled.result.model.data(),
+        Some(json!({ "email": null }))
+    );
+    let reasons: Vec<&str> = reconciled
+        .result
+        .audit
+        .redactions
+        .iter()
+        .map(|redaction| redaction.reason.as_str())
+        .collect();
+    assert_eq!(
+        reasons,
+        ["synthetic_stripped:placeholder_email"],
+        "{reconciled:?}"
+    );
+}

@@ -21,7 +21,7 @@ impl Dispatcher {
     }
 
     /// Lookup and exact argument validation, the first two stages of every call.
-    pub(super) fn lookup_and_validate<'s>(&'s self, call: &Call<'_>) -> Result<Valid<'s>, Exit> {
+    fn lookup_and_validate<'s>(&'s self, call: &Call<'_>) -> Result<Valid<'s>, Exit> {
         let (spec, entry) = self.lookup(call)?;
         self.validate(call, spec, entry)
     }

@@ -241,6 +241,7 @@ impl Dispatcher {
 
     /// Asks what became of a write whose outcome is unknown, through the write's status query,
     /// without ever running the write again. A write already finished answers from the ledger.
+    /// The call is admitted as a dispatch is: validated, through the gates and the authorizer.
     pub async fn reconcile(
         &self,
         principal: &Principal,
@@ -250,7 +251,8 @@ impl Dispatcher {
         let span = self.span(context);
         async {
             let call = self.call(principal, context, task);
-            let ended = match self.lookup_and_validate(&call) {
+            // The same admission as a dispatch: a status query reads the remote too.
+            let ended = match self.admit(&call) {
                 Err(result) => Ended::new(*result),
                 Ok(valid) => self.reconcile_call(&call, &valid).await,
             };
