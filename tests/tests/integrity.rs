@@ -484,3 +484,32 @@ async fn a_reconciled_result_keeps_its_redactions() {
         "{reconciled:?}"
     );
 }
+
+/// Finding 11: the approval preview showed bidi and invisible characters as they are, so a
+/// person could approve `invoice\u{202e}fdp.exe` reading it as `invoiceexe.pdf`.
+#[tokio::test(start_paused = true)]
+async fn the_approval_preview_shows_hidden_characters_escaped() {
+    let remote = Remote::new();
+    let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+    let text = "see invoice\u{202e}fdp.exe\u{200b} attached";
+    let call = context(
+        "c1",
+        "send_message",
+        json!({ "to": "bob@globex.example", "text": text }),
+        "op-1",
+        "k-1",
+    );
+    let pending = tool_contract_tests::tracker::pending_approval(&dispatcher, &call).await;
+    let shown = pending.preview.to_text();
+    assert!(
+        shown.contains(r"invoice\u202efdp.exe\u200b attached"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains('\u{202e}') && !shown.contains('\u{200b}'),
+        "{shown}"
+    );
+    // What is shown still says exactly what runs.
+    let read: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(read["arguments"]["text"], text);
+}

@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 
 use crate::json::canonical;
 use crate::json::encoding::infallible;
+use crate::json::visible::escape_hidden;
 use crate::vocabulary::Effect;
 
 /// What the person approving sees: built by the dispatcher from the validated arguments and
@@ -40,6 +41,32 @@ impl Preview {
             "a preview's arguments were validated: exact, finite numbers only",
         );
         hex::encode(Sha256::digest(bytes))
+    }
+
+    /// The preview as a person should be shown it: indented JSON in which every character
+    /// that hides or reorders text (bidi controls, zero-width and other invisible
+    /// characters, controls) is a `\uXXXX` escape. The escapes decode to the same value, so
+    /// what is shown is exactly what runs.
+    ///
+    /// ```
+    /// use tool_contract::dispatch::Preview;
+    /// use tool_contract::Effect;
+    ///
+    /// let preview = Preview {
+    ///     tool: "send_file".into(),
+    ///     description: "Send a file.".into(),
+    ///     effect: Effect::NonIdempotentWrite,
+    ///     arguments: serde_json::json!({ "name": "invoice\u{202e}fdp.exe" }),
+    /// };
+    /// assert!(preview.to_text().contains(r"invoice\u202efdp.exe"));
+    /// ```
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let text = infallible(
+            serde_json::to_string_pretty(self),
+            "a preview serializes to strings and a `Value`",
+        );
+        escape_hidden(&text)
     }
 }
 

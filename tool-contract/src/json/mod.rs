@@ -8,6 +8,7 @@ pub(crate) mod format;
 pub(crate) mod names;
 pub(crate) mod number;
 pub(crate) mod scan;
+pub(crate) mod visible;
 
 pub use depth::MAX_NESTING;
 pub use format::Format;

@@ -21,7 +21,6 @@ use super::ADAPTER;
 use super::capture::{Captured, Capturing};
 use crate::contract::ToolSpec;
 use crate::dispatch::{Dispatch, Dispatcher, PendingApproval, Task};
-use crate::json::encoding::infallible;
 use crate::results::Status;
 use crate::results::digest::canonical_within;
 use crate::vocabulary::Effect;
@@ -263,10 +262,7 @@ impl McpServer {
     /// `false` when nothing was decided (the form was dismissed, or the client failed to
     /// answer): the approval stays pending.
     async fn elicit_approval(&self, peer: &Peer<RoleServer>, pending: &PendingApproval) -> bool {
-        let preview = infallible(
-            serde_json::to_string_pretty(&pending.preview),
-            "a preview serializes to strings and a `Value`",
-        );
+        let preview = pending.preview.to_text();
         let message = format!(
             "Approve this {} call? It runs exactly as shown.\n{preview}",
             pending.preview.tool
@@ -345,6 +341,7 @@ impl McpServer {
                 json!({
                     "approval_id": pending.approval_id,
                     "preview": pending.preview,
+                    "preview_text": pending.preview.to_text(),
                     "preview_sha256": pending.preview_sha256,
                 }),
             );
