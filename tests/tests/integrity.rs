@@ -513,3 +513,37 @@ async fn the_approval_preview_shows_hidden_characters_escaped() {
     let read: serde_json::Value = serde_json::from_str(&shown).unwrap();
     assert_eq!(read["arguments"]["text"], text);
 }
+
+/// Finding 11: a grant was spent by a dispatch that a budget stopped before any attempt, so
+/// the person had to approve again a write that never ran.
+#[tokio::test(start_paused = true)]
+async fn a_grant_is_spent_only_by_an_execution() {
+    let remote = Remote::new();
+    let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+    let call = context(
+        "c1",
+        "send_message",
+        json!({ "to": "bob@globex.example", "text": "hello" }),
+        "op-1",
+        "k-1",
+    );
+    tool_contract_tests::tracker::approve(&dispatcher, &call, "carol").await;
+    let spent = Task::new(Budget {
+        tool_calls: Some(0),
+        ..Budget::default()
+    });
+    let stopped = dispatcher.dispatch(&alice(), &call, &spent).await;
+    let error = stopped.result.model.error().map(|error| error.code());
+    assert_eq!(error, Some(ErrorCode::BudgetExhausted), "{stopped:?}");
+    assert_eq!(stopped.attempts, 0);
+    let ran = run(&dispatcher, &call).await;
+    assert_eq!(ran.result.model.status(), Status::Succeeded, "{ran:?}");
+    assert_eq!(
+        ran.result
+            .audit
+            .approval
+            .as_ref()
+            .map(|a| a.approver.as_str()),
+        Some("carol")
+    );
+}

@@ -238,6 +238,13 @@ impl ApprovalBook {
         }
     }
 
+    /// Puts back `grant`, taken by [`check`](Self::check) for a dispatch that then ran
+    /// nothing, unless the operation has another entry by now.
+    pub(crate) fn restore(&self, grant: ApprovalGrant) {
+        let key = grant.ledger_key.clone();
+        self.entries().entry(key).or_insert(Entry::Granted(grant));
+    }
+
     pub(crate) fn approve(
         &self,
         approval_id: &str,

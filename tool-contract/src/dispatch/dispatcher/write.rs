@@ -11,7 +11,7 @@ use tracing::{debug, warn};
 use super::{Call, Dispatcher, Ended, PURGE_EVERY, Valid, duration_ms, prefix, sha256_hex};
 use crate::binder::{CallResult, FailureKind, RawProvenance, RawResult, Seal, ToolFailure};
 use crate::contract::ToolSpec;
-use crate::dispatch::approval::{ApprovalCheck, Asked, PendingApproval, Preview};
+use crate::dispatch::approval::{ApprovalCheck, ApprovalGrant, Asked, PendingApproval, Preview};
 use crate::dispatch::handler::{BoxFuture, Reconciled, StatusRequest};
 use crate::dispatch::ledger::{Advance, Advanced, Claim, Claimed, Record};
 use crate::dispatch::options::ToolOptions;
@@ -60,22 +60,38 @@ impl Dispatcher {
             }
             Ok(_) => {}
         }
-        let approval = if valid.spec.approval() == Some(Approval::Required) {
-            let approval = match self.approval(call, valid, &key) {
-                Ok(approval) => approval,
-                Err(ended) => return *ended,
-            };
-            // Permission may have changed while the write waited for a person.
-            if let Err(result) = self.authorize(call, valid) {
-                return Ended::new(*result)
-                    .in_state(Some(APPROVED))
-                    .approved(Some(approval));
-            }
-            Some(approval)
-        } else {
-            None
+        if valid.spec.approval() != Some(Approval::Required) {
+            return self.claim_and_run(call, valid, &key, None).await;
+        }
+        let (approval, grant) = match self.approval(call, valid, &key) {
+            Ok(approved) => approved,
+            Err(ended) => return *ended,
         };
-        match self.ledger.claim(&self.claim(valid, &key)).await {
+        // Permission may have changed while the write waited for a person.
+        let ended = match self.authorize(call, valid) {
+            Err(result) => Ended::new(*result)
+                .in_state(Some(APPROVED))
+                .approved(Some(approval)),
+            Ok(()) => self.claim_and_run(call, valid, &key, Some(approval)).await,
+        };
+        if ended.attempts == 0 {
+            // Nothing ran on it (refused, stopped by a budget, answered by the ledger): the
+            // grant is spent only by an execution, so it stays for the next call.
+            self.approvals.restore(grant);
+        }
+        ended
+    }
+
+    /// The claim of a write's key, and what follows from it: the execution, or the
+    /// ledger's answer.
+    async fn claim_and_run(
+        &self,
+        call: &Call<'_>,
+        valid: &Valid<'_>,
+        key: &WriteKey,
+        approval: Option<ApprovalRecord>,
+    ) -> Ended {
+        match self.ledger.claim(&self.claim(valid, key)).await {
             Err(error) => {
                 let approved = approval.as_ref().map(|_| APPROVED);
                 Ended::new(self.ledger_failed(call, &error))
@@ -84,14 +100,14 @@ impl Dispatcher {
             }
             Ok(Claimed::Fresh) => {
                 debug!(stage = "ledger", state = "executing", "claimed");
-                self.execute(call, valid, Some(&key), approval).await
+                self.execute(call, valid, Some(key), approval).await
             }
             Ok(Claimed::Replay(record) | Claimed::Conflict(record) | Claimed::InFlight(record)) => {
-                self.answer_existing(call, valid, &key, record)
+                self.answer_existing(call, valid, key, record)
                     .approved(approval)
             }
             Ok(Claimed::Unknown(record)) => {
-                self.reconcile_unknown(call, valid, &key, record, approval)
+                self.reconcile_unknown(call, valid, key, record, approval)
                     .await
             }
         }
@@ -274,7 +290,7 @@ impl Dispatcher {
         call: &Call<'_>,
         valid: &Valid<'_>,
         key: &WriteKey,
-    ) -> Result<ApprovalRecord, Box<Ended>> {
+    ) -> Result<(ApprovalRecord, ApprovalGrant), Box<Ended>> {
         let principal_ref = self.keys.principal_ref(call.principal);
         let asked = Asked {
             ledger_key: &key.ledger_key,
@@ -288,16 +304,17 @@ impl Dispatcher {
         match self.approvals.check(&asked, pending) {
             ApprovalCheck::Proceed(grant) => {
                 debug!(stage = "approval", state = "approved", "approval consumed");
-                Ok(ApprovalRecord {
-                    approval_id: grant.approval_id,
-                    approver: grant.approver,
-                    request_sha256: grant.request_sha256,
-                    preview_sha256: grant.preview_sha256,
+                let record = ApprovalRecord {
+                    approval_id: grant.approval_id.clone(),
+                    approver: grant.approver.clone(),
+                    request_sha256: grant.request_sha256.clone(),
+                    preview_sha256: grant.preview_sha256.clone(),
                     expires_at: infallible(
                         grant.expires_at.format(&Rfc3339),
                         "approvals are refused with an expiry RFC 3339 cannot write",
                     ),
-                })
+                };
+                Ok((record, grant))
             }
             ApprovalCheck::Required(pending) => Err(Box::new(self.awaiting_approval(
                 call,
