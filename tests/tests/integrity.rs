@@ -547,3 +547,36 @@ async fn a_grant_is_spent_only_by_an_execution() {
         Some("carol")
     );
 }
+
+/// Finding 11: `retention(Duration::MAX)` panicked inside `dispatch`.
+#[tokio::test(start_paused = true)]
+async fn the_longest_retention_is_kept_as_long_as_a_store_can() {
+    let path = std::env::temp_dir().join(format!("tc-retention-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let ledgers: [Arc<dyn Ledger>; 2] = [
+        Arc::new(MemoryLedger::new()),
+        Arc::new(SqliteLedger::open(&path).unwrap()),
+    ];
+    for ledger in ledgers {
+        let remote = Remote::new();
+        let dispatcher = tool_contract_tests::tracker::builder(&remote)
+            .ledger(ledger)
+            .retention(Duration::MAX)
+            .build()
+            .unwrap();
+        let first = run(&dispatcher, &label("c1")).await;
+        assert_eq!(first.result.model.status(), Status::Succeeded, "{first:?}");
+        // A pending approval, then the housekeeping a dispatch runs now and then.
+        let message = json!({ "to": "bob@globex.example", "text": "hello" });
+        let send = context("c3", "send_message", message, "op-2", "k-2");
+        assert!(run(&dispatcher, &send).await.pending_approval.is_some());
+        dispatcher.purge_expired().await.unwrap();
+        advance_clock(Duration::from_secs(10 * 365 * 24 * 3600));
+        let again = run(&dispatcher, &label("c2")).await;
+        assert_eq!(
+            again.result.model.execution().delivery,
+            Delivery::LocalReplay
+        );
+    }
+    let _ = std::fs::remove_file(&path);
+}

@@ -251,3 +251,56 @@ async fn a_server_that_does_not_read_its_own_session_refuses_calls() {
     assert!(error.to_string().contains("client's bytes"), "{error}");
     assert_eq!(remote.reads(), 0);
 }
+
+/// A client whose person approves every form.
+struct ApprovingPerson;
+
+impl ClientHandler for ApprovingPerson {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = ClientCapabilities::builder().enable_elicitation().build();
+        ClientConfig::new(capabilities, Implementation::new("approving", "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let mut result = ElicitResult::new(rmcp::model::ElicitationAction::Accept);
+        result.content = Some(json!({ "approve": true }));
+        Ok(result)
+    }
+}
+
+/// Issue 14, finding 11: an approval lifetime too long for the calendar panicked the server.
+#[tokio::test]
+async fn an_approval_lifetime_past_the_calendar_lasts_as_long_as_one_can() {
+    let remote = Arc::new(Remote::default());
+    let server = McpServer::new(
+        Arc::new(dispatcher(&remote, Arc::new(MemoryLedger::new()))),
+        alice(),
+    )
+    .with_approval_ttl(Duration::MAX);
+    let (client_side, server_side) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        let (read, write) = tokio::io::split(server_side);
+        if let Ok(running) = server.serve_io(read, write).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = ApprovingPerson
+        .serve(client_side)
+        .await
+        .expect("the handshake");
+    let Value::Object(arguments) = json!({ "to": "bob@globex.example", "text": "hello" }) else {
+        unreachable!("an object literal")
+    };
+    let call =
+        client.call_tool(CallToolRequestParams::new("send_message").with_arguments(arguments));
+    let result = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .expect("the server answers (it did not panic)")
+        .expect("an answer");
+    let status = &result.structured_content.as_ref().unwrap()["status"];
+    assert_eq!(status, "succeeded", "{result:?}");
+}

@@ -293,11 +293,25 @@ impl ApprovalBook {
         let mut entries = self.entries();
         let before = entries.len();
         entries.retain(|_, entry| match entry {
-            Entry::Pending(_, at) | Entry::Rejected(at) => *at + retention > now,
+            Entry::Pending(_, at) | Entry::Rejected(at) => later_by(*at, retention) > now,
             Entry::Granted(grant) => grant.expires_at > now,
         });
         before - entries.len()
     }
+}
+
+/// `at` moved on by `lifetime`, or the last instant an audit can write (the end of year
+/// 9999, RFC 3339's last) if that is sooner: a lifetime too long for the calendar lasts as
+/// long as one can, and never overflows.
+pub(crate) fn later_by(at: OffsetDateTime, lifetime: std::time::Duration) -> OffsetDateTime {
+    let last = infallible(
+        OffsetDateTime::from_unix_timestamp(253_402_300_799),
+        "9999-12-31T23:59:59Z is a time's instant",
+    );
+    time::Duration::try_from(lifetime)
+        .ok()
+        .and_then(|lifetime| at.checked_add(lifetime))
+        .map_or(last, |later| later.min(last))
 }
 
 fn find_pending(

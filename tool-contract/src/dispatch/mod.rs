@@ -31,7 +31,7 @@
 //! Arguments, results and keys appear only as 12-digit digest prefixes; principals and
 //! secrets never.
 
-mod approval;
+pub(crate) mod approval;
 mod audit_log;
 mod budget;
 mod builder;

@@ -20,6 +20,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::ADAPTER;
 use super::capture::{Captured, Capturing};
 use crate::contract::ToolSpec;
+use crate::dispatch::approval::later_by;
 use crate::dispatch::{Dispatch, Dispatcher, PendingApproval, Task};
 use crate::results::Status;
 use crate::results::digest::canonical_within;
@@ -295,7 +296,7 @@ impl McpServer {
                 || "mcp-client".to_owned(),
                 |info| format!("mcp-client:{}", info.client_info.name),
             );
-            let expires_at = self.dispatcher.now() + self.approval_ttl;
+            let expires_at = later_by(self.dispatcher.now(), self.approval_ttl);
             self.dispatcher
                 .approve(
                     &pending.approval_id,
