@@ -580,3 +580,78 @@ async fn the_longest_retention_is_kept_as_long_as_a_store_can() {
     }
     let _ = std::fs::remove_file(&path);
 }
+
+/// Finding 11: gates, authorizers, stores and sinks ran outside `catch_unwind`, so a panic
+/// in the application's code unwound through `dispatch`. Each now fails closed.
+#[tokio::test(start_paused = true)]
+async fn the_applications_code_that_panics_fails_closed_and_never_unwinds_through_dispatch() {
+    use tool_contract::dispatch::ledger::{
+        Advance, Advanced, Claim, Claimed, LedgerFuture, Record,
+    };
+    use tool_contract::dispatch::{AuditLogError, AuditSink, GateCall, GateDecision};
+    let remote = Remote::new();
+    let read = context("c1", "read_doc", json!({ "doc_id": "d-1" }), "op-1", "k-1");
+    let code = |dispatch: &tool_contract::dispatch::Dispatch| {
+        dispatch.result.model.error().map(|error| error.code())
+    };
+
+    let gated = tool_contract_tests::tracker::builder(&remote)
+        .gate(|_: &GateCall<'_>| -> GateDecision { panic!("a gate bug") })
+        .build()
+        .unwrap();
+    assert_eq!(code(&run(&gated, &read).await), Some(ErrorCode::Blocked));
+
+    let authorized = tool_contract_tests::tracker::builder(&remote)
+        .authorizer(|_: &Principal, _: &tool_contract::ToolSpec, _: &serde_json::Value| -> bool {
+            panic!("an authorizer bug")
+        })
+        .build()
+        .unwrap();
+    assert_eq!(code(&run(&authorized, &read).await), Some(ErrorCode::NotFound));
+
+    struct PanickingLedger;
+    impl Ledger for PanickingLedger {
+        fn claim<'a>(&'a self, _: &'a Claim) -> LedgerFuture<'a, Claimed> {
+            Box::pin(async { panic!("a store bug") })
+        }
+        fn advance<'a>(&'a self, _: &'a Advance) -> LedgerFuture<'a, Advanced> {
+            panic!("a store bug")
+        }
+        fn release<'a>(&'a self, _: &'a str, _: &'a str) -> LedgerFuture<'a, bool> {
+            panic!("a store bug")
+        }
+        fn get<'a>(&'a self, _: &'a str) -> LedgerFuture<'a, Option<Record>> {
+            Box::pin(async { Ok(None) })
+        }
+        fn purge_expired(&self, _: u64) -> LedgerFuture<'_, u64> {
+            panic!("a store bug")
+        }
+    }
+    let stored = tool_contract_tests::tracker::builder(&remote)
+        .ledger(Arc::new(PanickingLedger))
+        .build()
+        .unwrap();
+    let write = create("c2", "Printer", "jammed", "k-2");
+    let refused = run(&stored, &write).await;
+    assert_eq!(code(&refused), Some(ErrorCode::TimeoutBeforeExecute));
+    assert!(detail(&refused).contains("panicked"), "{}", detail(&refused));
+    assert_eq!(remote.requests(&sent("k-2")), 0, "nothing ran");
+
+    struct PanickingSink;
+    impl AuditSink for PanickingSink {
+        fn append(
+            &self,
+            _: &tool_contract::ModelResult,
+            _: &tool_contract::results::ProtectedAudit,
+        ) -> Result<(), AuditLogError> {
+            panic!("a sink bug")
+        }
+    }
+    let audited = tool_contract_tests::tracker::builder(&remote)
+        .audit_sink(Arc::new(PanickingSink))
+        .build()
+        .unwrap();
+    let answered = run(&audited, &read).await;
+    assert_eq!(answered.result.model.status(), Status::Succeeded);
+    assert!(matches!(answered.audit_error, Some(AuditLogError::Panicked)));
+}

@@ -74,6 +74,9 @@ pub enum AuditLogError {
     /// sealed with the audit key.
     #[error("the audit log's checkpoint is missing, unreadable or not sealed with its key")]
     Checkpoint,
+    /// The sink panicked; the dispatcher caught it.
+    #[error("the audit sink panicked")]
+    Panicked,
     /// The file changed under the open log (written or cut by something else), in a way
     /// that cannot be carried on as a new segment.
     #[error("the audit log {path} was changed by another program")]

@@ -1,5 +1,7 @@
 //! Whether a call may run at all: lookup, exact arguments, gates, authorization.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use tracing::{debug, warn};
 
 use super::{Call, Dispatcher, Exit, Valid};
@@ -85,7 +87,15 @@ impl Dispatcher {
             arguments: &valid.arguments,
         };
         for (index, gate) in self.gates.iter().enumerate() {
-            match gate.check(&gate_call) {
+            // A gate that panics blocks: the application's code fails closed, never open.
+            let decision = catch_unwind(AssertUnwindSafe(|| gate.check(&gate_call)))
+                .unwrap_or_else(|_| {
+                    warn!(stage = "gate", gate = index, "gate panicked");
+                    GateDecision::Block {
+                        reason: "the gate panicked".to_owned(),
+                    }
+                });
+            match decision {
                 GateDecision::Proceed => {}
                 GateDecision::Block { reason } => {
                     debug!(
@@ -125,7 +135,12 @@ impl Dispatcher {
     /// Authorization: a refusal reads as `NOT_FOUND`, word for word.
     pub(super) fn authorize(&self, call: &Call<'_>, valid: &Valid<'_>) -> Result<(), Exit> {
         let allowed = self.authorizer.as_ref().is_none_or(|authorizer| {
-            authorizer.authorize(call.principal, valid.spec, &valid.arguments)
+            let asked = || authorizer.authorize(call.principal, valid.spec, &valid.arguments);
+            // An authorizer that panics refuses.
+            catch_unwind(AssertUnwindSafe(asked)).unwrap_or_else(|_| {
+                warn!(stage = "authorize", "authorizer panicked");
+                false
+            })
         });
         if allowed {
             return Ok(());

@@ -10,6 +10,7 @@ mod status;
 mod write;
 
 use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,6 +31,7 @@ use crate::dispatch::audit_log::{AuditLogError, AuditSink};
 use crate::dispatch::budget::{StopReason, Task};
 use crate::dispatch::gate::Gate;
 use crate::dispatch::handler::ToolEntry;
+use crate::dispatch::ledger::guarded::Guarded;
 use crate::dispatch::ledger::{Advanced, Ledger, LedgerError, Record};
 use crate::dispatch::options::Authorizer;
 use crate::dispatch::state::{WriteEvent, WriteState};
@@ -187,7 +189,7 @@ impl Dispatcher {
             tools: parts.tools,
             gates: parts.gates,
             authorizer: parts.authorizer,
-            ledger: parts.ledger,
+            ledger: Arc::new(Guarded(parts.ledger)),
             approvals: ApprovalBook::default(),
             audit_sink: parts.audit_sink,
             owner,
@@ -465,7 +467,11 @@ impl Dispatcher {
     ) -> Option<AuditLogError> {
         // Not part of any digest: the approval is kept beside the binding, for auditors.
         result.audit.approval = approval.cloned();
-        let error = self.audit_sink.append(&result.model, &result.audit).err();
+        let append = || self.audit_sink.append(&result.model, &result.audit);
+        // A sink that panics has failed to keep the record, like one that errs.
+        let appended =
+            catch_unwind(AssertUnwindSafe(append)).unwrap_or(Err(AuditLogError::Panicked));
+        let error = appended.err();
         if let Some(error) = &error {
             warn!(stage = "audit", error = %error, "audit sink failed");
         }

@@ -9,6 +9,7 @@
 //! `SELECT … FOR UPDATE` (or `INSERT … ON CONFLICT DO NOTHING`) and an `UPDATE` in one
 //! transaction, `advance` an `UPDATE … WHERE state = $from AND owner = $owner`.
 
+pub(crate) mod guarded;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -150,6 +151,9 @@ pub enum LedgerError {
     /// The event has no move from the record's state.
     #[error(transparent)]
     Illegal(#[from] IllegalTransition),
+    /// The store panicked; the dispatcher caught it.
+    #[error("the ledger store panicked")]
+    Panicked,
 }
 
 impl LedgerError {
