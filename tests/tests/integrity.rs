@@ -602,12 +602,17 @@ async fn the_applications_code_that_panics_fails_closed_and_never_unwinds_throug
     assert_eq!(code(&run(&gated, &read).await), Some(ErrorCode::Blocked));
 
     let authorized = tool_contract_tests::tracker::builder(&remote)
-        .authorizer(|_: &Principal, _: &tool_contract::ToolSpec, _: &serde_json::Value| -> bool {
-            panic!("an authorizer bug")
-        })
+        .authorizer(
+            |_: &Principal, _: &tool_contract::ToolSpec, _: &serde_json::Value| -> bool {
+                panic!("an authorizer bug")
+            },
+        )
         .build()
         .unwrap();
-    assert_eq!(code(&run(&authorized, &read).await), Some(ErrorCode::NotFound));
+    assert_eq!(
+        code(&run(&authorized, &read).await),
+        Some(ErrorCode::NotFound)
+    );
 
     struct PanickingLedger;
     impl Ledger for PanickingLedger {
@@ -634,7 +639,11 @@ async fn the_applications_code_that_panics_fails_closed_and_never_unwinds_throug
     let write = create("c2", "Printer", "jammed", "k-2");
     let refused = run(&stored, &write).await;
     assert_eq!(code(&refused), Some(ErrorCode::TimeoutBeforeExecute));
-    assert!(detail(&refused).contains("panicked"), "{}", detail(&refused));
+    assert!(
+        detail(&refused).contains("panicked"),
+        "{}",
+        detail(&refused)
+    );
     assert_eq!(remote.requests(&sent("k-2")), 0, "nothing ran");
 
     struct PanickingSink;
@@ -653,5 +662,23 @@ async fn the_applications_code_that_panics_fails_closed_and_never_unwinds_throug
         .unwrap();
     let answered = run(&audited, &read).await;
     assert_eq!(answered.result.model.status(), Status::Succeeded);
-    assert!(matches!(answered.audit_error, Some(AuditLogError::Panicked)));
+    assert!(matches!(
+        answered.audit_error,
+        Some(AuditLogError::Panicked)
+    ));
+}
+
+/// Finding 11: a read the timeout stopped mid-run read `TIMEOUT_BEFORE_EXECUTE` ("the call
+/// ran out of time before the tool ran"), though the tool had run.
+#[tokio::test(start_paused = true)]
+async fn a_read_the_timeout_stopped_mid_run_is_not_said_never_to_have_run() {
+    let remote = Remote::new();
+    let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+    remote.script(&[Fault::HangBeforeCommit; 3]);
+    let read = context("c1", "read_doc", json!({ "doc_id": "d-1" }), "op-1", "k-1");
+    let timed_out = run(&dispatcher, &read).await;
+    let error = timed_out.result.model.error().unwrap();
+    assert_eq!(error.code(), ErrorCode::SourceTimeout, "{timed_out:?}");
+    assert!(!error.message().contains("before the tool ran"));
+    assert_eq!(remote.reads(), 3, "every attempt ran");
 }

@@ -39,7 +39,7 @@ impl Captured {
     }
 }
 
-const SECRETS: [&str; 11] = [
+const SECRETS: [&str; 12] = [
     "TENANT-SECRET-1",
     "SUBJECT-SECRET-2",
     "ARG-SECRET-3",
@@ -51,6 +51,7 @@ const SECRETS: [&str; 11] = [
     "APPROVER-SECRET-9",
     "FIELD-SECRET-10",
     "TOOL-SECRET-11",
+    "OP-SECRET-12",
 ];
 
 fn planted_dispatcher(remote: &Arc<Remote>) -> Dispatcher {
@@ -118,49 +119,49 @@ async fn secrets_planted_in_every_field_stay_out_of_the_trace(captured: &Capture
             "c1",
             "read_doc",
             json!({ "doc_id": "ARG-SECRET-3" }),
-            "op-1",
+            "OP-SECRET-12-1",
             "k",
         ),
         context(
             "c2",
             "read_doc",
             json!({ "doc_id": "ARG-SECRET-3-fail" }),
-            "op-2",
+            "OP-SECRET-12-2",
             "k",
         ),
         context(
             "c3",
             "read_doc",
             json!({ "doc_id": "ARG-SECRET-3-blocked" }),
-            "op-3",
+            "OP-SECRET-12-3",
             "k",
         ),
         context(
             "c4",
             "read_doc",
             json!({ "doc_id": "x", "FIELD-SECRET-10": "ARG-SECRET-3" }),
-            "op-4",
+            "OP-SECRET-12-4",
             "k",
         ),
         context(
             "c5",
             "TOOL-SECRET-11",
             json!({ "q": "ARG-SECRET-3" }),
-            "op-5",
+            "OP-SECRET-12-5",
             "k",
         ),
         context(
             "c6",
             "create_issue",
             json!({ "title": "ARG-SECRET-3", "body": "b" }),
-            "op-6",
+            "OP-SECRET-12-6",
             "k",
         ),
         context(
             "c7",
             "file_issue",
             json!({ "title": "ARG-SECRET-3", "body": "b" }),
-            "op-7",
+            "OP-SECRET-12-7",
             "k",
         ),
     ];
@@ -195,7 +196,7 @@ async fn secrets_planted_in_every_field_stay_out_of_the_trace(captured: &Capture
         "tool=\"read_doc\"",
         "tool=\"(unregistered)\"",
         "call_id=c1",
-        "operation_id=op-1",
+        "operation_sha256=",
         "request_sha256=",
         "result_sha256=",
         "key_sha256=",

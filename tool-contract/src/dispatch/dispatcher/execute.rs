@@ -355,9 +355,10 @@ impl Dispatcher {
                 Projected::recorded(result, WriteEvent::LoseTrack)
                     .stopped(StopReason::OutcomeUnknown)
             }
-            // A read that timed out changed nothing.
+            // A read that timed out ran and changed nothing: its source did not answer in
+            // time (never "before the tool ran").
             Transient::TimedOutAfterSend | Transient::MayHaveActed => {
-                let failure = ToolFailure::new(FailureKind::NotSent, "read timed out");
+                let failure = ToolFailure::new(FailureKind::Timeout, "read timed out");
                 Projected::released(self.project_failure(call, failure)).stopped(stop)
             }
         }

@@ -434,7 +434,8 @@ impl Dispatcher {
             request_id = %format_args!("{}-{sequence}", self.owner),
             tool,
             call_id = %context.call.call_id,
-            operation_id = %context.operation_id,
+            // The operation id may carry the client's words (MCP's `_meta`): its digest only.
+            operation_sha256 = prefix(&sha256_hex(context.operation_id.as_bytes())),
         )
     }
 
