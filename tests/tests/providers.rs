@@ -207,6 +207,33 @@ fn openai_duplicate_call_ids_are_refused() {
     ));
 }
 
+/// Issue 14, finding 11: the stream assembler accepted call ids the whole-body parser
+/// refuses; both read a call through one check now.
+#[test]
+fn openai_stream_refuses_the_call_ids_the_whole_body_refuses() {
+    let long = "c".repeat(65);
+    let whole = edited("openai-responses-call.json", |r| {
+        r["output"][1]["call_id"] = json!(long)
+    });
+    assert!(matches!(
+        openai::parse_response(&whole),
+        Err(ProviderError::Malformed { .. })
+    ));
+    let mut assembler = openai::StreamAssembler::new();
+    let mut refused = false;
+    for event in stream_lines("openai-responses-stream.jsonl") {
+        let event = String::from_utf8(event)
+            .unwrap()
+            .replace("call_Qx7LrT2mWk9pBv3nZs8Hd1Fa", &long);
+        refused |= assembler.push(event.as_bytes()).is_err();
+    }
+    let finished = assembler.finish();
+    assert!(
+        refused || matches!(finished, Err(ProviderError::Malformed { .. })),
+        "{finished:?}"
+    );
+}
+
 #[test]
 fn openai_stream_cut_before_completed_is_refused() {
     let mut assembler = openai::StreamAssembler::new();
