@@ -69,8 +69,11 @@ async fn a_value_as_deep_as_the_dsl_allows_is_never_turned_into_null() {
     let turn = gemini::parse_response(body.as_bytes()).expect("a deep call is read");
     assert_eq!(turn.calls[0].arguments, arguments.to_string().into_bytes());
 
-    let path = std::env::temp_dir().join(format!("tc-deep-{}.jsonl", std::process::id()));
-    let _ = std::fs::remove_file(&path);
+    // A directory of its own, emptied: the log keeps a lock and a checkpoint beside it.
+    let directory = std::env::temp_dir().join(format!("tc-deep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&directory);
+    std::fs::create_dir_all(&directory).unwrap();
+    let path = directory.join("audit.jsonl");
     let seen = Arc::new(Mutex::new(Vec::<Value>::new()));
     let gate_seen = seen.clone();
     let registry = tool_contract::registry![StoreTree]
@@ -145,5 +148,5 @@ async fn a_value_as_deep_as_the_dsl_allows_is_never_turned_into_null() {
     drop(dispatcher);
     let reopened = JsonLinesAuditLog::open(&path, audit_key()).expect("the deep log opens again");
     assert_eq!(reopened.head().records, 3);
-    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_dir_all(&directory);
 }

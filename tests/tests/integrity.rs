@@ -16,6 +16,15 @@ use tool_contract_tests::tracker::{
     dispatcher, keys, run, sent,
 };
 
+/// A SQLite file of this process's own, with nothing left of an earlier one (nor its WAL).
+fn fresh_db(name: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("{name}-{}.db", std::process::id()));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    path
+}
+
 fn bob() -> Principal {
     Principal::new("globex", "bob")
 }
@@ -247,8 +256,7 @@ async fn a_write_replayed_after_a_deploy_verifies_under_the_deployed_contract() 
 /// valid digests. The edit here stays within the contract (another issue number).
 #[tokio::test(start_paused = true)]
 async fn a_ledger_row_edited_in_the_database_is_not_replayed() {
-    let path = std::env::temp_dir().join(format!("tc-edited-row-{}.db", std::process::id()));
-    let _ = std::fs::remove_file(&path);
+    let path = fresh_db("tc-edited-row");
     let remote = Remote::new();
     let ledger = Arc::new(SqliteLedger::open(&path).unwrap());
     let dispatcher = dispatcher(&remote, ledger);
@@ -551,8 +559,7 @@ async fn a_grant_is_spent_only_by_an_execution() {
 /// Finding 11: `retention(Duration::MAX)` panicked inside `dispatch`.
 #[tokio::test(start_paused = true)]
 async fn the_longest_retention_is_kept_as_long_as_a_store_can() {
-    let path = std::env::temp_dir().join(format!("tc-retention-{}.db", std::process::id()));
-    let _ = std::fs::remove_file(&path);
+    let path = fresh_db("tc-retention");
     let ledgers: [Arc<dyn Ledger>; 2] = [
         Arc::new(MemoryLedger::new()),
         Arc::new(SqliteLedger::open(&path).unwrap()),

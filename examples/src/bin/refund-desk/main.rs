@@ -105,10 +105,7 @@ fn main() -> ExitCode {
 /// Serves the desk over stdio until the client closes the session. Stdout is the protocol's;
 /// everything for people goes to stderr.
 fn serve_mcp() -> Result<(), String> {
-    let path = std::env::temp_dir().join(format!(
-        "refund-desk-mcp-audit-{}.jsonl",
-        std::process::id()
-    ));
+    let path = replay::audit_log_path("mcp-");
     let audit = Arc::new(
         JsonLinesAuditLog::open(&path, desk::audit_key()?)
             .map_err(|error| format!("cannot open {}: {error}", path.display()))?,

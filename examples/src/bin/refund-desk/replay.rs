@@ -273,7 +273,7 @@ fn principal() -> Principal {
 /// Replays the script for each of `wires`, with one audit log for all of them; its path is
 /// printed on stderr, and its chain is verified at the end.
 pub fn run(wires: &[Wire], output: Output) -> Result<(), String> {
-    let path = audit_log_path();
+    let path = audit_log_path("");
     let audit = Arc::new(
         JsonLinesAuditLog::open(&path, desk::audit_key()?)
             .map_err(|error| format!("cannot open {}: {error}", path.display()))?,
@@ -299,10 +299,12 @@ pub fn run(wires: &[Wire], output: Output) -> Result<(), String> {
 }
 
 /// A new file for this run's audit log.
-fn audit_log_path() -> PathBuf {
+/// A new audit log's path for a run of `kind`: unique by process and instant, since process
+/// ids come round again and a log left by an earlier run is not this run's to go on.
+pub fn audit_log_path(kind: &str) -> PathBuf {
     let stamp = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
     std::env::temp_dir().join(format!(
-        "refund-desk-audit-{}-{stamp}.jsonl",
+        "refund-desk-{kind}audit-{}-{stamp}.jsonl",
         std::process::id()
     ))
 }

@@ -44,6 +44,7 @@ const CHECKPOINT_DOMAIN: &[u8] = b"tool-contract/audit-checkpoint-v1\n";
 /// use tool_contract::dispatch::{AuditLogError, JsonLinesAuditLog};
 ///
 /// let dir = std::env::temp_dir().join(format!("audit-doc-{}", std::process::id()));
+/// # let _ = std::fs::remove_dir_all(&dir);
 /// std::fs::create_dir_all(&dir)?;
 /// let path = dir.join("audit.jsonl");
 /// let key = SecretKey::new(*b"an audit key of thirty-two bytes")?;
