@@ -10,7 +10,7 @@ use serde_json::json;
 use time::OffsetDateTime;
 use tool_contract::dispatch::{
     Dispatch, Dispatcher, DispatcherBuilder, HandlerContext, Ledger, MemoryAuditLog,
-    PendingApproval, Reconciled, RetryPolicy, StatusRequest, Task, ToolOptions,
+    PendingApproval, RetryPolicy, Task, ToolOptions,
 };
 use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::{
@@ -394,14 +394,17 @@ impl Remote {
         Ok(issue(number))
     }
 
-    /// The status query by key.
-    pub async fn find_by_key(&self, key: &str) -> Result<Reconciled, ToolFailure> {
+    /// The status query by key: the issue, or `NotFound`.
+    pub async fn find_by_key(&self, key: &str) -> Result<RawResult, ToolFailure> {
         let mut state = self.state();
         state.status_queries += 1;
-        Ok(match state.issues.get(key) {
-            Some(number) => Reconciled::Found(issue(*number)),
-            None => Reconciled::Absent,
-        })
+        match state.issues.get(key) {
+            Some(number) => Ok(issue(*number)),
+            None => Err(ToolFailure::new(
+                FailureKind::NotFound,
+                "no issue under that key",
+            )),
+        }
     }
 
     /// A read, with the scripted fault.
@@ -458,8 +461,7 @@ pub fn builder(remote: &Arc<Remote>) -> DispatcherBuilder {
 
 /// [`builder`] sealing with `keys`.
 pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBuilder {
-    let (r1, r2, r3, r4, r5, r6, r7, r8) = (
-        remote.clone(),
+    let (r1, r2, r3, r4, r5, r6, r7) = (
         remote.clone(),
         remote.clone(),
         remote.clone(),
@@ -481,29 +483,18 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
                         .await
                 }
             },
-            move |_input: CreateIssue, request: StatusRequest| {
-                let remote = r2.clone();
-                async move { remote.find_by_key(&request.idempotency_key).await }
+            |write: &CreateIssue| FindIssue {
+                title: write.title.clone(),
             },
             OPTIONS,
         )
         .handler_with::<FindIssue>(
             move |input: FindIssue, cx: HandlerContext| {
-                let remote = r3.clone();
+                let remote = r2.clone();
                 async move {
                     // Run as a write's status query: look the write up by its key.
                     if cx.reconciling().is_some() {
-                        return match remote.find_by_key(cx.idempotency_key()).await? {
-                            Reconciled::Found(raw) => Ok(raw),
-                            Reconciled::Absent => Err(ToolFailure::new(
-                                FailureKind::NotFound,
-                                "no issue under that key",
-                            )),
-                            Reconciled::StillUnknown => Err(ToolFailure::new(
-                                FailureKind::Failed,
-                                "the tracker cannot tell yet",
-                            )),
-                        };
+                        return remote.find_by_key(cx.idempotency_key()).await;
                     }
                     let _ = remote.read(&input.title).await?;
                     Err(ToolFailure::new(
@@ -516,7 +507,7 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
         )
         .handler_with::<FileIssue>(
             move |input: FileIssue, mut cx: HandlerContext| {
-                let remote = r4.clone();
+                let remote = r3.clone();
                 async move {
                     let key = cx.idempotency_key().to_owned();
                     remote
@@ -528,14 +519,14 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
         )
         .handler_with::<LabelIssue>(
             move |input: LabelIssue, cx: HandlerContext| {
-                let remote = r5.clone();
+                let remote = r4.clone();
                 async move { remote.label(cx.idempotency_key(), input.number).await }
             },
             OPTIONS,
         )
         .handler_with::<SendMessage>(
             move |input: SendMessage, mut cx: HandlerContext| {
-                let remote = r6.clone();
+                let remote = r5.clone();
                 async move {
                     let key = cx.idempotency_key().to_owned();
                     remote
@@ -547,14 +538,14 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
         )
         .handler_with::<ReadDoc>(
             move |input: ReadDoc, _cx: HandlerContext| {
-                let remote = r7.clone();
+                let remote = r6.clone();
                 async move { remote.read(&format!("document {}", input.doc_id)).await }
             },
             OPTIONS,
         )
         .handler_with::<DiscoverAdvisors>(
             move |input: DiscoverAdvisors, _cx: HandlerContext| {
-                let remote = r8.clone();
+                let remote = r7.clone();
                 async move {
                     let _ = remote.read("advisors").await?;
                     let names: Vec<String> = input

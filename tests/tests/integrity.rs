@@ -431,7 +431,6 @@ mod invitations {
 #[tokio::test(start_paused = true)]
 async fn a_reconciled_result_keeps_its_redactions() {
     use invitations::{FindInvitation, Invite};
-    use tool_contract::dispatch::{Reconciled, StatusRequest};
     use tool_contract::{FailureKind, RawProvenance, RawResult, ToolFailure};
     let invited = || {
         RawResult::new(
@@ -451,12 +450,17 @@ async fn a_reconciled_result_keeps_its_redactions() {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
                 Err(ToolFailure::new(FailureKind::Failed, "never"))
             },
-            move |_: Invite, _: StatusRequest| async move { Ok(Reconciled::Found(invited())) },
+            |invite: &Invite| FindInvitation {
+                name: invite.name.clone(),
+            },
             OPTIONS,
         )
         .handler_with::<FindInvitation>(
-            |_: FindInvitation, _: HandlerContext| async {
-                Err(ToolFailure::new(FailureKind::NotFound, "none"))
+            move |_: FindInvitation, cx: HandlerContext| async move {
+                match cx.reconciling() {
+                    Some(_) => Ok(invited()),
+                    None => Err(ToolFailure::new(FailureKind::NotFound, "none")),
+                }
             },
             OPTIONS,
         )
@@ -490,6 +494,88 @@ async fn a_reconciled_result_keeps_its_redactions() {
         reasons,
         ["synthetic_stripped:placeholder_email"],
         "{reconciled:?}"
+    );
+}
+
+/// Finding 10: the dispatcher reconciled through a closure beside the write, never through
+/// the status tool the contract names. Now the declared tool's own handler runs, on the input
+/// `write_handler` builds, told whose status it answers and under which key.
+#[tokio::test(start_paused = true)]
+async fn the_dispatcher_reconciles_an_unknown_write_by_running_its_status_tools_handler() {
+    use invitations::{FindInvitation, Invite};
+    use std::sync::Mutex;
+    use tool_contract::{FailureKind, RawProvenance, RawResult, ToolFailure};
+    let written_key = Arc::new(Mutex::new(String::new()));
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let (write_saw, query_saw) = (written_key.clone(), asked.clone());
+    let registry = tool_contract::registry![Invite, FindInvitation]
+        .into_builder()
+        .all_adapters()
+        .build();
+    let dispatcher = Dispatcher::builder(registry, keys())
+        .clock(clock)
+        .audit_sink(Arc::new(MemoryAuditLog::new(audit_key())))
+        .write_handler::<Invite>(
+            move |_: Invite, cx: HandlerContext| {
+                *write_saw.lock().unwrap() = cx.idempotency_key().to_owned();
+                async {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Err(ToolFailure::new(FailureKind::Failed, "never"))
+                }
+            },
+            |invite: &Invite| FindInvitation {
+                name: format!("{} (status)", invite.name),
+            },
+            OPTIONS,
+        )
+        .handler_with::<FindInvitation>(
+            move |input: FindInvitation, cx: HandlerContext| {
+                let seen = (
+                    input.name,
+                    cx.reconciling().map(str::to_owned),
+                    cx.idempotency_key().to_owned(),
+                );
+                query_saw.lock().unwrap().push(seen);
+                async {
+                    Ok(RawResult::new(
+                        r#"{"email":"jane@hillside.edu"}"#,
+                        RawProvenance::new("mail-1", "2026-08-22T10:00:00Z"),
+                    ))
+                }
+            },
+            OPTIONS,
+        )
+        .build()
+        .unwrap();
+    let call = context("c1", "invite", json!({ "name": "Jane" }), "op-1", "k-1");
+    assert_eq!(
+        run(&dispatcher, &call).await.write_state,
+        Some(WriteState::Unknown)
+    );
+    assert!(
+        asked.lock().unwrap().is_empty(),
+        "no query before reconcile"
+    );
+    let reconciled = dispatcher
+        .reconcile(&alice(), &call, &Task::unlimited())
+        .await;
+    assert_eq!(
+        reconciled.write_state,
+        Some(WriteState::Succeeded),
+        "{reconciled:?}"
+    );
+    assert_eq!(
+        reconciled.result.model.execution().delivery,
+        Delivery::ReceiptReconciled
+    );
+    assert_eq!(
+        reconciled.result.model.data(),
+        Some(json!({ "email": "jane@hillside.edu" }))
+    );
+    let key = written_key.lock().unwrap().clone();
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [("Jane (status)".to_owned(), Some("invite".to_owned()), key)]
     );
 }
 

@@ -59,7 +59,13 @@ pub fn contract(contract: &Contract) -> TokenStream {
                     <#path as ::tool_contract::__private::ToolContract>::NAME,
                 ))
             };
-            (reconcile, check)
+            let reconciled_by = quote! {
+                #[automatically_derived]
+                impl ::tool_contract::__private::ReconciledBy for #ident {
+                    type StatusTool = #path;
+                }
+            };
+            (reconcile, quote!(#check #reconciled_by))
         }
         None => (quote!(::core::option::Option::None), TokenStream::new()),
     };

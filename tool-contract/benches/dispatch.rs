@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use criterion::{Criterion, criterion_group, criterion_main};
 use tool_contract::dispatch::{
     AuditLogError, AuditSink, Dispatcher, GateCall, GateDecision, HandlerContext, Ledger,
-    MemoryLedger, Reconciled, StatusRequest, Task, ToolOptions,
+    MemoryLedger, Task, ToolOptions,
 };
 use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::results::ProtectedAudit;
@@ -58,8 +58,10 @@ async fn note_order(input: NoteOrder, _: HandlerContext) -> Result<RawResult, To
     Ok(order(&input.order_ref))
 }
 
-async fn find_note(_: NoteOrder, _: StatusRequest) -> Result<Reconciled, ToolFailure> {
-    Ok(Reconciled::Absent)
+fn find_note(note: &NoteOrder) -> GetOrder {
+    GetOrder {
+        order_ref: note.order_ref.clone(),
+    }
 }
 
 fn order(order_ref: &str) -> RawResult {

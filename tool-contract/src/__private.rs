@@ -18,7 +18,7 @@ pub use crate::contract::registry::{Registry, duplicate_tool_name};
 pub use crate::contract::rules::{Pattern, Rules};
 pub use crate::contract::shape::{EnumShape, FieldSpec, ObjectShape, Shape};
 pub use crate::contract::spec::ToolSpec;
-pub use crate::contract::traits::{ToolContract, ToolOutput};
+pub use crate::contract::traits::{ReconciledBy, ToolContract, ToolOutput};
 pub use crate::json::canonical::write::write_str as write_canonical_str;
 pub use crate::json::format::Format;
 pub use crate::vocabulary::effect::{Approval, Effect, Reconcile};

@@ -14,8 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tool_contract::dispatch::{
-    Dispatch, Dispatcher, HandlerContext, MemoryAuditLog, Reconciled, StatusRequest, Task,
-    ToolOptions, verify_chain,
+    Dispatch, Dispatcher, HandlerContext, MemoryAuditLog, Task, ToolOptions, verify_chain,
 };
 use tool_contract::evidence::{Arbitration, Fact, GroundingSource, SourceTier, arbitrate};
 use tool_contract::providers::{Answer, Turn, anthropic, gemini, interactions, openai};
@@ -299,13 +298,11 @@ impl RefundService {
     }
 
     /// The first draft whose key (or order) is `matches`.
-    fn find(&self, matches: impl Fn(&(String, String)) -> bool) -> Reconciled {
+    fn find(&self, matches: impl Fn(&(String, String)) -> bool) -> Result<RawResult, ToolFailure> {
         let drafts = self.drafts.lock().unwrap_or_else(PoisonError::into_inner);
         match drafts.iter().position(matches) {
-            Some(index) => {
-                Reconciled::Found(draft(&format!("DRAFT-{}", index + 1), &drafts[index].1))
-            }
-            None => Reconciled::Absent,
+            Some(index) => Ok(draft(&format!("DRAFT-{}", index + 1), &drafts[index].1)),
+            None => Err(ToolFailure::new(FailureKind::NotFound, "no such draft")),
         }
     }
 }
@@ -320,7 +317,7 @@ fn draft(draft_ref: &str, order_ref: &str) -> RawResult {
 
 fn dispatch_path() {
     let service = Arc::new(RefundService::default());
-    let (creates, queries, reads) = (service.clone(), service.clone(), service.clone());
+    let (creates, reads) = (service.clone(), service.clone());
     let audit_key = SecretKey::new(*b"quickstart audit key, not secret").expect("32 bytes");
     let audit_log = Arc::new(MemoryAuditLog::new(audit_key.clone()));
     let keys =
@@ -334,24 +331,21 @@ fn dispatch_path() {
             let service = creates.clone();
             async move { service.create(input, cx.idempotency_key()).await }
         },
-        move |_: CreateRefundDraft, request: StatusRequest| {
-            let service = queries.clone();
-            async move { Ok(service.find(|(key, _)| *key == request.idempotency_key)) }
+        // The status tool's input for a write; its handler looks the write up by key.
+        |write: &CreateRefundDraft| GetRefundDraft {
+            order_ref: write.order_ref.clone(),
         },
         ToolOptions {
             timeout: Duration::from_secs(1),
             ..ToolOptions::DEFAULT
         },
     )
-    .handler::<GetRefundDraft>(move |input: GetRefundDraft, _: HandlerContext| {
+    .handler::<GetRefundDraft>(move |input: GetRefundDraft, cx: HandlerContext| {
         let service = reads.clone();
         async move {
-            match service.find(|(_, order_ref)| *order_ref == input.order_ref) {
-                Reconciled::Found(raw) => Ok(raw),
-                _ => Err(ToolFailure::new(
-                    FailureKind::NotFound,
-                    format!("no draft for {}", input.order_ref),
-                )),
+            match cx.reconciling() {
+                Some(_) => service.find(|(key, _)| key == cx.idempotency_key()),
+                None => service.find(|(_, order_ref)| *order_ref == input.order_ref),
             }
         }
     })

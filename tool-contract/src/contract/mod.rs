@@ -25,4 +25,4 @@ pub use registry::{Registry, RegistryBuilder, RegistryError};
 pub use rules::{Pattern, Rules};
 pub use shape::{EnumShape, FieldSpec, ObjectShape, Shape};
 pub use spec::{Revisions, ToolSpec};
-pub use traits::{ToolContract, ToolOutput, Validated};
+pub use traits::{ReconciledBy, ToolContract, ToolOutput, Validated};

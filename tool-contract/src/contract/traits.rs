@@ -144,6 +144,20 @@ pub trait ToolContract: Sized + 'static {
     fn __bound_value(&self, field: &str) -> Option<BoundValue<'_>>;
 }
 
+/// A write whose contract names its status query, `reconcile = StatusTool`: the derive
+/// implements it, so the dispatcher can run that tool's handler when the write's outcome is
+/// unknown.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` names no status tool",
+    label = "its contract does not say `reconcile = StatusTool`",
+    note = "a write with `reconcile = manual` is registered with `handler_with`, not `write_handler`"
+)]
+pub trait ReconciledBy: ToolContract {
+    /// The read that finds out whether a write of `Self` happened: a [`ToolContract`]
+    /// (unbounded here so that naming another type is reported once, by the derive's check).
+    type StatusTool;
+}
+
 /// The input of the call whose output is being read, for `bound` fields.
 struct InputOf<'a, C>(&'a C);
 

@@ -8,14 +8,16 @@ use std::time::Duration;
 
 use time::OffsetDateTime;
 
-use crate::contract::{Registry, ToolContract};
+use crate::contract::{ReconciledBy, Registry, ToolContract};
 use crate::dispatch::audit_log::AuditSink;
 #[cfg(doc)]
 use crate::dispatch::audit_log::MemoryAuditLog;
 use crate::dispatch::dispatcher::{Dispatcher, Parts};
 use crate::dispatch::gate::Gate;
+#[cfg(doc)]
+use crate::dispatch::handler::HandlerContext;
 use crate::dispatch::handler::{
-    ErasedQuery, Handler, StatusQuery, ToolEntry, TypedTool, erase_query,
+    ErasedStatusInput, Handler, ToolEntry, TypedTool, erase_status_input,
 };
 use crate::dispatch::ledger::{Ledger, MemoryLedger};
 use crate::dispatch::options::{Authorizer, ToolOptions};
@@ -58,8 +60,11 @@ pub enum BuildError {
         /// The tool it names.
         reconcile: &'static str,
     },
-    /// A write reconciled by a tool has no status query.
-    #[error("{0:?} is reconciled by a tool but was given no status query")]
+    /// A write reconciled by a tool was registered without the input of its status tool
+    /// (with `handler` or `handler_with`, not `write_handler`).
+    #[error(
+        "{0:?} is reconciled by a tool but was registered without its status input: use write_handler"
+    )]
     MissingStatusQuery(&'static str),
     /// No audit sink was given: every call must leave an audit, so there is no silent default.
     #[error("no audit sink: give one with `audit_sink` (JsonLinesAuditLog is the embedded one)")]
@@ -205,22 +210,34 @@ impl DispatcherBuilder {
         self.tool::<C>(handler, options, None)
     }
 
-    /// The handler of the write `W` and the status query behind its `reconcile = StatusTool`.
+    /// The handler of the write `W`, and how to ask its status tool (`reconcile =
+    /// StatusTool`) about one of its calls: the status tool's input, built from the write's.
+    ///
+    /// When a write's outcome is unknown, the dispatcher runs the status tool's own handler on
+    /// that input, with [`HandlerContext::reconciling`] naming the write and
+    /// [`HandlerContext::idempotency_key`] the write's key: its output (checked against the
+    /// write's output contract) settles the write as done,
+    /// [`FailureKind::NotFound`](crate::FailureKind) as never done, anything else leaves it
+    /// unknown.
     #[must_use]
-    pub fn write_handler<W: ToolContract + Send>(
+    pub fn write_handler<W>(
         self,
         handler: impl Handler<W>,
-        status_query: impl StatusQuery<W>,
+        status_input: impl Fn(&W) -> W::StatusTool + Send + Sync + 'static,
         options: ToolOptions,
-    ) -> Self {
-        self.tool::<W>(handler, options, Some(erase_query(status_query)))
+    ) -> Self
+    where
+        W: ReconciledBy + Send,
+        W::StatusTool: ToolContract + Send,
+    {
+        self.tool::<W>(handler, options, Some(erase_status_input(status_input)))
     }
 
     fn tool<C: ToolContract + Send>(
         mut self,
         handler: impl Handler<C>,
         options: ToolOptions,
-        status_query: Option<Arc<ErasedQuery<C>>>,
+        status_input: Option<Arc<ErasedStatusInput<C>>>,
     ) -> Self {
         let registered = self
             .registry
@@ -232,7 +249,7 @@ impl DispatcherBuilder {
         }
         let tool = TypedTool {
             handler: Arc::new(handler),
-            status_query,
+            status_input,
             contract: PhantomData,
         };
         self.tools.insert(

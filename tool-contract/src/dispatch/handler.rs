@@ -1,6 +1,7 @@
 //! What the application plugs in per tool: the handler that does the work, and for writes
-//! reconciled by a status query, the query.
+//! reconciled by a status tool, how to ask it.
 
+use std::any::Any;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::binder::{Binder, CallResult, FailureKind, RawResult, ToolFailure};
-use crate::contract::ToolContract;
+use crate::contract::{ReconciledBy, ToolContract};
 use crate::dispatch::options::ToolOptions;
 use crate::vocabulary::{CallContext, ForbiddenKeys, Principal, Violations};
 
@@ -38,11 +39,12 @@ impl HandlerContext {
         }
     }
 
-    /// The write this read runs as the status query of (`reconcile = ThisTool`), when the
-    /// model called it for an operation whose write's outcome is unknown. Then
-    /// [`idempotency_key`](Self::idempotency_key) is that write's key: look the write up by
-    /// it, and return its output if it happened, or [`FailureKind::NotFound`](crate::FailureKind)
-    /// if it did not; the dispatcher settles the write by that answer.
+    /// The write this read runs as the status query of (`reconcile = ThisTool`): when the
+    /// dispatcher reconciles a write whose outcome is unknown, or the model calls this tool
+    /// for such an operation. Then [`idempotency_key`](Self::idempotency_key) is that write's
+    /// key: look the write up by it, and return its output if it happened, or
+    /// [`FailureKind::NotFound`](crate::FailureKind) if it did not; the dispatcher settles
+    /// the write by that answer, and any other failure leaves it unknown.
     #[must_use]
     pub fn reconciling(&self) -> Option<&str> {
         self.reconciling
@@ -115,54 +117,6 @@ where
     }
 }
 
-/// What a status query is asked: which operation, under which key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StatusRequest {
-    /// The logical operation.
-    pub operation_id: String,
-    /// The key the write was sent with ([`HandlerContext::idempotency_key`]).
-    pub idempotency_key: String,
-}
-
-/// What a status query learned about a write whose outcome was unknown.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Reconciled {
-    /// It happened: the write's own output (validated against the write's contract).
-    Found(RawResult),
-    /// The remote confirms it never happened.
-    Absent,
-    /// The remote cannot tell yet.
-    StillUnknown,
-}
-
-/// Asks the remote what became of a write of `W`: the status query behind the contract's
-/// `reconcile = StatusTool`. It reads; it never repeats the write.
-///
-/// Any `Fn(W, StatusRequest) -> impl Future<Output = Result<Reconciled, ToolFailure>>` is one.
-pub trait StatusQuery<W: ToolContract>: Send + Sync + 'static {
-    /// Queries once.
-    fn query(
-        &self,
-        input: W,
-        request: StatusRequest,
-    ) -> impl Future<Output = Result<Reconciled, ToolFailure>> + Send;
-}
-
-impl<W, F, Fut> StatusQuery<W> for F
-where
-    W: ToolContract,
-    F: Fn(W, StatusRequest) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Reconciled, ToolFailure>> + Send,
-{
-    fn query(
-        &self,
-        input: W,
-        request: StatusRequest,
-    ) -> impl Future<Output = Result<Reconciled, ToolFailure>> + Send {
-        self(input, request)
-    }
-}
-
 /// One registered tool as the dispatcher runs it: its handler (type erased) and options.
 pub(crate) struct ToolEntry {
     pub(crate) tool: Box<dyn ErasedTool>,
@@ -193,35 +147,45 @@ pub(crate) trait ErasedTool: Send + Sync {
         raw: RawResult,
     ) -> CallResult;
 
-    /// Whether the tool was given a status query.
+    /// Whether the write was given the input of its status tool.
     fn has_status_query(&self) -> bool;
 
-    /// Runs the status query, if the tool has one.
-    fn query_status(
+    /// The input of the write's status tool for these arguments, if the write was given one.
+    fn status_input(
         &self,
         arguments: &[u8],
         forbidden: &ForbiddenKeys,
-        request: StatusRequest,
-    ) -> Option<BoxFuture<Result<Reconciled, ToolFailure>>>;
+    ) -> Option<Result<StatusInput, ToolFailure>>;
+
+    /// Runs the handler once on an input already typed: this tool run as a write's status
+    /// query, on the input [`status_input`](Self::status_input) built.
+    fn attempt_input(
+        &self,
+        input: StatusInput,
+        context: HandlerContext,
+    ) -> BoxFuture<Result<RawResult, ToolFailure>>;
 }
 
-pub(crate) type ErasedQuery<C> =
-    dyn Fn(C, StatusRequest) -> BoxFuture<Result<Reconciled, ToolFailure>> + Send + Sync;
+/// A status tool's typed input, on its way from the write's tool to the status tool's.
+pub(crate) type StatusInput = Box<dyn Any + Send>;
+
+/// Builds a status tool's input from a write's.
+pub(crate) type ErasedStatusInput<W> = dyn Fn(&W) -> StatusInput + Send + Sync;
 
 pub(crate) struct TypedTool<C: ToolContract, H> {
     pub(crate) handler: Arc<H>,
-    pub(crate) status_query: Option<Arc<ErasedQuery<C>>>,
+    pub(crate) status_input: Option<Arc<ErasedStatusInput<C>>>,
     pub(crate) contract: PhantomData<fn() -> C>,
 }
 
-pub(crate) fn erase_query<W: ToolContract + Send, Q: StatusQuery<W>>(
-    query: Q,
-) -> Arc<ErasedQuery<W>> {
-    let query = Arc::new(query);
-    Arc::new(move |input, request| {
-        let query = Arc::clone(&query);
-        Box::pin(async move { query.query(input, request).await })
-    })
+pub(crate) fn erase_status_input<W>(
+    status_input: impl Fn(&W) -> W::StatusTool + Send + Sync + 'static,
+) -> Arc<ErasedStatusInput<W>>
+where
+    W: ReconciledBy,
+    W::StatusTool: Send + 'static,
+{
+    Arc::new(move |write| Box::new(status_input(write)))
 }
 
 impl<C: ToolContract + Send, H: Handler<C>> ErasedTool for TypedTool<C, H> {
@@ -260,23 +224,38 @@ impl<C: ToolContract + Send, H: Handler<C>> ErasedTool for TypedTool<C, H> {
     }
 
     fn has_status_query(&self) -> bool {
-        self.status_query.is_some()
+        self.status_input.is_some()
     }
 
-    fn query_status(
+    fn status_input(
         &self,
         arguments: &[u8],
         forbidden: &ForbiddenKeys,
-        request: StatusRequest,
-    ) -> Option<BoxFuture<Result<Reconciled, ToolFailure>>> {
-        let query = Arc::clone(self.status_query.as_ref()?);
-        Some(match C::parse_arguments_with(arguments, forbidden) {
-            Ok(input) => query(input, request),
-            Err(violations) => {
-                let failure = unparsable(&violations);
-                Box::pin(async move { Err(failure) })
-            }
-        })
+    ) -> Option<Result<StatusInput, ToolFailure>> {
+        let status_input = self.status_input.as_ref()?;
+        Some(
+            C::parse_arguments_with(arguments, forbidden)
+                .map(|write| status_input(&write))
+                .map_err(|violations| unparsable(&violations)),
+        )
+    }
+
+    fn attempt_input(
+        &self,
+        input: StatusInput,
+        context: HandlerContext,
+    ) -> BoxFuture<Result<RawResult, ToolFailure>> {
+        let handler = Arc::clone(&self.handler);
+        match input.downcast::<C>() {
+            Ok(input) => Box::pin(async move { handler.call(*input, context).await }),
+            // `ReconciledBy` ties the write to this very type; this is only reached if not.
+            Err(_) => Box::pin(async {
+                Err(ToolFailure::new(
+                    FailureKind::Failed,
+                    "the status query was given another tool's input",
+                ))
+            }),
+        }
     }
 }
 

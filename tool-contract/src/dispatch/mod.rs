@@ -52,7 +52,7 @@ pub use budget::{Budget, Remaining, StopReason, Task};
 pub use builder::{BuildError, BuildErrors, DispatcherBuilder};
 pub use dispatcher::{Dispatch, Dispatcher, PURGE_EVERY};
 pub use gate::{Gate, GateCall, GateDecision, RequireNonEmpty};
-pub use handler::{Handler, HandlerContext, Reconciled, StatusQuery, StatusRequest};
+pub use handler::{Handler, HandlerContext};
 pub use ledger::{Ledger, LedgerError, MemoryLedger};
 pub use options::{Authorizer, ToolOptions};
 pub use retry::RetryPolicy;

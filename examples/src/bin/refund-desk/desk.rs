@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use tool_contract::dispatch::{
-    AuditSink, Dispatcher, HandlerContext, Reconciled, StatusRequest, ToolOptions,
-};
+use tool_contract::dispatch::{AuditSink, Dispatcher, HandlerContext, ToolOptions};
 use tool_contract::evidence::{GroundingSource, SourceTier};
 use tool_contract::{
     AuditKeys, FailureKind, RawProvenance, RawResult, Registry, SecretKey, ToolContract,
@@ -361,12 +359,13 @@ impl Desk {
     }
 
     /// The status query: the draft made under this operation's key, if any.
-    fn find_by_key(&self, key: &str) -> Result<Reconciled, ToolFailure> {
+    fn find_by_key(&self, key: &str) -> Result<RawResult, ToolFailure> {
         let drafts = self.drafts();
-        match drafts.iter().find(|stored| stored.key == key) {
-            Some(stored) => Ok(Reconciled::Found(raw(&stored.draft, "refunds-2026-11")?)),
-            None => Ok(Reconciled::Absent),
-        }
+        let stored = drafts
+            .iter()
+            .find(|stored| stored.key == key)
+            .ok_or_else(|| ToolFailure::new(FailureKind::NotFound, "no draft under this key"))?;
+        raw(&stored.draft, "refunds-2026-11")
     }
 
     fn get_refund_draft(&self, input: &GetRefundDraft) -> Result<RawResult, ToolFailure> {
@@ -412,13 +411,7 @@ pub fn dispatcher(desk: &Arc<Desk>, audit: Arc<dyn AuditSink>) -> Result<Dispatc
     // A demo key; a deployment reads its own secret, at least 32 bytes.
     let key = SecretKey::new(*b"refund desk demo key, not secret").map_err(|e| e.to_string())?;
     let keys = AuditKeys::new(key);
-    let (orders, kb, writes, queries, drafts) = (
-        desk.clone(),
-        desk.clone(),
-        desk.clone(),
-        desk.clone(),
-        desk.clone(),
-    );
+    let (orders, kb, writes, drafts) = (desk.clone(), desk.clone(), desk.clone(), desk.clone());
     Dispatcher::builder(registry(), keys)
         .handler::<GetOrder>(move |input: GetOrder, _: HandlerContext| {
             let desk = orders.clone();
@@ -433,18 +426,24 @@ pub fn dispatcher(desk: &Arc<Desk>, audit: Arc<dyn AuditSink>) -> Result<Dispatc
                 let desk = writes.clone();
                 async move { desk.create_refund_draft(input, cx.idempotency_key()).await }
             },
-            move |_: CreateRefundDraft, request: StatusRequest| {
-                let desk = queries.clone();
-                async move { desk.find_by_key(&request.idempotency_key) }
+            // Asked of the write's status tool, whose handler looks the draft up by key.
+            |write: &CreateRefundDraft| GetRefundDraft {
+                order_ref: write.order_ref.clone(),
             },
             ToolOptions {
                 timeout: WRITE_TIMEOUT,
                 ..ToolOptions::DEFAULT
             },
         )
-        .handler::<GetRefundDraft>(move |input: GetRefundDraft, _: HandlerContext| {
+        .handler::<GetRefundDraft>(move |input: GetRefundDraft, cx: HandlerContext| {
             let desk = drafts.clone();
-            async move { desk.get_refund_draft(&input) }
+            async move {
+                match cx.reconciling() {
+                    // The write's status query: the draft under its key, or none.
+                    Some(_) => desk.find_by_key(cx.idempotency_key()),
+                    None => desk.get_refund_draft(&input),
+                }
+            }
         })
         .audit_sink(audit)
         .build()

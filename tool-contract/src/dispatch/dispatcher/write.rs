@@ -3,6 +3,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use futures_util::FutureExt;
 use time::format_description::well_known::Rfc3339;
@@ -12,7 +13,7 @@ use super::{Call, Dispatcher, Ended, PURGE_EVERY, Valid, duration_ms, prefix, sh
 use crate::binder::{CallResult, FailureKind, RawProvenance, RawResult, Seal, ToolFailure};
 use crate::contract::ToolSpec;
 use crate::dispatch::approval::{ApprovalCheck, ApprovalGrant, Asked, PendingApproval, Preview};
-use crate::dispatch::handler::{BoxFuture, Reconciled, StatusRequest};
+use crate::dispatch::handler::{BoxFuture, HandlerContext};
 use crate::dispatch::ledger::{Advance, Advanced, Claim, Claimed, Record};
 use crate::dispatch::options::ToolOptions;
 use crate::dispatch::state::{WriteEvent, WriteState};
@@ -469,21 +470,38 @@ impl Dispatcher {
         let unknown = |detail: &str| {
             Ended::new(self.unknown_result(call, valid, detail)).in_state(Some(WriteState::Unknown))
         };
-        let request = StatusRequest {
-            operation_id: call.context.operation_id.clone(),
-            idempotency_key: key.downstream_key.clone(),
+        let status_tool = match valid.spec.reconcile() {
+            Some(Reconcile::Tool(name)) => self.tools.get(name),
+            _ => None,
         };
         let forbidden = self.registry.forbidden_keys();
         let arguments = &call.context.call.arguments;
-        let Some(query) = valid.entry.tool.query_status(arguments, forbidden, request) else {
+        let (Some(status_tool), Some(input)) = (
+            status_tool,
+            valid.entry.tool.status_input(arguments, forbidden),
+        ) else {
             return unknown("no status query: a person must check").approved(approval);
         };
-        if let Err(stop) = call.task.spend_tool_call(valid.entry.options.cost_units) {
+        let Ok(input) = input else {
+            return unknown("the status query could not be asked").approved(approval);
+        };
+        if let Err(stop) = call.task.spend_tool_call(status_tool.options.cost_units) {
             return unknown("no budget left for the status query")
                 .stopped(Some(stop))
                 .approved(approval);
         }
-        let (mut result, event) = match self.ask_status(call, valid, query).await {
+        // Never cancelled: a status query only reads.
+        let (_cancel_sender, cancel) = tokio::sync::watch::channel(false);
+        let context = HandlerContext {
+            operation_id: call.context.operation_id.clone(),
+            idempotency_key: key.downstream_key.clone(),
+            attempt: 1,
+            cancel,
+            reconciling: Some(valid.spec.name()),
+        };
+        let query = status_tool.tool.attempt_input(input, context);
+        let timeout = status_tool.options.timeout;
+        let (mut result, event) = match self.ask_status(call, valid, timeout, query).await {
             StatusAnswer::Settled(result, event) => (result, event),
             StatusAnswer::Withheld(projected) => {
                 return Ended::new(projected)
@@ -505,22 +523,19 @@ impl Dispatcher {
         ended
     }
 
-    /// Runs a write's status query under the tool's timeout, its panics caught, and reads its
-    /// answer: the write's own output (validated as the write's), or its absence.
+    /// Runs a write's status tool under its timeout, its panics caught, and reads its answer:
+    /// the write's own output (validated as the write's), or its absence (`NotFound`).
     async fn ask_status(
         &self,
         call: &Call<'_>,
         valid: &Valid<'_>,
-        query: BoxFuture<Result<Reconciled, ToolFailure>>,
+        timeout: Duration,
+        query: BoxFuture<Result<RawResult, ToolFailure>>,
     ) -> StatusAnswer {
-        let answer = tokio::time::timeout(
-            valid.entry.options.timeout,
-            AssertUnwindSafe(query).catch_unwind(),
-        )
-        .await;
+        let answer = tokio::time::timeout(timeout, AssertUnwindSafe(query).catch_unwind()).await;
         debug!(stage = "reconcile", answered = answer.is_ok());
         match answer {
-            Ok(Ok(Ok(Reconciled::Found(raw)))) => {
+            Ok(Ok(Ok(raw))) => {
                 let projected =
                     valid
                         .entry
@@ -538,7 +553,7 @@ impl Dispatcher {
                 );
                 StatusAnswer::Settled(result, WriteEvent::ReconcileFound)
             }
-            Ok(Ok(Ok(Reconciled::Absent))) => {
+            Ok(Ok(Err(failure))) if failure.kind == FailureKind::NotFound => {
                 let failure = ToolFailure::new(
                     FailureKind::Failed,
                     "the status query confirms the write never happened",
@@ -549,9 +564,7 @@ impl Dispatcher {
                 )
             }
             // Not known yet, failed, panicked, or timed out: still unknown.
-            Ok(Ok(Ok(Reconciled::StillUnknown) | Err(_)) | Err(_)) | Err(_) => {
-                StatusAnswer::CannotTell
-            }
+            Ok(Ok(Err(_)) | Err(_)) | Err(_) => StatusAnswer::CannotTell,
         }
     }
 
