@@ -459,6 +459,71 @@ fn gemini_stream_chunks_are_concatenated() {
     }
 }
 
+/// Found by the `gemini` fuzz target: a stream cut before any chunk carried a finish reason
+/// was a turn without calls, though its calls may have been still to come.
+#[test]
+fn gemini_stream_cut_before_its_finish_reason_is_refused_even_without_calls() {
+    let text_only = br#"{"candidates":[{"content":{"role":"model","parts":[{"text":"Let me"}]},"index":0}],"responseId":"r1"}"#;
+    for chunks in [&[][..], &[&text_only[..]][..]] {
+        let mut assembler = gemini::StreamAssembler::new();
+        for chunk in chunks {
+            assembler.push(chunk).unwrap();
+        }
+        assert!(
+            matches!(assembler.finish(), Err(ProviderError::Incomplete { .. })),
+            "{} chunks",
+            chunks.len()
+        );
+    }
+    // A whole response is one chunk: without calls it needs no finish reason (a blocked prompt).
+    assert!(gemini::parse_response(text_only).unwrap().calls.is_empty());
+}
+
+/// Found by the `interactions` fuzz target: a stream cut before `interaction.completed` was
+/// a turn without calls.
+#[test]
+fn interactions_stream_cut_before_completed_is_refused_even_without_calls() {
+    let lines = stream_lines("gemini-interactions-stream.jsonl");
+    // Up to the thought step's end: no call seen yet.
+    for cut in [0, 4] {
+        let mut assembler = interactions::StreamAssembler::new();
+        for event in &lines[..cut] {
+            assembler.push(event).unwrap();
+        }
+        assert!(
+            matches!(assembler.finish(), Err(ProviderError::Incomplete { .. })),
+            "cut after {cut} events"
+        );
+    }
+}
+
+/// Found by the `interactions` fuzz target: a stream that lost an `arguments_delta` joined
+/// what was left into a call whose arguments are not JSON, and accepted it.
+#[test]
+fn interactions_stream_arguments_that_do_not_join_into_json_are_refused() {
+    let lines = stream_lines("gemini-interactions-stream.jsonl");
+    let mut assembler = interactions::StreamAssembler::new();
+    let mut refused = None;
+    for (at, event) in lines.iter().enumerate() {
+        // The second arguments delta is lost.
+        if at == 6 {
+            continue;
+        }
+        if let Err(error) = assembler.push(event) {
+            refused = Some(error);
+            break;
+        }
+    }
+    let refused = match refused {
+        Some(error) => error,
+        None => assembler.finish().unwrap_err(),
+    };
+    assert!(
+        matches!(refused, ProviderError::Protocol { .. }),
+        "{refused:?}"
+    );
+}
+
 #[test]
 fn gemini_calls_without_ids_are_matched_by_unique_names() {
     let bytes = edited("gemini-generate-call.json", |r| {

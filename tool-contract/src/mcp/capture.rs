@@ -57,7 +57,11 @@ impl Captured {
             #[serde(borrow)]
             arguments: Option<&'a RawValue>,
         }
-        let Ok(message) = serde_json::from_slice::<Message<'_>>(line) else {
+        // JSON text is UTF-8 (RFC 8259, section 8.1) even in members serde skips unread.
+        let Ok(line) = std::str::from_utf8(line) else {
+            return;
+        };
+        let Ok(message) = serde_json::from_str::<Message<'_>>(line) else {
             return;
         };
         let (Some("tools/call"), Some(id), Some(params)) =
@@ -194,6 +198,17 @@ mod tests {
             1 << 20,
         );
         assert_eq!(store.take(&NumberOrString::Number(1)), None);
+    }
+
+    /// Found by the `mcp_arguments` fuzz target: bytes that are not UTF-8 inside a member
+    /// serde skipped unread, and the line's arguments were kept.
+    #[test]
+    fn a_line_that_is_not_utf8_keeps_nothing() {
+        let line = b"{\"jsonrpc\":\"\xc32.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"t\"}}\n";
+        let store = Arc::new(Captured::default());
+        let mut reader = Capturing::new(tokio::io::empty(), store.clone(), 1 << 20);
+        reader.feed(line);
+        assert_eq!(store.take(&NumberOrString::Number(4)), None);
     }
 
     #[test]

@@ -48,3 +48,56 @@ pub use server::{McpServeError, McpServer, OPERATION_ID_META};
 
 /// The adapter of MCP `tools/call` requests, protocol revisions 2024-11-05 to 2025-11-25.
 pub const ADAPTER: Adapter = Adapter::MCP;
+
+/// What the fuzz targets reach inside the server; compiled only under `cargo fuzz`
+/// (`--cfg fuzzing`), never part of the API.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod __fuzzing {
+    use std::sync::Arc;
+
+    use rmcp::model::NumberOrString;
+    use serde_json::Value;
+
+    use super::capture::{Captured, Capturing};
+
+    /// The arguments the server kept of a session's input.
+    pub struct Kept(Arc<Captured>);
+
+    impl Kept {
+        /// The kept arguments of the request with this JSON-RPC id, taken out.
+        pub fn take(&self, id: &Value) -> Option<Vec<u8>> {
+            let id = match id {
+                Value::Number(number) => NumberOrString::Number(number.as_i64()?),
+                Value::String(text) => NumberOrString::String(Arc::from(text.as_str())),
+                _ => return None,
+            };
+            self.0.take(&id)
+        }
+    }
+
+    /// Reads `session` through the server's capturing reader, `piece` bytes at a time (at
+    /// least 1), as a transport would; returns what it passed on, and what it kept.
+    pub fn capture(session: &[u8], piece: usize, max_line: usize) -> (Vec<u8>, Kept) {
+        use std::pin::Pin;
+        use std::task::{Context, Poll, Waker};
+        use tokio::io::{AsyncRead, ReadBuf};
+
+        let captured = Arc::new(Captured::default());
+        let mut reader = Capturing::new(session, captured.clone(), max_line);
+        let mut passed = Vec::with_capacity(session.len());
+        let mut buffer = vec![0; piece.max(1)];
+        let mut context = Context::from_waker(Waker::noop());
+        loop {
+            let mut read = ReadBuf::new(&mut buffer);
+            match Pin::new(&mut reader).poll_read(&mut context, &mut read) {
+                Poll::Ready(Ok(())) if !read.filled().is_empty() => {
+                    passed.extend_from_slice(read.filled());
+                }
+                // A byte slice is always ready; empty means its end.
+                _ => break,
+            }
+        }
+        (passed, Kept(captured))
+    }
+}

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::ProviderApi;
 use super::api::impl_provider_api;
 use super::emit::{self, Answer};
-use super::wire::{malformed, object_text, parse, protocol, reported};
+use super::wire::{is_json, malformed, object_text, parse, protocol, reported};
 use super::{ProviderError, Turn};
 use crate::binder::{Binder, Verified};
 use crate::vocabulary::call::Principal;
@@ -263,7 +263,7 @@ impl StreamAssembler {
             } else {
                 block.partial_json
             };
-            if serde_json::from_str::<serde::de::IgnoredAny>(&input).is_err() {
+            if !is_json(&input) {
                 return Err(protocol(API, format!("the input of {id} is not JSON")));
             }
             turn.push(ADAPTER, id, Correlation::Id, name, input.into_bytes())?;

@@ -100,7 +100,9 @@ struct PendingCall {
 pub fn parse_response(bytes: &[u8]) -> Result<Turn, ProviderError> {
     let mut assembler = StreamAssembler::new();
     assembler.push(bytes)?;
-    assembler.finish()
+    // A whole response without a finish reason and without calls (a blocked prompt) is a
+    // turn with nothing to run; a stream must end with one.
+    assembler.turn(false)
 }
 
 /// Assembles `streamGenerateContent` chunks (each a whole response) in order.
@@ -169,13 +171,21 @@ impl StreamAssembler {
         Ok(())
     }
 
-    /// The calls of the turn.
+    /// The calls of the turn, once a chunk carried its finish reason.
     ///
     /// # Errors
     ///
-    /// As [`parse_response`].
+    /// As [`parse_response`], and [`ProviderError::Incomplete`] when no chunk carried a
+    /// finish reason.
     pub fn finish(self) -> Result<Turn, ProviderError> {
-        if !self.calls.is_empty() && self.finish_reason.as_deref() != Some("STOP") {
+        self.turn(true)
+    }
+
+    /// The turn; `stream`: the chunks were a stream, which is cut short until one carries a
+    /// finish reason, even with no calls so far (they may have been still to come).
+    fn turn(self, stream: bool) -> Result<Turn, ProviderError> {
+        let ended = self.finish_reason.is_some() || !stream;
+        if !ended || (!self.calls.is_empty() && self.finish_reason.as_deref() != Some("STOP")) {
             return Err(ProviderError::Incomplete {
                 api: API,
                 reason: format!(

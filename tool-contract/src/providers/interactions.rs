@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::ProviderApi;
 use super::api::impl_provider_api;
 use super::emit::{self, Answer};
-use super::wire::{is_nonempty_object, malformed, object_text, parse, protocol, reported};
+use super::wire::{is_json, is_nonempty_object, malformed, object_text, parse, protocol, reported};
 use super::{ProviderError, Turn};
 use crate::binder::{Binder, Verified};
 use crate::json::encoding::infallible;
@@ -117,6 +117,9 @@ fn check_status(turn: &Turn, status: Option<&str>) -> Result<(), ProviderError> 
 pub struct StreamAssembler {
     interaction_id: Option<String>,
     status: Option<String>,
+    /// Whether `interaction.completed` arrived: a stream cut before it is no turn, even one
+    /// without calls so far (they may have been still to come).
+    completed: bool,
     open: Option<OpenCall>,
     calls: Vec<(String, String, String)>,
     anomalies: Vec<String>,
@@ -171,6 +174,7 @@ impl StreamAssembler {
         let event: Event<'_> = parse(API, event)?;
         match event.event_type.as_str() {
             "interaction.created" | "interaction.completed" | "interaction.status_update" => {
+                self.completed |= event.event_type == "interaction.completed";
                 if let Some(raw) = event.interaction {
                     let head: InteractionHead = parse(API, raw.get().as_bytes())?;
                     self.interaction_id = head.id.or(self.interaction_id.take());
@@ -255,6 +259,12 @@ impl StreamAssembler {
                     format!("call {} has arguments at start and in deltas", open.id),
                 ));
             }
+            Some(deltas) if !is_json(&deltas) => {
+                return Err(protocol(
+                    API,
+                    format!("the arguments of call {} are not JSON", open.id),
+                ));
+            }
             Some(deltas) => deltas,
             None => open.start_arguments,
         };
@@ -266,9 +276,16 @@ impl StreamAssembler {
     ///
     /// # Errors
     ///
-    /// [`ProviderError::Incomplete`] when a call never stopped or the interaction ended
-    /// otherwise; [`ProviderError::DuplicateCallId`].
+    /// [`ProviderError::Incomplete`] when the stream ended before `interaction.completed`, a
+    /// call never stopped, or the interaction ended otherwise;
+    /// [`ProviderError::DuplicateCallId`].
     pub fn finish(self) -> Result<Turn, ProviderError> {
+        if !self.completed {
+            return Err(ProviderError::Incomplete {
+                api: API,
+                reason: "the stream ended before interaction.completed".to_owned(),
+            });
+        }
         if let Some(open) = self.open {
             return Err(ProviderError::Incomplete {
                 api: API,

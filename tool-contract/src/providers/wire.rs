@@ -46,6 +46,12 @@ pub(super) fn object_text(value: Option<&RawValue>) -> Vec<u8> {
     value.map_or_else(|| b"{}".to_vec(), |raw| raw.get().as_bytes().to_vec())
 }
 
+/// Whether streamed pieces joined are one JSON text (a piece lost on the way rarely leaves
+/// one); within the crate's one nesting limit, not serde_json's 128.
+pub(super) fn is_json(text: &str) -> bool {
+    crate::json::depth::from_slice::<serde::de::IgnoredAny>(text.as_bytes()).is_ok()
+}
+
 /// Whether a JSON text is a non-empty object (`{}` with any whitespace is empty).
 pub(super) fn is_nonempty_object(text: &str) -> bool {
     let inner = text.trim();

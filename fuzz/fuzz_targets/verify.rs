@@ -1,0 +1,43 @@
+//! `ModelResult` from the wire, then `Binder::verify`, on changed copies of a sealed result:
+//! a copy verifies only if it means exactly what the sealed one meant, and what goes out is
+//! the bytes that were hashed.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tool_contract::results::ProtectedAudit;
+use tool_contract::{Binder, CallResult, ModelResult};
+use tool_contract_fuzz::sealed::{canonical_form, fixture};
+
+fuzz_target!(|bytes: &[u8]| {
+    let Some((&which, bytes)) = bytes.split_first() else {
+        return;
+    };
+    let fixture = fixture();
+    let binder = Binder::new(&fixture.registry, fixture.keys.clone());
+    let result = if which % 2 == 0 {
+        let Ok(model) = ModelResult::from_json(bytes) else {
+            return;
+        };
+        CallResult {
+            model,
+            audit: fixture.result.audit.clone(),
+        }
+    } else {
+        let Ok(audit) = serde_json::from_slice::<ProtectedAudit>(bytes) else {
+            return;
+        };
+        CallResult {
+            model: fixture.result.model.clone(),
+            audit,
+        }
+    };
+    let Ok(verified) = binder.verify(&fixture.principal, &fixture.context, &result) else {
+        return;
+    };
+    assert_eq!(verified.model_json(), fixture.model_json.as_slice());
+    if which % 2 == 0 {
+        assert_eq!(canonical_form(bytes).as_deref(), Some(fixture.model_json.as_slice()));
+    } else {
+        assert_eq!(result.audit, fixture.result.audit, "a changed audit verified");
+    }
+});
