@@ -108,16 +108,16 @@ impl PlannedCall {
 }
 
 impl Plan {
-    /// The calls written: at most eight, so that an execution stays cheap.
+    /// The calls written: at most four, so that an execution stays cheap.
     pub fn calls(&self) -> &[PlannedCall] {
-        &self.calls[..self.calls.len().min(8)]
+        &self.calls[..self.calls.len().min(4)]
     }
 
     /// `text` in the pieces a stream sends it in (never empty: one empty piece), at most
-    /// about sixteen, so that an execution stays cheap.
+    /// about four, so that an execution stays cheap.
     pub fn pieces(&self, text: &str) -> Vec<String> {
         let chars: Vec<char> = text.chars().collect();
-        let size = (usize::from(self.split % 7) + 1).max(chars.len() / 16);
+        let size = (usize::from(self.split % 7) + 1).max(chars.len().div_ceil(4));
         if chars.is_empty() {
             return vec![String::new()];
         }

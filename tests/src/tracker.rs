@@ -296,6 +296,11 @@ impl Remote {
         self.state().creations.get(key).copied().unwrap_or(0)
     }
 
+    /// Whether a write under `key` took effect (an issue created or a label applied).
+    pub fn committed(&self, key: &str) -> bool {
+        self.state().issues.contains_key(key)
+    }
+
     /// What every create request that arrived asked for, in order.
     pub fn arrivals(&self) -> Vec<String> {
         self.state().arrivals.clone()

@@ -1,9 +1,12 @@
-//! Issue 4, point 9: random fault schedules (timeouts, refusals, cancels, crashes, restarts at
-//! every step) against one logical write, on tokio's paused clock.
+//! Random fault schedules (timeouts, rate limits, refused connections, cancels, crashes,
+//! restarts, budget stops, several faults in one call so that retries meet them) against one
+//! logical write, on tokio's paused clock: a non-idempotent write with a status query, one
+//! that needs approval, and an idempotent write that is retried.
 //!
 //! Whatever happens:
 //! - a non-idempotent write takes effect at most once per key;
-//! - every operation ends terminal or unknown;
+//! - no call after which the write took effect says that nothing happened;
+//! - every operation ends terminal or unknown, and never failed once it took effect;
 //! - once unknown, nothing is sent under its key again (only status queries);
 //! - nothing runs that was not approved as it is: a change voids the approval.
 
@@ -13,26 +16,34 @@ use std::time::Duration;
 use proptest::prelude::*;
 use serde_json::json;
 use tool_contract::CallContext;
-use tool_contract::dispatch::{Dispatcher, MemoryLedger, PendingApproval, Task, WriteState};
+use tool_contract::dispatch::{
+    Budget, Dispatch, Dispatcher, MemoryLedger, PendingApproval, Task, WriteState,
+};
+use tool_contract::results::Outcome;
 use tool_contract_tests::tracker::{
-    Fault, Remote, advance_clock, alice, clock, context, dispatcher,
+    Fault, Remote, advance_clock, alice, clock, context, dispatcher, sent,
 };
 
 const KEY: &str = "k-op";
 
 #[derive(Debug, Clone)]
 enum Step {
-    /// The model calls the write (with one of two argument variants).
-    Dispatch { fault: Fault, variant: bool },
+    /// The model calls the write (with one of two argument variants), the remote answering
+    /// each attempt with the next fault, within a budget of so many attempts.
+    Dispatch {
+        faults: Vec<Fault>,
+        variant: bool,
+        budget: Option<u32>,
+    },
     /// The process dies `after_ms` into the call; a new one starts over the same ledger.
     Crash {
-        fault: Fault,
+        faults: Vec<Fault>,
         variant: bool,
         after_ms: u64,
     },
     /// Someone cancels `at_ms` into the call.
     CancelDuring {
-        fault: Fault,
+        faults: Vec<Fault>,
         variant: bool,
         at_ms: u64,
     },
@@ -57,11 +68,16 @@ fn fault() -> impl Strategy<Value = Fault> {
     ]
 }
 
+fn faults() -> impl Strategy<Value = Vec<Fault>> {
+    proptest::collection::vec(fault(), 1..4)
+}
+
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        4 => (fault(), any::<bool>()).prop_map(|(fault, variant)| Step::Dispatch { fault, variant }),
-        2 => (fault(), any::<bool>(), 1_u64..8_000).prop_map(|(fault, variant, after_ms)| Step::Crash { fault, variant, after_ms }),
-        2 => (fault(), any::<bool>(), 1_u64..8_000).prop_map(|(fault, variant, at_ms)| Step::CancelDuring { fault, variant, at_ms }),
+        4 => (faults(), any::<bool>(), proptest::option::of(0_u32..3))
+            .prop_map(|(faults, variant, budget)| Step::Dispatch { faults, variant, budget }),
+        2 => (faults(), any::<bool>(), 1_u64..8_000).prop_map(|(faults, variant, after_ms)| Step::Crash { faults, variant, after_ms }),
+        2 => (faults(), any::<bool>(), 1_u64..8_000).prop_map(|(faults, variant, at_ms)| Step::CancelDuring { faults, variant, at_ms }),
         1 => Just(Step::Restart),
         1 => prop_oneof![Just(30_u64), Just(600), Just(7_200)].prop_map(|seconds| Step::Wait { seconds }),
         1 => any::<bool>().prop_map(|variant| Step::Reconcile { variant }),
@@ -69,28 +85,24 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// The write under test: with a status query and no approval, or with approval and manual
-/// reconciliation.
+/// The write under test: with a status query and no approval, with approval and manual
+/// reconciliation, or idempotent (retried under its key).
 #[derive(Debug, Clone, Copy)]
 enum Tool {
-    CreateIssue,
-    FileIssue,
+    Create,
+    File,
+    Label,
 }
 
 impl Tool {
     fn call(self, variant: bool, call_id: usize) -> CallContext {
         let body = if variant { "body B" } else { "body A" };
-        let name = match self {
-            Tool::CreateIssue => "create_issue",
-            Tool::FileIssue => "file_issue",
+        let (name, arguments) = match self {
+            Tool::Create => ("create_issue", json!({ "title": "T", "body": body })),
+            Tool::File => ("file_issue", json!({ "title": "T", "body": body })),
+            Tool::Label => ("label_issue", json!({ "number": 7, "label": body })),
         };
-        context(
-            &format!("c{call_id}"),
-            name,
-            json!({ "title": "T", "body": body }),
-            "op",
-            KEY,
-        )
+        context(&format!("c{call_id}"), name, arguments, "op", KEY)
     }
 }
 
@@ -135,26 +147,53 @@ impl World {
         self.tool.call(variant, self.calls)
     }
 
-    fn note(&mut self, dispatch: tool_contract::dispatch::Dispatch) {
+    /// Keeps what the call left pending, and checks what it said: a call after which the
+    /// write took effect, when it had not before, never says that nothing happened.
+    fn note(&mut self, dispatch: Dispatch, committed_before: bool) -> Result<(), TestCaseError> {
+        let committed = self.remote.committed(&sent(KEY));
+        if let Some(error) = dispatch.result.model.error()
+            && committed
+            && !committed_before
+        {
+            prop_assert_ne!(
+                error.code().entry().outcome,
+                Outcome::NotStarted,
+                "the write took effect, and the call said {:?}",
+                error.code()
+            );
+        }
         if let Some(pending) = dispatch.pending_approval {
             self.pending = Some(pending);
         }
+        Ok(())
     }
 
-    async fn run(&mut self, step: Step) {
+    async fn run(&mut self, step: Step) -> Result<(), TestCaseError> {
+        let committed_before = self.remote.committed(&sent(KEY));
         match step {
-            Step::Dispatch { fault, variant } => {
-                self.remote.script(&[fault]);
+            Step::Dispatch {
+                faults,
+                variant,
+                budget,
+            } => {
+                self.remote.script(&faults);
                 let call = self.next_call(variant);
-                let dispatch = self.dispatcher.dispatch(&alice(), &call, &self.task).await;
-                self.note(dispatch);
+                let task = match budget {
+                    Some(attempts) => Task::new(Budget {
+                        tool_calls: Some(attempts),
+                        ..Budget::default()
+                    }),
+                    None => Task::unlimited(),
+                };
+                let dispatch = self.dispatcher.dispatch(&alice(), &call, &task).await;
+                self.note(dispatch, committed_before)?;
             }
             Step::Crash {
-                fault,
+                faults,
                 variant,
                 after_ms,
             } => {
-                self.remote.script(&[fault]);
+                self.remote.script(&faults);
                 let call = self.next_call(variant);
                 let finished = tokio::time::timeout(
                     Duration::from_millis(after_ms),
@@ -162,16 +201,16 @@ impl World {
                 )
                 .await;
                 if let Ok(dispatch) = finished {
-                    self.note(dispatch);
+                    self.note(dispatch, committed_before)?;
                 }
                 self.restart();
             }
             Step::CancelDuring {
-                fault,
+                faults,
                 variant,
                 at_ms,
             } => {
-                self.remote.script(&[fault]);
+                self.remote.script(&faults);
                 let call = self.next_call(variant);
                 let principal = alice();
                 let (dispatch, _) = tokio::join!(
@@ -181,7 +220,7 @@ impl World {
                         self.dispatcher.cancel(&alice(), &call).await
                     }
                 );
-                self.note(dispatch);
+                self.note(dispatch, committed_before)?;
             }
             Step::Restart => self.restart(),
             Step::Wait { seconds } => advance_clock(Duration::from_secs(seconds)),
@@ -210,6 +249,7 @@ impl World {
         }
         // Unscripted faults must not linger into the next step.
         self.remote.script(&[]);
+        Ok(())
     }
 
     async fn state(&self) -> Option<WriteState> {
@@ -220,12 +260,20 @@ impl World {
     }
 
     async fn check(&mut self) -> Result<(), TestCaseError> {
-        let requests = self.remote.requests(KEY);
+        let key = sent(KEY);
+        let requests = self.remote.requests(&key);
         prop_assert!(
-            self.remote.creations(KEY) <= 1,
+            self.remote.creations(&key) <= 1,
             "the write took effect {} times",
-            self.remote.creations(KEY)
+            self.remote.creations(&key)
         );
+        if self.remote.committed(&key) {
+            prop_assert_ne!(
+                self.state().await,
+                Some(WriteState::Failed),
+                "it took effect"
+            );
+        }
         if let Some(when_unknown) = self.requests_when_unknown {
             prop_assert_eq!(
                 requests,
@@ -235,7 +283,7 @@ impl World {
         } else if self.state().await == Some(WriteState::Unknown) {
             self.requests_when_unknown = Some(requests);
         }
-        if let Tool::FileIssue = self.tool {
+        if let Tool::File = self.tool {
             // Each arrival ran on an approval of exactly what arrived, used once.
             let arrivals = self.remote.arrivals();
             for arrival in &arrivals {
@@ -264,19 +312,20 @@ fn run_schedule(tool: Tool, steps: Vec<Step>) -> Result<(), TestCaseError> {
     runtime.block_on(async move {
         let mut world = World::new(tool);
         for step in steps {
-            world.run(step).await;
+            world.run(step).await?;
             world.check().await?;
         }
         // Settle: leases lapse, anything pending is approved, and the model asks once more.
         advance_clock(Duration::from_secs(7_200));
         for _ in 0..2 {
-            world.run(Step::Approve).await;
+            world.run(Step::Approve).await?;
             world
                 .run(Step::Dispatch {
-                    fault: Fault::None,
+                    faults: vec![Fault::None],
                     variant: false,
+                    budget: None,
                 })
-                .await;
+                .await?;
             world.check().await?;
         }
         let end = world.state().await;
@@ -292,11 +341,10 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(1_000))]
 
     #[test]
-    fn no_fault_schedule_runs_a_write_twice_or_leaves_it_unsettled(
-        with_approval in any::<bool>(),
+    fn no_fault_schedule_runs_a_write_twice_says_it_did_not_happen_or_leaves_it_unsettled(
+        tool in prop_oneof![Just(Tool::Create), Just(Tool::File), Just(Tool::Label)],
         steps in proptest::collection::vec(step(), 1..12),
     ) {
-        let tool = if with_approval { Tool::FileIssue } else { Tool::CreateIssue };
         run_schedule(tool, steps)?;
     }
 }

@@ -9,8 +9,7 @@ use tool_contract::{
     CallContext, CallResult, ErrorCode, FailureKind, Status, ToolContract, ToolFailure,
 };
 use tool_contract_tests::kb::{
-    SearchKb, alice, all_keys, all_strings, binder, hits, kb_provenance, registry, search,
-    search_call,
+    SearchKb, alice, all_keys, all_strings, binder, hits, kb_provenance, search, search_call,
 };
 
 /// The five outcomes, each for its own call.
@@ -122,8 +121,10 @@ fn each_outcome_has_its_own_audit_and_verifies() {
         .iter()
         .map(|(_, r)| r.audit.binding.call_binding_sha256.as_str())
         .collect();
+    // Sorted first: `dedup` only removes neighbours.
+    digests.sort_unstable();
     digests.dedup();
-    assert_eq!(digests.len(), 5);
+    assert_eq!(digests.len(), 5, "five outcomes, five call bindings");
 }
 
 #[test]
@@ -357,7 +358,6 @@ fn a_prompt_injection_in_a_hit_stays_data() {
     let context = search_call("inj", "refund");
     let mut output = hits("refund");
     output["hits"][0]["text"] = json!(injection);
-    let tools_before: Vec<&str> = registry().tools().map(|spec| spec.name()).collect();
     let clean = search(&search_call("inj", "refund"), &hits("refund"));
     let result = search(&context, &output);
 
@@ -367,15 +367,14 @@ fn a_prompt_injection_in_a_hit_stays_data() {
     assert_eq!(result.model.provenance().trust, Trust::UntrustedData);
     assert!(result.model.error().is_none(), "no recovery appears");
 
-    // It changes no registry entry, principal or binding beyond the result it is part of.
-    let tools_after: Vec<&str> = registry().tools().map(|spec| spec.name()).collect();
-    assert_eq!(tools_before, tools_after);
-    assert!(registry().get("send_email").is_none());
-    assert_eq!(result.audit.principal_ref, clean.audit.principal_ref);
-    assert_eq!(
-        result.audit.binding.request_sha256,
-        clean.audit.binding.request_sha256
-    );
+    // The model result differs from the clean one at that text and nowhere else: no member,
+    // recovery or next tool of its own, and the same provenance.
+    let mut sent = serde_json::to_value(&result.model).unwrap();
+    let mut expected = serde_json::to_value(&clean.model).unwrap();
+    sent["data"]["hits"][0]["text"] = json!("");
+    expected["data"]["hits"][0]["text"] = json!("");
+    assert_eq!(sent, expected);
+    // It is bound into the result digest, so it cannot be swapped for another text.
     assert_ne!(
         result.audit.binding.result_sha256,
         clean.audit.binding.result_sha256
@@ -383,9 +382,15 @@ fn a_prompt_injection_in_a_hit_stays_data() {
     assert!(binder().verify(&alice(), &context, &result).is_ok());
 
     // Every provider receives it as a string inside the result, never as a call or a field of its own.
-    for payload in payloads(&[(context.clone(), result.clone())]) {
-        let text = payload.to_string();
-        assert!(text.contains("send_email"));
-        assert!(!all_keys(&payload).iter().any(|key| key == "send_email"));
+    let injected = payloads(&[(context.clone(), result.clone())]);
+    let clean = payloads(&[(context.clone(), clean)]);
+    assert_eq!((injected.len(), clean.len()), (4, 4), "one payload per API");
+    for (payload, clean) in injected.iter().zip(&clean) {
+        assert!(payload.to_string().contains("send_email"));
+        assert_eq!(
+            all_keys(payload),
+            all_keys(clean),
+            "the injection added no member to the payload"
+        );
     }
 }

@@ -287,6 +287,7 @@ fn openai_results_are_function_call_outputs_with_the_canonical_json_string() {
     let expected = fixture_json("openai-responses-result.json")["input"].clone();
     let items = payload.as_array().unwrap();
     assert_eq!(items.len(), 2);
+    assert_eq!(expected.as_array().unwrap().len(), 2);
     for (ours, theirs) in items.iter().zip(expected.as_array().unwrap()) {
         assert_eq!(sorted_keys(ours), ["call_id", "output", "type"]);
         assert_eq!(ours["type"], theirs["type"]);
@@ -589,6 +590,8 @@ fn gemini_results_are_function_responses_with_name_id_and_an_object() {
     let expected = fixture_json("gemini-generate-result.json")["contents"][2].clone();
     assert_eq!(content["role"], expected["role"]);
     let parts = content["parts"].as_array().unwrap();
+    assert_eq!(parts.len(), 2);
+    assert_eq!(expected["parts"].as_array().unwrap().len(), 2);
     for (ours, theirs) in parts.iter().zip(expected["parts"].as_array().unwrap()) {
         assert_eq!(
             sorted_keys(&ours["functionResponse"]),
@@ -731,18 +734,26 @@ fn interactions_results_are_function_result_steps_by_call_id() {
     let answers = answers(&turn);
     let steps = interactions::function_results(&binder(), &alice(), &turn, &answers).unwrap();
     let expected = fixture_json("gemini-interactions-result.json")["input"].clone();
-    for (ours, theirs) in steps
-        .as_array()
-        .unwrap()
-        .iter()
-        .zip(expected.as_array().unwrap())
-    {
+    let (ours, theirs) = (steps.as_array().unwrap(), expected.as_array().unwrap());
+    assert_eq!((ours.len(), theirs.len()), (2, 2));
+    for (ours, theirs) in ours.iter().zip(theirs) {
         assert_eq!(ours["type"], "function_result");
         assert_eq!(ours["call_id"], theirs["call_id"]);
         assert_eq!(ours["name"], theirs["name"]);
         assert_eq!(ours.get("is_error"), theirs.get("is_error"));
-        assert!(ours["result"].is_string());
+        // The fixture's error step carries its text in a content block; ours as a string.
+        let their_text = theirs["result"]
+            .as_str()
+            .or_else(|| theirs["result"][0]["text"].as_str())
+            .unwrap();
+        let ours: Value = serde_json::from_str(ours["result"].as_str().unwrap()).unwrap();
+        let theirs: Value = serde_json::from_str(their_text).unwrap();
+        assert_eq!(ours["status"], theirs["status"], "{ours}");
     }
+    assert_eq!(
+        steps[1]["is_error"], true,
+        "the failed call's step is marked"
+    );
     assert_no_audit(&steps, &answers);
 }
 
@@ -913,7 +924,9 @@ fn stateless_replays_carry_the_same_calls_and_result_items() {
         .iter()
         .filter(|i| i["type"] == "function_call_output")
         .collect();
-    for (ours, theirs) in ours.as_array().unwrap().iter().zip(theirs) {
+    let ours = ours.as_array().unwrap();
+    assert_eq!((ours.len(), theirs.len()), (2, 2));
+    for (ours, theirs) in ours.iter().zip(theirs) {
         assert_eq!(sorted_keys(ours), sorted_keys(theirs));
         assert_eq!(ours["call_id"], theirs["call_id"]);
     }
@@ -934,7 +947,9 @@ fn stateless_replays_carry_the_same_calls_and_result_items() {
         .iter()
         .filter(|s| s["type"] == "function_result")
         .collect();
-    for (ours, theirs) in ours.as_array().unwrap().iter().zip(theirs) {
+    let ours = ours.as_array().unwrap();
+    assert_eq!((ours.len(), theirs.len()), (2, 2));
+    for (ours, theirs) in ours.iter().zip(theirs) {
         let mut keys = sorted_keys(ours);
         keys.retain(|key| key != "is_error");
         assert_eq!(keys, sorted_keys(theirs));

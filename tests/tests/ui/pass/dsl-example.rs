@@ -23,4 +23,14 @@ pub enum OrderStatus {
     Refunded,
 }
 
-fn main() {}
+// The spec is built, and an output is read against its call.
+fn main() {
+    use tool_contract::ToolContract;
+    let spec = GetOrder::spec();
+    assert_eq!(spec.name(), "get_order");
+    assert_eq!(spec.output_schema()["properties"]["status"]["enum"][0], "paid");
+    let call = GetOrder { order_ref: "ORDER-7".into() };
+    let view = call.validate_output(br#"{"order_ref":"ORDER-7","status":"refunded"}"#).unwrap();
+    assert!(matches!(view.status, OrderStatus::Refunded));
+    assert!(call.validate_output(br#"{"order_ref":"ORDER-8","status":"paid"}"#).is_err());
+}

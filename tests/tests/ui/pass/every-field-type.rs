@@ -69,4 +69,29 @@ enum Availability {
     Discontinued,
 }
 
-fn main() {}
+// The spec is built (schemas, revisions) and an output holding dates reads back typed.
+fn main() {
+    use tool_contract::ToolContract;
+    let spec = GetProduct::spec();
+    let properties = &spec.output_schema()["properties"];
+    assert_eq!(properties["observedAt"]["format"], "date-time");
+    assert_eq!(spec.revisions().handler.as_deref(), Some("h-2"));
+    let call = GetProduct {
+        sku: "SKU-1".into(),
+        include_archived: false,
+        tags: Vec::new(),
+        max_price: None,
+        page: 1,
+    };
+    let output = call
+        .validate_output(
+            br#"{"sku":"SKU-1","displayName":"Mug","storageTempC":20,"stock":3,"balance":-2,
+                "weightKg":0.4,"inStock":true,"pageUrl":"https://shop.example/mug",
+                "updated":"2026-08-22T10:00:00Z","observedAt":"2026-08-22T12:00:00+02:00",
+                "discontinuedAt":null,"note":null,"variants":[{"size":"XL","price_cents":900}],
+                "availability":"gone","attributes":{"colour":"blue"},"type":"mug"}"#,
+        )
+        .unwrap();
+    assert_eq!(output.observed_at.unix_timestamp(), 1_787_392_800);
+    assert!(matches!(output.availability, Availability::Discontinued));
+}
