@@ -4,6 +4,6 @@
 
 use libfuzzer_sys::fuzz_target;
 use tool_contract::providers::anthropic::AnthropicMessages;
-use tool_contract_fuzz::providers::{Input, check, anthropic};
+use tool_contract_fuzz::providers::{Input, anthropic, check};
 
 fuzz_target!(|input: Input| check(&AnthropicMessages, &input, anthropic, true));

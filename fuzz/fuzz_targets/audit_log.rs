@@ -28,13 +28,18 @@ fuzz_target!(|bytes: &[u8]| {
     }
     // The file reader, against the head kept elsewhere.
     let shm = std::path::Path::new("/dev/shm");
-    let base = if shm.is_dir() { shm.to_owned() } else { std::env::temp_dir() };
+    let base = if shm.is_dir() {
+        shm.to_owned()
+    } else {
+        std::env::temp_dir()
+    };
     let dir = base.join(format!("tool-contract-fuzz-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("audit.jsonl");
     std::fs::write(&path, bytes).unwrap();
     let _ = std::fs::remove_file(dir.join("audit.jsonl.head"));
-    if let Ok(head) = JsonLinesAuditLog::verify(&path, &fixture.audit_key, Some(&fixture.log_head)) {
+    if let Ok(head) = JsonLinesAuditLog::verify(&path, &fixture.audit_key, Some(&fixture.log_head))
+    {
         assert_eq!(head, fixture.log_head, "a file short of the head verified");
         assert!(verify_chain(bytes, &fixture.audit_key).is_ok());
     }

@@ -45,7 +45,11 @@ fuzz_target!(|input: &[u8]| {
                             )
                 })
         });
-        assert!(from, "kept arguments no line of id {id} sent: {:?}", String::from_utf8_lossy(&arguments));
+        assert!(
+            from,
+            "kept arguments no line of id {id} sent: {:?}",
+            String::from_utf8_lossy(&arguments)
+        );
     }
 });
 

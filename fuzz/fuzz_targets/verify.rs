@@ -36,8 +36,14 @@ fuzz_target!(|bytes: &[u8]| {
     };
     assert_eq!(verified.model_json(), fixture.model_json.as_slice());
     if which % 2 == 0 {
-        assert_eq!(canonical_form(bytes).as_deref(), Some(fixture.model_json.as_slice()));
+        assert_eq!(
+            canonical_form(bytes).as_deref(),
+            Some(fixture.model_json.as_slice())
+        );
     } else {
-        assert_eq!(result.audit, fixture.result.audit, "a changed audit verified");
+        assert_eq!(
+            result.audit, fixture.result.audit,
+            "a changed audit verified"
+        );
     }
 });

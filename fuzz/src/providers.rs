@@ -91,7 +91,9 @@ impl PlannedCall {
             let value = match value {
                 Argument::Text(text) => json!(text),
                 Argument::Number(number) => json!(number),
-                Argument::Fraction(whole, part) => json!(f64::from(*whole) + f64::from(*part) / 256.0),
+                Argument::Fraction(whole, part) => {
+                    json!(f64::from(*whole) + f64::from(*part) / 256.0)
+                }
                 Argument::Flag(flag) => json!(flag),
                 Argument::Null => Value::Null,
                 Argument::List(items) => json!(items),
@@ -121,7 +123,10 @@ impl Plan {
         if chars.is_empty() {
             return vec![String::new()];
         }
-        chars.chunks(size).map(|piece| piece.iter().collect()).collect()
+        chars
+            .chunks(size)
+            .map(|piece| piece.iter().collect())
+            .collect()
     }
 }
 
@@ -219,7 +224,11 @@ pub fn assert_sound(turn: &Turn, json_arguments: bool) {
     let mut ids = HashSet::new();
     for call in &turn.calls {
         assert!(!call.call_id.is_empty(), "a call without an id");
-        assert!(ids.insert(call.call_id.as_str()), "two calls share the id {}", call.call_id);
+        assert!(
+            ids.insert(call.call_id.as_str()),
+            "two calls share the id {}",
+            call.call_id
+        );
         assert!(!call.name.is_empty(), "a call without a name");
         if json_arguments {
             assert!(
@@ -269,9 +278,15 @@ pub fn openai(plan: &Plan) -> (Value, Vec<Value>) {
         let index = output.len();
         let item = json!({"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": text, "annotations": []}]});
-        event(json!({"type": "response.output_item.added", "output_index": index,
-            "item": {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}}), &mut events);
-        event(json!({"type": "response.output_item.done", "output_index": index, "item": item}), &mut events);
+        event(
+            json!({"type": "response.output_item.added", "output_index": index,
+            "item": {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}}),
+            &mut events,
+        );
+        event(
+            json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+            &mut events,
+        );
         output.push(item);
     }
     for (number, call) in plan.calls().iter().enumerate() {
@@ -279,32 +294,53 @@ pub fn openai(plan: &Plan) -> (Value, Vec<Value>) {
         let item_id = format!("fc_{number}");
         let arguments = call.arguments_text();
         let call_id = format!("call_{}", call.id);
-        event(json!({"type": "response.output_item.added", "output_index": index,
+        event(
+            json!({"type": "response.output_item.added", "output_index": index,
             "item": {"id": item_id, "type": "function_call", "status": "in_progress",
-                     "call_id": call_id, "name": call.name(), "arguments": ""}}), &mut events);
+                     "call_id": call_id, "name": call.name(), "arguments": ""}}),
+            &mut events,
+        );
         for piece in plan.pieces(&arguments) {
-            event(json!({"type": "response.function_call_arguments.delta", "item_id": item_id,
-                "output_index": index, "delta": piece}), &mut events);
+            event(
+                json!({"type": "response.function_call_arguments.delta", "item_id": item_id,
+                "output_index": index, "delta": piece}),
+                &mut events,
+            );
         }
-        event(json!({"type": "response.function_call_arguments.done", "item_id": item_id,
-            "output_index": index, "name": call.name(), "arguments": arguments}), &mut events);
+        event(
+            json!({"type": "response.function_call_arguments.done", "item_id": item_id,
+            "output_index": index, "name": call.name(), "arguments": arguments}),
+            &mut events,
+        );
         let item = json!({"id": item_id, "type": "function_call", "status": "completed",
             "call_id": call_id, "name": call.name(), "arguments": arguments});
-        event(json!({"type": "response.output_item.done", "output_index": index, "item": item}), &mut events);
+        event(
+            json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+            &mut events,
+        );
         output.push(item);
     }
     let body = json!({"id": "resp_1", "object": "response", "status": "completed", "error": null,
         "incomplete_details": null, "output": output});
-    event(json!({"type": "response.completed", "response": body}), &mut events);
+    event(
+        json!({"type": "response.completed", "response": body}),
+        &mut events,
+    );
     (body, events)
 }
 
 /// Anthropic Messages: content blocks; the stream's block starts, deltas and stops.
 pub fn anthropic(plan: &Plan) -> (Value, Vec<Value>) {
-    let stop_reason = if plan.calls().is_empty() { "end_turn" } else { "tool_use" };
+    let stop_reason = if plan.calls().is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    };
     let mut content = Vec::new();
-    let mut events = vec![json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
-        "role": "assistant", "content": [], "stop_reason": null}})];
+    let mut events = vec![
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+        "role": "assistant", "content": [], "stop_reason": null}}),
+    ];
     if let Some(text) = &plan.text {
         let index = content.len();
         events.push(json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}));
@@ -324,7 +360,9 @@ pub fn anthropic(plan: &Plan) -> (Value, Vec<Value>) {
                 "delta": {"type": "input_json_delta", "partial_json": piece}}));
         }
         events.push(json!({"type": "content_block_stop", "index": index}));
-        content.push(json!({"type": "tool_use", "id": id, "name": call.name(), "input": call.arguments()}));
+        content.push(
+            json!({"type": "tool_use", "id": id, "name": call.name(), "input": call.arguments()}),
+        );
     }
     events.push(json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}}));
     events.push(json!({"type": "message_stop"}));
@@ -341,8 +379,10 @@ pub fn gemini(plan: &Plan) -> (Value, Vec<Value>) {
         parts.push(json!({"text": text}));
     }
     for call in plan.calls() {
-        parts.push(json!({"functionCall": {"id": format!("g{}", call.id), "name": call.name(),
-            "args": call.arguments()}}));
+        parts.push(
+            json!({"functionCall": {"id": format!("g{}", call.id), "name": call.name(),
+            "args": call.arguments()}}),
+        );
     }
     let chunk = |parts: Vec<Value>, last: bool| {
         let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
@@ -368,34 +408,62 @@ pub fn gemini(plan: &Plan) -> (Value, Vec<Value>) {
 /// Gemini Interactions: steps; the stream's step starts, argument deltas and stops, then the
 /// interaction's end.
 pub fn interactions(plan: &Plan) -> (Value, Vec<Value>) {
-    let status = if plan.calls().is_empty() { "completed" } else { "requires_action" };
+    let status = if plan.calls().is_empty() {
+        "completed"
+    } else {
+        "requires_action"
+    };
     let mut steps = Vec::new();
     let mut events = Vec::new();
     let event = |mut value: Value, events: &mut Vec<Value>| {
         value["event_id"] = json!(format!("evt_{}", events.len()));
         events.push(value);
     };
-    event(json!({"event_type": "interaction.created", "interaction": {"id": "int_1", "status": "in_progress"}}), &mut events);
+    event(
+        json!({"event_type": "interaction.created", "interaction": {"id": "int_1", "status": "in_progress"}}),
+        &mut events,
+    );
     if let Some(text) = &plan.text {
         let index = steps.len();
-        event(json!({"event_type": "step.start", "index": index, "step": {"type": "thought"}}), &mut events);
-        event(json!({"event_type": "step.delta", "index": index, "delta": {"type": "thought_signature", "signature": text}}), &mut events);
-        event(json!({"event_type": "step.stop", "index": index}), &mut events);
+        event(
+            json!({"event_type": "step.start", "index": index, "step": {"type": "thought"}}),
+            &mut events,
+        );
+        event(
+            json!({"event_type": "step.delta", "index": index, "delta": {"type": "thought_signature", "signature": text}}),
+            &mut events,
+        );
+        event(
+            json!({"event_type": "step.stop", "index": index}),
+            &mut events,
+        );
         steps.push(json!({"type": "thought", "signature": text}));
     }
     for call in plan.calls() {
         let index = steps.len();
         let id = format!("s{}", call.id);
-        event(json!({"event_type": "step.start", "index": index,
-            "step": {"type": "function_call", "id": id, "name": call.name(), "arguments": {}}}), &mut events);
+        event(
+            json!({"event_type": "step.start", "index": index,
+            "step": {"type": "function_call", "id": id, "name": call.name(), "arguments": {}}}),
+            &mut events,
+        );
         for piece in plan.pieces(&call.arguments_text()) {
-            event(json!({"event_type": "step.delta", "index": index,
-                "delta": {"type": "arguments_delta", "arguments": piece}}), &mut events);
+            event(
+                json!({"event_type": "step.delta", "index": index,
+                "delta": {"type": "arguments_delta", "arguments": piece}}),
+                &mut events,
+            );
         }
-        event(json!({"event_type": "step.stop", "index": index}), &mut events);
+        event(
+            json!({"event_type": "step.stop", "index": index}),
+            &mut events,
+        );
         steps.push(json!({"type": "function_call", "id": id, "name": call.name(), "arguments": call.arguments()}));
     }
-    event(json!({"event_type": "interaction.completed", "interaction": {"id": "int_1", "status": status}}), &mut events);
+    event(
+        json!({"event_type": "interaction.completed", "interaction": {"id": "int_1", "status": status}}),
+        &mut events,
+    );
     let body = json!({"id": "int_1", "status": status, "steps": steps});
     (body, events)
 }

@@ -51,26 +51,35 @@ fn the_catalog_has_its_twenty_two_codes_each_once() {
 
 #[test]
 fn every_code_has_its_recovery() {
-    let recovery = |code: ErrorCode| code.entry().recovery;
-    assert_eq!(
-        recovery(ErrorCode::InvalidArguments),
-        Recovery::CorrectInput
-    );
-    assert_eq!(recovery(ErrorCode::RateLimit), Recovery::RetryAfter);
-    assert_eq!(
-        recovery(ErrorCode::TimeoutBeforeExecute),
-        Recovery::RetryAfter
-    );
-    assert_eq!(recovery(ErrorCode::OutcomeUnknown), Recovery::QueryStatus);
-    assert_eq!(
-        recovery(ErrorCode::ApprovalRequired),
-        Recovery::RequestApproval
-    );
-    assert_eq!(recovery(ErrorCode::StatusConflict), Recovery::HumanReview);
-    assert_eq!(
-        recovery(ErrorCode::OutputContractViolation),
-        Recovery::HumanReview
-    );
+    // The recovery a model acts on, code by code: a change here is a change of the protocol.
+    let expected = [
+        (ErrorCode::UnknownTool, Recovery::CorrectInput),
+        (ErrorCode::InvalidArguments, Recovery::CorrectInput),
+        (ErrorCode::NotFound, Recovery::None),
+        (ErrorCode::ApprovalRequired, Recovery::RequestApproval),
+        (ErrorCode::ApprovalInvalid, Recovery::RequestApproval),
+        (ErrorCode::TimeoutBeforeExecute, Recovery::RetryAfter),
+        (ErrorCode::RateLimit, Recovery::RetryAfter),
+        (ErrorCode::OutcomeUnknown, Recovery::QueryStatus),
+        (ErrorCode::IdempotencyConflict, Recovery::None),
+        (ErrorCode::OutputContractViolation, Recovery::HumanReview),
+        (ErrorCode::ToolError, Recovery::None),
+        (ErrorCode::Blocked, Recovery::None),
+        (ErrorCode::PrerequisiteRequired, Recovery::CallTool),
+        (ErrorCode::BudgetExhausted, Recovery::None),
+        (ErrorCode::OperationInProgress, Recovery::RetryAfter),
+        (ErrorCode::OutcomeUnconfirmed, Recovery::HumanReview),
+        (ErrorCode::StatusConflict, Recovery::HumanReview),
+        (ErrorCode::Cancelled, Recovery::None),
+        (ErrorCode::SourceBlocked, Recovery::None),
+        (ErrorCode::SourceUnreadable, Recovery::None),
+        (ErrorCode::SourceUnreachable, Recovery::RetryAfter),
+        (ErrorCode::SourceTimeout, Recovery::RetryAfter),
+    ];
+    assert_eq!(expected.len(), ErrorCode::ALL.len(), "every code is listed");
+    for (code, recovery) in expected {
+        assert_eq!(code.entry().recovery, recovery, "{code:?}");
+    }
     assert_eq!(ErrorCode::OutcomeUnknown.entry().outcome, Outcome::Unknown);
 }
 
