@@ -59,7 +59,7 @@ pub mod __fuzzing {
     use rmcp::model::NumberOrString;
     use serde_json::Value;
 
-    use super::capture::{Captured, Capturing};
+    use crate::mcp::capture::{Captured, Capturing};
 
     /// The arguments the server kept of a session's input.
     pub struct Kept(Arc<Captured>);

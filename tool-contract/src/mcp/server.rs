@@ -205,6 +205,15 @@ impl McpServer {
                     None,
                 )
             })?;
+        if !kept_as_read(&arguments, request.arguments.as_ref()) {
+            // A kept line rmcp refused, under an id this request reuses, or any other
+            // difference between the two readings: nothing runs on bytes that may not be
+            // this request's.
+            return Err(ErrorData::invalid_request(
+                "the call's arguments as kept from the client's bytes are not the arguments                  of this request: nothing ran",
+                None,
+            ));
+        }
         let context = self.context(&request, request_context, arguments);
         let mut dispatch = self
             .dispatcher
@@ -361,6 +370,14 @@ fn asks_by_elicitation(peer: &Peer<RoleServer>) -> bool {
 /// The operation of a call that names none: its tool and exact arguments, so a repeated
 /// call is the same operation. Arguments over the tool's size are hashed as they are, never
 /// parsed.
+/// Whether the kept bytes say what rmcp read of the same request: the same value once a
+/// repeated member keeps its last value and numbers are read as doubles, as rmcp reads them
+/// (the exact reading of the bytes comes after, in validation).
+fn kept_as_read(kept: &[u8], read: Option<&JsonObject>) -> bool {
+    let read = read.cloned().map_or_else(|| json!({}), Value::Object);
+    crate::json::depth::from_slice::<Value>(kept).is_ok_and(|kept| kept == read)
+}
+
 fn derived_operation_id(spec: Option<&ToolSpec>, tool: &str, arguments: &[u8]) -> String {
     let canonical_arguments = canonical_within(spec, arguments);
     let mut digest = Sha256::new();
@@ -427,5 +444,34 @@ impl ServerHandler for McpServer {
         self.call(request, &context)
             .await
             .map(CallToolResponse::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(value: Value) -> JsonObject {
+        match value {
+            Value::Object(object) => object,
+            _ => unreachable!("an object"),
+        }
+    }
+
+    #[test]
+    fn kept_bytes_of_another_request_never_stand_in_for_this_one() {
+        let this = read(json!({ "order_ref": "ORDER-2" }));
+        assert!(!kept_as_read(br#"{"order_ref":"ORDER-1"}"#, Some(&this)));
+        assert!(!kept_as_read(br#"{"order_ref":"ORDER-1"}"#, None));
+        assert!(!kept_as_read(b"{", Some(&this)));
+    }
+
+    #[test]
+    fn kept_bytes_rmcp_read_loosely_are_still_this_request_and_left_to_validation() {
+        // rmcp kept the last of a repeated member and read 1e-400 as 0: the same request,
+        // which validation then refuses for what the bytes say.
+        let loose = read(json!({ "a": 2, "x": 0.0 }));
+        assert!(kept_as_read(br#"{"a":1,"a":2,"x":1e-400}"#, Some(&loose)));
+        assert!(kept_as_read(b"{}", None));
     }
 }
