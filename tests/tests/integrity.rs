@@ -426,51 +426,51 @@ mod invitations {
     }
 }
 
-/// Finding 11: a reconciled result was sealed anew without the redactions its projection
-/// made, so the audit lost what was kept from the model.
-#[tokio::test(start_paused = true)]
-async fn a_reconciled_result_keeps_its_redactions() {
+/// A dispatcher whose `invite` write never answers, so its outcome is unknown, and whose
+/// status tool `find_invitation` runs `status` on the input `status_input` builds; the key
+/// each write was sent with is kept in `sent_key`.
+fn invitation_desk(
+    status_input: fn(&invitations::Invite) -> invitations::FindInvitation,
+    status: impl tool_contract::dispatch::Handler<invitations::FindInvitation>,
+    sent_key: Arc<std::sync::Mutex<String>>,
+) -> Dispatcher {
     use invitations::{FindInvitation, Invite};
-    use tool_contract::{FailureKind, RawProvenance, RawResult, ToolFailure};
-    let invited = || {
-        RawResult::new(
-            r#"{"email":"jane@example.com"}"#,
-            RawProvenance::new("mail-1", "2026-08-22T10:00:00Z"),
-        )
-    };
+    use tool_contract::{FailureKind, ToolFailure};
     let registry = tool_contract::registry![Invite, FindInvitation]
         .into_builder()
         .all_adapters()
         .build();
-    let dispatcher = Dispatcher::builder(registry, keys())
+    Dispatcher::builder(registry, keys())
         .clock(clock)
         .audit_sink(Arc::new(MemoryAuditLog::new(audit_key())))
         .write_handler::<Invite>(
-            |_: Invite, _: HandlerContext| async {
-                tokio::time::sleep(Duration::from_secs(3600)).await;
-                Err(ToolFailure::new(FailureKind::Failed, "never"))
-            },
-            |invite: &Invite| FindInvitation {
-                name: invite.name.clone(),
-            },
-            OPTIONS,
-        )
-        .handler_with::<FindInvitation>(
-            move |_: FindInvitation, cx: HandlerContext| async move {
-                match cx.reconciling() {
-                    Some(_) => Ok(invited()),
-                    None => Err(ToolFailure::new(FailureKind::NotFound, "none")),
+            move |_: Invite, cx: HandlerContext| {
+                *sent_key.lock().unwrap() = cx.idempotency_key().to_owned();
+                async {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Err(ToolFailure::new(FailureKind::Failed, "never"))
                 }
             },
+            status_input,
             OPTIONS,
         )
+        .handler_with::<FindInvitation>(status, OPTIONS)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// Invites Jane, whose answer is lost; then asks the dispatcher to reconcile, and expects the
+/// status tool to find the write.
+async fn invite_lost_then_reconciled(
+    dispatcher: &Dispatcher,
+    before_reconcile: impl FnOnce(),
+) -> tool_contract::dispatch::Dispatch {
     let call = context("c1", "invite", json!({ "name": "Jane" }), "op-1", "k-1");
     assert_eq!(
-        run(&dispatcher, &call).await.write_state,
+        run(dispatcher, &call).await.write_state,
         Some(WriteState::Unknown)
     );
+    before_reconcile();
     let reconciled = dispatcher
         .reconcile(&alice(), &call, &Task::unlimited())
         .await;
@@ -479,6 +479,39 @@ async fn a_reconciled_result_keeps_its_redactions() {
         Some(WriteState::Succeeded),
         "{reconciled:?}"
     );
+    assert_eq!(
+        reconciled.result.model.execution().delivery,
+        Delivery::ReceiptReconciled
+    );
+    reconciled
+}
+
+fn invitation(email: &str) -> tool_contract::RawResult {
+    let output = json!({ "email": email }).to_string();
+    let provenance = tool_contract::RawProvenance::new("mail-1", "2026-08-22T10:00:00Z");
+    tool_contract::RawResult::new(output, provenance)
+}
+
+/// Finding 11: a reconciled result was sealed anew without the redactions its projection
+/// made, so the audit lost what was kept from the model.
+#[tokio::test(start_paused = true)]
+async fn a_reconciled_result_keeps_its_redactions() {
+    use invitations::{FindInvitation, Invite};
+    use tool_contract::{FailureKind, ToolFailure};
+    let dispatcher = invitation_desk(
+        |invite: &Invite| FindInvitation {
+            name: invite.name.clone(),
+        },
+        |_: FindInvitation, cx: HandlerContext| async move {
+            match cx.reconciling() {
+                // A made-up address, which the output's detector strips.
+                Some(_) => Ok(invitation("jane@example.com")),
+                None => Err(ToolFailure::new(FailureKind::NotFound, "none")),
+            }
+        },
+        Arc::default(),
+    );
+    let reconciled = invite_lost_then_reconciled(&dispatcher, || {}).await;
     assert_eq!(
         reconciled.result.model.data(),
         Some(json!({ "email": null }))
@@ -504,75 +537,36 @@ async fn a_reconciled_result_keeps_its_redactions() {
 async fn the_dispatcher_reconciles_an_unknown_write_by_running_its_status_tools_handler() {
     use invitations::{FindInvitation, Invite};
     use std::sync::Mutex;
-    use tool_contract::{FailureKind, RawProvenance, RawResult, ToolFailure};
-    let written_key = Arc::new(Mutex::new(String::new()));
+    let sent_key = Arc::new(Mutex::new(String::new()));
     let asked = Arc::new(Mutex::new(Vec::new()));
-    let (write_saw, query_saw) = (written_key.clone(), asked.clone());
-    let registry = tool_contract::registry![Invite, FindInvitation]
-        .into_builder()
-        .all_adapters()
-        .build();
-    let dispatcher = Dispatcher::builder(registry, keys())
-        .clock(clock)
-        .audit_sink(Arc::new(MemoryAuditLog::new(audit_key())))
-        .write_handler::<Invite>(
-            move |_: Invite, cx: HandlerContext| {
-                *write_saw.lock().unwrap() = cx.idempotency_key().to_owned();
-                async {
-                    tokio::time::sleep(Duration::from_secs(3600)).await;
-                    Err(ToolFailure::new(FailureKind::Failed, "never"))
-                }
-            },
-            |invite: &Invite| FindInvitation {
-                name: format!("{} (status)", invite.name),
-            },
-            OPTIONS,
-        )
-        .handler_with::<FindInvitation>(
-            move |input: FindInvitation, cx: HandlerContext| {
-                let seen = (
-                    input.name,
-                    cx.reconciling().map(str::to_owned),
-                    cx.idempotency_key().to_owned(),
-                );
-                query_saw.lock().unwrap().push(seen);
-                async {
-                    Ok(RawResult::new(
-                        r#"{"email":"jane@hillside.edu"}"#,
-                        RawProvenance::new("mail-1", "2026-08-22T10:00:00Z"),
-                    ))
-                }
-            },
-            OPTIONS,
-        )
-        .build()
-        .unwrap();
-    let call = context("c1", "invite", json!({ "name": "Jane" }), "op-1", "k-1");
-    assert_eq!(
-        run(&dispatcher, &call).await.write_state,
-        Some(WriteState::Unknown)
+    let query_saw = asked.clone();
+    let dispatcher = invitation_desk(
+        |invite: &Invite| FindInvitation {
+            name: format!("{} (status)", invite.name),
+        },
+        move |input: FindInvitation, cx: HandlerContext| {
+            let seen = (
+                input.name,
+                cx.reconciling().map(str::to_owned),
+                cx.idempotency_key().to_owned(),
+            );
+            query_saw.lock().unwrap().push(seen);
+            async { Ok(invitation("jane@hillside.edu")) }
+        },
+        sent_key.clone(),
     );
-    assert!(
-        asked.lock().unwrap().is_empty(),
-        "no query before reconcile"
-    );
-    let reconciled = dispatcher
-        .reconcile(&alice(), &call, &Task::unlimited())
-        .await;
-    assert_eq!(
-        reconciled.write_state,
-        Some(WriteState::Succeeded),
-        "{reconciled:?}"
-    );
-    assert_eq!(
-        reconciled.result.model.execution().delivery,
-        Delivery::ReceiptReconciled
-    );
+    let reconciled = invite_lost_then_reconciled(&dispatcher, || {
+        assert!(
+            asked.lock().unwrap().is_empty(),
+            "no query before reconcile"
+        );
+    })
+    .await;
     assert_eq!(
         reconciled.result.model.data(),
         Some(json!({ "email": "jane@hillside.edu" }))
     );
-    let key = written_key.lock().unwrap().clone();
+    let key = sent_key.lock().unwrap().clone();
     assert_eq!(
         *asked.lock().unwrap(),
         [("Jane (status)".to_owned(), Some("invite".to_owned()), key)]
