@@ -141,3 +141,5 @@ pub fn without(key: &str) -> Value {
     output.as_object_mut().map(|object| object.remove(key));
     output
 }
+pub mod hooked;
+pub mod postgres;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 use time::OffsetDateTime;
 use tool_contract::dispatch::{
-    Dispatch, Dispatcher, DispatcherBuilder, HandlerContext, Ledger, MemoryAuditLog,
+    ControlStore, Dispatch, Dispatcher, DispatcherBuilder, HandlerContext, MemoryAuditLog,
     PendingApproval, RetryPolicy, Task, ToolOptions,
 };
 use tool_contract::providers::{Api, Correlation, ToolCall};
@@ -612,14 +612,15 @@ pub async fn approve(
             approver,
             expires,
         )
+        .await
         .expect("the pending approval is approved");
     pending
 }
 
 /// [`builder`] with `ledger`, built.
-pub fn dispatcher(remote: &Arc<Remote>, ledger: Arc<dyn Ledger>) -> Dispatcher {
+pub fn dispatcher(remote: &Arc<Remote>, ledger: Arc<dyn ControlStore>) -> Dispatcher {
     builder(remote)
-        .ledger(ledger)
+        .store(ledger)
         .build()
         .expect("every tool has its handler")
 }

@@ -357,12 +357,14 @@ async fn a_broken_log_is_not_opened_for_appending() {
 fn a_sink_that_fails_is_reported_and_the_result_still_stands() {
     struct Failing;
     impl AuditSink for Failing {
-        fn append(
-            &self,
-            _: &tool_contract::ModelResult,
-            _: &tool_contract::results::ProtectedAudit,
-        ) -> Result<(), AuditLogError> {
-            Err(AuditLogError::Io(std::io::Error::other("disk full")))
+        fn append<'a>(
+            &'a self,
+            _: &'a tool_contract::ModelResult,
+            _: &'a tool_contract::results::ProtectedAudit,
+        ) -> tool_contract::dispatch::AuditFuture<'a> {
+            Box::pin(std::future::ready({
+                Err(AuditLogError::Io(std::io::Error::other("disk full")))
+            }))
         }
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -394,56 +396,18 @@ impl Steps {
     }
 }
 
-struct RecordingLedger(tool_contract::dispatch::MemoryLedger, Steps);
-
-impl tool_contract::dispatch::Ledger for RecordingLedger {
-    fn claim<'a>(
-        &'a self,
-        claim: &'a tool_contract::dispatch::ledger::Claim,
-    ) -> tool_contract::dispatch::ledger::LedgerFuture<'a, tool_contract::dispatch::ledger::Claimed>
-    {
-        self.1.push("claim");
-        self.0.claim(claim)
-    }
-    fn advance<'a>(
-        &'a self,
-        step: &'a tool_contract::dispatch::ledger::Advance,
-    ) -> tool_contract::dispatch::ledger::LedgerFuture<'a, tool_contract::dispatch::ledger::Advanced>
-    {
-        self.1.push("ledger record");
-        self.0.advance(step)
-    }
-    fn release<'a>(
-        &'a self,
-        key: &'a str,
-        owner: &'a str,
-    ) -> tool_contract::dispatch::ledger::LedgerFuture<'a, bool> {
-        self.0.release(key, owner)
-    }
-    fn get<'a>(
-        &'a self,
-        key: &'a str,
-    ) -> tool_contract::dispatch::ledger::LedgerFuture<
-        'a,
-        Option<tool_contract::dispatch::ledger::Record>,
-    > {
-        self.0.get(key)
-    }
-    fn purge_expired(&self, now_ms: u64) -> tool_contract::dispatch::ledger::LedgerFuture<'_, u64> {
-        self.0.purge_expired(now_ms)
-    }
-}
-
 struct RecordingSink(Steps);
 
 impl AuditSink for RecordingSink {
-    fn append(
-        &self,
-        _: &tool_contract::ModelResult,
-        _: &tool_contract::results::ProtectedAudit,
-    ) -> Result<(), AuditLogError> {
-        self.0.push("audit");
-        Ok(())
+    fn append<'a>(
+        &'a self,
+        _: &'a tool_contract::ModelResult,
+        _: &'a tool_contract::results::ProtectedAudit,
+    ) -> tool_contract::dispatch::AuditFuture<'a> {
+        Box::pin(std::future::ready({
+            self.0.push("audit");
+            Ok(())
+        }))
     }
 }
 
@@ -452,7 +416,20 @@ async fn a_write_is_audited_before_its_ledger_record() {
     let steps = Steps::default();
     let remote = Remote::new();
     let dispatcher = builder(&remote)
-        .ledger(Arc::new(RecordingLedger(Default::default(), steps.clone())))
+        .store(Arc::new(tool_contract_tests::hooked::Hooked::new(
+            Arc::new(tool_contract::dispatch::MemoryStore::new()),
+            {
+                let steps = steps.clone();
+                move |step| {
+                    match step {
+                        "claim" => steps.push("claim"),
+                        "advance" => steps.push("ledger record"),
+                        _ => {}
+                    }
+                    Ok(())
+                }
+            },
+        )))
         .audit_sink(Arc::new(RecordingSink(steps.clone())))
         .build()
         .unwrap();

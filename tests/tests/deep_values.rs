@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_contract::dispatch::{
-    Dispatcher, GateCall, GateDecision, HandlerContext, JsonLinesAuditLog, MemoryLedger,
+    Dispatcher, GateCall, GateDecision, HandlerContext, JsonLinesAuditLog, MemoryStore,
     RetryPolicy, Task, ToolOptions,
 };
 use tool_contract::json::canonical::canonicalize;
@@ -82,7 +82,7 @@ async fn a_value_as_deep_as_the_dsl_allows_is_never_turned_into_null() {
         .build();
     let dispatcher = Dispatcher::builder(registry, keys())
         .clock(clock)
-        .ledger(Arc::new(MemoryLedger::new()))
+        .store(Arc::new(MemoryStore::new()))
         .audit_sink(Arc::new(
             JsonLinesAuditLog::open(&path, audit_key()).unwrap(),
         ))
@@ -119,6 +119,7 @@ async fn a_value_as_deep_as_the_dsl_allows_is_never_turned_into_null() {
             "bob",
             clock() + Duration::from_secs(3600),
         )
+        .await
         .unwrap();
 
     // The model reads the tree, and Gemini gets it as the object that was hashed.

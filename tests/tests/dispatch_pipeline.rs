@@ -8,7 +8,7 @@ use serde_json::json;
 use time::OffsetDateTime;
 use tool_contract::dispatch::{
     ApprovalError, BuildError, Dispatch, Dispatcher, GateDecision, HandlerContext, MemoryAuditLog,
-    MemoryLedger, RequireNonEmpty, Task, WriteState,
+    MemoryStore, RequireNonEmpty, Task, WriteState,
 };
 use tool_contract::results::{Recovery, Trust};
 use tool_contract::{CallContext, ErrorCode, Principal, RawResult, Status, ToolFailure};
@@ -18,7 +18,7 @@ use tool_contract_tests::tracker::{
 };
 
 fn memory_dispatcher(remote: &Arc<Remote>) -> Dispatcher {
-    dispatcher(remote, Arc::new(MemoryLedger::new()))
+    dispatcher(remote, Arc::new(MemoryStore::new()))
 }
 
 fn verified(
@@ -377,6 +377,7 @@ async fn an_approved_write_runs_once_and_its_approval_is_consumed() {
             "bob@acme",
             in_an_hour(),
         )
+        .await
         .unwrap();
     assert_eq!(grant.request_sha256, pending.request_sha256);
     assert_eq!(grant.approver, "bob@acme");
@@ -411,15 +412,17 @@ async fn an_approved_write_runs_once_and_its_approval_is_consumed() {
     verified(&dispatcher, &alice(), &call, &again);
 
     // The grant is gone: approving the old id again is refused.
-    assert_eq!(
-        dispatcher.approve(
-            &pending.approval_id,
-            &pending.preview_sha256,
-            "bob@acme",
-            in_an_hour()
-        ),
+    assert!(matches!(
+        dispatcher
+            .approve(
+                &pending.approval_id,
+                &pending.preview_sha256,
+                "bob@acme",
+                in_an_hour()
+            )
+            .await,
         Err(ApprovalError::NotPending)
-    );
+    ));
 }
 
 #[tokio::test(start_paused = true)]
@@ -546,6 +549,7 @@ async fn an_expired_approval_is_invalid() {
             "bob",
             clock() + Duration::from_secs(60),
         )
+        .await
         .unwrap();
     advance_clock(Duration::from_secs(61));
     let dispatch = run(&dispatcher, &call).await;
@@ -560,23 +564,29 @@ async fn approving_another_preview_or_an_expiry_in_the_past_is_refused() {
     let dispatcher = memory_dispatcher(&remote);
     let call = file_issue("c1", "t", "b", "k-1");
     let pending = pending_approval(&dispatcher, &call).await;
-    assert_eq!(
-        dispatcher.approve(&pending.approval_id, &"0".repeat(64), "bob", in_an_hour()),
+    assert!(matches!(
+        dispatcher
+            .approve(&pending.approval_id, &"0".repeat(64), "bob", in_an_hour())
+            .await,
         Err(ApprovalError::PreviewMismatch)
-    );
-    assert_eq!(
-        dispatcher.approve(
-            &pending.approval_id,
-            &pending.preview_sha256,
-            "bob",
-            clock()
-        ),
+    ));
+    assert!(matches!(
+        dispatcher
+            .approve(
+                &pending.approval_id,
+                &pending.preview_sha256,
+                "bob",
+                clock()
+            )
+            .await,
         Err(ApprovalError::Expired)
-    );
-    assert_eq!(
-        dispatcher.approve("apr_nope", &pending.preview_sha256, "bob", in_an_hour()),
+    ));
+    assert!(matches!(
+        dispatcher
+            .approve("apr_nope", &pending.preview_sha256, "bob", in_an_hour())
+            .await,
         Err(ApprovalError::NotPending)
-    );
+    ));
 }
 
 #[tokio::test(start_paused = true)]
@@ -585,7 +595,7 @@ async fn a_rejected_write_never_runs() {
     let dispatcher = memory_dispatcher(&remote);
     let call = file_issue("c1", "t", "b", "k-1");
     let pending = pending_approval(&dispatcher, &call).await;
-    dispatcher.reject(&pending.approval_id).unwrap();
+    dispatcher.reject(&pending.approval_id).await.unwrap();
     let dispatch = run(&dispatcher, &call).await;
     assert_eq!(code(&dispatch), Some(ErrorCode::Blocked));
     assert_eq!(dispatch.write_state, Some(WriteState::Rejected));
@@ -765,26 +775,30 @@ async fn pending_approvals_older_than_the_retention_are_forgotten() {
     let pending = pending_approval(&dispatcher, &file_issue("c1", "t", "b", "k-1")).await;
     advance_clock(Duration::from_secs(599));
     dispatcher.purge_expired().await.unwrap();
-    let kept = dispatcher.approve(
-        &pending.approval_id,
-        &pending.preview_sha256,
-        "bob",
-        in_an_hour(),
-    );
+    let kept = dispatcher
+        .approve(
+            &pending.approval_id,
+            &pending.preview_sha256,
+            "bob",
+            in_an_hour(),
+        )
+        .await;
     assert!(kept.is_ok(), "{kept:?}");
 
     let stale = pending_approval(&dispatcher, &file_issue("c2", "t", "b", "k-2")).await;
     advance_clock(Duration::from_secs(601));
     dispatcher.purge_expired().await.unwrap();
-    assert_eq!(
-        dispatcher.approve(
-            &stale.approval_id,
-            &stale.preview_sha256,
-            "bob",
-            in_an_hour()
-        ),
+    assert!(matches!(
+        dispatcher
+            .approve(
+                &stale.approval_id,
+                &stale.preview_sha256,
+                "bob",
+                in_an_hour()
+            )
+            .await,
         Err(ApprovalError::NotPending)
-    );
+    ));
 }
 
 #[tokio::test(start_paused = true)]

@@ -17,7 +17,7 @@ use proptest::prelude::*;
 use serde_json::json;
 use tool_contract::CallContext;
 use tool_contract::dispatch::{
-    Budget, Dispatch, Dispatcher, MemoryLedger, PendingApproval, Task, WriteState,
+    Budget, Dispatch, Dispatcher, MemoryStore, PendingApproval, Task, WriteState,
 };
 use tool_contract::results::Outcome;
 use tool_contract_tests::tracker::{
@@ -109,7 +109,7 @@ impl Tool {
 struct World {
     tool: Tool,
     remote: Arc<Remote>,
-    ledger: MemoryLedger,
+    ledger: MemoryStore,
     dispatcher: Dispatcher,
     task: Task,
     calls: usize,
@@ -123,7 +123,7 @@ struct World {
 impl World {
     fn new(tool: Tool) -> Self {
         let remote = Remote::new();
-        let ledger = MemoryLedger::new();
+        let ledger = MemoryStore::new();
         let dispatcher = dispatcher(&remote, Arc::new(ledger.clone()));
         World {
             tool,
@@ -230,12 +230,15 @@ impl World {
             }
             Step::Approve => {
                 if let Some(pending) = self.pending.take() {
-                    let approved = self.dispatcher.approve(
-                        &pending.approval_id,
-                        &pending.preview_sha256,
-                        "reviewer",
-                        clock() + Duration::from_secs(900),
-                    );
+                    let approved = self
+                        .dispatcher
+                        .approve(
+                            &pending.approval_id,
+                            &pending.preview_sha256,
+                            "reviewer",
+                            clock() + Duration::from_secs(900),
+                        )
+                        .await;
                     if approved.is_ok() {
                         let arguments = &pending.preview.arguments;
                         self.approved.push(format!(

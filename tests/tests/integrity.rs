@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tool_contract::dispatch::ledger::SqliteLedger;
+use tool_contract::dispatch::store::SqliteStore;
 use tool_contract::dispatch::{
-    Budget, Dispatcher, HandlerContext, Ledger, MemoryAuditLog, MemoryLedger, Task, WriteState,
+    Budget, ControlStore, Dispatcher, HandlerContext, MemoryAuditLog, MemoryStore, Task, WriteState,
 };
 use tool_contract::results::{Delivery, Outcome};
 use tool_contract::{ErrorCode, Principal, Status};
@@ -33,7 +33,7 @@ fn bob() -> Principal {
 #[tokio::test(start_paused = true)]
 async fn two_tenants_never_share_a_downstream_idempotency_key() {
     let remote = Remote::new();
-    let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+    let dispatcher = dispatcher(&remote, Arc::new(MemoryStore::new()));
     // Alice's write under key k-1 happens.
     let alices = run(&dispatcher, &create("c1", "Printer", "jammed", "k-1")).await;
     assert_eq!(alices.result.model.status(), Status::Succeeded);
@@ -89,7 +89,7 @@ async fn a_write_that_may_have_committed_is_never_reported_as_not_having_happene
     ];
     for (name, faults, budget) in schedules {
         let remote = Remote::new();
-        let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+        let dispatcher = dispatcher(&remote, Arc::new(MemoryStore::new()));
         remote.script(faults);
         let call = context(
             "c1",
@@ -118,7 +118,7 @@ async fn a_write_that_may_have_committed_is_never_reported_as_not_having_happene
 #[tokio::test(start_paused = true)]
 async fn a_lease_this_process_holds_is_in_progress_whatever_the_wall_clock_says() {
     let remote = Remote::new();
-    let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+    let dispatcher = dispatcher(&remote, Arc::new(MemoryStore::new()));
     remote.script(&[Fault::CommitAfter(Duration::from_secs(2))]);
     let call = create("c1", "Printer", "jammed", "k-1");
     let (first, repeat) = tokio::join!(run(&dispatcher, &call), async {
@@ -143,7 +143,7 @@ async fn a_lease_this_process_holds_is_in_progress_whatever_the_wall_clock_says(
 #[tokio::test(start_paused = true)]
 async fn a_commit_after_its_record_was_settled_otherwise_is_a_status_conflict() {
     let remote = Remote::new();
-    let ledger: Arc<MemoryLedger> = Arc::new(MemoryLedger::new());
+    let ledger: Arc<MemoryStore> = Arc::new(MemoryStore::new());
     let running = dispatcher(&remote, ledger.clone());
     let other = dispatcher(&remote, ledger);
     remote.script(&[Fault::CommitAfter(Duration::from_secs(2))]);
@@ -187,7 +187,7 @@ mod deployed {
 }
 
 /// A dispatcher running the deployed `label_issue` over `ledger`.
-fn deployed_dispatcher(remote: &Arc<Remote>, ledger: Arc<dyn Ledger>) -> Dispatcher {
+fn deployed_dispatcher(remote: &Arc<Remote>, ledger: Arc<dyn ControlStore>) -> Dispatcher {
     let registry = tool_contract::registry![deployed::LabelIssue]
         .into_builder()
         .all_adapters()
@@ -195,7 +195,7 @@ fn deployed_dispatcher(remote: &Arc<Remote>, ledger: Arc<dyn Ledger>) -> Dispatc
     let remote = remote.clone();
     Dispatcher::builder(registry, keys())
         .clock(clock)
-        .ledger(ledger)
+        .store(ledger)
         .audit_sink(Arc::new(MemoryAuditLog::new(audit_key())))
         .handler_with::<deployed::LabelIssue>(
             move |input: deployed::LabelIssue, cx: HandlerContext| {
@@ -223,7 +223,7 @@ fn label(call_id: &str) -> tool_contract::CallContext {
 #[tokio::test(start_paused = true)]
 async fn a_write_replayed_after_a_deploy_verifies_under_the_deployed_contract() {
     let remote = Remote::new();
-    let ledger: Arc<MemoryLedger> = Arc::new(MemoryLedger::new());
+    let ledger: Arc<MemoryStore> = Arc::new(MemoryStore::new());
     let before = dispatcher(&remote, ledger.clone());
     let first = run(&before, &label("c1")).await;
     assert_eq!(first.result.model.status(), Status::Succeeded);
@@ -258,7 +258,7 @@ async fn a_write_replayed_after_a_deploy_verifies_under_the_deployed_contract() 
 async fn a_ledger_row_edited_in_the_database_is_not_replayed() {
     let path = fresh_db("tc-edited-row");
     let remote = Remote::new();
-    let ledger = Arc::new(SqliteLedger::open(&path).unwrap());
+    let ledger = Arc::new(SqliteStore::open(&path).unwrap());
     let dispatcher = dispatcher(&remote, ledger);
     let first = run(&dispatcher, &label("c1")).await;
     assert_eq!(first.result.model.status(), Status::Succeeded);
@@ -292,7 +292,7 @@ async fn a_ledger_row_edited_in_the_database_is_not_replayed() {
 async fn a_model_that_calls_the_declared_status_tool_settles_the_unknown_write() {
     for (found, settled) in [(true, WriteState::Succeeded), (false, WriteState::Failed)] {
         let remote = Remote::new();
-        let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+        let dispatcher = dispatcher(&remote, Arc::new(MemoryStore::new()));
         let fault = if found {
             Fault::CommitThenHang
         } else {
@@ -338,7 +338,7 @@ async fn a_model_that_calls_the_declared_status_tool_settles_the_unknown_write()
 #[tokio::test(start_paused = true)]
 async fn the_status_tool_is_an_ordinary_read_outside_an_unknown_write() {
     let remote = Remote::new();
-    let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+    let dispatcher = dispatcher(&remote, Arc::new(MemoryStore::new()));
     let query = context(
         "c2",
         "find_issue",
@@ -578,7 +578,7 @@ async fn the_dispatcher_reconciles_an_unknown_write_by_running_its_status_tools_
 #[tokio::test(start_paused = true)]
 async fn the_approval_preview_shows_hidden_characters_escaped() {
     let remote = Remote::new();
-    let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+    let dispatcher = dispatcher(&remote, Arc::new(MemoryStore::new()));
     let text = "see invoice\u{202e}fdp.exe\u{200b} attached";
     let call = context(
         "c1",
@@ -607,7 +607,7 @@ async fn the_approval_preview_shows_hidden_characters_escaped() {
 #[tokio::test(start_paused = true)]
 async fn a_grant_is_spent_only_by_an_execution() {
     let remote = Remote::new();
-    let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+    let dispatcher = dispatcher(&remote, Arc::new(MemoryStore::new()));
     let call = context(
         "c1",
         "send_message",
@@ -640,14 +640,14 @@ async fn a_grant_is_spent_only_by_an_execution() {
 #[tokio::test(start_paused = true)]
 async fn the_longest_retention_is_kept_as_long_as_a_store_can() {
     let path = fresh_db("tc-retention");
-    let ledgers: [Arc<dyn Ledger>; 2] = [
-        Arc::new(MemoryLedger::new()),
-        Arc::new(SqliteLedger::open(&path).unwrap()),
+    let ledgers: [Arc<dyn ControlStore>; 2] = [
+        Arc::new(MemoryStore::new()),
+        Arc::new(SqliteStore::open(&path).unwrap()),
     ];
     for ledger in ledgers {
         let remote = Remote::new();
         let dispatcher = tool_contract_tests::tracker::builder(&remote)
-            .ledger(ledger)
+            .store(ledger)
             .retention(Duration::MAX)
             .build()
             .unwrap();
@@ -672,9 +672,6 @@ async fn the_longest_retention_is_kept_as_long_as_a_store_can() {
 /// in the application's code unwound through `dispatch`. Each now fails closed.
 #[tokio::test(start_paused = true)]
 async fn the_applications_code_that_panics_fails_closed_and_never_unwinds_through_dispatch() {
-    use tool_contract::dispatch::ledger::{
-        Advance, Advanced, Claim, Claimed, LedgerFuture, Record,
-    };
     use tool_contract::dispatch::{AuditLogError, AuditSink, GateCall, GateDecision};
     let remote = Remote::new();
     let read = context("c1", "read_doc", json!({ "doc_id": "d-1" }), "op-1", "k-1");
@@ -701,26 +698,17 @@ async fn the_applications_code_that_panics_fails_closed_and_never_unwinds_throug
         Some(ErrorCode::NotFound)
     );
 
-    struct PanickingLedger;
-    impl Ledger for PanickingLedger {
-        fn claim<'a>(&'a self, _: &'a Claim) -> LedgerFuture<'a, Claimed> {
-            Box::pin(async { panic!("a store bug") })
-        }
-        fn advance<'a>(&'a self, _: &'a Advance) -> LedgerFuture<'a, Advanced> {
-            panic!("a store bug")
-        }
-        fn release<'a>(&'a self, _: &'a str, _: &'a str) -> LedgerFuture<'a, bool> {
-            panic!("a store bug")
-        }
-        fn get<'a>(&'a self, _: &'a str) -> LedgerFuture<'a, Option<Record>> {
-            Box::pin(async { Ok(None) })
-        }
-        fn purge_expired(&self, _: u64) -> LedgerFuture<'_, u64> {
-            panic!("a store bug")
-        }
-    }
+    // A store bug: a panic on a claim (the first look at the key answers nothing).
+    let panicking =
+        tool_contract_tests::hooked::Hooked::new(Arc::new(MemoryStore::new()), |step| {
+            if step == "get" {
+                Ok(())
+            } else {
+                panic!("a store bug")
+            }
+        });
     let stored = tool_contract_tests::tracker::builder(&remote)
-        .ledger(Arc::new(PanickingLedger))
+        .store(Arc::new(panicking))
         .build()
         .unwrap();
     let write = create("c2", "Printer", "jammed", "k-2");
@@ -735,12 +723,12 @@ async fn the_applications_code_that_panics_fails_closed_and_never_unwinds_throug
 
     struct PanickingSink;
     impl AuditSink for PanickingSink {
-        fn append(
-            &self,
-            _: &tool_contract::ModelResult,
-            _: &tool_contract::results::ProtectedAudit,
-        ) -> Result<(), AuditLogError> {
-            panic!("a sink bug")
+        fn append<'a>(
+            &'a self,
+            _: &'a tool_contract::ModelResult,
+            _: &'a tool_contract::results::ProtectedAudit,
+        ) -> tool_contract::dispatch::AuditFuture<'a> {
+            Box::pin(async { panic!("a sink bug") })
         }
     }
     let audited = tool_contract_tests::tracker::builder(&remote)
@@ -760,7 +748,7 @@ async fn the_applications_code_that_panics_fails_closed_and_never_unwinds_throug
 #[tokio::test(start_paused = true)]
 async fn a_read_the_timeout_stopped_mid_run_is_not_said_never_to_have_run() {
     let remote = Remote::new();
-    let dispatcher = dispatcher(&remote, Arc::new(MemoryLedger::new()));
+    let dispatcher = dispatcher(&remote, Arc::new(MemoryStore::new()));
     remote.script(&[Fault::HangBeforeCommit; 3]);
     let read = context("c1", "read_doc", json!({ "doc_id": "d-1" }), "op-1", "k-1");
     let timed_out = run(&dispatcher, &read).await;

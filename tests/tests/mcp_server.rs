@@ -11,7 +11,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use tool_contract::dispatch::MemoryLedger;
+use tool_contract::dispatch::MemoryStore;
 use tool_contract::mcp::McpServer;
 use tool_contract_tests::tracker::{Remote, alice, dispatcher};
 
@@ -38,7 +38,7 @@ impl ClientHandler for AbsentPerson {
 async fn an_unanswered_approval_form_closes_after_the_approval_lifetime() {
     let remote = Arc::new(Remote::default());
     let server = McpServer::new(
-        Arc::new(dispatcher(&remote, Arc::new(MemoryLedger::new()))),
+        Arc::new(dispatcher(&remote, Arc::new(MemoryStore::new()))),
         alice(),
     )
     .with_approval_ttl(Duration::from_millis(200));
@@ -184,7 +184,7 @@ fn error_code(response: &Value) -> Option<&str> {
 #[tokio::test]
 async fn mcp_arguments_are_validated_from_the_clients_own_bytes() {
     let remote = Arc::new(Remote::default());
-    let dispatcher = Arc::new(dispatcher(&remote, Arc::new(MemoryLedger::new())));
+    let dispatcher = Arc::new(dispatcher(&remote, Arc::new(MemoryStore::new())));
     let mut session = RawSession::start(McpServer::new(dispatcher, alice())).await;
 
     let repeated = session
@@ -212,7 +212,7 @@ async fn mcp_arguments_are_validated_from_the_clients_own_bytes() {
 #[tokio::test]
 async fn a_message_past_the_largest_argument_limit_is_never_read_and_the_session_goes_on() {
     let remote = Arc::new(Remote::default());
-    let dispatcher = Arc::new(dispatcher(&remote, Arc::new(MemoryLedger::new())));
+    let dispatcher = Arc::new(dispatcher(&remote, Arc::new(MemoryStore::new())));
     let mut session = RawSession::start(McpServer::new(dispatcher, alice())).await;
     let huge = format!(r#"{{"number":7,"label":"{}"}}"#, "x".repeat(2 << 20));
     let line = format!(
@@ -231,7 +231,7 @@ async fn a_message_past_the_largest_argument_limit_is_never_read_and_the_session
 async fn a_server_that_does_not_read_its_own_session_refuses_calls() {
     let remote = Arc::new(Remote::default());
     let server = McpServer::new(
-        Arc::new(dispatcher(&remote, Arc::new(MemoryLedger::new()))),
+        Arc::new(dispatcher(&remote, Arc::new(MemoryStore::new()))),
         alice(),
     );
     let (client_side, server_side) = tokio::io::duplex(1 << 16);
@@ -277,7 +277,7 @@ impl ClientHandler for ApprovingPerson {
 async fn an_approval_lifetime_past_the_calendar_lasts_as_long_as_one_can() {
     let remote = Arc::new(Remote::default());
     let server = McpServer::new(
-        Arc::new(dispatcher(&remote, Arc::new(MemoryLedger::new()))),
+        Arc::new(dispatcher(&remote, Arc::new(MemoryStore::new()))),
         alice(),
     )
     .with_approval_ttl(Duration::MAX);

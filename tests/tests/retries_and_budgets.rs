@@ -10,7 +10,7 @@ use rand::rngs::SmallRng;
 use serde_json::json;
 use tokio::time::Instant;
 use tool_contract::dispatch::{
-    Budget, Dispatch, Dispatcher, MemoryLedger, RetryPolicy, StopReason, Task, ToolOptions,
+    Budget, Dispatch, Dispatcher, MemoryStore, RetryPolicy, StopReason, Task, ToolOptions,
     WriteState,
 };
 use tool_contract::results::Recovery;
@@ -20,7 +20,7 @@ use tool_contract_tests::tracker::{
 };
 
 fn memory_dispatcher(remote: &Arc<Remote>) -> Dispatcher {
-    dispatcher(remote, Arc::new(MemoryLedger::new()))
+    dispatcher(remote, Arc::new(MemoryStore::new()))
 }
 
 fn code(dispatch: &Dispatch) -> Option<ErrorCode> {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-use tool_contract::dispatch::{Dispatcher, GateDecision, HandlerContext, MemoryLedger, Task};
+use tool_contract::dispatch::{Dispatcher, GateDecision, HandlerContext, MemoryStore, Task};
 use tool_contract::{
     AuditKeys, CallContext, FailureKind, Principal, RawProvenance, RawResult, SecretKey,
     ToolFailure,
@@ -180,6 +180,7 @@ async fn secrets_planted_in_every_field_stay_out_of_the_trace(captured: &Capture
             "APPROVER-SECRET-9",
             clock() + Duration::from_secs(60),
         )
+        .await
         .unwrap();
 
     let trace = captured.take();
@@ -220,7 +221,7 @@ async fn secrets_planted_in_every_field_stay_out_of_the_trace(captured: &Capture
 async fn budget_left_is_traced_before_each_attempt(captured: &Captured) {
     let remote = Remote::new();
     let dispatcher = builder(&remote)
-        .ledger(Arc::new(MemoryLedger::new()))
+        .store(Arc::new(MemoryStore::new()))
         .build()
         .unwrap();
     let task = Task::new(tool_contract::dispatch::Budget {

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tool_contract::dispatch::ledger::SqliteLedger;
+use tool_contract::dispatch::store::SqliteStore;
 use tool_contract::dispatch::{
-    Dispatch, Dispatcher, Ledger, MemoryLedger, StopReason, Task, WriteState,
+    ControlStore, Dispatch, Dispatcher, MemoryStore, StopReason, Task, WriteState,
 };
 use tool_contract::results::{Delivery, Outcome, Recovery};
 use tool_contract::{ErrorCode, Status};
@@ -16,7 +16,7 @@ use tool_contract_tests::tracker::{
 };
 
 fn memory_dispatcher(remote: &Arc<Remote>) -> Dispatcher {
-    dispatcher(remote, Arc::new(MemoryLedger::new()))
+    dispatcher(remote, Arc::new(MemoryStore::new()))
 }
 
 fn code(dispatch: &Dispatch) -> Option<ErrorCode> {
@@ -213,7 +213,7 @@ async fn two_principals_never_share_a_key() {
     );
 }
 
-async fn restart_between_executing_and_the_outcome(open: impl Fn() -> Arc<dyn Ledger>) {
+async fn restart_between_executing_and_the_outcome(open: impl Fn() -> Arc<dyn ControlStore>) {
     let remote = Remote::new();
     remote.script(&[Fault::CommitThenHang]);
     let call = create("c1", "t", "b", "k-1");
@@ -255,7 +255,7 @@ async fn restart_between_executing_and_the_outcome(open: impl Fn() -> Arc<dyn Le
 
 #[tokio::test(start_paused = true)]
 async fn a_restart_between_executing_and_the_outcome_is_reconciled_not_rerun_in_memory() {
-    let ledger = MemoryLedger::new();
+    let ledger = MemoryStore::new();
     restart_between_executing_and_the_outcome(|| Arc::new(ledger.clone())).await;
 }
 
@@ -265,8 +265,7 @@ async fn a_restart_between_executing_and_the_outcome_is_reconciled_not_rerun_on_
         "tool-contract-restart-{}.sqlite",
         std::process::id()
     ));
-    restart_between_executing_and_the_outcome(|| Arc::new(SqliteLedger::open(&path).unwrap()))
-        .await;
+    restart_between_executing_and_the_outcome(|| Arc::new(SqliteStore::open(&path).unwrap())).await;
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
@@ -280,7 +279,7 @@ async fn a_write_lost_without_a_status_query_stays_unknown_after_a_restart() {
         Fault::CommitThenHang,
         Fault::CommitThenHang,
     ]);
-    let ledger = MemoryLedger::new();
+    let ledger = MemoryStore::new();
     let call = context(
         "c1",
         "label_issue",
@@ -416,7 +415,7 @@ async fn a_key_is_replayed_within_its_retention_and_free_after_it() {
 async fn reconciling_a_write_whose_process_died_asks_the_status_query() {
     let remote = Remote::new();
     remote.script(&[Fault::CommitThenHang]);
-    let ledger = MemoryLedger::new();
+    let ledger = MemoryStore::new();
     let call = create("c1", "t", "b", "k-1");
     {
         let before = dispatcher(&remote, Arc::new(ledger.clone()));
@@ -460,15 +459,15 @@ async fn reconciling_an_operation_nobody_started_finds_nothing() {
 #[tokio::test(start_paused = true)]
 async fn expired_keys_are_purged_on_request_and_every_so_many_writes() {
     let remote = Remote::new();
-    let ledger = MemoryLedger::new();
+    let ledger = MemoryStore::new();
     let dispatcher = tool_contract_tests::tracker::builder(&remote)
-        .ledger(Arc::new(ledger.clone()))
+        .store(Arc::new(ledger.clone()))
         .retention(Duration::from_secs(60))
         .build()
         .unwrap();
     run(&dispatcher, &create("c0", "t", "b", "k-0")).await;
     advance_clock(Duration::from_secs(61));
-    assert_eq!(dispatcher.purge_expired().await.unwrap(), 1);
+    assert_eq!(dispatcher.purge_expired().await.unwrap().records, 1);
 
     // The first write above and these fill all but the last write of a round.
     for index in 0..tool_contract::dispatch::PURGE_EVERY - 2 {

@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use tool_contract::dispatch::{
-    AuditLogError, AuditSink, Dispatcher, GateCall, GateDecision, HandlerContext, Ledger,
-    MemoryLedger, Task, ToolOptions,
+    AuditSink, ControlStore, Dispatcher, GateCall, GateDecision, HandlerContext, MemoryStore, Task,
+    ToolOptions,
 };
 use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::results::ProtectedAudit;
@@ -73,8 +73,12 @@ fn order(order_ref: &str) -> RawResult {
 struct Discard;
 
 impl AuditSink for Discard {
-    fn append(&self, _: &ModelResult, _: &ProtectedAudit) -> Result<(), AuditLogError> {
-        Ok(())
+    fn append<'a>(
+        &'a self,
+        _: &'a ModelResult,
+        _: &'a ProtectedAudit,
+    ) -> tool_contract::dispatch::AuditFuture<'a> {
+        Box::pin(std::future::ready(Ok(())))
     }
 }
 
@@ -86,12 +90,12 @@ fn keys() -> AuditKeys {
     AuditKeys::new(SecretKey::new([3; 32]).expect("32 bytes"))
 }
 
-fn dispatcher(ledger: Arc<dyn Ledger>) -> Dispatcher {
+fn dispatcher(ledger: Arc<dyn ControlStore>) -> Dispatcher {
     Dispatcher::builder(registry(), keys())
         .handler::<GetOrder>(get_order)
         .write_handler::<NoteOrder>(note_order, find_note, ToolOptions::DEFAULT)
         .gate(|_: &GateCall<'_>| GateDecision::Proceed)
-        .ledger(ledger)
+        .store(ledger)
         .audit_sink(Arc::new(Discard))
         .build()
         .expect("every tool has a handler")
@@ -124,7 +128,7 @@ fn bench_read(c: &mut Criterion) {
     let read = context("get_order", "k".to_owned());
     let registry = registry();
     let binder = Binder::new(&registry, keys());
-    let dispatcher = dispatcher(Arc::new(MemoryLedger::new()));
+    let dispatcher = dispatcher(Arc::new(MemoryStore::new()));
 
     let mut group = c.benchmark_group("read");
     group.bench_function("direct", |b| {
@@ -161,7 +165,7 @@ fn bench_write(c: &mut Criterion) {
     };
 
     let mut group = c.benchmark_group("write");
-    let memory = dispatcher(Arc::new(MemoryLedger::new()));
+    let memory = dispatcher(Arc::new(MemoryStore::new()));
     group.bench_function("dispatch_memory", |b| {
         b.iter(|| {
             runtime
@@ -173,7 +177,7 @@ fn bench_write(c: &mut Criterion) {
         let path =
             std::env::temp_dir().join(format!("tool-contract-bench-{}.sqlite", std::process::id()));
         let ledger =
-            tool_contract::dispatch::ledger::SqliteLedger::open(&path).expect("a ledger file");
+            tool_contract::dispatch::store::SqliteStore::open(&path).expect("a ledger file");
         let sqlite = dispatcher(Arc::new(ledger));
         group.bench_function("dispatch_sqlite", |b| {
             b.iter(|| {

@@ -18,7 +18,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer, RunningService};
 use rmcp::{ErrorData, RoleClient, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
-use tool_contract::dispatch::{AuditLogError, AuditSink, Dispatcher, HandlerContext, Task};
+use tool_contract::dispatch::{AuditSink, Dispatcher, HandlerContext, Task};
 use tool_contract::mcp::McpServer;
 use tool_contract::providers::{Correlation, ToolCall};
 use tool_contract::results::ProtectedAudit;
@@ -58,8 +58,12 @@ async fn get_order(input: GetOrder, _: HandlerContext) -> Result<RawResult, Tool
 struct Discard;
 
 impl AuditSink for Discard {
-    fn append(&self, _: &ModelResult, _: &ProtectedAudit) -> Result<(), AuditLogError> {
-        Ok(())
+    fn append<'a>(
+        &'a self,
+        _: &'a ModelResult,
+        _: &'a ProtectedAudit,
+    ) -> tool_contract::dispatch::AuditFuture<'a> {
+        Box::pin(std::future::ready(Ok(())))
     }
 }
 

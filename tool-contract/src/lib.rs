@@ -80,7 +80,7 @@
 //!
 //! A [`dispatch::Dispatcher`] takes each call from the registry lookup to a sealed result:
 //! exact argument validation, gates, authorization, approvals bound to the exact action, the
-//! idempotency ledger ([`dispatch::MemoryLedger`], or `SqliteLedger` with the `sqlite`
+//! idempotency ledger ([`dispatch::MemoryStore`], or `SqliteStore` with the `sqlite`
 //! feature), budgets and deadline, the handler under a timeout with cancellation, retries by
 //! effect, projection, the audit sink ([`dispatch::JsonLinesAuditLog`], a keyed chain), and the
 //! ledger record. A write whose outcome is lost is `unknown` and is reconciled, never rerun.

@@ -413,12 +413,15 @@ fn dispatch_path() {
             serde_json::to_string(&pending.preview).unwrap_or_default()
         );
         let expires = time::OffsetDateTime::now_utc() + Duration::from_secs(600);
-        if let Err(error) = dispatcher.approve(
-            &pending.approval_id,
-            &pending.preview_sha256,
-            "bob@acme.example",
-            expires,
-        ) {
+        if let Err(error) = dispatcher
+            .approve(
+                &pending.approval_id,
+                &pending.preview_sha256,
+                "bob@acme.example",
+                expires,
+            )
+            .await
+        {
             eprintln!("approval refused: {error}");
             std::process::exit(1);
         }

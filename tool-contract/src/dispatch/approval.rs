@@ -1,13 +1,11 @@
 //! Approvals bound to the exact action: request digest, preview, approver, expiry; used once.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
+use crate::dispatch::store::{Lease, StoreError};
 use crate::json::canonical;
 use crate::json::encoding::infallible;
 use crate::json::visible::escape_hidden;
@@ -15,7 +13,7 @@ use crate::vocabulary::Effect;
 
 /// What the person approving sees: built by the dispatcher from the validated arguments and
 /// the registry, never from text the model wrote about the action.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Preview {
     /// The tool that will run.
     pub tool: String,
@@ -85,8 +83,9 @@ pub struct PendingApproval {
     pub principal_ref: String,
     /// The logical operation.
     pub operation_id: String,
-    /// The ledger key of the operation.
-    pub(crate) ledger_key: String,
+    /// The ledger key of the operation (the principal's reference and the application's
+    /// key): what a store keeps the approval under.
+    pub ledger_key: String,
 }
 
 /// A person's approval of one pending action. It covers that request digest, tool, principal,
@@ -109,11 +108,12 @@ pub struct ApprovalGrant {
     pub approver: String,
     /// When it lapses.
     pub expires_at: OffsetDateTime,
-    pub(crate) ledger_key: String,
+    /// The ledger key of the operation.
+    pub ledger_key: String,
 }
 
 /// Why an approval or rejection was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ApprovalError {
     /// No pending approval has that id: it never existed, was decided, or was superseded by
@@ -130,11 +130,15 @@ pub enum ApprovalError {
     /// record it.
     #[error("the approval's expiry is out of range")]
     ExpiryOutOfRange,
+    /// The control-plane store failed: nothing was recorded.
+    #[error("the approval could not be recorded")]
+    Store(#[source] StoreError),
 }
 
 /// Why a request cannot run on the approval at hand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Invalidity {
+#[non_exhaustive]
+pub enum Invalidity {
     /// The arguments (hence request digest) changed since approval.
     RequestChanged,
     /// The approval is for another tool, principal or operation.
@@ -144,7 +148,9 @@ pub(crate) enum Invalidity {
 }
 
 impl Invalidity {
-    pub(crate) fn as_str(self) -> &'static str {
+    /// What it says in an audit's detail.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
         match self {
             Invalidity::RequestChanged => "request changed after approval",
             Invalidity::Moved => "approval is for another tool, principal or operation",
@@ -155,8 +161,8 @@ impl Invalidity {
 
 /// What the approval stage decides for one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ApprovalCheck {
-    /// Approved: the grant is consumed.
+pub enum ApprovalCheck {
+    /// Approved: the claim may redeem this grant.
     Proceed(ApprovalGrant),
     /// Waiting for a person (first ask, or the same request asked again).
     Required(PendingApproval),
@@ -166,138 +172,105 @@ pub(crate) enum ApprovalCheck {
     Rejected,
 }
 
-/// The facts of the request at the approval stage.
-pub(crate) struct Asked<'a> {
-    pub(crate) ledger_key: &'a str,
-    pub(crate) request_sha256: &'a str,
-    pub(crate) tool: &'a str,
-    pub(crate) principal_ref: &'a str,
-    pub(crate) operation_id: &'a str,
-    pub(crate) now: OffsetDateTime,
+/// The facts of one request at the approval stage, and the pending approval to write
+/// should it need a new one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalAsk {
+    /// The operation's ledger key.
+    pub ledger_key: String,
+    /// The request digest of the exact action.
+    pub request_sha256: String,
+    /// The tool.
+    pub tool: String,
+    /// The keyed reference of the principal who asks.
+    pub principal_ref: String,
+    /// The logical operation.
+    pub operation_id: String,
+    /// Now.
+    pub now: OffsetDateTime,
+    /// The pending approval written when none covers the request.
+    pub fresh: PendingApproval,
+    /// How long a pending approval waits for a person.
+    pub retention_ms: u64,
 }
 
-#[derive(Debug)]
-enum Entry {
-    /// Waiting since the instant given.
-    Pending(PendingApproval, OffsetDateTime),
-    Granted(ApprovalGrant),
-    /// Refused at the instant given.
-    Rejected(OffsetDateTime),
+/// A person's approval of the pending approval `approval_id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApproveStep {
+    /// The pending approval.
+    pub approval_id: String,
+    /// The preview the person saw.
+    pub preview_sha256: String,
+    /// Who approves.
+    pub approver: String,
+    /// Until when.
+    pub expires_at: OffsetDateTime,
+    /// Now.
+    pub now: OffsetDateTime,
 }
 
-/// Pending approvals and grants, one entry per operation (ledger key).
-#[derive(Debug, Default)]
-pub(crate) struct ApprovalBook {
-    entries: Mutex<HashMap<String, Entry>>,
+/// A person's rejection of the pending approval `approval_id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectStep {
+    /// The pending approval.
+    pub approval_id: String,
+    /// Now.
+    pub now: OffsetDateTime,
+    /// How long the rejection is remembered.
+    pub retention_ms: u64,
 }
 
-impl ApprovalBook {
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
+/// What the store holds of one operation's approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalEntry {
+    /// Waiting for a person until `expires_at_ms`.
+    Pending {
+        /// What the person is asked.
+        pending: PendingApproval,
+        /// When it is forgotten (ms since the epoch).
+        expires_at_ms: u64,
+    },
+    /// Approved; redeemed by the execution holding `redeemed_by`, once one claimed it.
+    Granted {
+        /// The approval.
+        grant: ApprovalGrant,
+        /// The execution that redeemed it.
+        redeemed_by: Option<Lease>,
+    },
+    /// Refused.
+    Rejected {
+        /// The pending approval refused.
+        approval_id: String,
+        /// When it is forgotten (ms since the epoch).
+        expires_at_ms: u64,
+    },
+}
 
-    /// Decides the approval stage, atomically: a grant is taken out as it is used.
-    pub(crate) fn check(
-        &self,
-        asked: &Asked<'_>,
-        pending: impl FnOnce() -> PendingApproval,
-    ) -> ApprovalCheck {
-        let mut entries = self.entries();
-        let invalidity = match entries.remove(asked.ledger_key) {
-            None => None,
-            Some(Entry::Rejected(at)) => {
-                entries.insert(asked.ledger_key.to_owned(), Entry::Rejected(at));
-                return ApprovalCheck::Rejected;
-            }
-            Some(Entry::Pending(waiting, since))
-                if waiting.request_sha256 == asked.request_sha256 =>
-            {
-                entries.insert(
-                    asked.ledger_key.to_owned(),
-                    Entry::Pending(waiting.clone(), since),
-                );
-                return ApprovalCheck::Required(waiting);
-            }
-            // Changed before anyone approved: simply a new request to approve.
-            Some(Entry::Pending(..)) => None,
-            Some(Entry::Granted(grant)) => match grant_covers(&grant, asked) {
-                Ok(()) => return ApprovalCheck::Proceed(grant),
-                Err(invalidity) => Some(invalidity),
-            },
-        };
-        let fresh = pending();
-        entries.insert(
-            asked.ledger_key.to_owned(),
-            Entry::Pending(fresh.clone(), asked.now),
-        );
-        match invalidity {
-            Some(invalidity) => ApprovalCheck::Invalid(fresh, invalidity),
-            None => ApprovalCheck::Required(fresh),
+impl ApprovalEntry {
+    /// The approval id it is under.
+    #[must_use]
+    pub fn approval_id(&self) -> &str {
+        match self {
+            ApprovalEntry::Pending { pending, .. } => &pending.approval_id,
+            ApprovalEntry::Granted { grant, .. } => &grant.approval_id,
+            ApprovalEntry::Rejected { approval_id, .. } => approval_id,
         }
     }
 
-    /// Puts back `grant`, taken by [`check`](Self::check) for a dispatch that then ran
-    /// nothing, unless the operation has another entry by now.
-    pub(crate) fn restore(&self, grant: ApprovalGrant) {
-        let key = grant.ledger_key.clone();
-        self.entries().entry(key).or_insert(Entry::Granted(grant));
-    }
-
-    pub(crate) fn approve(
-        &self,
-        approval_id: &str,
-        preview_sha256: &str,
-        approver: &str,
-        expires_at: OffsetDateTime,
-        now: OffsetDateTime,
-    ) -> Result<ApprovalGrant, ApprovalError> {
-        let mut entries = self.entries();
-        let (key, pending) = find_pending(&entries, approval_id)?;
-        if pending.preview_sha256 != preview_sha256 {
-            return Err(ApprovalError::PreviewMismatch);
+    /// When it may be purged (ms since the epoch): a grant when it lapses.
+    #[must_use]
+    pub fn expires_at_ms(&self) -> u64 {
+        match self {
+            ApprovalEntry::Pending { expires_at_ms, .. }
+            | ApprovalEntry::Rejected { expires_at_ms, .. } => *expires_at_ms,
+            ApprovalEntry::Granted { grant, .. } => unix_ms(grant.expires_at),
         }
-        if expires_at <= now {
-            return Err(ApprovalError::Expired);
-        }
-        let grant = ApprovalGrant {
-            approval_id: pending.approval_id.clone(),
-            request_sha256: pending.request_sha256.clone(),
-            preview_sha256: pending.preview_sha256.clone(),
-            tool: pending.preview.tool.clone(),
-            principal_ref: pending.principal_ref.clone(),
-            operation_id: pending.operation_id.clone(),
-            approver: approver.to_owned(),
-            expires_at,
-            ledger_key: pending.ledger_key.clone(),
-        };
-        entries.insert(key, Entry::Granted(grant.clone()));
-        Ok(grant)
     }
+}
 
-    pub(crate) fn reject(
-        &self,
-        approval_id: &str,
-        now: OffsetDateTime,
-    ) -> Result<(), ApprovalError> {
-        let mut entries = self.entries();
-        let (key, _) = find_pending(&entries, approval_id)?;
-        entries.insert(key, Entry::Rejected(now));
-        Ok(())
-    }
-
-    /// Forgets grants that lapsed, and pending approvals and rejections older than
-    /// `retention`; returns how many.
-    pub(crate) fn purge(&self, now: OffsetDateTime, retention: std::time::Duration) -> usize {
-        let mut entries = self.entries();
-        let before = entries.len();
-        entries.retain(|_, entry| match entry {
-            Entry::Pending(_, at) | Entry::Rejected(at) => later_by(*at, retention) > now,
-            Entry::Granted(grant) => grant.expires_at > now,
-        });
-        before - entries.len()
-    }
+/// Milliseconds since the Unix epoch (0 before it).
+pub(crate) fn unix_ms(at: OffsetDateTime) -> u64 {
+    u64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(0)
 }
 
 /// `at` moved on by `lifetime`, or the last instant an audit can write (the end of year
@@ -314,22 +287,7 @@ pub(crate) fn later_by(at: OffsetDateTime, lifetime: std::time::Duration) -> Off
         .map_or(last, |later| later.min(last))
 }
 
-fn find_pending(
-    entries: &HashMap<String, Entry>,
-    approval_id: &str,
-) -> Result<(String, PendingApproval), ApprovalError> {
-    entries
-        .iter()
-        .find_map(|(key, entry)| match entry {
-            Entry::Pending(pending, _) if pending.approval_id == approval_id => {
-                Some((key.clone(), pending.clone()))
-            }
-            _ => None,
-        })
-        .ok_or(ApprovalError::NotPending)
-}
-
-fn grant_covers(grant: &ApprovalGrant, asked: &Asked<'_>) -> Result<(), Invalidity> {
+pub(crate) fn grant_covers(grant: &ApprovalGrant, asked: &ApprovalAsk) -> Result<(), Invalidity> {
     if grant.tool != asked.tool
         || grant.principal_ref != asked.principal_ref
         || grant.operation_id != asked.operation_id

@@ -19,8 +19,8 @@ use crate::dispatch::handler::HandlerContext;
 use crate::dispatch::handler::{
     ErasedStatusInput, Handler, ToolEntry, TypedTool, erase_status_input,
 };
-use crate::dispatch::ledger::{Ledger, MemoryLedger};
 use crate::dispatch::options::{Authorizer, ToolOptions};
+use crate::dispatch::store::{ControlStore, MemoryStore};
 use crate::results::AuditKeys;
 use crate::vocabulary::Reconcile;
 
@@ -173,9 +173,10 @@ pub struct DispatcherBuilder {
     unregistered: Vec<&'static str>,
     gates: Vec<Box<dyn Gate>>,
     authorizer: Option<Box<dyn Authorizer>>,
-    ledger: Option<Arc<dyn Ledger>>,
+    store: Option<Arc<dyn ControlStore>>,
     audit_sink: Option<Arc<dyn AuditSink>>,
     retention: Duration,
+    lease_grace: Duration,
 }
 
 impl DispatcherBuilder {
@@ -188,9 +189,10 @@ impl DispatcherBuilder {
             unregistered: Vec::new(),
             gates: Vec::new(),
             authorizer: None,
-            ledger: None,
+            store: None,
             audit_sink: None,
             retention: Duration::from_secs(24 * 60 * 60),
+            lease_grace: Duration::from_secs(60),
         }
     }
 
@@ -276,10 +278,22 @@ impl DispatcherBuilder {
         self
     }
 
-    /// The idempotency ledger. Without one, a [`MemoryLedger`] (lost on restart).
+    /// The control-plane store: the idempotency ledger and the approvals. Without one, a
+    /// [`MemoryStore`] (one process, lost on restart); replicas that share one
+    /// (`SqliteStore` on one host, `PostgresStore` across hosts) share every write's record
+    /// and every approval.
     #[must_use]
-    pub fn ledger(mut self, ledger: Arc<dyn Ledger>) -> Self {
-        self.ledger = Some(ledger);
+    pub fn store(mut self, store: Arc<dyn ControlStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// How long past a write's own time limits (every attempt's timeout and every retry's
+    /// wait) its lease holds (default 60 s): after that, a replica that finds the write
+    /// still marked running takes it as `unknown` (its owner died) and reconciles it.
+    #[must_use]
+    pub fn lease_grace(mut self, grace: Duration) -> Self {
+        self.lease_grace = grace;
         self
     }
 
@@ -362,9 +376,10 @@ impl DispatcherBuilder {
             tools: self.tools,
             gates: self.gates,
             authorizer: self.authorizer,
-            ledger: self.ledger.unwrap_or_else(|| Arc::new(MemoryLedger::new())),
+            store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
             audit_sink,
             retention: self.retention,
+            lease_grace: self.lease_grace,
         }))
     }
 }

@@ -38,22 +38,25 @@ mod builder;
 mod dispatcher;
 mod gate;
 mod handler;
-pub mod ledger;
 mod options;
 mod retry;
 mod state;
+pub mod store;
 
-pub use approval::{ApprovalError, ApprovalGrant, PendingApproval, Preview};
+pub use approval::{
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
+    Invalidity, PendingApproval, Preview, RejectStep,
+};
 pub use audit_log::{
-    AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256, JsonLinesAuditLog, LogEvent,
-    MemoryAuditLog, SegmentReason, verify_chain,
+    AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256,
+    JsonLinesAuditLog, LogEvent, MemoryAuditLog, SegmentReason, verify_chain,
 };
 pub use budget::{Budget, Remaining, StopReason, Task};
 pub use builder::{BuildError, BuildErrors, DispatcherBuilder};
 pub use dispatcher::{Dispatch, Dispatcher, PURGE_EVERY};
 pub use gate::{Gate, GateCall, GateDecision, RequireNonEmpty};
 pub use handler::{Handler, HandlerContext};
-pub use ledger::{Ledger, LedgerError, MemoryLedger};
 pub use options::{Authorizer, ToolOptions};
 pub use retry::RetryPolicy;
 pub use state::{IllegalTransition, UnknownWriteState, WriteEvent, WriteState};
+pub use store::{ControlStore, MemoryStore, StoreError};

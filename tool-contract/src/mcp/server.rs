@@ -313,11 +313,12 @@ impl McpServer {
                     &approver,
                     expires_at,
                 )
+                .await
                 .is_ok()
         } else if answer.action == ElicitationAction::Cancel {
             false
         } else {
-            self.dispatcher.reject(&pending.approval_id).is_ok()
+            self.dispatcher.reject(&pending.approval_id).await.is_ok()
         }
     }
 

@@ -1,12 +1,12 @@
 //! What a tool does to the world, and what that asks of its writes: approval, reconciliation.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::json::names::wire_names;
 
 wire_names! {
     /// What calling a tool does to the world. It decides retries, approvals and reconciliation.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
     pub enum Effect {
         /// Computes from its arguments alone; touches nothing.
         Pure = "pure",

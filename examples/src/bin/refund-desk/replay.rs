@@ -383,7 +383,7 @@ async fn replay(wire: Wire, audit: Arc<JsonLinesAuditLog>, output: Output) -> Re
         }
         check(wire, number, step, &dispatches)?;
         match step.around {
-            Around::SupervisorApproves => approve(&dispatcher, &dispatches, output)?,
+            Around::SupervisorApproves => approve(&dispatcher, &dispatches, output).await?,
             Around::RateLimitOrders => desk.lift_rate_limit(),
             Around::Nothing | Around::LoseNextWriteAnswer => {}
         }
@@ -425,7 +425,7 @@ fn context(call: &ToolCall) -> CallContext {
 }
 
 /// The supervisor reads each pending preview and approves exactly it, for ten minutes.
-fn approve(
+async fn approve(
     dispatcher: &tool_contract::dispatch::Dispatcher,
     dispatches: &[Dispatch],
     output: Output,
@@ -442,6 +442,7 @@ fn approve(
                 "supervisor@acme.example",
                 expires_at,
             )
+            .await
             .map_err(|error| format!("the approval was refused: {error}"))?;
         match output {
             Output::Text => println!(

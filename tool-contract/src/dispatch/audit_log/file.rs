@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::record::{Entry, ReadEntry, Verifier, next_line};
-use super::{AuditLogError, AuditSink, BrokenLink, ChainHead, LogEvent, SegmentReason};
+use super::{
+    AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead, LogEvent, SegmentReason,
+};
 use crate::json::encoding::infallible;
 use crate::json::{canonical, depth};
 use crate::results::digest::digests_equal;
@@ -328,10 +330,12 @@ impl JsonLinesAuditLog {
 }
 
 impl AuditSink for JsonLinesAuditLog {
-    fn append(&self, model: &ModelResult, audit: &ProtectedAudit) -> Result<(), AuditLogError> {
+    fn append<'a>(&'a self, model: &'a ModelResult, audit: &'a ProtectedAudit) -> AuditFuture<'a> {
         let mut active = self.active();
-        self.follow_outside_changes(&mut active)?;
-        self.write_entry(&mut active, Entry::Call(model, audit))
+        let appended = self
+            .follow_outside_changes(&mut active)
+            .and_then(|()| self.write_entry(&mut active, Entry::Call(model, audit)));
+        Box::pin(std::future::ready(appended))
     }
 }
 

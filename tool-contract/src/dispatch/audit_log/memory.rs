@@ -3,7 +3,7 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::record::{Entry, ReadEntry, Verifier, next_line};
-use super::{AuditLogError, AuditSink, ChainHead};
+use super::{AuditFuture, AuditSink, ChainHead};
 use crate::json::encoding::infallible;
 use crate::results::{ModelResult, ProtectedAudit, SecretKey};
 
@@ -73,7 +73,7 @@ impl MemoryAuditLog {
 }
 
 impl AuditSink for MemoryAuditLog {
-    fn append(&self, model: &ModelResult, audit: &ProtectedAudit) -> Result<(), AuditLogError> {
+    fn append<'a>(&'a self, model: &'a ModelResult, audit: &'a ProtectedAudit) -> AuditFuture<'a> {
         let mut state = self.state();
         let (line, next) = next_line(&self.key, &state.1, Entry::Call(model, audit));
         state.0.push(infallible(
@@ -81,6 +81,6 @@ impl AuditSink for MemoryAuditLog {
             "canonical JSON is UTF-8",
         ));
         state.1 = next;
-        Ok(())
+        Box::pin(std::future::ready(Ok(())))
     }
 }

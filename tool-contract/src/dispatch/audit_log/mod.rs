@@ -11,8 +11,10 @@ mod file;
 mod memory;
 mod record;
 
+use std::future::Future;
 use std::io::BufRead;
 use std::path::PathBuf;
+use std::pin::Pin;
 
 use serde::{Deserialize, Serialize};
 
@@ -22,16 +24,22 @@ pub(crate) use record::Verifier;
 
 use crate::results::{ModelResult, ProtectedAudit, SecretKey};
 
+/// What [`AuditSink::append`] returns: boxed, so the trait stays object safe.
+pub type AuditFuture<'a> = Pin<Box<dyn Future<Output = Result<(), AuditLogError>> + Send + 'a>>;
+
 /// Where the dispatcher sends each call's result and audit, once per call, before it
 /// answers. A sink that fails makes the dispatch report it (the call's result still stands:
 /// what ran cannot be undone).
+///
+/// The embedded sinks ([`JsonLinesAuditLog`], [`MemoryAuditLog`]) do their work before they
+/// return the future (a local append); a database's sink awaits its round trip.
 pub trait AuditSink: Send + Sync {
     /// Appends one call.
     ///
     /// # Errors
     ///
     /// [`AuditLogError`] when the record could not be kept.
-    fn append(&self, model: &ModelResult, audit: &ProtectedAudit) -> Result<(), AuditLogError>;
+    fn append<'a>(&'a self, model: &'a ModelResult, audit: &'a ProtectedAudit) -> AuditFuture<'a>;
 }
 
 /// An audit log failed, or a chain does not verify.

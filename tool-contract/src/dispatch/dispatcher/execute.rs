@@ -60,11 +60,11 @@ impl Dispatcher {
         };
         // The audit first: should the process die before the ledger record, the lease lapses,
         // the write turns unknown, and the audit already holds what happened.
-        ended.audited = Some(self.audit(&mut ended.result, ended.approval.as_ref()));
+        ended.audited = Some(self.audit(&mut ended.result, ended.approval.as_ref()).await);
         ended.write_state = match projected.event {
             None => {
-                // Nothing was sent: the key is free again.
-                if let Err(error) = self.ledger.release(&key.ledger_key, &self.owner).await {
+                // Nothing was sent: the key is free again. The grant is spent by any attempt.
+                if let Err(error) = self.store.release(&key.release(attempts == 0)).await {
                     warn!(stage = "ledger", error = %error, "release failed");
                 }
                 None
@@ -74,7 +74,7 @@ impl Dispatcher {
                 if event == WriteEvent::Commit
                     && !matches!(state, Some(WriteState::Succeeded | WriteState::Unknown))
                 {
-                    return self.settled_otherwise(call, ended, state);
+                    return self.settled_otherwise(call, ended, state).await;
                 }
                 state
             }
@@ -85,7 +85,7 @@ impl Dispatcher {
     /// A write that committed after its record was settled otherwise (reconciled as never
     /// having happened, or gone): `STATUS_CONFLICT` for a person. Its output is not dropped:
     /// the audit already holds it, and now holds the conflict too.
-    fn settled_otherwise(
+    async fn settled_otherwise(
         &self,
         call: &Call<'_>,
         mut ended: Ended,
@@ -103,7 +103,7 @@ impl Dispatcher {
         );
         let error = ModelError::new(ErrorCode::StatusConflict);
         let mut conflict = self.control(call, error, &detail);
-        let audit_error = self.audit(&mut conflict, ended.approval.as_ref());
+        let audit_error = self.audit(&mut conflict, ended.approval.as_ref()).await;
         let first_error = ended.audited.take().flatten();
         ended.audited = Some(first_error.or(audit_error));
         ended.result = conflict;

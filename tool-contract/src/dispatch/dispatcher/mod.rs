@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use rand::SeedableRng;
 use rand::rngs::{SmallRng, SysRng};
 use serde_json::Value;
@@ -26,15 +27,17 @@ use tracing::{Instrument, Span, debug, info, warn};
 
 use crate::binder::{Binder, CallResult, ToolFailure};
 use crate::contract::{Registry, ToolSpec};
-use crate::dispatch::approval::{ApprovalBook, ApprovalError, ApprovalGrant, PendingApproval};
+use crate::dispatch::approval::{
+    ApprovalError, ApprovalGrant, ApproveStep, PendingApproval, RejectStep,
+};
 use crate::dispatch::audit_log::{AuditLogError, AuditSink};
 use crate::dispatch::budget::{StopReason, Task};
 use crate::dispatch::gate::Gate;
 use crate::dispatch::handler::ToolEntry;
-use crate::dispatch::ledger::guarded::Guarded;
-use crate::dispatch::ledger::{Advanced, Ledger, LedgerError, Record};
 use crate::dispatch::options::Authorizer;
 use crate::dispatch::state::{WriteEvent, WriteState};
+use crate::dispatch::store::guarded::Guarded;
+use crate::dispatch::store::{Advanced, ControlStore, Lease, Purged, Record, StoreError};
 use crate::results::{ApprovalRecord, AuditKeys, ErrorCode, ModelError};
 use crate::vocabulary::{CallContext, Principal, Reconcile};
 
@@ -49,11 +52,11 @@ pub struct Dispatcher {
     tools: HashMap<&'static str, ToolEntry>,
     gates: Vec<Box<dyn Gate>>,
     authorizer: Option<Box<dyn Authorizer>>,
-    ledger: Arc<dyn Ledger>,
-    approvals: ApprovalBook,
+    store: Arc<dyn ControlStore>,
     audit_sink: Arc<dyn AuditSink>,
     owner: String,
     retention: Duration,
+    lease_grace: Duration,
     in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// For each read a write names as `reconcile = ThisTool`, the writes it is the status
     /// query of.
@@ -71,9 +74,10 @@ pub(crate) struct Parts {
     pub(crate) tools: HashMap<&'static str, ToolEntry>,
     pub(crate) gates: Vec<Box<dyn Gate>>,
     pub(crate) authorizer: Option<Box<dyn Authorizer>>,
-    pub(crate) ledger: Arc<dyn Ledger>,
+    pub(crate) store: Arc<dyn ControlStore>,
     pub(crate) audit_sink: Arc<dyn AuditSink>,
     pub(crate) retention: Duration,
+    pub(crate) lease_grace: Duration,
 }
 
 /// How many writes pass between two purges of expired ledger keys.
@@ -189,11 +193,11 @@ impl Dispatcher {
             tools: parts.tools,
             gates: parts.gates,
             authorizer: parts.authorizer,
-            ledger: Arc::new(Guarded(parts.ledger)),
-            approvals: ApprovalBook::default(),
+            store: Arc::new(Guarded(parts.store)),
             audit_sink: parts.audit_sink,
             owner,
             retention: parts.retention,
+            lease_grace: parts.lease_grace,
             in_flight: Mutex::new(HashMap::new()),
             status_tools,
             rng: Mutex::new(rng),
@@ -221,7 +225,7 @@ impl Dispatcher {
         (self.clock)()
     }
 
-    /// This dispatcher's owner id in the ledger (one per process).
+    /// This dispatcher's owner id in the store's leases (one per dispatcher).
     #[must_use]
     pub fn owner(&self) -> &str {
         &self.owner
@@ -258,7 +262,7 @@ impl Dispatcher {
                 Err(result) => Ended::new(*result),
                 Ok(valid) => self.reconcile_call(&call, &valid).await,
             };
-            self.finish(ended)
+            self.finish(ended).await
         }
         .instrument(span)
         .await
@@ -266,14 +270,14 @@ impl Dispatcher {
 
     /// Approves a pending write: the person saw `preview_sha256` and approves until
     /// `expires_at`. The approval covers exactly that request, tool, principal and operation,
-    /// and is consumed by the one execution it allows.
+    /// and is redeemed by the one execution it allows, on whichever replica shares the store.
     ///
     /// # Errors
     ///
     /// [`ApprovalError`] when nothing is pending under that id (decided, or superseded by a
-    /// changed request), the preview is not the one pending, or the expiry has passed or
-    /// cannot be written as RFC 3339 (a year past 9999).
-    pub fn approve(
+    /// changed request), the preview is not the one pending, the expiry has passed or
+    /// cannot be written as RFC 3339 (a year past 9999), or the store failed.
+    pub async fn approve(
         &self,
         approval_id: &str,
         preview_sha256: &str,
@@ -284,26 +288,50 @@ impl Dispatcher {
         if expires_at.format(&Rfc3339).is_err() {
             return Err(ApprovalError::ExpiryOutOfRange);
         }
-        let grant = self.approvals.approve(
-            approval_id,
-            preview_sha256,
-            approver,
+        let step = ApproveStep {
+            approval_id: approval_id.to_owned(),
+            preview_sha256: preview_sha256.to_owned(),
+            approver: approver.to_owned(),
             expires_at,
-            (self.clock)(),
-        )?;
+            now: (self.clock)(),
+        };
+        let grant = self
+            .store
+            .approve(&step)
+            .await
+            .map_err(ApprovalError::Store)??;
         info!(stage = "approval", state = "approved", "write approved");
         Ok(grant)
     }
 
-    /// Rejects a pending write; its operation is refused from then on.
+    /// Rejects a pending write; its operation is refused from then on, on every replica.
     ///
     /// # Errors
     ///
-    /// [`ApprovalError::NotPending`] when nothing is pending under that id.
-    pub fn reject(&self, approval_id: &str) -> Result<(), ApprovalError> {
-        self.approvals.reject(approval_id, (self.clock)())?;
+    /// [`ApprovalError::NotPending`] when nothing is pending under that id;
+    /// [`ApprovalError::Store`] when the store failed.
+    pub async fn reject(&self, approval_id: &str) -> Result<(), ApprovalError> {
+        let step = RejectStep {
+            approval_id: approval_id.to_owned(),
+            now: (self.clock)(),
+            retention_ms: duration_ms(self.retention),
+        };
+        self.store
+            .reject(&step)
+            .await
+            .map_err(ApprovalError::Store)??;
         info!(stage = "approval", state = "rejected", "write rejected");
         Ok(())
+    }
+
+    /// The approvals waiting for a person, across every replica sharing the store, oldest
+    /// first: what a supervisor's queue shows.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, StoreError> {
+        self.store.pending_approvals(self.now_ms()).await
     }
 
     /// Asks a running write to stop. The answer is `cancel_requested` until the handler
@@ -312,26 +340,27 @@ impl Dispatcher {
     ///
     /// # Errors
     ///
-    /// [`LedgerError`] when the ledger fails.
+    /// [`StoreError`] when the store fails.
     pub async fn cancel(
         &self,
         principal: &Principal,
         context: &CallContext,
-    ) -> Result<Option<WriteState>, LedgerError> {
+    ) -> Result<Option<WriteState>, StoreError> {
         let ledger_key = self.ledger_key(principal, context);
-        let Some(record) = self.ledger.get(&ledger_key).await? else {
+        let Some(record) = self.store.get(&ledger_key).await? else {
             return Ok(None);
         };
-        if record.state != WriteState::Executing || record.owner != self.owner {
+        if record.state != WriteState::Executing || record.lease.owner != self.owner {
             return Ok(Some(record.state));
         }
         let step = self.advance(
             &ledger_key,
+            &record.lease,
             WriteState::Executing,
             WriteEvent::RequestCancel,
             None,
         );
-        let state = match self.ledger.advance(&step).await? {
+        let state = match self.store.advance(&step).await? {
             Advanced::Applied(record) => record.state,
             Advanced::Stale(record) => return Ok(record.map(|record| record.state)),
         };
@@ -342,20 +371,22 @@ impl Dispatcher {
         Ok(Some(state))
     }
 
-    /// Removes the ledger's finished records whose retention has passed (and forgets lapsed
-    /// grants, and pending approvals and rejections older than the retention); returns how
-    /// many ledger records went.
-    /// The dispatcher also does this on its own, once every [`PURGE_EVERY`] writes.
+    /// Removes the store's finished records whose retention has passed, and approvals past
+    /// their own expiry (a grant when it lapses; a pending approval or a rejection a
+    /// retention after it was written, by the retention of the replica that wrote it), so a
+    /// replica never purges what another still needs. The dispatcher also does this on its
+    /// own, once every [`PURGE_EVERY`] writes.
     ///
     /// # Errors
     ///
-    /// [`LedgerError`] when the ledger fails.
-    pub async fn purge_expired(&self) -> Result<u64, LedgerError> {
-        let forgotten = self.approvals.purge((self.clock)(), self.retention);
-        let purged = self.ledger.purge_expired(self.now_ms()).await?;
+    /// [`StoreError`] when the store fails.
+    pub async fn purge_expired(&self) -> Result<Purged, StoreError> {
+        let purged = self.store.purge_expired(self.now_ms()).await?;
         debug!(
             stage = "ledger",
-            purged, forgotten, "expired keys and approvals purged"
+            records = purged.records,
+            approvals = purged.approvals,
+            "expired keys and approvals purged"
         );
         Ok(purged)
     }
@@ -365,14 +396,14 @@ impl Dispatcher {
     ///
     /// # Errors
     ///
-    /// [`LedgerError`] when the ledger fails.
+    /// [`StoreError`] when the store fails.
     pub async fn write_state(
         &self,
         principal: &Principal,
         context: &CallContext,
-    ) -> Result<Option<WriteState>, LedgerError> {
+    ) -> Result<Option<WriteState>, StoreError> {
         let ledger_key = self.ledger_key(principal, context);
-        Ok(self.ledger.get(&ledger_key).await?.map(|record| {
+        Ok(self.store.get(&ledger_key).await?.map(|record| {
             // Nobody holds a lapsed lease any more: what it was doing is unknown.
             if self.lease_lapsed(&record) {
                 WriteState::Unknown
@@ -388,7 +419,7 @@ impl Dispatcher {
     /// write.
     fn lease_lapsed(&self, record: &Record) -> bool {
         let running_here =
-            record.owner == self.owner && self.in_flight_signals().contains_key(&record.key);
+            record.lease.owner == self.owner && self.in_flight_signals().contains_key(&record.key);
         record.state.is_in_flight() && record.lease_until_ms <= self.now_ms() && !running_here
     }
 
@@ -404,7 +435,7 @@ impl Dispatcher {
             Ok(valid) if valid.spec.effect().is_write() => self.write(&call, &valid).await,
             Ok(valid) => self.read(&mut call, &valid).await,
         };
-        self.finish(ended)
+        self.finish(ended).await
     }
 
     fn call<'a>(
@@ -449,8 +480,10 @@ impl Dispatcher {
             .control(call.principal, call.context, error, Some(detail.to_owned()))
     }
 
-    fn ledger_failed(&self, call: &Call<'_>, error: &LedgerError) -> CallResult {
-        warn!(stage = "ledger", error = %error, "ledger failed; nothing was run");
+    /// The store failed before anything ran: the write does not run (it is never run
+    /// without a claim), and the model may try again later.
+    fn store_failed(&self, call: &Call<'_>, error: &StoreError) -> CallResult {
+        warn!(stage = "ledger", error = %error, "store failed; nothing was run");
         let error_text = chain(error);
         self.control(
             call,
@@ -461,7 +494,7 @@ impl Dispatcher {
 
     /// Sends `result` to the audit sink, with the approval it ran on; returns the sink's
     /// failure, if it failed.
-    fn audit(
+    async fn audit(
         &self,
         result: &mut CallResult,
         approval: Option<&ApprovalRecord>,
@@ -469,9 +502,15 @@ impl Dispatcher {
         // Not part of any digest: the approval is kept beside the binding, for auditors.
         result.audit.approval = approval.cloned();
         let append = || self.audit_sink.append(&result.model, &result.audit);
-        // A sink that panics has failed to keep the record, like one that errs.
-        let appended =
-            catch_unwind(AssertUnwindSafe(append)).unwrap_or(Err(AuditLogError::Panicked));
+        // A sink that panics (building its future or in it) has failed to keep the record,
+        // like one that errs.
+        let appended = match catch_unwind(AssertUnwindSafe(append)) {
+            Ok(appending) => AssertUnwindSafe(appending)
+                .catch_unwind()
+                .await
+                .unwrap_or(Err(AuditLogError::Panicked)),
+            Err(_) => Err(AuditLogError::Panicked),
+        };
         let error = appended.err();
         if let Some(error) = &error {
             warn!(stage = "audit", error = %error, "audit sink failed");
@@ -481,10 +520,10 @@ impl Dispatcher {
 
     /// Puts the dispatch together: the audit sink (unless the write path sent it already),
     /// the last trace event, and what the stages decided.
-    fn finish(&self, mut ended: Ended) -> Dispatch {
+    async fn finish(&self, mut ended: Ended) -> Dispatch {
         let audit_error = match ended.audited.take() {
             Some(error) => error,
-            None => self.audit(&mut ended.result, ended.approval.as_ref()),
+            None => self.audit(&mut ended.result, ended.approval.as_ref()).await,
         };
         let binding = &ended.result.audit.binding;
         info!(
@@ -509,6 +548,14 @@ impl Dispatcher {
             attempts: ended.attempts,
             stop: ended.stop,
             audit_error,
+        }
+    }
+
+    /// A lease of this dispatcher's own, under a generation never used before.
+    fn new_lease(&self) -> Lease {
+        Lease {
+            owner: self.owner.clone(),
+            generation: self.sequence.fetch_add(1, Ordering::Relaxed),
         }
     }
 

@@ -21,7 +21,7 @@ impl Dispatcher {
             return self.execute(call, valid, None, None).await;
         };
         let ledger_key = self.ledger_key(call.principal, call.context);
-        let record = match self.ledger.get(&ledger_key).await {
+        let record = match self.store.get(&ledger_key).await {
             Ok(Some(record))
                 if record.state == WriteState::Unknown
                     && writes.iter().any(|write| *write == record.tool) =>
@@ -39,6 +39,7 @@ impl Dispatcher {
                 .keys
                 .downstream_key(call.principal, application_key(call.context)),
             request_sha256: record.request_sha256,
+            lease: record.lease,
         };
         debug!(
             stage = "reconcile",

@@ -12,11 +12,13 @@ use tracing::{debug, warn};
 use super::{Call, Dispatcher, Ended, PURGE_EVERY, Valid, duration_ms, prefix, sha256_hex};
 use crate::binder::{CallResult, FailureKind, RawProvenance, RawResult, Seal, ToolFailure};
 use crate::contract::ToolSpec;
-use crate::dispatch::approval::{ApprovalCheck, ApprovalGrant, Asked, PendingApproval, Preview};
+use crate::dispatch::approval::{
+    ApprovalAsk, ApprovalCheck, ApprovalGrant, PendingApproval, Preview,
+};
 use crate::dispatch::handler::{BoxFuture, HandlerContext};
-use crate::dispatch::ledger::{Advance, Advanced, Claim, Claimed, Record};
 use crate::dispatch::options::ToolOptions;
 use crate::dispatch::state::{WriteEvent, WriteState};
+use crate::dispatch::store::{Advance, Advanced, Claim, Claimed, Lease, Record, Release};
 use crate::json::encoding::infallible;
 use crate::results::digest::digests_equal;
 use crate::results::{
@@ -36,6 +38,19 @@ pub(super) struct WriteKey {
     pub(super) ledger_key: String,
     pub(super) downstream_key: String,
     pub(super) request_sha256: String,
+    /// The lease this dispatch claims the key under (its own generation).
+    pub(super) lease: Lease,
+}
+
+impl WriteKey {
+    /// The release of this dispatch's claim; `return_grant` when no attempt was made.
+    pub(super) fn release(&self, return_grant: bool) -> Release {
+        Release {
+            key: self.ledger_key.clone(),
+            lease: self.lease.clone(),
+            return_grant,
+        }
+    }
 }
 
 impl Dispatcher {
@@ -52,8 +67,8 @@ impl Dispatcher {
             request_sha256 = prefix(&key.request_sha256),
             key_sha256 = prefix(&sha256_hex(key.ledger_key.as_bytes()))
         );
-        match self.ledger.get(&key.ledger_key).await {
-            Err(error) => return Ended::new(self.ledger_failed(call, &error)),
+        match self.store.get(&key.ledger_key).await {
+            Err(error) => return Ended::new(self.store_failed(call, &error)),
             Ok(Some(record)) if !expired(&record, self.now_ms()) => {
                 if let Some(ended) = self.settled(call, valid, &key, record).await {
                     return ended;
@@ -62,43 +77,60 @@ impl Dispatcher {
             Ok(_) => {}
         }
         if valid.spec.approval() != Some(Approval::Required) {
-            return self.claim_and_run(call, valid, &key, None).await;
+            let ended = self.claim_and_run(call, valid, &key, None, None).await;
+            return ended.unwrap_or_else(|| {
+                let error = ModelError::new(ErrorCode::ToolError);
+                Ended::new(self.control(call, error, "the store asked for a grant none named"))
+            });
         }
-        let (approval, grant) = match self.approval(call, valid, &key) {
-            Ok(approved) => approved,
-            Err(ended) => return *ended,
-        };
-        // Permission may have changed while the write waited for a person.
-        let ended = match self.authorize(call, valid) {
-            Err(result) => Ended::new(*result)
-                .in_state(Some(APPROVED))
-                .approved(Some(approval)),
-            Ok(()) => self.claim_and_run(call, valid, &key, Some(approval)).await,
-        };
-        if ended.attempts == 0 {
-            // Nothing ran on it (refused, stopped by a budget, answered by the ledger): the
-            // grant is spent only by an execution, so it stays for the next call.
-            self.approvals.restore(grant);
+        // The grant is redeemed by the claim, in the store's same step: spent only by an
+        // execution, once, whichever replica claims. A claim that runs nothing (a budget
+        // stop) releases the key and gives the grant back.
+        for _ in 0..2 {
+            let (approval, grant) = match self.approval(call, valid, &key).await {
+                Ok(approved) => approved,
+                Err(ended) => return *ended,
+            };
+            // Permission may have changed while the write waited for a person.
+            if let Err(result) = self.authorize(call, valid) {
+                return Ended::new(*result)
+                    .in_state(Some(APPROVED))
+                    .approved(Some(approval));
+            }
+            let redeem = Some(grant.approval_id.as_str());
+            if let Some(ended) = self
+                .claim_and_run(call, valid, &key, Some(approval), redeem)
+                .await
+            {
+                return ended;
+            }
+            // The grant was spent or replaced between the two steps: ask again.
         }
-        ended
+        let error = ModelError::new(ErrorCode::ApprovalInvalid);
+        Ended::new(self.control(call, error, "the approval was spent by another execution"))
     }
 
-    /// The claim of a write's key, and what follows from it: the execution, or the
-    /// ledger's answer.
+    /// The claim of a write's key (redeeming the grant of `redeem`, if given), and what
+    /// follows from it: the execution, or the ledger's answer; `None` when the grant was
+    /// spent and nothing was claimed.
     async fn claim_and_run(
         &self,
         call: &Call<'_>,
         valid: &Valid<'_>,
         key: &WriteKey,
         approval: Option<ApprovalRecord>,
-    ) -> Ended {
-        match self.ledger.claim(&self.claim(valid, key)).await {
+        redeem: Option<&str>,
+    ) -> Option<Ended> {
+        let mut claim = self.claim(valid, key);
+        claim.redeem = redeem.map(str::to_owned);
+        Some(match self.store.claim(&claim).await {
             Err(error) => {
                 let approved = approval.as_ref().map(|_| APPROVED);
-                Ended::new(self.ledger_failed(call, &error))
+                Ended::new(self.store_failed(call, &error))
                     .in_state(approved)
                     .approved(approval)
             }
+            Ok(Claimed::GrantSpent) => return None,
             Ok(Claimed::Fresh) => {
                 debug!(stage = "ledger", state = "executing", "claimed");
                 self.execute(call, valid, Some(key), approval).await
@@ -111,7 +143,7 @@ impl Dispatcher {
                 self.reconcile_unknown(call, valid, key, record, approval)
                     .await
             }
-        }
+        })
     }
 
     /// A reconciliation asked for outright ([`Dispatcher::reconcile`]): the ledger's word on
@@ -122,10 +154,10 @@ impl Dispatcher {
             return Ended::new(self.control(call, error, "reconcile asked of a read"));
         }
         let key = self.write_key(call, valid.spec);
-        let settled = match self.ledger.get(&key.ledger_key).await {
+        let settled = match self.store.get(&key.ledger_key).await {
             Ok(Some(record)) => self.settled(call, valid, &key, record).await,
             Ok(None) => None,
-            Err(error) => Some(Ended::new(self.ledger_failed(call, &error))),
+            Err(error) => Some(Ended::new(self.store_failed(call, &error))),
         };
         settled.unwrap_or_else(|| {
             let error = ModelError::new(ErrorCode::NotFound);
@@ -145,19 +177,20 @@ impl Dispatcher {
         if self.lease_lapsed(&record) {
             // A lapsed lease: the claim turns it to unknown, atomically, before anyone is
             // asked to approve a write that may already have happened.
-            return match self.ledger.claim(&self.claim(valid, key)).await {
+            return match self.store.claim(&self.claim(valid, key)).await {
                 Ok(Claimed::Unknown(record)) => {
                     Some(self.reconcile_unknown(call, valid, key, record, None).await)
                 }
                 Ok(Claimed::Fresh) => {
                     // Purged between the two steps: give the key back and start over.
-                    let _ = self.ledger.release(&key.ledger_key, &self.owner).await;
+                    let _ = self.store.release(&key.release(true)).await;
                     None
                 }
+                Ok(Claimed::GrantSpent) => None,
                 Ok(
                     Claimed::Replay(record) | Claimed::Conflict(record) | Claimed::InFlight(record),
                 ) => Some(self.answer_existing(call, valid, key, record)),
-                Err(error) => Some(Ended::new(self.ledger_failed(call, &error))),
+                Err(error) => Some(Ended::new(self.store_failed(call, &error))),
             };
         }
         let same_request =
@@ -284,27 +317,34 @@ impl Dispatcher {
         )
     }
 
-    /// The approval stage: the grant for exactly this request, consumed (what the audit
-    /// records of it); or the end of the dispatch, waiting for a person or refused by one.
-    fn approval(
+    /// The approval stage: the grant for exactly this request, for the claim to redeem
+    /// (with what the audit records of it); or the end of the dispatch, waiting for a person
+    /// or refused by one.
+    async fn approval(
         &self,
         call: &Call<'_>,
         valid: &Valid<'_>,
         key: &WriteKey,
     ) -> Result<(ApprovalRecord, ApprovalGrant), Box<Ended>> {
         let principal_ref = self.keys.principal_ref(call.principal);
-        let asked = Asked {
-            ledger_key: &key.ledger_key,
-            request_sha256: &key.request_sha256,
-            tool: valid.spec.name(),
-            principal_ref: &principal_ref,
-            operation_id: &call.context.operation_id,
+        let fresh = self.pending_approval(call, valid, key, &principal_ref);
+        let ask = ApprovalAsk {
+            ledger_key: key.ledger_key.clone(),
+            request_sha256: key.request_sha256.clone(),
+            tool: valid.spec.name().to_owned(),
+            principal_ref,
+            operation_id: call.context.operation_id.clone(),
             now: (self.clock)(),
+            fresh,
+            retention_ms: duration_ms(self.retention),
         };
-        let pending = || self.pending_approval(call, valid, key, &principal_ref);
-        match self.approvals.check(&asked, pending) {
+        let checked = match self.store.check_approval(&ask).await {
+            Ok(checked) => checked,
+            Err(error) => return Err(Box::new(Ended::new(self.store_failed(call, &error)))),
+        };
+        match checked {
             ApprovalCheck::Proceed(grant) => {
-                debug!(stage = "approval", state = "approved", "approval consumed");
+                debug!(stage = "approval", state = "approved", "approval found");
                 let record = ApprovalRecord {
                     approval_id: grant.approval_id.clone(),
                     approver: grant.approver.clone(),
@@ -359,7 +399,11 @@ impl Dispatcher {
         };
         let preview_sha256 = preview.sha256();
         let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
-        let seed = format!("{}\n{}\n{sequence}", key.ledger_key, key.request_sha256);
+        // Unique across replicas: the owner id is this dispatcher's own.
+        let seed = format!(
+            "{}\n{}\n{}\n{sequence}",
+            self.owner, key.ledger_key, key.request_sha256
+        );
         PendingApproval {
             approval_id: format!("apr_{}", prefix(&sha256_hex(seed.as_bytes()))),
             request_sha256: key.request_sha256.clone(),
@@ -408,8 +452,8 @@ impl Dispatcher {
                 }
                 _ => event,
             };
-            let step = self.advance(&key.ledger_key, from, event, stored.clone());
-            match self.ledger.advance(&step).await {
+            let step = self.advance(&key.ledger_key, &key.lease, from, event, stored.clone());
+            match self.store.advance(&step).await {
                 Ok(Advanced::Applied(record)) => {
                     debug!(stage = "ledger", state = record.state.as_str(), "recorded");
                     return Some(record.state);
@@ -445,8 +489,14 @@ impl Dispatcher {
         event: WriteEvent,
         stored: Option<String>,
     ) -> Option<WriteState> {
-        let step = self.advance(&key.ledger_key, WriteState::Unknown, event, stored);
-        match self.ledger.advance(&step).await {
+        let step = self.advance(
+            &key.ledger_key,
+            &key.lease,
+            WriteState::Unknown,
+            event,
+            stored,
+        );
+        match self.store.advance(&step).await {
             Ok(Advanced::Applied(record)) => Some(record.state),
             Ok(Advanced::Stale(record)) => record.map(|record| record.state),
             Err(_) => Some(WriteState::Unknown),
@@ -513,7 +563,7 @@ impl Dispatcher {
             }
         };
         // The audit first, as for every write's end.
-        let audit_error = self.audit(&mut result, approval.as_ref());
+        let audit_error = self.audit(&mut result, approval.as_ref()).await;
         let state = self
             .settle_unknown(key, event, Some(self.stored(key, &result.model)))
             .await;
@@ -603,6 +653,7 @@ impl Dispatcher {
                 Some(spec),
                 &context.call.arguments,
             ),
+            lease: self.new_lease(),
         }
     }
 
@@ -620,10 +671,11 @@ impl Dispatcher {
             key: key.ledger_key.clone(),
             request_sha256: key.request_sha256.clone(),
             tool: valid.spec.name().to_owned(),
-            owner: self.owner.clone(),
+            lease: key.lease.clone(),
             now_ms: self.now_ms(),
-            lease_ms: lease_ms(&valid.entry.options),
+            lease_ms: lease_ms(&valid.entry.options, self.lease_grace),
             retention_ms: duration_ms(self.retention),
+            redeem: None,
         }
     }
 
@@ -654,13 +706,14 @@ impl Dispatcher {
     pub(super) fn advance(
         &self,
         key: &str,
+        lease: &Lease,
         from: WriteState,
         event: WriteEvent,
         result: Option<String>,
     ) -> Advance {
         Advance {
             key: key.to_owned(),
-            owner: self.owner.clone(),
+            lease: lease.clone(),
             from,
             event,
             result,
@@ -693,11 +746,11 @@ fn expired(record: &Record, now_ms: u64) -> bool {
     record.state.is_terminal() && record.expires_at_ms <= now_ms
 }
 
-/// The lease covers every attempt, every wait, and a minute of slack.
-fn lease_ms(options: &ToolOptions) -> u64 {
+/// The lease covers every attempt, every wait, and the grace given.
+fn lease_ms(options: &ToolOptions, grace: Duration) -> u64 {
     let attempts = u64::from(options.retry.max_attempts.max(1));
     duration_ms(options.timeout)
         .saturating_mul(attempts)
         .saturating_add(duration_ms(options.retry.max_total_wait))
-        .saturating_add(60_000)
+        .saturating_add(duration_ms(grace))
 }

@@ -1,0 +1,90 @@
+//! A control-plane store with a hook before every step: to record the steps a dispatcher
+//! takes, to make the store fail (fail-closed tests) or panic.
+
+use std::sync::Arc;
+
+use tool_contract::dispatch::store::{
+    Advance, Advanced, Claim, Claimed, Purged, Record, Release, StoreFuture,
+};
+use tool_contract::dispatch::{
+    ApprovalAsk, ApprovalCheck, ApprovalError, ApprovalGrant, ApproveStep, ControlStore,
+    PendingApproval, RejectStep, StoreError,
+};
+
+/// The names the hook is called with, one per step.
+pub const STEPS: [&str; 9] = [
+    "claim",
+    "advance",
+    "release",
+    "get",
+    "purge_expired",
+    "check_approval",
+    "approve",
+    "reject",
+    "pending_approvals",
+];
+
+type Hook = dyn Fn(&'static str) -> Result<(), StoreError> + Send + Sync;
+
+/// `inner`, with `hook(step)` called before each step: an `Err` is the step's answer.
+pub struct Hooked {
+    inner: Arc<dyn ControlStore>,
+    hook: Box<Hook>,
+}
+
+impl Hooked {
+    /// `inner` behind `hook`.
+    pub fn new(
+        inner: Arc<dyn ControlStore>,
+        hook: impl Fn(&'static str) -> Result<(), StoreError> + Send + Sync + 'static,
+    ) -> Self {
+        Hooked {
+            inner,
+            hook: Box::new(hook),
+        }
+    }
+
+    fn step<'a, T: Send + 'a>(
+        &'a self,
+        name: &'static str,
+        step: impl FnOnce() -> StoreFuture<'a, T>,
+    ) -> StoreFuture<'a, T> {
+        match (self.hook)(name) {
+            Ok(()) => step(),
+            Err(error) => Box::pin(std::future::ready(Err(error))),
+        }
+    }
+}
+
+impl ControlStore for Hooked {
+    fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, Claimed> {
+        self.step("claim", || self.inner.claim(claim))
+    }
+    fn advance<'a>(&'a self, step: &'a Advance) -> StoreFuture<'a, Advanced> {
+        self.step("advance", || self.inner.advance(step))
+    }
+    fn release<'a>(&'a self, release: &'a Release) -> StoreFuture<'a, bool> {
+        self.step("release", || self.inner.release(release))
+    }
+    fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Record>> {
+        self.step("get", || self.inner.get(key))
+    }
+    fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {
+        self.step("purge_expired", || self.inner.purge_expired(now_ms))
+    }
+    fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck> {
+        self.step("check_approval", || self.inner.check_approval(ask))
+    }
+    fn approve<'a>(
+        &'a self,
+        step: &'a ApproveStep,
+    ) -> StoreFuture<'a, Result<ApprovalGrant, ApprovalError>> {
+        self.step("approve", || self.inner.approve(step))
+    }
+    fn reject<'a>(&'a self, step: &'a RejectStep) -> StoreFuture<'a, Result<(), ApprovalError>> {
+        self.step("reject", || self.inner.reject(step))
+    }
+    fn pending_approvals(&self, now_ms: u64) -> StoreFuture<'_, Vec<PendingApproval>> {
+        self.step("pending_approvals", || self.inner.pending_approvals(now_ms))
+    }
+}

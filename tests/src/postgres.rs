@@ -1,0 +1,195 @@
+//! PostgreSQL for the tests: the server named by one environment variable, one schema per
+//! test (dropped when the test ends), so tests run in parallel.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use tool_contract::dispatch::store::{PostgresOptions, PostgresStore};
+
+/// The variable holding the connection string, e.g. `postgres://postgres@127.0.0.1:5432/test`.
+/// `.ci/run` sets it; without it the PostgreSQL tests say they were skipped.
+pub const URL_VARIABLE: &str = "TOOL_CONTRACT_POSTGRES_URL";
+
+/// The connection string, or `None` (with a line saying the test was skipped).
+pub fn url(test: &str) -> Option<String> {
+    match std::env::var(URL_VARIABLE) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            eprintln!("skipped {test}: {URL_VARIABLE} is not set");
+            None
+        }
+    }
+}
+
+/// A schema of its own, dropped when this is.
+#[derive(Debug)]
+pub struct Schema {
+    /// The connection string.
+    pub url: String,
+    /// The schema's name.
+    pub name: String,
+}
+
+impl Schema {
+    /// A schema for `test` no other test uses, or `None` when PostgreSQL is not configured.
+    pub fn new(test: &str) -> Option<Schema> {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let url = url(test)?;
+        let name = format!(
+            "tc_test_{}_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |elapsed| elapsed.subsec_nanos())
+        );
+        Some(Schema { url, name })
+    }
+
+    /// The options of a store in this schema.
+    pub fn options(&self) -> PostgresOptions {
+        PostgresOptions {
+            schema: self.name.clone(),
+            ..PostgresOptions::default()
+        }
+    }
+
+    /// A store in this schema (migrated on connect).
+    pub async fn store(&self) -> PostgresStore {
+        PostgresStore::connect_with(&self.url, self.options())
+            .await
+            .expect("the test database is reachable (is PostgreSQL running?)")
+    }
+
+    /// Runs `sql` in the test database, outside any store.
+    pub fn execute(&self, sql: &str) {
+        let (url, sql) = (self.url.clone(), sql.to_owned());
+        // A runtime of its own: callers may be inside one, or in `Drop`.
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async {
+                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                    .await
+                    .expect("the test database is reachable");
+                let driver = tokio::spawn(connection);
+                client
+                    .batch_execute(&sql)
+                    .await
+                    .expect("the statement runs");
+                drop(client);
+                let _ = driver.await;
+            });
+        })
+        .join()
+        .expect("the statement's thread ends");
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        self.execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
+    }
+}
+
+/// A TCP relay to the test database that the test can cut (every connection dropped, new
+/// ones refused) and restore: PostgreSQL going away mid-run, without stopping the server
+/// other tests share.
+#[derive(Debug)]
+pub struct Relay {
+    /// The relay's port on 127.0.0.1.
+    pub port: u16,
+    up: tokio::sync::watch::Sender<bool>,
+}
+
+impl Relay {
+    /// A relay to the host and port of `url` (which must name `127.0.0.1:PORT` or
+    /// `localhost:PORT`), running on a thread of its own.
+    pub fn start(url: &str) -> Relay {
+        let target = url
+            .split('@')
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or("127.0.0.1:5432")
+            .to_owned();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let port = listener.local_addr().expect("its address").port();
+        let (up, watch) = tokio::sync::watch::channel(true);
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(relay(listener, port, target, watch));
+        });
+        Relay { port, up }
+    }
+
+    /// `url` with its host and port replaced by the relay's.
+    pub fn url(&self, url: &str) -> String {
+        let (user, rest) = url.split_once('@').unwrap_or(("postgres://postgres", url));
+        let database = rest.split_once('/').map_or("", |(_, database)| database);
+        format!("{user}@127.0.0.1:{}/{database}", self.port)
+    }
+
+    /// Drops every relayed connection and refuses new ones.
+    pub fn cut(&self) {
+        self.up.send_replace(false);
+        // Let the relay thread see it before the caller goes on.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+
+    /// Accepts connections again, on the same port.
+    pub fn restore(&self) {
+        self.up.send_replace(true);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+async fn relay(
+    listener: std::net::TcpListener,
+    port: u16,
+    target: String,
+    mut up: tokio::sync::watch::Receiver<bool>,
+) {
+    listener
+        .set_nonblocking(true)
+        .expect("a non-blocking listener");
+    let mut listener = Some(tokio::net::TcpListener::from_std(listener).expect("a listener"));
+    loop {
+        let Some(accepting) = &listener else {
+            if up.wait_for(|up| *up).await.is_err() {
+                return;
+            }
+            listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+                .await
+                .ok();
+            continue;
+        };
+        tokio::select! {
+            accepted = accepting.accept() => {
+                let Ok((mut client, _)) = accepted else { continue };
+                let target = target.clone();
+                let mut down = up.clone();
+                tokio::spawn(async move {
+                    let Ok(mut server) = tokio::net::TcpStream::connect(&target).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = down.wait_for(|up| !*up) => {}
+                    }
+                });
+            }
+            changed = up.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                if !*up.borrow() {
+                    listener = None;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,1016 @@
+//! One conformance suite every control-plane store passes: in memory, SQLite (reopened from
+//! its file for every "restart"), and PostgreSQL (a schema of its own per test; skipped, and
+//! saying so, when `TOOL_CONTRACT_POSTGRES_URL` is not set; `.ci/run` sets it).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use time::OffsetDateTime;
+use tool_contract::Effect;
+use tool_contract::dispatch::store::{
+    Advance, Advanced, Claim, Claimed, Lease, Release, SCHEMA_VERSION, SqliteStore,
+};
+use tool_contract::dispatch::{
+    ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, ControlStore, Invalidity, MemoryStore,
+    PendingApproval, Preview, RejectStep, StoreError, WriteEvent, WriteState,
+};
+use tool_contract_tests::postgres::Schema;
+
+const LEASE: u64 = 60_000;
+const RETENTION: u64 = 3_600_000;
+const T0: u64 = 1_787_392_800_000;
+
+/// A store under test: opened once, and opened again as after a restart (or by another
+/// replica).
+trait Backend: Sync {
+    async fn open(&self) -> Arc<dyn ControlStore>;
+}
+
+struct Memory(MemoryStore);
+
+impl Backend for Memory {
+    // Memory cannot outlive its process; a clone over the same state stands for a second
+    // dispatcher in it.
+    async fn open(&self) -> Arc<dyn ControlStore> {
+        Arc::new(self.0.clone())
+    }
+}
+
+struct Sqlite(PathBuf);
+
+impl Backend for Sqlite {
+    async fn open(&self) -> Arc<dyn ControlStore> {
+        Arc::new(SqliteStore::open(&self.0).expect("the store file opens"))
+    }
+}
+
+impl Drop for Sqlite {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut path = self.0.clone().into_os_string();
+            path.push(suffix);
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+fn sqlite_file() -> Sqlite {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let name = format!(
+        "tool-contract-store-{}-{}.sqlite",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    Sqlite(std::env::temp_dir().join(name))
+}
+
+struct Postgres(Schema);
+
+impl Backend for Postgres {
+    async fn open(&self) -> Arc<dyn ControlStore> {
+        Arc::new(self.0.store().await)
+    }
+}
+
+fn lease(owner: &str) -> Lease {
+    Lease {
+        owner: owner.to_owned(),
+        generation: 1,
+    }
+}
+
+fn release(owner: &str, return_grant: bool) -> Release {
+    Release {
+        key: "k".to_owned(),
+        lease: lease(owner),
+        return_grant,
+    }
+}
+
+fn claim(key: &str, request: &str, owner: &str, now_ms: u64) -> Claim {
+    Claim {
+        key: key.to_owned(),
+        request_sha256: request.to_owned(),
+        tool: "create_issue".to_owned(),
+        lease: lease(owner),
+        now_ms,
+        lease_ms: LEASE,
+        retention_ms: RETENTION,
+        redeem: None,
+    }
+}
+
+fn step(
+    key: &str,
+    owner: &str,
+    from: WriteState,
+    event: WriteEvent,
+    result: Option<&str>,
+    now_ms: u64,
+) -> Advance {
+    Advance {
+        key: key.to_owned(),
+        lease: lease(owner),
+        from,
+        event,
+        result: result.map(str::to_owned),
+        now_ms,
+        retention_ms: RETENTION,
+    }
+}
+
+/// Claims `key` for request `r1` as `owner` at `T0` and moves it by `event` at once.
+async fn finished(
+    ledger: &dyn ControlStore,
+    key: &str,
+    owner: &str,
+    event: WriteEvent,
+    result: Option<&str>,
+) {
+    assert_eq!(
+        ledger.claim(&claim(key, "r1", owner, T0)).await.unwrap(),
+        Claimed::Fresh
+    );
+    let moved = ledger
+        .advance(&step(key, owner, WriteState::Executing, event, result, T0))
+        .await
+        .unwrap();
+    assert!(matches!(moved, Advanced::Applied(_)), "{moved:?}");
+}
+
+/// Moves the record at `k` as `owner`, from `from`, by `event`, at `T0`.
+async fn move_k(
+    ledger: &dyn ControlStore,
+    owner: &str,
+    from: WriteState,
+    event: WriteEvent,
+    result: Option<&str>,
+) -> Result<Advanced, StoreError> {
+    ledger
+        .advance(&step("k", owner, from, event, result, T0))
+        .await
+}
+
+async fn state_of(ledger: &dyn ControlStore, key: &str) -> Option<WriteState> {
+    ledger.get(key).await.unwrap().map(|record| record.state)
+}
+
+async fn a_fresh_key_is_claimed_once_and_replayed_after_its_outcome(store: &impl Backend) {
+    let ledger = store.open().await;
+    assert_eq!(
+        ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap(),
+        Claimed::Fresh
+    );
+    assert_eq!(state_of(&*ledger, "k").await, Some(WriteState::Executing));
+    let done = ledger
+        .advance(&step(
+            "k",
+            "a",
+            WriteState::Executing,
+            WriteEvent::Commit,
+            Some("{\"stored\":1}"),
+            T0 + 5,
+        ))
+        .await
+        .unwrap();
+    assert!(matches!(done, Advanced::Applied(ref record) if record.state == WriteState::Succeeded));
+    match ledger.claim(&claim("k", "r1", "b", T0 + 10)).await.unwrap() {
+        Claimed::Replay(record) => {
+            assert_eq!(record.result.as_deref(), Some("{\"stored\":1}"));
+            assert_eq!(record.lease.owner, "a");
+        }
+        other => panic!("expected a replay, got {other:?}"),
+    }
+}
+
+async fn the_same_key_with_another_request_conflicts_in_every_state(store: &impl Backend) {
+    let ledger = store.open().await;
+    ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap();
+    assert!(matches!(
+        ledger.claim(&claim("k", "r2", "b", T0)).await.unwrap(),
+        Claimed::Conflict(_)
+    ));
+    move_k(
+        &*ledger,
+        "a",
+        WriteState::Executing,
+        WriteEvent::Commit,
+        Some("{}"),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        ledger.claim(&claim("k", "r2", "b", T0)).await.unwrap(),
+        Claimed::Conflict(_)
+    ));
+}
+
+async fn a_key_in_flight_is_refused_while_its_lease_runs(store: &impl Backend) {
+    let ledger = store.open().await;
+    ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap();
+    let again = ledger
+        .claim(&claim("k", "r1", "b", T0 + LEASE - 1))
+        .await
+        .unwrap();
+    assert!(matches!(again, Claimed::InFlight(ref record) if record.lease.owner == "a"));
+    assert_eq!(state_of(&*ledger, "k").await, Some(WriteState::Executing));
+}
+
+async fn a_restart_between_executing_and_the_outcome_leaves_the_operation_unknown(
+    store: &impl Backend,
+) {
+    {
+        let ledger = store.open().await;
+        assert_eq!(
+            ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap(),
+            Claimed::Fresh
+        );
+        // The process dies here: no outcome is ever recorded.
+    }
+    let ledger = store.open().await;
+    // Until the lease lapses, the first owner may still be running.
+    assert!(matches!(
+        ledger.claim(&claim("k", "r1", "b", T0 + 1)).await.unwrap(),
+        Claimed::InFlight(_)
+    ));
+    // Then it is unknown: not failed, and not free to run again.
+    let after = ledger
+        .claim(&claim("k", "r1", "b", T0 + LEASE))
+        .await
+        .unwrap();
+    assert!(matches!(after, Claimed::Unknown(ref record) if record.state == WriteState::Unknown));
+    assert_eq!(state_of(&*ledger, "k").await, Some(WriteState::Unknown));
+    let later = ledger
+        .claim(&claim("k", "r1", "c", T0 + 10 * LEASE))
+        .await
+        .unwrap();
+    assert!(matches!(later, Claimed::Unknown(_)), "{later:?}");
+}
+
+async fn a_lapsed_lease_turns_unknown_whoever_asks(store: &impl Backend) {
+    let ledger = store.open().await;
+    ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap();
+    let other = ledger
+        .claim(&claim("k", "r2", "b", T0 + LEASE))
+        .await
+        .unwrap();
+    assert!(matches!(other, Claimed::Conflict(ref record) if record.state == WriteState::Unknown));
+    assert_eq!(state_of(&*ledger, "k").await, Some(WriteState::Unknown));
+}
+
+async fn only_the_owner_moves_a_write_in_flight(store: &impl Backend) {
+    let ledger = store.open().await;
+    ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap();
+    let intruder = move_k(
+        &*ledger,
+        "b",
+        WriteState::Executing,
+        WriteEvent::Commit,
+        Some("{}"),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(intruder, Advanced::Stale(Some(ref record)) if record.state == WriteState::Executing)
+    );
+    let wrong_state = move_k(
+        &*ledger,
+        "a",
+        WriteState::CancelRequested,
+        WriteEvent::Commit,
+        Some("{}"),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(wrong_state, Advanced::Stale(_)));
+    assert_eq!(state_of(&*ledger, "k").await, Some(WriteState::Executing));
+}
+
+async fn an_event_without_a_move_is_refused(store: &impl Backend) {
+    let ledger = store.open().await;
+    ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap();
+    let refused = move_k(
+        &*ledger,
+        "a",
+        WriteState::Executing,
+        WriteEvent::Approve,
+        None,
+    )
+    .await;
+    assert!(
+        matches!(refused, Err(StoreError::Illegal(_))),
+        "{refused:?}"
+    );
+    assert_eq!(state_of(&*ledger, "k").await, Some(WriteState::Executing));
+}
+
+async fn finished_records_absorb_every_event(store: &impl Backend) {
+    let ledger = store.open().await;
+    finished(
+        &*ledger,
+        "k",
+        "a",
+        WriteEvent::ConfirmNothingHappened,
+        Some("{}"),
+    )
+    .await;
+    for event in [
+        WriteEvent::Commit,
+        WriteEvent::LoseTrack,
+        WriteEvent::Execute,
+        WriteEvent::ReconcileFound,
+    ] {
+        let refused = move_k(&*ledger, "a", WriteState::Failed, event, None).await;
+        assert!(
+            matches!(refused, Err(StoreError::Illegal(_))),
+            "{event:?}: {refused:?}"
+        );
+    }
+    assert_eq!(state_of(&*ledger, "k").await, Some(WriteState::Failed));
+}
+
+async fn an_unknown_write_is_settled_only_by_reconciliation(store: &impl Backend) {
+    let ledger = store.open().await;
+    finished(&*ledger, "k", "a", WriteEvent::LoseTrack, None).await;
+    let rerun = move_k(
+        &*ledger,
+        "a",
+        WriteState::Unknown,
+        WriteEvent::Execute,
+        None,
+    )
+    .await;
+    assert!(matches!(rerun, Err(StoreError::Illegal(_))));
+    // Any worker may reconcile: the status query is a read.
+    let settled = ledger
+        .advance(&step(
+            "k",
+            "z",
+            WriteState::Unknown,
+            WriteEvent::ReconcileFound,
+            Some("{\"n\":241}"),
+            T0 + 1,
+        ))
+        .await
+        .unwrap();
+    assert!(
+        matches!(settled, Advanced::Applied(ref record) if record.state == WriteState::Succeeded)
+    );
+    assert!(matches!(
+        ledger.claim(&claim("k", "r1", "b", T0 + 2)).await.unwrap(),
+        Claimed::Replay(_)
+    ));
+}
+
+async fn a_claim_is_released_only_by_its_owner_before_anything_was_sent(store: &impl Backend) {
+    let ledger = store.open().await;
+    ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap();
+    assert!(!ledger.release(&release("b", false)).await.unwrap());
+    assert!(ledger.release(&release("a", false)).await.unwrap());
+    assert_eq!(state_of(&*ledger, "k").await, None);
+    assert_eq!(
+        ledger.claim(&claim("k", "r1", "b", T0)).await.unwrap(),
+        Claimed::Fresh
+    );
+    move_k(
+        &*ledger,
+        "b",
+        WriteState::Executing,
+        WriteEvent::Commit,
+        Some("{}"),
+    )
+    .await
+    .unwrap();
+    assert!(
+        !ledger.release(&release("b", false)).await.unwrap(),
+        "a finished record is never released"
+    );
+}
+
+async fn keys_expire_after_the_retention_and_unknown_ones_never_do(store: &impl Backend) {
+    let ledger = store.open().await;
+    finished(&*ledger, "done", "a", WriteEvent::Commit, Some("{}")).await;
+    finished(&*ledger, "lost", "a", WriteEvent::LoseTrack, None).await;
+    assert!(matches!(
+        ledger
+            .claim(&claim("done", "r1", "b", T0 + RETENTION - 1))
+            .await
+            .unwrap(),
+        Claimed::Replay(_)
+    ));
+    // Past the retention the key is free for a new intent.
+    assert_eq!(
+        ledger
+            .claim(&claim("done", "r2", "b", T0 + RETENTION))
+            .await
+            .unwrap(),
+        Claimed::Fresh
+    );
+    assert_eq!(
+        ledger
+            .purge_expired(T0 + 100 * RETENTION)
+            .await
+            .unwrap()
+            .records,
+        0,
+        "nothing finished is left"
+    );
+    assert!(matches!(
+        ledger
+            .claim(&claim("lost", "r1", "b", T0 + 100 * RETENTION))
+            .await
+            .unwrap(),
+        Claimed::Unknown(_)
+    ));
+}
+
+async fn purge_removes_only_finished_records_past_their_retention(store: &impl Backend) {
+    let ledger = store.open().await;
+    for key in ["a", "b"] {
+        finished(&*ledger, key, "o", WriteEvent::Commit, Some("{}")).await;
+    }
+    ledger
+        .claim(&claim("running", "r1", "o", T0))
+        .await
+        .unwrap();
+    assert_eq!(
+        ledger
+            .purge_expired(T0 + RETENTION - 1)
+            .await
+            .unwrap()
+            .records,
+        0
+    );
+    assert_eq!(
+        ledger.purge_expired(T0 + RETENTION).await.unwrap().records,
+        2
+    );
+    assert_eq!(state_of(&*ledger, "a").await, None);
+    assert_eq!(
+        state_of(&*ledger, "running").await,
+        Some(WriteState::Executing)
+    );
+}
+
+async fn concurrent_claims_of_one_key_give_exactly_one_fresh(store: &impl Backend) {
+    let mut claims = tokio::task::JoinSet::new();
+    for index in 0..8 {
+        // Each as its own replica: its own connection to the store.
+        let ledger = store.open().await;
+        claims.spawn(async move {
+            ledger
+                .claim(&claim("k", "r1", &format!("o{index}"), T0))
+                .await
+                .unwrap()
+        });
+    }
+    let answers = claims.join_all().await;
+    let fresh = answers
+        .iter()
+        .filter(|answer| **answer == Claimed::Fresh)
+        .count();
+    assert_eq!(fresh, 1, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .all(|answer| matches!(answer, Claimed::Fresh | Claimed::InFlight(_)))
+    );
+}
+
+fn at(ms: u64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).unwrap()
+}
+
+fn pending(id: &str, key: &str, request: &str) -> PendingApproval {
+    PendingApproval {
+        approval_id: id.to_owned(),
+        request_sha256: request.to_owned(),
+        preview: Preview {
+            tool: "create_issue".to_owned(),
+            description: "Create an issue.".to_owned(),
+            effect: Effect::NonIdempotentWrite,
+            arguments: serde_json::json!({ "title": "Broken \u{202e} login", "n": [1, 2.5] }),
+        },
+        preview_sha256: format!("preview-of-{request}"),
+        principal_ref: "p1".to_owned(),
+        operation_id: "op".to_owned(),
+        ledger_key: key.to_owned(),
+    }
+}
+
+/// The approval stage of request `request` on key `k`, offering `fresh_id` as the new
+/// pending approval, at `now_ms`.
+fn ask(request: &str, fresh_id: &str, now_ms: u64) -> ApprovalAsk {
+    ApprovalAsk {
+        ledger_key: "k".to_owned(),
+        request_sha256: request.to_owned(),
+        tool: "create_issue".to_owned(),
+        principal_ref: "p1".to_owned(),
+        operation_id: "op".to_owned(),
+        now: at(now_ms),
+        fresh: pending(fresh_id, "k", request),
+        retention_ms: RETENTION,
+    }
+}
+
+fn approval(id: &str, request: &str, now_ms: u64) -> ApproveStep {
+    ApproveStep {
+        approval_id: id.to_owned(),
+        preview_sha256: format!("preview-of-{request}"),
+        approver: "supervisor".to_owned(),
+        expires_at: at(now_ms + LEASE),
+        now: at(now_ms),
+    }
+}
+
+fn redeeming(owner: &str, approval_id: &str, now_ms: u64) -> Claim {
+    Claim {
+        redeem: Some(approval_id.to_owned()),
+        ..claim("k", "r1", owner, now_ms)
+    }
+}
+
+async fn a_pending_approval_is_the_same_whoever_asks_again(store: &impl Backend) {
+    let (a, b) = (store.open().await, store.open().await);
+    let first = a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
+    assert_eq!(first, ApprovalCheck::Required(pending("apr_a", "k", "r1")));
+    // Another replica asking for the same request gets the same pending approval.
+    let again = b.check_approval(&ask("r1", "apr_b", T0 + 1)).await.unwrap();
+    assert_eq!(again, ApprovalCheck::Required(pending("apr_a", "k", "r1")));
+    assert_eq!(
+        b.pending_approvals(T0 + 1).await.unwrap(),
+        vec![pending("apr_a", "k", "r1")],
+        "the preview, with its hidden character and numbers, reads back as written"
+    );
+}
+
+async fn an_approval_given_on_one_replica_is_redeemed_on_another_once(store: &impl Backend) {
+    let (a, b) = (store.open().await, store.open().await);
+    a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
+    let grant = a
+        .approve(&approval("apr_a", "r1", T0))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(grant.approver, "supervisor");
+    assert!(a.pending_approvals(T0).await.unwrap().is_empty());
+    let seen = b.check_approval(&ask("r1", "apr_b", T0 + 1)).await.unwrap();
+    assert_eq!(seen, ApprovalCheck::Proceed(grant.clone()));
+    assert_eq!(
+        b.claim(&redeeming("b", "apr_a", T0 + 1)).await.unwrap(),
+        Claimed::Fresh
+    );
+    // Spent: the next ask needs a new approval; a claim naming it again writes nothing.
+    let after = a.check_approval(&ask("r1", "apr_c", T0 + 2)).await.unwrap();
+    assert_eq!(after, ApprovalCheck::Required(pending("apr_c", "k", "r1")));
+    b.advance(&step(
+        "k",
+        "b",
+        WriteState::Executing,
+        WriteEvent::Commit,
+        Some("{}"),
+        T0 + 2,
+    ))
+    .await
+    .unwrap();
+    let expired_record = claim("k", "r1", "a", T0 + 2 + RETENTION);
+    assert!(matches!(
+        a.claim(&Claim {
+            redeem: Some("apr_a".to_owned()),
+            ..expired_record
+        })
+        .await
+        .unwrap(),
+        Claimed::GrantSpent
+    ));
+}
+
+async fn concurrent_redemptions_of_one_grant_run_once(store: &impl Backend) {
+    let first = store.open().await;
+    first.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
+    first
+        .approve(&approval("apr_a", "r1", T0))
+        .await
+        .unwrap()
+        .unwrap();
+    let mut claims = tokio::task::JoinSet::new();
+    for index in 0..8 {
+        let replica = store.open().await;
+        claims.spawn(async move {
+            let owner = format!("o{index}");
+            replica
+                .claim(&redeeming(&owner, "apr_a", T0 + 1))
+                .await
+                .unwrap()
+        });
+    }
+    let answers = claims.join_all().await;
+    let fresh = answers
+        .iter()
+        .filter(|answer| **answer == Claimed::Fresh)
+        .count();
+    assert_eq!(fresh, 1, "{answers:?}");
+}
+
+async fn a_release_before_any_attempt_gives_the_grant_back_and_after_one_does_not(
+    store: &impl Backend,
+) {
+    let ledger = store.open().await;
+    ledger
+        .check_approval(&ask("r1", "apr_a", T0))
+        .await
+        .unwrap();
+    let grant = ledger
+        .approve(&approval("apr_a", "r1", T0))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        ledger.claim(&redeeming("a", "apr_a", T0)).await.unwrap(),
+        Claimed::Fresh
+    );
+    assert!(ledger.release(&release("a", true)).await.unwrap());
+    let again = ledger
+        .check_approval(&ask("r1", "apr_b", T0 + 1))
+        .await
+        .unwrap();
+    assert_eq!(again, ApprovalCheck::Proceed(grant));
+    // An attempt the service refused still spent it.
+    assert_eq!(
+        ledger
+            .claim(&redeeming("a", "apr_a", T0 + 2))
+            .await
+            .unwrap(),
+        Claimed::Fresh
+    );
+    assert!(ledger.release(&release("a", false)).await.unwrap());
+    let spent = ledger
+        .check_approval(&ask("r1", "apr_c", T0 + 3))
+        .await
+        .unwrap();
+    assert_eq!(spent, ApprovalCheck::Required(pending("apr_c", "k", "r1")));
+}
+
+async fn a_changed_request_after_approval_is_invalid_on_every_replica(store: &impl Backend) {
+    let (a, b) = (store.open().await, store.open().await);
+    a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
+    a.approve(&approval("apr_a", "r1", T0))
+        .await
+        .unwrap()
+        .unwrap();
+    let changed = b.check_approval(&ask("r2", "apr_b", T0 + 1)).await.unwrap();
+    assert_eq!(
+        changed,
+        ApprovalCheck::Invalid(pending("apr_b", "k", "r2"), Invalidity::RequestChanged)
+    );
+    // The grant is gone: the original request needs approval again, and the old id is spent.
+    let original = a.check_approval(&ask("r1", "apr_c", T0 + 2)).await.unwrap();
+    assert_eq!(
+        original,
+        ApprovalCheck::Required(pending("apr_c", "k", "r1"))
+    );
+    assert!(matches!(
+        a.approve(&approval("apr_a", "r1", T0 + 2)).await.unwrap(),
+        Err(ApprovalError::NotPending)
+    ));
+}
+
+async fn an_approval_must_name_the_pending_preview_and_a_later_expiry(store: &impl Backend) {
+    let ledger = store.open().await;
+    assert!(matches!(
+        ledger
+            .approve(&approval("apr_none", "r1", T0))
+            .await
+            .unwrap(),
+        Err(ApprovalError::NotPending)
+    ));
+    ledger
+        .check_approval(&ask("r1", "apr_a", T0))
+        .await
+        .unwrap();
+    let other_preview = ApproveStep {
+        preview_sha256: "preview-of-r9".to_owned(),
+        ..approval("apr_a", "r1", T0)
+    };
+    assert!(matches!(
+        ledger.approve(&other_preview).await.unwrap(),
+        Err(ApprovalError::PreviewMismatch)
+    ));
+    let lapsed = ApproveStep {
+        expires_at: at(T0),
+        ..approval("apr_a", "r1", T0)
+    };
+    assert!(matches!(
+        ledger.approve(&lapsed).await.unwrap(),
+        Err(ApprovalError::Expired)
+    ));
+    assert!(
+        ledger
+            .approve(&approval("apr_a", "r1", T0))
+            .await
+            .unwrap()
+            .is_ok()
+    );
+    assert!(
+        matches!(
+            ledger.approve(&approval("apr_a", "r1", T0)).await.unwrap(),
+            Err(ApprovalError::NotPending)
+        ),
+        "an approval is given once"
+    );
+}
+
+async fn a_rejection_holds_on_every_replica(store: &impl Backend) {
+    let (a, b) = (store.open().await, store.open().await);
+    a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
+    let reject = RejectStep {
+        approval_id: "apr_a".to_owned(),
+        now: at(T0),
+        retention_ms: RETENTION,
+    };
+    assert!(b.reject(&reject).await.unwrap().is_ok());
+    assert!(matches!(
+        b.reject(&reject).await.unwrap(),
+        Err(ApprovalError::NotPending)
+    ));
+    for request in ["r1", "r2"] {
+        let asked = a
+            .check_approval(&ask(request, "apr_b", T0 + 1))
+            .await
+            .unwrap();
+        assert_eq!(asked, ApprovalCheck::Rejected);
+    }
+}
+
+async fn a_lapsed_owner_cannot_write_over_a_record_claimed_again(store: &impl Backend) {
+    let ledger = store.open().await;
+    ledger.claim(&claim("k", "r1", "a", T0)).await.unwrap();
+    // Owner `a` stalls; its lease lapses, someone settles the write as never having happened.
+    assert!(matches!(
+        ledger
+            .claim(&claim("k", "r1", "b", T0 + LEASE))
+            .await
+            .unwrap(),
+        Claimed::Unknown(_)
+    ));
+    ledger
+        .advance(&step(
+            "k",
+            "b",
+            WriteState::Unknown,
+            WriteEvent::ReconcileAbsent,
+            None,
+            T0 + LEASE,
+        ))
+        .await
+        .unwrap();
+    // Past its retention the key is claimed again by the same owner, under a new generation.
+    let later = T0 + LEASE + RETENTION;
+    let second = Claim {
+        lease: Lease {
+            owner: "a".to_owned(),
+            generation: 2,
+        },
+        ..claim("k", "r1", "a", later)
+    };
+    assert_eq!(ledger.claim(&second).await.unwrap(), Claimed::Fresh);
+    // The first execution of `a` wakes up and reports its commit: fenced off.
+    let woken = ledger
+        .advance(&step(
+            "k",
+            "a",
+            WriteState::Executing,
+            WriteEvent::Commit,
+            Some("{\"late\":1}"),
+            later,
+        ))
+        .await
+        .unwrap();
+    assert!(
+        matches!(woken, Advanced::Stale(Some(ref record)) if record.state == WriteState::Executing && record.lease.generation == 2),
+        "{woken:?}"
+    );
+    assert!(
+        !ledger.release(&release("a", false)).await.unwrap(),
+        "nor release it"
+    );
+    assert_eq!(ledger.get("k").await.unwrap().unwrap().result, None);
+}
+
+async fn purging_on_one_replica_keeps_what_another_still_needs(store: &impl Backend) {
+    let (a, b) = (store.open().await, store.open().await);
+    // Replica `a` has a write running, an approval pending and a grant not yet lapsed.
+    a.claim(&claim("running", "r1", "a", T0)).await.unwrap();
+    a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
+    let mut other = ask("r1", "apr_g", T0);
+    other.ledger_key = "granted".to_owned();
+    other.fresh = pending("apr_g", "granted", "r1");
+    a.check_approval(&other).await.unwrap();
+    a.approve(&approval("apr_g", "r1", T0))
+        .await
+        .unwrap()
+        .unwrap();
+    finished(&*a, "lost", "a", WriteEvent::LoseTrack, None).await;
+    // Replica `b` purges just before anything's expiry: nothing goes.
+    let early = b.purge_expired(T0 + LEASE - 1).await.unwrap();
+    assert_eq!((early.records, early.approvals), (0, 0));
+    assert!(
+        a.approve(&approval("apr_a", "r1", T0 + 1))
+            .await
+            .unwrap()
+            .is_ok()
+    );
+    assert_eq!(state_of(&*a, "running").await, Some(WriteState::Executing));
+    // Long after, lapsed grants go; running and unknown writes never do.
+    let late = b.purge_expired(T0 + 100 * RETENTION).await.unwrap();
+    assert_eq!((late.records, late.approvals), (0, 2));
+    assert_eq!(state_of(&*a, "running").await, Some(WriteState::Executing));
+    assert_eq!(state_of(&*a, "lost").await, Some(WriteState::Unknown));
+}
+
+macro_rules! conformance {
+    ($($case:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    super::$case(&super::Memory(super::MemoryStore::new())).await;
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    super::$case(&super::sqlite_file()).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    if let Some(schema) = super::Schema::new(stringify!($case)) {
+                        super::$case(&super::Postgres(schema)).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+conformance!(
+    a_fresh_key_is_claimed_once_and_replayed_after_its_outcome,
+    the_same_key_with_another_request_conflicts_in_every_state,
+    a_key_in_flight_is_refused_while_its_lease_runs,
+    a_restart_between_executing_and_the_outcome_leaves_the_operation_unknown,
+    a_lapsed_lease_turns_unknown_whoever_asks,
+    only_the_owner_moves_a_write_in_flight,
+    an_event_without_a_move_is_refused,
+    finished_records_absorb_every_event,
+    an_unknown_write_is_settled_only_by_reconciliation,
+    a_claim_is_released_only_by_its_owner_before_anything_was_sent,
+    keys_expire_after_the_retention_and_unknown_ones_never_do,
+    purge_removes_only_finished_records_past_their_retention,
+    concurrent_claims_of_one_key_give_exactly_one_fresh,
+    a_pending_approval_is_the_same_whoever_asks_again,
+    an_approval_given_on_one_replica_is_redeemed_on_another_once,
+    concurrent_redemptions_of_one_grant_run_once,
+    a_release_before_any_attempt_gives_the_grant_back_and_after_one_does_not,
+    a_changed_request_after_approval_is_invalid_on_every_replica,
+    an_approval_must_name_the_pending_preview_and_a_later_expiry,
+    a_rejection_holds_on_every_replica,
+    a_lapsed_owner_cannot_write_over_a_record_claimed_again,
+    purging_on_one_replica_keeps_what_another_still_needs,
+);
+
+#[test]
+fn a_corrupt_row_is_an_error_not_a_panic() {
+    let store = sqlite_file();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    {
+        let ledger = SqliteStore::open(&store.0).unwrap();
+        runtime
+            .block_on(ledger.claim(&claim("k", "r1", "a", T0)))
+            .unwrap();
+    }
+    let edit = rusqlite::Connection::open(&store.0).unwrap();
+    let edited = edit
+        .execute(
+            "UPDATE tool_contract_ledger SET state = 'exploded' WHERE key = 'k'",
+            [],
+        )
+        .unwrap();
+    assert_eq!(edited, 1);
+    drop(edit);
+    let ledger = SqliteStore::open(&store.0).unwrap();
+    let read = runtime.block_on(ledger.get("k"));
+    assert!(matches!(read, Err(StoreError::Corrupt(_))), "{read:?}");
+    let claimed = runtime.block_on(ledger.claim(&claim("k", "r1", "b", T0)));
+    assert!(
+        matches!(claimed, Err(StoreError::Corrupt(_))),
+        "{claimed:?}"
+    );
+}
+
+#[test]
+fn an_sqlite_file_of_a_newer_schema_is_refused() {
+    let store = sqlite_file();
+    drop(SqliteStore::open(&store.0).unwrap());
+    let edit = rusqlite::Connection::open(&store.0).unwrap();
+    edit.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    drop(edit);
+    let refused = SqliteStore::open(&store.0);
+    assert!(
+        matches!(refused, Err(StoreError::SchemaTooNew { found, supported })
+            if found == SCHEMA_VERSION + 1 && supported == SCHEMA_VERSION),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn an_sqlite_ledger_from_before_versioning_is_migrated() {
+    let store = sqlite_file();
+    let old = rusqlite::Connection::open(&store.0).unwrap();
+    old.execute_batch(
+        "CREATE TABLE tool_contract_ledger (key TEXT PRIMARY KEY NOT NULL, request_sha256 TEXT NOT NULL, \
+         tool TEXT NOT NULL, state TEXT NOT NULL, owner TEXT NOT NULL, lease_until_ms INTEGER NOT NULL, \
+         expires_at_ms INTEGER NOT NULL, result TEXT) STRICT;
+         INSERT INTO tool_contract_ledger VALUES ('old', 'r0', 'create_issue', 'succeeded', 'a', 0, 9, NULL);",
+    )
+    .unwrap();
+    drop(old);
+    let ledger = SqliteStore::open(&store.0).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let old = runtime.block_on(ledger.get("old")).unwrap().unwrap();
+    assert_eq!(
+        (old.state, old.lease.generation),
+        (WriteState::Succeeded, 0)
+    );
+    assert_eq!(
+        runtime
+            .block_on(ledger.claim(&claim("k", "r1", "a", T0)))
+            .unwrap(),
+        Claimed::Fresh
+    );
+}
+
+#[tokio::test]
+async fn a_postgres_schema_newer_than_the_code_is_refused() {
+    let Some(schema) = Schema::new("a_postgres_schema_newer_than_the_code_is_refused") else {
+        return;
+    };
+    drop(schema.store().await);
+    schema.execute(&format!(
+        "UPDATE {}.tool_contract_schema SET version = {}",
+        schema.name,
+        SCHEMA_VERSION + 1
+    ));
+    let refused =
+        tool_contract::dispatch::store::PostgresStore::connect_with(&schema.url, schema.options())
+            .await;
+    assert!(
+        matches!(refused, Err(StoreError::SchemaTooNew { found, .. }) if found == SCHEMA_VERSION + 1),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test]
+async fn replicas_connecting_at_once_migrate_the_schema_once() {
+    let Some(schema) = Schema::new("replicas_connecting_at_once_migrate_the_schema_once") else {
+        return;
+    };
+    let (a, b, c) = tokio::join!(schema.store(), schema.store(), schema.store());
+    assert_eq!(
+        a.claim(&claim("k", "r1", "a", T0)).await.unwrap(),
+        Claimed::Fresh
+    );
+    assert!(matches!(
+        b.claim(&claim("k", "r1", "b", T0)).await.unwrap(),
+        Claimed::InFlight(_)
+    ));
+    assert!(matches!(
+        c.claim(&claim("k", "r2", "c", T0)).await.unwrap(),
+        Claimed::Conflict(_)
+    ));
+}
+
+#[tokio::test]
+async fn a_postgres_schema_name_that_is_not_an_identifier_is_refused() {
+    let options = tool_contract::dispatch::store::PostgresOptions {
+        schema: "x; DROP TABLE y".to_owned(),
+        ..Default::default()
+    };
+    let refused = tool_contract::dispatch::store::PostgresStore::connect_with(
+        "postgres://nobody@127.0.0.1:1/none",
+        options,
+    )
+    .await;
+    assert!(matches!(refused, Err(StoreError::Store(_))), "{refused:?}");
+}

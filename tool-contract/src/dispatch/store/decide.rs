@@ -1,0 +1,287 @@
+//! The decisions every store makes, written once: what a step writes and answers, given the
+//! rows it read. Pure functions: a store reads rows, calls one of these, writes what it says.
+
+use super::{Advance, Advanced, Claim, Claimed, Lease, Record, StoreError};
+use crate::dispatch::approval::{
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
+    RejectStep, grant_covers, unix_ms,
+};
+use crate::dispatch::state::{WriteEvent, WriteState};
+
+/// What a store does with a claim, given the record it holds at that key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimDecision {
+    /// Write this record (insert, or replace an expired one) and answer `Fresh`.
+    Write(Record),
+    /// Write this record (the lease ran out: now `unknown`) and answer with the claim given.
+    WriteAndAnswer(Record, Claimed),
+    /// Change nothing; answer this.
+    Answer(Claimed),
+}
+
+/// The one decision every store makes for a claim.
+///
+/// - no record, or a finished one past its retention: a new `executing` record → `Fresh`;
+/// - in flight with its lease over (the owner crashed or vanished): now `unknown`, whoever
+///   asks → `Unknown` for the same request, `Conflict` for another;
+/// - a record of another request digest → `Conflict`, whatever its state;
+/// - finished (`succeeded`, `failed`, `cancelled`, `rejected`) → `Replay`;
+/// - in flight with its lease running → `InFlight`;
+/// - `unknown` → `Unknown`.
+///
+/// A claim that redeems a grant is decided by this first, then by [`decide_redeem`].
+#[must_use]
+pub fn decide_claim(existing: Option<&Record>, claim: &Claim) -> ClaimDecision {
+    let fresh = || Record {
+        key: claim.key.clone(),
+        request_sha256: claim.request_sha256.clone(),
+        tool: claim.tool.clone(),
+        // A claim hands the write to its handler: `draft` (or `approved`) then `execute`.
+        state: WriteState::along(&[WriteEvent::Execute]),
+        lease: claim.lease.clone(),
+        lease_until_ms: claim.now_ms.saturating_add(claim.lease_ms),
+        expires_at_ms: claim.now_ms.saturating_add(claim.retention_ms),
+        result: None,
+    };
+    let Some(record) = existing else {
+        return ClaimDecision::Write(fresh());
+    };
+    if record.state.is_terminal() && record.expires_at_ms <= claim.now_ms {
+        return ClaimDecision::Write(fresh());
+    }
+    let same_request = record.request_sha256 == claim.request_sha256 && record.tool == claim.tool;
+    // A lapsed lease is settled first, whoever asks: the record must not claim to be running.
+    if record.state.is_in_flight() && record.lease_until_ms <= claim.now_ms {
+        let mut lost = record.clone();
+        lost.state = match record.state.next(WriteEvent::LoseTrack) {
+            Ok(state) => state,
+            Err(_) => WriteState::Unknown,
+        };
+        let answer = if same_request {
+            Claimed::Unknown(lost.clone())
+        } else {
+            Claimed::Conflict(lost.clone())
+        };
+        return ClaimDecision::WriteAndAnswer(lost, answer);
+    }
+    if !same_request {
+        return ClaimDecision::Answer(Claimed::Conflict(record.clone()));
+    }
+    match record.state {
+        state if state.is_terminal() => ClaimDecision::Answer(Claimed::Replay(record.clone())),
+        state if state.is_in_flight() => ClaimDecision::Answer(Claimed::InFlight(record.clone())),
+        _ => ClaimDecision::Answer(Claimed::Unknown(record.clone())),
+    }
+}
+
+/// What a store does with an advance, given the record it holds at that key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdvanceDecision {
+    /// Write this record and answer [`Advanced::Applied`].
+    Write(Record),
+    /// Change nothing and answer [`Advanced::Stale`] with the record as it stands.
+    Stale(Option<Record>),
+}
+
+/// The one decision every store makes for an advance: the record moves only if it is still
+/// in `step.from` and, while in flight, still held by `step.lease` (owner and generation).
+///
+/// # Errors
+///
+/// [`StoreError::Illegal`] when the event has no move from that state.
+pub fn decide_advance(
+    existing: Option<&Record>,
+    step: &Advance,
+) -> Result<AdvanceDecision, StoreError> {
+    let Some(record) = existing else {
+        return Ok(AdvanceDecision::Stale(None));
+    };
+    let lease_holds = !record.state.is_in_flight() || record.lease == step.lease;
+    if record.state != step.from || !lease_holds {
+        return Ok(AdvanceDecision::Stale(Some(record.clone())));
+    }
+    let mut next = record.clone();
+    next.state = record.state.next(step.event)?;
+    if step.result.is_some() {
+        next.result.clone_from(&step.result);
+    }
+    next.expires_at_ms = step.now_ms.saturating_add(step.retention_ms);
+    Ok(AdvanceDecision::Write(next))
+}
+
+impl From<AdvanceDecision> for Advanced {
+    fn from(decision: AdvanceDecision) -> Self {
+        match decision {
+            AdvanceDecision::Write(record) => Advanced::Applied(record),
+            AdvanceDecision::Stale(record) => Advanced::Stale(record),
+        }
+    }
+}
+
+/// What a store does at the approval stage: the entry to write, if any, and the answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalDecision {
+    /// The entry to write under the ask's ledger key.
+    pub write: Option<ApprovalEntry>,
+    /// What the stage answers.
+    pub answer: ApprovalCheck,
+}
+
+/// The one decision every store makes at the approval stage, given the entry it holds at
+/// the ask's ledger key:
+///
+/// - rejected → `Rejected`, and it stays so;
+/// - pending for this very request → `Required` with that pending approval (the same id,
+///   whichever replica asks);
+/// - pending for another request (changed before anyone approved) or nothing → a new
+///   pending approval, `Required`;
+/// - granted and covering this request, not redeemed → `Proceed`;
+/// - granted but not covering it (changed, moved, expired) → a new pending approval,
+///   `Invalid` with why;
+/// - granted and redeemed by an execution → spent: a new pending approval, `Required`.
+#[must_use]
+pub fn decide_approval(existing: Option<&ApprovalEntry>, ask: &ApprovalAsk) -> ApprovalDecision {
+    let answer = |answer| ApprovalDecision {
+        write: None,
+        answer,
+    };
+    let invalidity = match existing {
+        Some(ApprovalEntry::Rejected { .. }) => return answer(ApprovalCheck::Rejected),
+        Some(ApprovalEntry::Pending { pending, .. })
+            if pending.request_sha256 == ask.request_sha256 =>
+        {
+            return answer(ApprovalCheck::Required(pending.clone()));
+        }
+        None | Some(ApprovalEntry::Pending { .. }) => None,
+        Some(ApprovalEntry::Granted {
+            redeemed_by: Some(_),
+            ..
+        }) => None,
+        Some(ApprovalEntry::Granted {
+            grant,
+            redeemed_by: None,
+        }) => match grant_covers(grant, ask) {
+            Ok(()) => return answer(ApprovalCheck::Proceed(grant.clone())),
+            Err(invalidity) => Some(invalidity),
+        },
+    };
+    let fresh = ask.fresh.clone();
+    let write = ApprovalEntry::Pending {
+        pending: fresh.clone(),
+        expires_at_ms: unix_ms(ask.now).saturating_add(ask.retention_ms),
+    };
+    ApprovalDecision {
+        write: Some(write),
+        answer: match invalidity {
+            Some(invalidity) => ApprovalCheck::Invalid(fresh, invalidity),
+            None => ApprovalCheck::Required(fresh),
+        },
+    }
+}
+
+/// The one decision every store makes for an approval, given the entry it holds under the
+/// approval's ledger key: the grant to write.
+///
+/// # Errors
+///
+/// [`ApprovalError::NotPending`] unless that entry is the pending approval `step` names;
+/// [`ApprovalError::PreviewMismatch`] when the person saw another preview;
+/// [`ApprovalError::Expired`] when the expiry is not after now.
+pub fn decide_approve(
+    existing: Option<&ApprovalEntry>,
+    step: &ApproveStep,
+) -> Result<ApprovalEntry, ApprovalError> {
+    let Some(ApprovalEntry::Pending { pending, .. }) = existing else {
+        return Err(ApprovalError::NotPending);
+    };
+    if pending.approval_id != step.approval_id {
+        return Err(ApprovalError::NotPending);
+    }
+    if pending.preview_sha256 != step.preview_sha256 {
+        return Err(ApprovalError::PreviewMismatch);
+    }
+    if step.expires_at <= step.now {
+        return Err(ApprovalError::Expired);
+    }
+    let grant = ApprovalGrant {
+        approval_id: pending.approval_id.clone(),
+        request_sha256: pending.request_sha256.clone(),
+        preview_sha256: pending.preview_sha256.clone(),
+        tool: pending.preview.tool.clone(),
+        principal_ref: pending.principal_ref.clone(),
+        operation_id: pending.operation_id.clone(),
+        approver: step.approver.clone(),
+        expires_at: step.expires_at,
+        ledger_key: pending.ledger_key.clone(),
+    };
+    Ok(ApprovalEntry::Granted {
+        grant,
+        redeemed_by: None,
+    })
+}
+
+/// The one decision every store makes for a rejection: the entry to write.
+///
+/// # Errors
+///
+/// [`ApprovalError::NotPending`] unless that entry is the pending approval `step` names.
+pub fn decide_reject(
+    existing: Option<&ApprovalEntry>,
+    step: &RejectStep,
+) -> Result<ApprovalEntry, ApprovalError> {
+    match existing {
+        Some(ApprovalEntry::Pending { pending, .. }) if pending.approval_id == step.approval_id => {
+            Ok(ApprovalEntry::Rejected {
+                approval_id: step.approval_id.clone(),
+                expires_at_ms: unix_ms(step.now).saturating_add(step.retention_ms),
+            })
+        }
+        _ => Err(ApprovalError::NotPending),
+    }
+}
+
+/// The one decision every store makes when a fresh claim redeems the grant of
+/// `approval_id`: the entry to write (the grant, redeemed by `lease`), or `None` when the
+/// grant is spent, gone or another (the claim then writes nothing).
+#[must_use]
+pub fn decide_redeem(
+    existing: Option<&ApprovalEntry>,
+    approval_id: &str,
+    lease: &Lease,
+) -> Option<ApprovalEntry> {
+    match existing {
+        Some(ApprovalEntry::Granted {
+            grant,
+            redeemed_by: None,
+        }) if grant.approval_id == approval_id => Some(ApprovalEntry::Granted {
+            grant: grant.clone(),
+            redeemed_by: Some(lease.clone()),
+        }),
+        _ => None,
+    }
+}
+
+/// The grant `lease` redeemed, given back: the execution released its key without sending
+/// anything, so the approval still stands for the next call.
+pub(crate) fn unredeem(existing: Option<&ApprovalEntry>, lease: &Lease) -> Option<ApprovalEntry> {
+    match existing {
+        Some(ApprovalEntry::Granted {
+            grant,
+            redeemed_by: Some(by),
+        }) if by == lease => Some(ApprovalEntry::Granted {
+            grant: grant.clone(),
+            redeemed_by: None,
+        }),
+        _ => None,
+    }
+}
+
+/// Whether `entry` lapsed by `now` (what a purge removes).
+pub(crate) fn approval_expired(entry: &ApprovalEntry, now_ms: u64) -> bool {
+    entry.expires_at_ms() <= now_ms
+}
+
+/// Whether `record` is finished and past its retention (what a purge removes).
+pub(crate) fn record_expired(record: &Record, now_ms: u64) -> bool {
+    record.state.is_terminal() && record.expires_at_ms <= now_ms
+}

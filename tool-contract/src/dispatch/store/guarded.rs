@@ -1,0 +1,74 @@
+//! A store whose panics are errors: the store is the application's code (or a database
+//! driver's), and a panic in it must end as a structured answer, never unwind through
+//! `dispatch`.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+
+use super::{
+    Advance, Advanced, Claim, Claimed, ControlStore, Purged, Record, Release, StoreError,
+    StoreFuture,
+};
+use crate::dispatch::approval::{
+    ApprovalAsk, ApprovalCheck, ApprovalError, ApprovalGrant, ApproveStep, PendingApproval,
+    RejectStep,
+};
+
+/// The store the dispatcher holds: `inner`, its panics turned into
+/// [`StoreError::Panicked`].
+pub(crate) struct Guarded(pub(crate) Arc<dyn ControlStore>);
+
+/// Runs one step of the inner store: a panic building the future or polling it is an error.
+fn guarded<'a, T: Send + 'a>(step: impl FnOnce() -> StoreFuture<'a, T>) -> StoreFuture<'a, T> {
+    match catch_unwind(AssertUnwindSafe(step)) {
+        Ok(future) => Box::pin(
+            AssertUnwindSafe(future)
+                .catch_unwind()
+                .map(|answer| answer.unwrap_or(Err(StoreError::Panicked))),
+        ),
+        Err(_) => Box::pin(std::future::ready(Err(StoreError::Panicked))),
+    }
+}
+
+impl ControlStore for Guarded {
+    fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, Claimed> {
+        guarded(|| self.0.claim(claim))
+    }
+
+    fn advance<'a>(&'a self, step: &'a Advance) -> StoreFuture<'a, Advanced> {
+        guarded(|| self.0.advance(step))
+    }
+
+    fn release<'a>(&'a self, release: &'a Release) -> StoreFuture<'a, bool> {
+        guarded(|| self.0.release(release))
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Record>> {
+        guarded(|| self.0.get(key))
+    }
+
+    fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {
+        guarded(|| self.0.purge_expired(now_ms))
+    }
+
+    fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck> {
+        guarded(|| self.0.check_approval(ask))
+    }
+
+    fn approve<'a>(
+        &'a self,
+        step: &'a ApproveStep,
+    ) -> StoreFuture<'a, Result<ApprovalGrant, ApprovalError>> {
+        guarded(|| self.0.approve(step))
+    }
+
+    fn reject<'a>(&'a self, step: &'a RejectStep) -> StoreFuture<'a, Result<(), ApprovalError>> {
+        guarded(|| self.0.reject(step))
+    }
+
+    fn pending_approvals(&self, now_ms: u64) -> StoreFuture<'_, Vec<PendingApproval>> {
+        guarded(|| self.0.pending_approvals(now_ms))
+    }
+}

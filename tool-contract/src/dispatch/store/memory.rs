@@ -1,0 +1,208 @@
+//! The in-process store: two maps under one lock.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures_util::FutureExt;
+
+use super::decide::{approval_expired, record_expired};
+use super::rows::{self, Fence, Rows};
+use super::{
+    Advance, Advanced, Claim, Claimed, ControlStore, Purged, Record, Release, StoreError,
+    StoreFuture,
+};
+use crate::dispatch::approval::{
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
+    PendingApproval, RejectStep,
+};
+
+/// A store in this process's memory. Clones share one state, so a dispatcher built again over
+/// a clone sees what the first one left (which is how tests stand for a restart); a real
+/// restart loses it all: use `SqliteStore` (feature `sqlite`) or `PostgresStore` (feature
+/// `postgres`) where that matters.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStore {
+    state: Arc<Mutex<State>>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    records: HashMap<String, Record>,
+    approvals: HashMap<String, ApprovalEntry>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave a half-written row: every write is one
+        // `insert` or `remove`, and a step checks before it writes.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Runs a step whose rows never wait: it completes on its first poll.
+pub(crate) fn at_once<T>(
+    step: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    step.now_or_never().unwrap_or_else(|| {
+        Err(StoreError::Corrupt(
+            "a synchronous store step waited".into(),
+        ))
+    })
+}
+
+fn answered<'a, T: Send + 'a>(answer: Result<T, StoreError>) -> StoreFuture<'a, T> {
+    Box::pin(std::future::ready(answer))
+}
+
+struct MemoryRows<'a>(&'a mut State);
+
+impl Rows for MemoryRows<'_> {
+    async fn lock_key(&mut self, _key: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn record(&mut self, key: &str) -> Result<Option<Record>, StoreError> {
+        Ok(self.0.records.get(key).cloned())
+    }
+
+    async fn put_record(
+        &mut self,
+        record: &Record,
+        fence: Option<&Fence>,
+    ) -> Result<bool, StoreError> {
+        let holds = match (self.0.records.get(&record.key), fence) {
+            (None, None) => true,
+            (Some(existing), Some(fence)) => Fence::of(existing) == *fence,
+            _ => false,
+        };
+        if holds {
+            self.0.records.insert(record.key.clone(), record.clone());
+        }
+        Ok(holds)
+    }
+
+    async fn delete_record(&mut self, key: &str, fence: &Fence) -> Result<bool, StoreError> {
+        let holds = self
+            .0
+            .records
+            .get(key)
+            .is_some_and(|existing| Fence::of(existing) == *fence);
+        if holds {
+            self.0.records.remove(key);
+        }
+        Ok(holds)
+    }
+
+    async fn approval(&mut self, key: &str) -> Result<Option<ApprovalEntry>, StoreError> {
+        Ok(self.0.approvals.get(key).cloned())
+    }
+
+    async fn approval_key(&mut self, approval_id: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .0
+            .approvals
+            .iter()
+            .find(|(_, entry)| entry.approval_id() == approval_id)
+            .map(|(key, _)| key.clone()))
+    }
+
+    async fn put_approval(&mut self, key: &str, entry: &ApprovalEntry) -> Result<(), StoreError> {
+        self.0.approvals.insert(key.to_owned(), entry.clone());
+        Ok(())
+    }
+}
+
+impl ControlStore for MemoryStore {
+    fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, Claimed> {
+        answered(at_once(rows::claim(
+            &mut MemoryRows(&mut self.state()),
+            claim,
+        )))
+    }
+
+    fn advance<'a>(&'a self, step: &'a Advance) -> StoreFuture<'a, Advanced> {
+        answered(at_once(rows::advance(
+            &mut MemoryRows(&mut self.state()),
+            step,
+        )))
+    }
+
+    fn release<'a>(&'a self, release: &'a Release) -> StoreFuture<'a, bool> {
+        answered(at_once(rows::release(
+            &mut MemoryRows(&mut self.state()),
+            release,
+        )))
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Record>> {
+        answered(Ok(self.state().records.get(key).cloned()))
+    }
+
+    fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {
+        let mut state = self.state();
+        let (records, approvals) = (state.records.len(), state.approvals.len());
+        state
+            .records
+            .retain(|_, record| !record_expired(record, now_ms));
+        state
+            .approvals
+            .retain(|_, entry| !approval_expired(entry, now_ms));
+        answered(Ok(Purged {
+            records: (records - state.records.len()) as u64,
+            approvals: (approvals - state.approvals.len()) as u64,
+        }))
+    }
+
+    fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck> {
+        answered(at_once(rows::check_approval(
+            &mut MemoryRows(&mut self.state()),
+            ask,
+        )))
+    }
+
+    fn approve<'a>(
+        &'a self,
+        step: &'a ApproveStep,
+    ) -> StoreFuture<'a, Result<ApprovalGrant, ApprovalError>> {
+        answered(at_once(rows::approve(
+            &mut MemoryRows(&mut self.state()),
+            step,
+        )))
+    }
+
+    fn reject<'a>(&'a self, step: &'a RejectStep) -> StoreFuture<'a, Result<(), ApprovalError>> {
+        answered(at_once(rows::reject(
+            &mut MemoryRows(&mut self.state()),
+            step,
+        )))
+    }
+
+    fn pending_approvals(&self, now_ms: u64) -> StoreFuture<'_, Vec<PendingApproval>> {
+        let state = self.state();
+        let mut pending: Vec<(u64, PendingApproval)> = state
+            .approvals
+            .values()
+            .filter_map(|entry| match entry {
+                ApprovalEntry::Pending {
+                    pending,
+                    expires_at_ms,
+                } if *expires_at_ms > now_ms => Some((*expires_at_ms, pending.clone())),
+                _ => None,
+            })
+            .collect();
+        pending.sort_by(|a, b| (a.0, &a.1.approval_id).cmp(&(b.0, &b.1.approval_id)));
+        answered(Ok(pending
+            .into_iter()
+            .map(|(_, pending)| pending)
+            .collect()))
+    }
+}

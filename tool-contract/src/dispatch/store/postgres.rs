@@ -1,0 +1,588 @@
+//! The store replicas share: PostgreSQL through `tokio-postgres`, with a small pool. Each
+//! step is one transaction that first takes a transaction-scoped advisory lock on its key,
+//! so two steps on one key never interleave (a missing row cannot be locked with
+//! `FOR UPDATE`), and every write to an in-flight record repeats its fence in the statement.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bb8::Pool;
+use bb8_postgres::PostgresConnectionManager;
+use tokio_postgres::{Config, NoTls, Row, Transaction};
+
+use super::rows::{self, Fence, Rows};
+use super::stored::{
+    ApprovalRow, PENDING, ReadApprovalRow, approval_entry, approval_row, from_sql_u64, to_sql_u64,
+};
+use super::{
+    Advance, Advanced, Claim, Claimed, ControlStore, Lease, Purged, Record, Release,
+    SCHEMA_VERSION, StoreError, StoreFuture,
+};
+use crate::dispatch::WriteState;
+use crate::dispatch::approval::{
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
+    PendingApproval, RejectStep,
+};
+
+type Manager = PostgresConnectionManager<NoTls>;
+
+/// How a [`PostgresStore`] connects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresOptions {
+    /// The schema its tables live in, created if missing: a lowercase SQL identifier
+    /// (`[a-z_][a-z0-9_]*`, at most 63 bytes). Default `tool_contract`.
+    pub schema: String,
+    /// Connections kept open at most. Default 4.
+    pub pool_size: u32,
+    /// How long a step waits for a connection before it fails (and the write does not
+    /// run). Default 5 s.
+    pub connect_timeout: Duration,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions {
+            schema: "tool_contract".to_owned(),
+            pool_size: 4,
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A control-plane store in PostgreSQL, shared by every replica that connects to it.
+///
+/// [`connect`](Self::connect) migrates the schema to [`SCHEMA_VERSION`] (under an advisory
+/// lock, so replicas starting together migrate once) and refuses a newer one. Nothing is
+/// checked against the database at compile time.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool<Manager>,
+    sql: Arc<Sql>,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("schema", &self.sql.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://user@host:port/database`, or the `key=value` form) with
+    /// [`PostgresOptions::default`].
+    ///
+    /// # Errors
+    ///
+    /// As [`connect_with`](Self::connect_with).
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// Connects to `url` with `options`, and migrates the schema.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Store`] when the URL or schema name is invalid or the database cannot
+    /// be reached; [`StoreError::SchemaTooNew`] when a newer build migrated it.
+    pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
+        if !is_identifier(&options.schema) {
+            return Err(StoreError::store(InvalidSchema(options.schema)));
+        }
+        let mut config: Config = url.parse().map_err(StoreError::store)?;
+        config.connect_timeout(options.connect_timeout);
+        let pool = Pool::builder()
+            .max_size(options.pool_size.max(1))
+            .connection_timeout(options.connect_timeout)
+            .build(Manager::new(config, NoTls))
+            .await
+            .map_err(StoreError::store)?;
+        let store = PostgresStore {
+            pool,
+            sql: Arc::new(Sql::new(&options.schema)),
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// The schema the store's tables are in.
+    #[must_use]
+    pub fn schema(&self) -> &str {
+        &self.sql.schema
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let mut connection = self.pool.get().await.map_err(StoreError::store)?;
+        let tx = connection.transaction().await.map_err(store)?;
+        let migrated = self.migrate_in(&tx).await;
+        finish(tx, migrated).await
+    }
+
+    async fn migrate_in(&self, tx: &Transaction<'_>) -> Result<(), StoreError> {
+        let schema = &self.sql.schema;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+            &[&format!("tool-contract schema {schema}")],
+        )
+        .await
+        .map_err(store)?;
+        tx.batch_execute(&format!(
+            "CREATE SCHEMA IF NOT EXISTS {schema};
+             CREATE TABLE IF NOT EXISTS {schema}.tool_contract_schema (
+                 singleton BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
+                 version   INTEGER NOT NULL
+             );"
+        ))
+        .await
+        .map_err(store)?;
+        let found = tx
+            .query_opt(
+                &format!("SELECT version FROM {schema}.tool_contract_schema"),
+                &[],
+            )
+            .await
+            .map_err(store)?
+            .map(|row| row.get::<_, i32>(0))
+            .unwrap_or(0);
+        let found = u32::try_from(found)
+            .map_err(|_| StoreError::Corrupt(format!("schema version {found}")))?;
+        if found > SCHEMA_VERSION {
+            return Err(StoreError::SchemaTooNew {
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if found < 1 {
+            tx.batch_execute(&schema_v1(schema)).await.map_err(store)?;
+            tx.execute(
+                &format!(
+                    "INSERT INTO {schema}.tool_contract_schema (version) VALUES ($1)
+                     ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version"
+                ),
+                &[&i32::try_from(SCHEMA_VERSION).unwrap_or(i32::MAX)],
+            )
+            .await
+            .map_err(store)?;
+        }
+        Ok(())
+    }
+}
+
+/// Commits a step that succeeded; rolls back one that failed, at once, so its locks never
+/// outlive it on a pooled connection.
+async fn finish<T>(tx: Transaction<'_>, answer: Result<T, StoreError>) -> Result<T, StoreError> {
+    match answer {
+        Ok(answer) => {
+            tx.commit().await.map_err(store)?;
+            Ok(answer)
+        }
+        Err(error) => {
+            // The step's own error is the one to report; a failed rollback ends the session.
+            let _ = tx.rollback().await;
+            Err(error)
+        }
+    }
+}
+
+/// Version 1: the ledger, the approvals, and the audit chains with their sealed heads.
+fn schema_v1(schema: &str) -> String {
+    format!(
+        "CREATE TABLE {schema}.tool_contract_ledger (
+             key              TEXT PRIMARY KEY,
+             request_sha256   TEXT NOT NULL,
+             tool             TEXT NOT NULL,
+             state            TEXT NOT NULL,
+             owner            TEXT NOT NULL,
+             lease_generation BIGINT NOT NULL,
+             lease_until_ms   BIGINT NOT NULL,
+             expires_at_ms    BIGINT NOT NULL,
+             result           TEXT
+         );
+         CREATE INDEX tool_contract_ledger_expiry ON {schema}.tool_contract_ledger (expires_at_ms);
+         CREATE TABLE {schema}.tool_contract_approvals (
+             key                 TEXT PRIMARY KEY,
+             approval_id         TEXT NOT NULL UNIQUE,
+             state               TEXT NOT NULL,
+             expires_at_ms       BIGINT NOT NULL,
+             body                TEXT NOT NULL,
+             redeemed_owner      TEXT,
+             redeemed_generation BIGINT
+         );
+         CREATE INDEX tool_contract_approvals_expiry ON {schema}.tool_contract_approvals (expires_at_ms);
+         CREATE TABLE {schema}.tool_contract_audit (
+             stream TEXT NOT NULL,
+             seq    BIGINT NOT NULL,
+             record TEXT NOT NULL,
+             PRIMARY KEY (stream, seq)
+         );
+         CREATE TABLE {schema}.tool_contract_audit_heads (
+             stream      TEXT PRIMARY KEY,
+             records     BIGINT NOT NULL,
+             head_sha256 TEXT NOT NULL,
+             seal        TEXT NOT NULL
+         );"
+    )
+}
+
+/// A lowercase SQL identifier, safe to write into statements unquoted.
+fn is_identifier(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(b'a'..=b'z' | b'_'))
+        && bytes.all(|byte| matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'_'))
+        && name.len() <= 63
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a lowercase SQL identifier of at most 63 bytes")]
+struct InvalidSchema(String);
+
+const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation, \
+                       lease_until_ms, expires_at_ms, result";
+const APPROVAL_COLUMNS: &str =
+    "state, approval_id, expires_at_ms, body, redeemed_owner, redeemed_generation";
+
+/// The statements, written once for the store's schema.
+struct Sql {
+    schema: String,
+    record: String,
+    record_for_update: String,
+    insert_record: String,
+    update_record: String,
+    delete_record: String,
+    approval: String,
+    approval_key: String,
+    put_approval: String,
+    purge_records: String,
+    purge_approvals: String,
+    pending: String,
+}
+
+impl Sql {
+    fn new(schema: &str) -> Self {
+        let ledger = format!("{schema}.tool_contract_ledger");
+        let approvals = format!("{schema}.tool_contract_approvals");
+        Sql {
+            schema: schema.to_owned(),
+            record: format!("SELECT {COLUMNS} FROM {ledger} WHERE key = $1"),
+            record_for_update: format!("SELECT {COLUMNS} FROM {ledger} WHERE key = $1 FOR UPDATE"),
+            insert_record: format!(
+                "INSERT INTO {ledger} ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                 ON CONFLICT (key) DO NOTHING"
+            ),
+            // The fence is checked in the statement that writes.
+            update_record: format!(
+                "UPDATE {ledger} SET request_sha256 = $2, tool = $3, state = $4, owner = $5, \
+                 lease_generation = $6, lease_until_ms = $7, expires_at_ms = $8, result = $9 \
+                 WHERE key = $1 AND state = $10 AND owner = $11 AND lease_generation = $12"
+            ),
+            delete_record: format!(
+                "DELETE FROM {ledger} WHERE key = $1 AND state = $2 AND owner = $3 \
+                 AND lease_generation = $4"
+            ),
+            approval: format!(
+                "SELECT {APPROVAL_COLUMNS} FROM {approvals} WHERE key = $1 FOR UPDATE"
+            ),
+            approval_key: format!("SELECT key FROM {approvals} WHERE approval_id = $1"),
+            put_approval: format!(
+                "INSERT INTO {approvals} (key, {APPROVAL_COLUMNS}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (key) DO UPDATE SET \
+                 state = EXCLUDED.state, approval_id = EXCLUDED.approval_id, \
+                 expires_at_ms = EXCLUDED.expires_at_ms, body = EXCLUDED.body, \
+                 redeemed_owner = EXCLUDED.redeemed_owner, \
+                 redeemed_generation = EXCLUDED.redeemed_generation"
+            ),
+            purge_records: format!(
+                "DELETE FROM {ledger} WHERE expires_at_ms <= $1 AND state IN ($2, $3, $4, $5)"
+            ),
+            purge_approvals: format!("DELETE FROM {approvals} WHERE expires_at_ms <= $1"),
+            pending: format!(
+                "SELECT {APPROVAL_COLUMNS} FROM {approvals} WHERE state = $1 \
+                 AND expires_at_ms > $2 ORDER BY expires_at_ms, approval_id"
+            ),
+        }
+    }
+}
+
+struct PostgresRows<'a> {
+    tx: &'a Transaction<'a>,
+    sql: &'a Sql,
+}
+
+impl Rows for PostgresRows<'_> {
+    async fn lock_key(&mut self, key: &str) -> Result<(), StoreError> {
+        // The schema is part of the lock: stores in other schemas never wait on this one.
+        let lock = format!("{}\n{key}", self.sql.schema);
+        self.tx
+            .execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                &[&lock],
+            )
+            .await
+            .map_err(store)?;
+        Ok(())
+    }
+
+    async fn record(&mut self, key: &str) -> Result<Option<Record>, StoreError> {
+        let row = self
+            .tx
+            .query_opt(&self.sql.record_for_update, &[&key])
+            .await
+            .map_err(store)?;
+        row.as_ref().map(record_of).transpose()
+    }
+
+    async fn put_record(
+        &mut self,
+        record: &Record,
+        fence: Option<&Fence>,
+    ) -> Result<bool, StoreError> {
+        let generation = to_sql_u64(record.lease.generation);
+        let lease_until = to_sql_u64(record.lease_until_ms);
+        let expires_at = to_sql_u64(record.expires_at_ms);
+        let state = record.state.as_str();
+        let changed = match fence {
+            None => {
+                self.tx
+                    .execute(
+                        &self.sql.insert_record,
+                        &[
+                            &record.key,
+                            &record.request_sha256,
+                            &record.tool,
+                            &state,
+                            &record.lease.owner,
+                            &generation,
+                            &lease_until,
+                            &expires_at,
+                            &record.result,
+                        ],
+                    )
+                    .await
+            }
+            Some(fence) => {
+                let fence_generation = to_sql_u64(fence.lease.generation);
+                self.tx
+                    .execute(
+                        &self.sql.update_record,
+                        &[
+                            &record.key,
+                            &record.request_sha256,
+                            &record.tool,
+                            &state,
+                            &record.lease.owner,
+                            &generation,
+                            &lease_until,
+                            &expires_at,
+                            &record.result,
+                            &fence.state.as_str(),
+                            &fence.lease.owner,
+                            &fence_generation,
+                        ],
+                    )
+                    .await
+            }
+        };
+        Ok(changed.map_err(store)? == 1)
+    }
+
+    async fn delete_record(&mut self, key: &str, fence: &Fence) -> Result<bool, StoreError> {
+        let removed = self
+            .tx
+            .execute(
+                &self.sql.delete_record,
+                &[
+                    &key,
+                    &fence.state.as_str(),
+                    &fence.lease.owner,
+                    &to_sql_u64(fence.lease.generation),
+                ],
+            )
+            .await
+            .map_err(store)?;
+        Ok(removed == 1)
+    }
+
+    async fn approval(&mut self, key: &str) -> Result<Option<ApprovalEntry>, StoreError> {
+        let row = self
+            .tx
+            .query_opt(&self.sql.approval, &[&key])
+            .await
+            .map_err(store)?;
+        row.as_ref()
+            .map(|row| approval_entry(approval_row_of(row)?))
+            .transpose()
+    }
+
+    async fn approval_key(&mut self, approval_id: &str) -> Result<Option<String>, StoreError> {
+        let row = self
+            .tx
+            .query_opt(&self.sql.approval_key, &[&approval_id])
+            .await
+            .map_err(store)?;
+        row.map(|row| row.try_get(0).map_err(store)).transpose()
+    }
+
+    async fn put_approval(&mut self, key: &str, entry: &ApprovalEntry) -> Result<(), StoreError> {
+        let ApprovalRow {
+            approval_id,
+            state,
+            expires_at_ms,
+            body,
+            redeemed_by,
+        } = approval_row(entry)?;
+        let redeemed_owner = redeemed_by.as_ref().map(|lease| lease.owner.as_str());
+        let redeemed_generation = redeemed_by
+            .as_ref()
+            .map(|lease| to_sql_u64(lease.generation));
+        self.tx
+            .execute(
+                &self.sql.put_approval,
+                &[
+                    &key,
+                    &state,
+                    &approval_id,
+                    &to_sql_u64(expires_at_ms),
+                    &body,
+                    &redeemed_owner,
+                    &redeemed_generation,
+                ],
+            )
+            .await
+            .map_err(store)?;
+        Ok(())
+    }
+}
+
+/// Runs one step in one transaction on a pooled connection.
+macro_rules! in_transaction {
+    ($store:expr, |$rows:ident| $step:expr) => {{
+        let mut connection = $store.pool.get().await.map_err(StoreError::store)?;
+        let tx = connection.transaction().await.map_err(store)?;
+        let answer = {
+            let mut $rows = PostgresRows {
+                tx: &tx,
+                sql: &$store.sql,
+            };
+            $step.await
+        };
+        finish(tx, answer).await
+    }};
+}
+
+impl ControlStore for PostgresStore {
+    fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, Claimed> {
+        Box::pin(async move { in_transaction!(self, |rows| rows::claim(&mut rows, claim)) })
+    }
+
+    fn advance<'a>(&'a self, step: &'a Advance) -> StoreFuture<'a, Advanced> {
+        Box::pin(async move { in_transaction!(self, |rows| rows::advance(&mut rows, step)) })
+    }
+
+    fn release<'a>(&'a self, release: &'a Release) -> StoreFuture<'a, bool> {
+        Box::pin(async move { in_transaction!(self, |rows| rows::release(&mut rows, release)) })
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Record>> {
+        Box::pin(async move {
+            let connection = self.pool.get().await.map_err(StoreError::store)?;
+            let row = connection
+                .query_opt(&self.sql.record, &[&key])
+                .await
+                .map_err(store)?;
+            row.as_ref().map(record_of).transpose()
+        })
+    }
+
+    fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {
+        Box::pin(async move {
+            let connection = self.pool.get().await.map_err(StoreError::store)?;
+            let now = to_sql_u64(now_ms);
+            let finished = [
+                WriteState::Succeeded.as_str(),
+                WriteState::Failed.as_str(),
+                WriteState::Rejected.as_str(),
+                WriteState::Cancelled.as_str(),
+            ];
+            let records = connection
+                .execute(
+                    &self.sql.purge_records,
+                    &[&now, &finished[0], &finished[1], &finished[2], &finished[3]],
+                )
+                .await
+                .map_err(store)?;
+            let approvals = connection
+                .execute(&self.sql.purge_approvals, &[&now])
+                .await
+                .map_err(store)?;
+            Ok(Purged { records, approvals })
+        })
+    }
+
+    fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck> {
+        Box::pin(async move { in_transaction!(self, |rows| rows::check_approval(&mut rows, ask)) })
+    }
+
+    fn approve<'a>(
+        &'a self,
+        step: &'a ApproveStep,
+    ) -> StoreFuture<'a, Result<ApprovalGrant, ApprovalError>> {
+        Box::pin(async move { in_transaction!(self, |rows| rows::approve(&mut rows, step)) })
+    }
+
+    fn reject<'a>(&'a self, step: &'a RejectStep) -> StoreFuture<'a, Result<(), ApprovalError>> {
+        Box::pin(async move { in_transaction!(self, |rows| rows::reject(&mut rows, step)) })
+    }
+
+    fn pending_approvals(&self, now_ms: u64) -> StoreFuture<'_, Vec<PendingApproval>> {
+        Box::pin(async move {
+            let connection = self.pool.get().await.map_err(StoreError::store)?;
+            let rows = connection
+                .query(&self.sql.pending, &[&PENDING, &to_sql_u64(now_ms)])
+                .await
+                .map_err(store)?;
+            let mut pending = Vec::with_capacity(rows.len());
+            for row in &rows {
+                if let ApprovalEntry::Pending { pending: one, .. } =
+                    approval_entry(approval_row_of(row)?)?
+                {
+                    pending.push(one);
+                }
+            }
+            Ok(pending)
+        })
+    }
+}
+
+fn record_of(row: &Row) -> Result<Record, StoreError> {
+    let state: String = row.try_get(3).map_err(store)?;
+    Ok(Record {
+        key: row.try_get(0).map_err(store)?,
+        request_sha256: row.try_get(1).map_err(store)?,
+        tool: row.try_get(2).map_err(store)?,
+        state: state
+            .parse::<WriteState>()
+            .map_err(|error| StoreError::Corrupt(error.to_string()))?,
+        lease: Lease {
+            owner: row.try_get(4).map_err(store)?,
+            generation: from_sql_u64(row.try_get(5).map_err(store)?, "lease generation")?,
+        },
+        lease_until_ms: from_sql_u64(row.try_get(6).map_err(store)?, "time")?,
+        expires_at_ms: from_sql_u64(row.try_get(7).map_err(store)?, "time")?,
+        result: row.try_get(8).map_err(store)?,
+    })
+}
+
+fn approval_row_of(row: &Row) -> Result<ReadApprovalRow, StoreError> {
+    Ok(ReadApprovalRow {
+        state: row.try_get(0).map_err(store)?,
+        approval_id: row.try_get(1).map_err(store)?,
+        expires_at_ms: row.try_get(2).map_err(store)?,
+        body: row.try_get(3).map_err(store)?,
+        redeemed_owner: row.try_get(4).map_err(store)?,
+        redeemed_generation: row.try_get(5).map_err(store)?,
+    })
+}
+
+pub(crate) fn store(error: tokio_postgres::Error) -> StoreError {
+    StoreError::store(error)
+}

@@ -1,0 +1,199 @@
+//! Each step of a store, written once over the rows it reads and writes: a store supplies
+//! [`Rows`] (its rows under one transaction) and runs these.
+
+use std::future::Future;
+
+use super::decide::unredeem;
+use super::{
+    Advance, Advanced, Claim, ClaimDecision, Claimed, Lease, Record, Release, StoreError,
+    decide_advance, decide_approval, decide_approve, decide_claim, decide_redeem, decide_reject,
+};
+use crate::dispatch::approval::{
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
+    RejectStep,
+};
+use crate::dispatch::state::WriteState;
+
+/// What a record must still be for a fenced write to apply: its state and lease as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fence {
+    pub(crate) state: WriteState,
+    pub(crate) lease: Lease,
+}
+
+impl Fence {
+    pub(crate) fn of(record: &Record) -> Self {
+        Fence {
+            state: record.state,
+            lease: record.lease.clone(),
+        }
+    }
+}
+
+/// The rows of one store, inside one transaction (or under one lock).
+pub(crate) trait Rows {
+    /// Serializes every step on `key` until the transaction ends (a no-op where the whole
+    /// store is locked).
+    fn lock_key(&mut self, key: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    fn record(
+        &mut self,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send;
+
+    /// Writes `record`: a new row when `fence` is `None`, else over the row only if it is
+    /// still in the fence's state under the fence's lease, checked in the same statement.
+    /// Returns whether it was written.
+    fn put_record(
+        &mut self,
+        record: &Record,
+        fence: Option<&Fence>,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Deletes the row at `key` if it is still in the fence's state under its lease.
+    fn delete_record(
+        &mut self,
+        key: &str,
+        fence: &Fence,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    fn approval(
+        &mut self,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<ApprovalEntry>, StoreError>> + Send;
+
+    /// The ledger key of the approval `approval_id`, if one is stored.
+    fn approval_key(
+        &mut self,
+        approval_id: &str,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+
+    /// Writes `entry` under `key`, in place of what is there.
+    fn put_approval(
+        &mut self,
+        key: &str,
+        entry: &ApprovalEntry,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+fn written(applied: bool) -> Result<(), StoreError> {
+    if applied {
+        Ok(())
+    } else {
+        Err(StoreError::LostRace)
+    }
+}
+
+pub(crate) async fn claim(rows: &mut impl Rows, claim: &Claim) -> Result<Claimed, StoreError> {
+    rows.lock_key(&claim.key).await?;
+    let existing = rows.record(&claim.key).await?;
+    let fence = existing.as_ref().map(Fence::of);
+    match decide_claim(existing.as_ref(), claim) {
+        ClaimDecision::Write(record) => {
+            let redeemed = match &claim.redeem {
+                None => None,
+                Some(approval_id) => {
+                    let entry = rows.approval(&claim.key).await?;
+                    match decide_redeem(entry.as_ref(), approval_id, &claim.lease) {
+                        Some(redeemed) => Some(redeemed),
+                        None => return Ok(Claimed::GrantSpent),
+                    }
+                }
+            };
+            written(rows.put_record(&record, fence.as_ref()).await?)?;
+            if let Some(redeemed) = redeemed {
+                rows.put_approval(&claim.key, &redeemed).await?;
+            }
+            Ok(Claimed::Fresh)
+        }
+        ClaimDecision::WriteAndAnswer(record, answer) => {
+            written(rows.put_record(&record, fence.as_ref()).await?)?;
+            Ok(answer)
+        }
+        ClaimDecision::Answer(answer) => Ok(answer),
+    }
+}
+
+pub(crate) async fn advance(rows: &mut impl Rows, step: &Advance) -> Result<Advanced, StoreError> {
+    rows.lock_key(&step.key).await?;
+    let existing = rows.record(&step.key).await?;
+    let decision = decide_advance(existing.as_ref(), step)?;
+    if let (super::AdvanceDecision::Write(record), Some(existing)) = (&decision, &existing)
+        && !rows.put_record(record, Some(&Fence::of(existing))).await?
+    {
+        // The fence caught a change the lock should have kept out: read it as it is.
+        return Ok(Advanced::Stale(rows.record(&step.key).await?));
+    }
+    Ok(decision.into())
+}
+
+pub(crate) async fn release(rows: &mut impl Rows, release: &Release) -> Result<bool, StoreError> {
+    rows.lock_key(&release.key).await?;
+    let fence = Fence {
+        state: WriteState::Executing,
+        lease: release.lease.clone(),
+    };
+    if !rows.delete_record(&release.key, &fence).await? {
+        return Ok(false);
+    }
+    if release.return_grant {
+        let entry = rows.approval(&release.key).await?;
+        if let Some(restored) = unredeem(entry.as_ref(), &release.lease) {
+            rows.put_approval(&release.key, &restored).await?;
+        }
+    }
+    Ok(true)
+}
+
+pub(crate) async fn check_approval(
+    rows: &mut impl Rows,
+    ask: &ApprovalAsk,
+) -> Result<ApprovalCheck, StoreError> {
+    rows.lock_key(&ask.ledger_key).await?;
+    let existing = rows.approval(&ask.ledger_key).await?;
+    let decision = decide_approval(existing.as_ref(), ask);
+    if let Some(entry) = &decision.write {
+        rows.put_approval(&ask.ledger_key, entry).await?;
+    }
+    Ok(decision.answer)
+}
+
+pub(crate) async fn approve(
+    rows: &mut impl Rows,
+    step: &ApproveStep,
+) -> Result<Result<ApprovalGrant, ApprovalError>, StoreError> {
+    let Some(key) = rows.approval_key(&step.approval_id).await? else {
+        return Ok(Err(ApprovalError::NotPending));
+    };
+    rows.lock_key(&key).await?;
+    let existing = rows.approval(&key).await?;
+    let entry = match decide_approve(existing.as_ref(), step) {
+        Ok(entry) => entry,
+        Err(error) => return Ok(Err(error)),
+    };
+    rows.put_approval(&key, &entry).await?;
+    match entry {
+        ApprovalEntry::Granted { grant, .. } => Ok(Ok(grant)),
+        _ => Err(StoreError::Corrupt(
+            "an approval decided into no grant".into(),
+        )),
+    }
+}
+
+pub(crate) async fn reject(
+    rows: &mut impl Rows,
+    step: &RejectStep,
+) -> Result<Result<(), ApprovalError>, StoreError> {
+    let Some(key) = rows.approval_key(&step.approval_id).await? else {
+        return Ok(Err(ApprovalError::NotPending));
+    };
+    rows.lock_key(&key).await?;
+    let existing = rows.approval(&key).await?;
+    match decide_reject(existing.as_ref(), step) {
+        Ok(entry) => {
+            rows.put_approval(&key, &entry).await?;
+            Ok(Ok(()))
+        }
+        Err(error) => Ok(Err(error)),
+    }
+}

@@ -1,0 +1,508 @@
+//! The durable store on one host: one SQLite file, each step one `IMMEDIATE` transaction, run
+//! on tokio's blocking pool so the runtime's threads never wait on the file.
+
+use std::future::{Future, ready};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+
+use super::memory::at_once;
+use super::rows::{self, Fence, Rows};
+use super::stored::{
+    ApprovalRow, PENDING, ReadApprovalRow, approval_entry, approval_row, from_sql_u64, to_sql_u64,
+};
+use super::{
+    Advance, Advanced, Claim, Claimed, ControlStore, Lease, Purged, Record, Release,
+    SCHEMA_VERSION, StoreError, StoreFuture,
+};
+use crate::dispatch::WriteState;
+use crate::dispatch::approval::{
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
+    PendingApproval, RejectStep,
+};
+
+/// Version 1: the ledger with lease generations, and the approvals. A file from before
+/// versioning (`user_version` 0) may hold the ledger without generations: they are added.
+const SCHEMA_V1: &str = "
+CREATE TABLE IF NOT EXISTS tool_contract_ledger (
+    key              TEXT PRIMARY KEY NOT NULL,
+    request_sha256   TEXT NOT NULL,
+    tool             TEXT NOT NULL,
+    state            TEXT NOT NULL,
+    owner            TEXT NOT NULL,
+    lease_generation INTEGER NOT NULL DEFAULT 0,
+    lease_until_ms   INTEGER NOT NULL,
+    expires_at_ms    INTEGER NOT NULL,
+    result           TEXT
+) STRICT;
+CREATE INDEX IF NOT EXISTS tool_contract_ledger_expiry ON tool_contract_ledger (expires_at_ms);
+CREATE TABLE IF NOT EXISTS tool_contract_approvals (
+    key                 TEXT PRIMARY KEY NOT NULL,
+    approval_id         TEXT NOT NULL UNIQUE,
+    state               TEXT NOT NULL,
+    expires_at_ms       INTEGER NOT NULL,
+    body                TEXT NOT NULL,
+    redeemed_owner      TEXT,
+    redeemed_generation INTEGER
+) STRICT;
+CREATE INDEX IF NOT EXISTS tool_contract_approvals_expiry ON tool_contract_approvals (expires_at_ms);
+";
+
+const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation, \
+                       lease_until_ms, expires_at_ms, result";
+
+/// A control-plane store in an SQLite database file: it survives a process restart, and
+/// several processes on one machine may share the file (each step takes SQLite's write lock
+/// first, so two steps on one key never interleave).
+///
+/// The connection is opened with WAL journaling and `synchronous = FULL`, so an answered
+/// claim is on disk before the handler runs. Inside a tokio runtime each step runs on the
+/// blocking pool (`spawn_blocking`); outside one, on the calling thread.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    connection: Arc<Mutex<Connection>>,
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the store at `path`, migrating its schema to [`SCHEMA_VERSION`].
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Store`] when the file cannot be opened or the tables created;
+    /// [`StoreError::SchemaTooNew`] when a newer build wrote it.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::with_connection(Connection::open(path).map_err(store)?)
+    }
+
+    /// A store in a private in-memory database (for tests; it does not survive a restart).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Store`] when SQLite cannot set it up.
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        Self::with_connection(Connection::open_in_memory().map_err(store)?)
+    }
+
+    fn with_connection(mut connection: Connection) -> Result<Self, StoreError> {
+        connection
+            .busy_timeout(Duration::from_secs(10))
+            .map_err(store)?;
+        connection
+            .pragma_update(None, "journal_mode", "WAL")
+            .map_err(store)?;
+        connection
+            .pragma_update(None, "synchronous", "FULL")
+            .map_err(store)?;
+        migrate(&mut connection)?;
+        Ok(SqliteStore {
+            connection: Arc::new(Mutex::new(connection)),
+        })
+    }
+
+    /// Runs `step` in one `IMMEDIATE` transaction, off the runtime's threads.
+    fn run<'a, T: Send + 'static>(
+        &'a self,
+        step: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'a, T> {
+        let connection = Arc::clone(&self.connection);
+        let work = move || {
+            // Every step is one transaction: a panic inside one rolls it back when dropped.
+            let mut connection = connection
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(store)?;
+            let answer = step(&transaction)?;
+            transaction.commit().map_err(store)?;
+            Ok(answer)
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let task = runtime.spawn_blocking(work);
+                Box::pin(async move { task.await.unwrap_or(Err(StoreError::Panicked)) })
+            }
+            Err(_) => Box::pin(ready(work())),
+        }
+    }
+}
+
+fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
+    let transaction = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(store)?;
+    let found: u32 = transaction
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(store)?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if found < 1 {
+        transaction.execute_batch(SCHEMA_V1).map_err(store)?;
+        let has_generation: bool = transaction
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info('tool_contract_ledger') WHERE name = 'lease_generation'",
+                [],
+                |row| row.get::<_, i64>(0),
+            )
+            .map_err(store)?
+            > 0;
+        if !has_generation {
+            transaction
+                .execute_batch("ALTER TABLE tool_contract_ledger ADD COLUMN lease_generation INTEGER NOT NULL DEFAULT 0")
+                .map_err(store)?;
+        }
+        transaction
+            .pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(store)?;
+    }
+    transaction.commit().map_err(store)
+}
+
+struct SqliteRows<'a, 'conn>(&'a Transaction<'conn>);
+
+impl SqliteRows<'_, '_> {
+    fn read_record(&self, key: &str) -> Result<Option<Record>, StoreError> {
+        read_record(self.0, key)
+    }
+
+    fn write_record(&self, record: &Record, fence: Option<&Fence>) -> Result<bool, StoreError> {
+        let changed = match fence {
+            None => self.0.execute(
+                &format!(
+                    "INSERT INTO tool_contract_ledger ({COLUMNS}) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (key) DO NOTHING"
+                ),
+                params![
+                    record.key,
+                    record.request_sha256,
+                    record.tool,
+                    record.state.as_str(),
+                    record.lease.owner,
+                    to_sql_u64(record.lease.generation),
+                    to_sql_u64(record.lease_until_ms),
+                    to_sql_u64(record.expires_at_ms),
+                    record.result,
+                ],
+            ),
+            // The fence is checked in the statement that writes.
+            Some(fence) => self.0.execute(
+                "UPDATE tool_contract_ledger SET request_sha256 = ?2, tool = ?3, state = ?4, \
+                 owner = ?5, lease_generation = ?6, lease_until_ms = ?7, expires_at_ms = ?8, \
+                 result = ?9 \
+                 WHERE key = ?1 AND state = ?10 AND owner = ?11 AND lease_generation = ?12",
+                params![
+                    record.key,
+                    record.request_sha256,
+                    record.tool,
+                    record.state.as_str(),
+                    record.lease.owner,
+                    to_sql_u64(record.lease.generation),
+                    to_sql_u64(record.lease_until_ms),
+                    to_sql_u64(record.expires_at_ms),
+                    record.result,
+                    fence.state.as_str(),
+                    fence.lease.owner,
+                    to_sql_u64(fence.lease.generation),
+                ],
+            ),
+        };
+        Ok(changed.map_err(store)? == 1)
+    }
+
+    fn remove_record(&self, key: &str, fence: &Fence) -> Result<bool, StoreError> {
+        let removed = self
+            .0
+            .execute(
+                "DELETE FROM tool_contract_ledger \
+                 WHERE key = ?1 AND state = ?2 AND owner = ?3 AND lease_generation = ?4",
+                params![
+                    key,
+                    fence.state.as_str(),
+                    fence.lease.owner,
+                    to_sql_u64(fence.lease.generation)
+                ],
+            )
+            .map_err(store)?;
+        Ok(removed == 1)
+    }
+
+    fn read_approval(&self, key: &str) -> Result<Option<ApprovalEntry>, StoreError> {
+        self.0
+            .query_row(
+                "SELECT state, approval_id, expires_at_ms, body, redeemed_owner, \
+                 redeemed_generation FROM tool_contract_approvals WHERE key = ?1",
+                params![key],
+                read_approval_row,
+            )
+            .optional()
+            .map_err(store)?
+            .map(approval_entry)
+            .transpose()
+    }
+
+    fn read_approval_key(&self, approval_id: &str) -> Result<Option<String>, StoreError> {
+        self.0
+            .query_row(
+                "SELECT key FROM tool_contract_approvals WHERE approval_id = ?1",
+                params![approval_id],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(store)
+    }
+
+    fn write_approval(&self, key: &str, entry: &ApprovalEntry) -> Result<(), StoreError> {
+        let ApprovalRow {
+            approval_id,
+            state,
+            expires_at_ms,
+            body,
+            redeemed_by,
+        } = approval_row(entry)?;
+        self.0
+            .execute(
+                "INSERT OR REPLACE INTO tool_contract_approvals (key, approval_id, state, \
+                 expires_at_ms, body, redeemed_owner, redeemed_generation) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    key,
+                    approval_id,
+                    state,
+                    to_sql_u64(expires_at_ms),
+                    body,
+                    redeemed_by.as_ref().map(|lease| lease.owner.as_str()),
+                    redeemed_by
+                        .as_ref()
+                        .map(|lease| to_sql_u64(lease.generation)),
+                ],
+            )
+            .map_err(store)?;
+        Ok(())
+    }
+}
+
+// Each row operation runs at once, on the step's thread; the future only hands it over.
+impl Rows for SqliteRows<'_, '_> {
+    fn lock_key(&mut self, _key: &str) -> impl Future<Output = Result<(), StoreError>> + Send {
+        // The `IMMEDIATE` transaction holds the database's write lock already.
+        ready(Ok(()))
+    }
+
+    fn record(
+        &mut self,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
+        ready(self.read_record(key))
+    }
+
+    fn put_record(
+        &mut self,
+        record: &Record,
+        fence: Option<&Fence>,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        ready(self.write_record(record, fence))
+    }
+
+    fn delete_record(
+        &mut self,
+        key: &str,
+        fence: &Fence,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        ready(self.remove_record(key, fence))
+    }
+
+    fn approval(
+        &mut self,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<ApprovalEntry>, StoreError>> + Send {
+        ready(self.read_approval(key))
+    }
+
+    fn approval_key(
+        &mut self,
+        approval_id: &str,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send {
+        ready(self.read_approval_key(approval_id))
+    }
+
+    fn put_approval(
+        &mut self,
+        key: &str,
+        entry: &ApprovalEntry,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        ready(self.write_approval(key, entry))
+    }
+}
+
+impl ControlStore for SqliteStore {
+    fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, Claimed> {
+        let claim = claim.clone();
+        self.run(move |tx| at_once(rows::claim(&mut SqliteRows(tx), &claim)))
+    }
+
+    fn advance<'a>(&'a self, step: &'a Advance) -> StoreFuture<'a, Advanced> {
+        let step = step.clone();
+        self.run(move |tx| at_once(rows::advance(&mut SqliteRows(tx), &step)))
+    }
+
+    fn release<'a>(&'a self, release: &'a Release) -> StoreFuture<'a, bool> {
+        let release = release.clone();
+        self.run(move |tx| at_once(rows::release(&mut SqliteRows(tx), &release)))
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Record>> {
+        let key = key.to_owned();
+        self.run(move |tx| read_record(tx, &key))
+    }
+
+    fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {
+        self.run(move |tx| {
+            let records = tx
+                .execute(
+                    "DELETE FROM tool_contract_ledger WHERE expires_at_ms <= ?1 AND state IN (?2, ?3, ?4, ?5)",
+                    params![
+                        to_sql_u64(now_ms),
+                        WriteState::Succeeded.as_str(),
+                        WriteState::Failed.as_str(),
+                        WriteState::Rejected.as_str(),
+                        WriteState::Cancelled.as_str(),
+                    ],
+                )
+                .map_err(store)?;
+            let approvals = tx
+                .execute(
+                    "DELETE FROM tool_contract_approvals WHERE expires_at_ms <= ?1",
+                    params![to_sql_u64(now_ms)],
+                )
+                .map_err(store)?;
+            Ok(Purged {
+                records: records as u64,
+                approvals: approvals as u64,
+            })
+        })
+    }
+
+    fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck> {
+        let ask = ask.clone();
+        self.run(move |tx| at_once(rows::check_approval(&mut SqliteRows(tx), &ask)))
+    }
+
+    fn approve<'a>(
+        &'a self,
+        step: &'a ApproveStep,
+    ) -> StoreFuture<'a, Result<ApprovalGrant, ApprovalError>> {
+        let step = step.clone();
+        self.run(move |tx| at_once(rows::approve(&mut SqliteRows(tx), &step)))
+    }
+
+    fn reject<'a>(&'a self, step: &'a RejectStep) -> StoreFuture<'a, Result<(), ApprovalError>> {
+        let step = step.clone();
+        self.run(move |tx| at_once(rows::reject(&mut SqliteRows(tx), &step)))
+    }
+
+    fn pending_approvals(&self, now_ms: u64) -> StoreFuture<'_, Vec<PendingApproval>> {
+        self.run(move |tx| {
+            let mut statement = tx
+                .prepare(
+                    "SELECT state, approval_id, expires_at_ms, body, redeemed_owner, \
+                     redeemed_generation FROM tool_contract_approvals \
+                     WHERE state = ?1 AND expires_at_ms > ?2 ORDER BY expires_at_ms, approval_id",
+                )
+                .map_err(store)?;
+            let rows = statement
+                .query_map(params![PENDING, to_sql_u64(now_ms)], read_approval_row)
+                .map_err(store)?;
+            let mut pending = Vec::new();
+            for row in rows {
+                if let ApprovalEntry::Pending { pending: one, .. } =
+                    approval_entry(row.map_err(store)?)?
+                {
+                    pending.push(one);
+                }
+            }
+            Ok(pending)
+        })
+    }
+}
+
+fn read_record(tx: &Transaction<'_>, key: &str) -> Result<Option<Record>, StoreError> {
+    let row = tx
+        .query_row(
+            &format!("SELECT {COLUMNS} FROM tool_contract_ledger WHERE key = ?1"),
+            params![key],
+            raw_record,
+        )
+        .optional()
+        .map_err(store)?;
+    row.map(RawRecord::into_record).transpose()
+}
+
+fn read_approval_row(row: &Row<'_>) -> rusqlite::Result<ReadApprovalRow> {
+    Ok(ReadApprovalRow {
+        state: row.get(0)?,
+        approval_id: row.get(1)?,
+        expires_at_ms: row.get(2)?,
+        body: row.get(3)?,
+        redeemed_owner: row.get(4)?,
+        redeemed_generation: row.get(5)?,
+    })
+}
+
+/// A row as SQLite gives it, before its state and times are checked.
+struct RawRecord {
+    key: String,
+    request_sha256: String,
+    tool: String,
+    state: String,
+    owner: String,
+    lease_generation: i64,
+    lease_until_ms: i64,
+    expires_at_ms: i64,
+    result: Option<String>,
+}
+
+fn raw_record(row: &Row<'_>) -> rusqlite::Result<RawRecord> {
+    Ok(RawRecord {
+        key: row.get(0)?,
+        request_sha256: row.get(1)?,
+        tool: row.get(2)?,
+        state: row.get(3)?,
+        owner: row.get(4)?,
+        lease_generation: row.get(5)?,
+        lease_until_ms: row.get(6)?,
+        expires_at_ms: row.get(7)?,
+        result: row.get(8)?,
+    })
+}
+
+impl RawRecord {
+    fn into_record(self) -> Result<Record, StoreError> {
+        let state = self
+            .state
+            .parse::<WriteState>()
+            .map_err(|error| StoreError::Corrupt(error.to_string()))?;
+        Ok(Record {
+            key: self.key,
+            request_sha256: self.request_sha256,
+            tool: self.tool,
+            state,
+            lease: Lease {
+                owner: self.owner,
+                generation: from_sql_u64(self.lease_generation, "lease generation")?,
+            },
+            lease_until_ms: from_sql_u64(self.lease_until_ms, "time")?,
+            expires_at_ms: from_sql_u64(self.expires_at_ms, "time")?,
+            result: self.result,
+        })
+    }
+}
+
+fn store(error: rusqlite::Error) -> StoreError {
+    StoreError::store(error)
+}

@@ -1,0 +1,170 @@
+//! How the SQL stores write an approval entry: a few columns to select and purge by, and the
+//! rest as one JSON document.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use super::{Lease, StoreError};
+use crate::dispatch::approval::{ApprovalEntry, ApprovalGrant, PendingApproval, Preview};
+use crate::json::depth;
+
+/// An approval entry as its columns hold it.
+pub(crate) struct ApprovalRow {
+    pub(crate) approval_id: String,
+    pub(crate) state: &'static str,
+    pub(crate) expires_at_ms: u64,
+    pub(crate) body: String,
+    pub(crate) redeemed_by: Option<Lease>,
+}
+
+/// An approval entry's columns as read back.
+pub(crate) struct ReadApprovalRow {
+    pub(crate) state: String,
+    pub(crate) approval_id: String,
+    pub(crate) expires_at_ms: i64,
+    pub(crate) body: String,
+    pub(crate) redeemed_owner: Option<String>,
+    pub(crate) redeemed_generation: Option<i64>,
+}
+
+pub(crate) const PENDING: &str = "pending";
+pub(crate) const GRANTED: &str = "granted";
+pub(crate) const REJECTED: &str = "rejected";
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredPending {
+    approval_id: String,
+    request_sha256: String,
+    preview: Preview,
+    preview_sha256: String,
+    principal_ref: String,
+    operation_id: String,
+    ledger_key: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredGrant {
+    approval_id: String,
+    request_sha256: String,
+    preview_sha256: String,
+    tool: String,
+    principal_ref: String,
+    operation_id: String,
+    approver: String,
+    expires_at: String,
+    ledger_key: String,
+}
+
+fn to_json(value: &impl Serialize) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|error| StoreError::Corrupt(error.to_string()))
+}
+
+fn corrupt(what: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(format!("an approval row: {what}"))
+}
+
+pub(crate) fn approval_row(entry: &ApprovalEntry) -> Result<ApprovalRow, StoreError> {
+    let expires_at_ms = entry.expires_at_ms();
+    let (state, body, redeemed_by) = match entry {
+        ApprovalEntry::Pending { pending, .. } => {
+            let stored = StoredPending {
+                approval_id: pending.approval_id.clone(),
+                request_sha256: pending.request_sha256.clone(),
+                preview: pending.preview.clone(),
+                preview_sha256: pending.preview_sha256.clone(),
+                principal_ref: pending.principal_ref.clone(),
+                operation_id: pending.operation_id.clone(),
+                ledger_key: pending.ledger_key.clone(),
+            };
+            (PENDING, to_json(&stored)?, None)
+        }
+        ApprovalEntry::Granted { grant, redeemed_by } => {
+            let expires_at = grant.expires_at.format(&Rfc3339).map_err(corrupt)?;
+            let stored = StoredGrant {
+                approval_id: grant.approval_id.clone(),
+                request_sha256: grant.request_sha256.clone(),
+                preview_sha256: grant.preview_sha256.clone(),
+                tool: grant.tool.clone(),
+                principal_ref: grant.principal_ref.clone(),
+                operation_id: grant.operation_id.clone(),
+                approver: grant.approver.clone(),
+                expires_at,
+                ledger_key: grant.ledger_key.clone(),
+            };
+            (GRANTED, to_json(&stored)?, redeemed_by.clone())
+        }
+        ApprovalEntry::Rejected { .. } => (REJECTED, "{}".to_owned(), None),
+    };
+    Ok(ApprovalRow {
+        approval_id: entry.approval_id().to_owned(),
+        state,
+        expires_at_ms,
+        body,
+        redeemed_by,
+    })
+}
+
+pub(crate) fn approval_entry(row: ReadApprovalRow) -> Result<ApprovalEntry, StoreError> {
+    let expires_at_ms = u64::try_from(row.expires_at_ms).map_err(corrupt)?;
+    match row.state.as_str() {
+        PENDING => {
+            let stored: StoredPending = depth::from_slice(row.body.as_bytes()).map_err(corrupt)?;
+            let pending = PendingApproval {
+                approval_id: stored.approval_id,
+                request_sha256: stored.request_sha256,
+                preview: stored.preview,
+                preview_sha256: stored.preview_sha256,
+                principal_ref: stored.principal_ref,
+                operation_id: stored.operation_id,
+                ledger_key: stored.ledger_key,
+            };
+            Ok(ApprovalEntry::Pending {
+                pending,
+                expires_at_ms,
+            })
+        }
+        GRANTED => {
+            let stored: StoredGrant = depth::from_slice(row.body.as_bytes()).map_err(corrupt)?;
+            let expires_at =
+                OffsetDateTime::parse(&stored.expires_at, &Rfc3339).map_err(corrupt)?;
+            let redeemed_by = match (row.redeemed_owner, row.redeemed_generation) {
+                (Some(owner), Some(generation)) => Some(Lease {
+                    owner,
+                    generation: u64::try_from(generation).map_err(corrupt)?,
+                }),
+                (None, None) => None,
+                _ => return Err(corrupt("half a redeeming lease")),
+            };
+            let grant = ApprovalGrant {
+                approval_id: stored.approval_id,
+                request_sha256: stored.request_sha256,
+                preview_sha256: stored.preview_sha256,
+                tool: stored.tool,
+                principal_ref: stored.principal_ref,
+                operation_id: stored.operation_id,
+                approver: stored.approver,
+                expires_at,
+                ledger_key: stored.ledger_key,
+            };
+            Ok(ApprovalEntry::Granted { grant, redeemed_by })
+        }
+        REJECTED => Ok(ApprovalEntry::Rejected {
+            approval_id: row.approval_id,
+            expires_at_ms,
+        }),
+        other => Err(corrupt(format!("unknown state {other:?}"))),
+    }
+}
+
+/// SQL integers are signed; a time past `i64::MAX` ms (year 292 million) is held at it.
+pub(crate) fn to_sql_u64(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// A stored time or generation, which must not be negative.
+pub(crate) fn from_sql_u64(value: i64, what: &str) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("negative {what} {value}")))
+}
