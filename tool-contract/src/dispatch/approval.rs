@@ -276,6 +276,7 @@ pub(crate) fn unix_ms(at: OffsetDateTime) -> u64 {
 /// `at` moved on by `lifetime`, or the last instant an audit can write (the end of year
 /// 9999, RFC 3339's last) if that is sooner: a lifetime too long for the calendar lasts as
 /// long as one can, and never overflows.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) fn later_by(at: OffsetDateTime, lifetime: std::time::Duration) -> OffsetDateTime {
     let last = infallible(
         OffsetDateTime::from_unix_timestamp(253_402_300_799),

@@ -51,6 +51,8 @@ pub use audit_log::{
     AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256,
     JsonLinesAuditLog, LogEvent, MemoryAuditLog, SegmentReason, verify_chain,
 };
+#[cfg(feature = "postgres")]
+pub use audit_log::{PostgresAuditLog, StreamHead};
 pub use budget::{Budget, Remaining, StopReason, Task};
 pub use builder::{BuildError, BuildErrors, DispatcherBuilder};
 pub use dispatcher::{Dispatch, Dispatcher, PURGE_EVERY};

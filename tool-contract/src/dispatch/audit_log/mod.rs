@@ -9,6 +9,8 @@
 
 mod file;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod record;
 
 use std::future::Future;
@@ -20,6 +22,8 @@ use serde::{Deserialize, Serialize};
 
 pub use file::JsonLinesAuditLog;
 pub use memory::MemoryAuditLog;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresAuditLog, StreamHead};
 pub(crate) use record::Verifier;
 
 use crate::results::{ModelResult, ProtectedAudit, SecretKey};
@@ -85,6 +89,18 @@ pub enum AuditLogError {
     /// The sink panicked; the dispatcher caught it.
     #[error("the audit sink panicked")]
     Panicked,
+    /// One stream of a shared log does not verify: `error` says why.
+    #[error("audit stream {stream}: {error}")]
+    Stream {
+        /// The stream.
+        stream: String,
+        /// What is wrong with it.
+        #[source]
+        error: Box<AuditLogError>,
+    },
+    /// The database holding the log failed.
+    #[error("the audit log's database failed")]
+    Database(#[source] crate::dispatch::store::StoreError),
     /// The file changed under the open log (written or cut by something else), in a way
     /// that cannot be carried on as a new segment.
     #[error("the audit log {path} was changed by another program")]

@@ -111,6 +111,13 @@ impl PostgresStore {
         &self.sql.schema
     }
 
+    /// A pooled connection (for the audit log beside the store).
+    pub(crate) async fn connection(
+        &self,
+    ) -> Result<bb8::PooledConnection<'_, Manager>, StoreError> {
+        self.pool.get().await.map_err(StoreError::store)
+    }
+
     async fn migrate(&self) -> Result<(), StoreError> {
         let mut connection = self.pool.get().await.map_err(StoreError::store)?;
         let tx = connection.transaction().await.map_err(store)?;
@@ -215,6 +222,13 @@ fn schema_v1(schema: &str) -> String {
              record TEXT NOT NULL,
              PRIMARY KEY (stream, seq)
          );
+         CREATE FUNCTION {schema}.tool_contract_audit_append_only() RETURNS trigger
+             LANGUAGE plpgsql AS $$ BEGIN
+                 RAISE EXCEPTION 'the audit log is append-only';
+             END $$;
+         CREATE TRIGGER tool_contract_audit_append_only
+             BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.tool_contract_audit
+             FOR EACH STATEMENT EXECUTE FUNCTION {schema}.tool_contract_audit_append_only();
          CREATE TABLE {schema}.tool_contract_audit_heads (
              stream      TEXT PRIMARY KEY,
              records     BIGINT NOT NULL,

@@ -1,0 +1,343 @@
+//! The audit log replicas share: one append-only table on PostgreSQL holding one hash chain
+//! per stream (a stream is one writer: one sink, one process's life), and each stream's head
+//! sealed with the audit key in a table of its own, updated in the transaction that appends.
+
+use hmac::Mac;
+use rand::rngs::SysRng;
+use tokio::sync::Mutex;
+use tokio_postgres::Transaction;
+
+use super::record::{Entry, Verifier, next_line};
+use super::{AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead};
+use crate::dispatch::store::{PostgresStore, StoreError};
+use crate::results::digest::digests_equal;
+use crate::results::{ModelResult, ProtectedAudit, SecretKey};
+
+/// What the seal of a stream's head covers before the head: no other digest starts so.
+const HEAD_DOMAIN: &[u8] = b"tool-contract/audit-stream-head-v1\n";
+
+/// One stream's head: the stream and where its chain stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamHead {
+    /// The stream (one writer).
+    pub stream: String,
+    /// Its last record's number and digest.
+    pub head: ChainHead,
+}
+
+/// An [`AuditSink`] on PostgreSQL: the records of this sink form one stream of their own.
+///
+/// Each append is one transaction: the record (its `seq`, `prev_sha256` and keyed
+/// `record_sha256`, as in [`JsonLinesAuditLog`](super::JsonLinesAuditLog)) and the stream's
+/// sealed head. The table refuses `UPDATE` and `DELETE` (a trigger); whoever gets past that
+/// is caught by [`verify`](Self::verify): an edited, deleted, reordered or forged record
+/// breaks its chain, a record dropped off a stream's end no longer reaches the sealed head,
+/// and a stream removed with its head shows against heads exported before.
+pub struct PostgresAuditLog {
+    store: PostgresStore,
+    key: SecretKey,
+    stream: String,
+    /// `None` after a failed append: the head is read back before the next one.
+    head: Mutex<Option<ChainHead>>,
+}
+
+impl std::fmt::Debug for PostgresAuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresAuditLog")
+            .field("stream", &self.stream)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresAuditLog {
+    /// A new stream in `store`'s database, chained and sealed with `key`.
+    #[must_use]
+    pub fn new(store: &PostgresStore, key: SecretKey) -> Self {
+        let stream = format!("stream-{:016x}", rand::Rng::next_u64(&mut sys_rng()));
+        PostgresAuditLog {
+            store: store.clone(),
+            key,
+            stream,
+            head: Mutex::new(Some(ChainHead::default())),
+        }
+    }
+
+    /// This sink's stream.
+    #[must_use]
+    pub fn stream(&self) -> &str {
+        &self.stream
+    }
+
+    /// Verifies every stream in `store`'s database, in one snapshot, and returns their heads.
+    /// Each stream in `known` (heads exported earlier, kept where the database's writers
+    /// cannot rewrite them) must still be there and reach at least as far.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditLogError::Stream`] naming the first stream that does not verify, with why:
+    /// [`AuditLogError::Broken`] at the first bad record (`line` is its `seq`),
+    /// [`AuditLogError::Checkpoint`] for a head missing or not sealed with `key`,
+    /// [`AuditLogError::BehindCheckpoint`] for a chain that does not reach its head (or a
+    /// known head); [`AuditLogError::Database`] when the database fails.
+    pub async fn verify(
+        store: &PostgresStore,
+        key: &SecretKey,
+        known: &[StreamHead],
+    ) -> Result<Vec<StreamHead>, AuditLogError> {
+        let mut connection = store.connection().await.map_err(AuditLogError::Database)?;
+        let tx = connection
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(database)?;
+        let heads = verify_in(&tx, store.schema(), key).await;
+        // Read only: ending it either way leaves nothing held on the pooled connection.
+        let _ = tx.rollback().await;
+        let heads = heads?;
+        for expected in known {
+            let found = heads
+                .iter()
+                .find(|head| head.stream == expected.stream)
+                .map_or_else(ChainHead::default, |head| head.head.clone());
+            if found.records < expected.head.records {
+                return Err(in_stream(
+                    &expected.stream,
+                    AuditLogError::BehindCheckpoint {
+                        checkpoint: expected.head.clone(),
+                        found,
+                    },
+                ));
+            }
+        }
+        Ok(heads)
+    }
+
+    async fn append_one(
+        &self,
+        model: &ModelResult,
+        audit: &ProtectedAudit,
+    ) -> Result<(), AuditLogError> {
+        let mut head = self.head.lock().await;
+        let mut connection = self
+            .store
+            .connection()
+            .await
+            .map_err(AuditLogError::Database)?;
+        let tx = connection.transaction().await.map_err(database)?;
+        let appended = self.append_in(&tx, head.take(), model, audit).await;
+        match appended {
+            Ok(next) => {
+                tx.commit().await.map_err(database)?;
+                *head = Some(next);
+                Ok(())
+            }
+            Err(error) => {
+                // Its locks go at once; the head is read back before the next append.
+                let _ = tx.rollback().await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Writes the record after `current` (read from the database when `None`) and the head
+    /// after it; returns that head.
+    async fn append_in(
+        &self,
+        tx: &Transaction<'_>,
+        current: Option<ChainHead>,
+        model: &ModelResult,
+        audit: &ProtectedAudit,
+    ) -> Result<ChainHead, AuditLogError> {
+        let current = match current {
+            Some(current) => current,
+            None => self.read_head(tx).await?,
+        };
+        let (line, next) = next_line(&self.key, &current, Entry::Call(model, audit));
+        let line = String::from_utf8(line).map_err(|_| AuditLogError::Broken {
+            line: next.records,
+            link: BrokenLink::Malformed,
+        })?;
+        let schema = self.store.schema();
+        let seq = signed(next.records);
+        tx.execute(
+            &format!(
+                "INSERT INTO {schema}.tool_contract_audit (stream, seq, record) VALUES ($1, $2, $3)"
+            ),
+            &[&self.stream, &seq, &line],
+        )
+        .await
+        .map_err(database)?;
+        let seal = head_seal(&self.key, &self.stream, &next);
+        // The head moves only from where this writer left it.
+        let moved = tx
+            .execute(
+                &format!(
+                    "INSERT INTO {schema}.tool_contract_audit_heads (stream, records, head_sha256, seal) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (stream) DO UPDATE SET \
+                     records = EXCLUDED.records, head_sha256 = EXCLUDED.head_sha256, seal = EXCLUDED.seal \
+                     WHERE tool_contract_audit_heads.records = $5"
+                ),
+                &[&self.stream, &seq, &next.head_sha256, &seal, &signed(current.records)],
+            )
+            .await
+            .map_err(database)?;
+        if moved != 1 {
+            return Err(in_stream(&self.stream, AuditLogError::Checkpoint));
+        }
+        Ok(next)
+    }
+
+    /// The stream's head as the database holds it, its seal checked.
+    async fn read_head(&self, tx: &Transaction<'_>) -> Result<ChainHead, AuditLogError> {
+        let schema = self.store.schema();
+        let row = tx
+            .query_opt(
+                &format!("SELECT records, head_sha256, seal FROM {schema}.tool_contract_audit_heads WHERE stream = $1"),
+                &[&self.stream],
+            )
+            .await
+            .map_err(database)?;
+        let Some(row) = row else {
+            return Ok(ChainHead::default());
+        };
+        sealed_head(&self.key, &self.stream, row.get(0), row.get(1), row.get(2))
+            .ok_or_else(|| in_stream(&self.stream, AuditLogError::Checkpoint))
+    }
+}
+
+impl AuditSink for PostgresAuditLog {
+    fn append<'a>(&'a self, model: &'a ModelResult, audit: &'a ProtectedAudit) -> AuditFuture<'a> {
+        Box::pin(self.append_one(model, audit))
+    }
+}
+
+async fn verify_in(
+    tx: &Transaction<'_>,
+    schema: &str,
+    key: &SecretKey,
+) -> Result<Vec<StreamHead>, AuditLogError> {
+    let head_rows = tx
+        .query(
+            &format!("SELECT stream, records, head_sha256, seal FROM {schema}.tool_contract_audit_heads ORDER BY stream"),
+            &[],
+        )
+        .await
+        .map_err(database)?;
+    let streams = tx
+        .query(
+            &format!("SELECT DISTINCT stream FROM {schema}.tool_contract_audit ORDER BY stream"),
+            &[],
+        )
+        .await
+        .map_err(database)?;
+    for row in &streams {
+        let stream: String = row.get(0);
+        if !head_rows
+            .iter()
+            .any(|head| head.get::<_, String>(0) == stream)
+        {
+            // Records without a sealed head: the head was removed.
+            return Err(in_stream(&stream, AuditLogError::Checkpoint));
+        }
+    }
+    let mut heads = Vec::with_capacity(head_rows.len());
+    for row in &head_rows {
+        let stream: String = row.get(0);
+        let sealed = sealed_head(key, &stream, row.get(1), row.get(2), row.get(3))
+            .ok_or_else(|| in_stream(&stream, AuditLogError::Checkpoint))?;
+        let records = tx
+            .query(
+                &format!("SELECT seq, record FROM {schema}.tool_contract_audit WHERE stream = $1 ORDER BY seq"),
+                &[&stream],
+            )
+            .await
+            .map_err(database)?;
+        let mut verifier = Verifier::new(key, Some(ChainHead::default()));
+        for record in &records {
+            let seq: i64 = record.get(0);
+            let line: String = record.get(1);
+            let broken = |link| AuditLogError::Broken {
+                line: u64::try_from(seq).unwrap_or(0),
+                link,
+            };
+            verifier
+                .next(line.as_bytes())
+                .map_err(|error| match error {
+                    // Named by the row's number, not its place among the rows left.
+                    AuditLogError::Broken { link, .. } => in_stream(&stream, broken(link)),
+                    other => in_stream(&stream, other),
+                })?;
+            // The row's number is the record's own: a row moved to another place shows.
+            if signed(verifier.head().records) != seq {
+                return Err(in_stream(&stream, broken(BrokenLink::Sequence)));
+            }
+        }
+        let found = verifier.head().clone();
+        if found != sealed {
+            return Err(in_stream(
+                &stream,
+                AuditLogError::BehindCheckpoint {
+                    checkpoint: sealed,
+                    found,
+                },
+            ));
+        }
+        heads.push(StreamHead {
+            stream,
+            head: found,
+        });
+    }
+    Ok(heads)
+}
+
+fn head_seal(key: &SecretKey, stream: &str, head: &ChainHead) -> String {
+    let mut mac = key.mac();
+    mac.update(HEAD_DOMAIN);
+    mac.update(stream.as_bytes());
+    mac.update(b"\n");
+    mac.update(itoa::Buffer::new().format(head.records).as_bytes());
+    mac.update(b"\n");
+    mac.update(head.head_sha256.as_bytes());
+    hex::encode(mac.finalize().into_bytes())
+}
+
+/// The head a row holds, if its seal is this key's for this stream.
+fn sealed_head(
+    key: &SecretKey,
+    stream: &str,
+    records: i64,
+    head_sha256: String,
+    seal: String,
+) -> Option<ChainHead> {
+    let head = ChainHead {
+        records: u64::try_from(records).ok()?,
+        head_sha256,
+    };
+    digests_equal(&seal, &head_seal(key, stream, &head)).then_some(head)
+}
+
+fn in_stream(stream: &str, error: AuditLogError) -> AuditLogError {
+    AuditLogError::Stream {
+        stream: stream.to_owned(),
+        error: Box::new(error),
+    }
+}
+
+fn signed(records: u64) -> i64 {
+    i64::try_from(records).unwrap_or(i64::MAX)
+}
+
+fn database(error: tokio_postgres::Error) -> AuditLogError {
+    AuditLogError::Database(StoreError::store(error))
+}
+
+fn sys_rng() -> impl rand::Rng {
+    use rand::SeedableRng;
+    rand::rngs::SmallRng::try_from_rng(&mut SysRng).unwrap_or_else(|_| {
+        // No OS randomness: stream ids still differ per process and instant.
+        let nanos = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+        rand::rngs::SmallRng::seed_from_u64(nanos as u64 ^ u64::from(std::process::id()))
+    })
+}
