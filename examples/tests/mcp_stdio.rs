@@ -76,10 +76,26 @@ struct Session {
     stderr: BufReader<ChildStderr>,
 }
 
-/// Starts `refund-desk mcp` and connects `person`'s client to it.
+/// A store file no other test uses.
+fn store_file() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    std::env::temp_dir().join(format!(
+        "refund-desk-test-{}-{}.sqlite",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+/// Starts `refund-desk mcp` on a store of its own and connects `person`'s client to it.
 async fn connect(person: Person) -> Session {
+    connect_on(person, &store_file()).await
+}
+
+/// Starts `refund-desk mcp --store STORE` and connects `person`'s client to it.
+async fn connect_on(person: Person, store: &std::path::Path) -> Session {
     let command = Command::new(env!("CARGO_BIN_EXE_refund-desk")).configure(|command| {
-        command.arg("mcp");
+        command.arg("mcp").arg("--store").arg(store);
     });
     let (transport, stderr) = TokioChildProcess::builder(command)
         .stderr(Stdio::piped())
@@ -411,4 +427,31 @@ async fn the_client_names_the_operation_so_two_identical_writes_are_two() {
     assert_eq!(draft(&second), "DRAFT-2");
     assert_eq!(person.forms_shown().len(), 2);
     session.close().await;
+}
+
+#[tokio::test]
+async fn a_finished_write_is_replayed_after_the_desk_restarts_on_its_store() {
+    let store = store_file();
+    let first = connect_on(Person::answering(ElicitationAction::Accept, true), &store).await;
+    let made = first
+        .call_as("create_refund_draft", refund("damaged"), "refund-once")
+        .await;
+    assert_eq!(code(&made), None, "{}", text(&made));
+    assert_eq!(delivery(&made), Some("fresh"));
+    first.close().await;
+    // A new process, a freshly seeded desk: only the store remembers the write.
+    let person = Person::answering(ElicitationAction::Accept, true);
+    let second = connect_on(person.clone(), &store).await;
+    let again = second
+        .call_as("create_refund_draft", refund("damaged"), "refund-once")
+        .await;
+    assert_eq!(code(&again), None, "{}", text(&again));
+    assert_eq!(delivery(&again), Some("local_replay"));
+    assert!(person.forms_shown().is_empty(), "nobody is asked again");
+    second.close().await;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = store.clone().into_os_string();
+        path.push(suffix);
+        let _ = std::fs::remove_file(path);
+    }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use tool_contract::dispatch::{AuditSink, Dispatcher, HandlerContext, ToolOptions};
+use tool_contract::dispatch::{AuditSink, ControlStore, Dispatcher, HandlerContext, ToolOptions};
 use tool_contract::evidence::{GroundingSource, SourceTier};
 use tool_contract::{
     AuditKeys, FailureKind, RawProvenance, RawResult, Registry, SecretKey, ToolContract,
@@ -407,12 +407,17 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_millis(300);
 
 /// The dispatcher of `desk`: every tool with its handler, the refund draft reconciled by its
 /// key, the audit records to `audit`.
-pub fn dispatcher(desk: &Arc<Desk>, audit: Arc<dyn AuditSink>) -> Result<Dispatcher, String> {
+pub fn dispatcher(
+    desk: &Arc<Desk>,
+    audit: Arc<dyn AuditSink>,
+    store: Arc<dyn ControlStore>,
+) -> Result<Dispatcher, String> {
     // A demo key; a deployment reads its own secret, at least 32 bytes.
     let key = SecretKey::new(*b"refund desk demo key, not secret").map_err(|e| e.to_string())?;
     let keys = AuditKeys::new(key);
     let (orders, kb, writes, drafts) = (desk.clone(), desk.clone(), desk.clone(), desk.clone());
     Dispatcher::builder(registry(), keys)
+        .store(store)
         .handler::<GetOrder>(move |input: GetOrder, _: HandlerContext| {
             let desk = orders.clone();
             async move { desk.get_order(&input) }

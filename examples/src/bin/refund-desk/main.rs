@@ -5,7 +5,9 @@
 //! (whole and streamed) through the dispatcher, and prints one line per call: its tool, status,
 //! error code and recovery (`--verbose` adds the exact next-turn payload for that provider).
 //!
-//! `refund-desk mcp` serves the same tools as an MCP server over stdio.
+//! `refund-desk mcp [--store PATH | --store postgres://…]` serves the same tools as an MCP
+//! server over stdio, its approvals and write records in an SQLite file by default (they
+//! survive a restart), or in PostgreSQL for many replicas.
 
 mod desk;
 mod replay;
@@ -14,14 +16,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use tool_contract::Principal;
-use tool_contract::dispatch::JsonLinesAuditLog;
+use tool_contract::dispatch::store::{PostgresStore, SqliteStore};
+use tool_contract::dispatch::{ControlStore, JsonLinesAuditLog};
 use tool_contract::mcp::McpServer;
 
 use replay::{Output, Wire};
 
 const USAGE: &str = "\
 usage: refund-desk [replay] [--provider NAME] [--verbose | --json]
-       refund-desk mcp
+       refund-desk mcp [--store PATH | --store postgres://USER@HOST:PORT/DATABASE]
 
 replay (the default)  recorded model turns of each provider through the dispatcher,
                       one line per call: tool, status, error code, recovery
@@ -29,20 +32,45 @@ replay (the default)  recorded model turns of each provider through the dispatch
                       (or its API name, e.g. openai_responses)
   --verbose           also each turn's next-turn payload and each preview approved
   --json              one JSON object per call on stdout, nothing else
-mcp                   serve the desk's tools as an MCP server over stdio";
+mcp                   serve the desk's tools as an MCP server over stdio
+  --store PATH        the SQLite file of approvals and write records (default:
+                      refund-desk.sqlite in the temporary directory); a postgres://
+                      URL shares them with every replica on that database";
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
 enum Command {
     Replay { wires: Vec<Wire>, output: Output },
-    Mcp,
+    Mcp { store: Store },
     Help,
+}
+
+/// Where `mcp` keeps approvals and write records.
+#[derive(Debug, PartialEq, Eq)]
+enum Store {
+    Sqlite(std::path::PathBuf),
+    Postgres(String),
+}
+
+impl Store {
+    fn from_argument(argument: &str) -> Store {
+        if argument.starts_with("postgres://") || argument.starts_with("postgresql://") {
+            Store::Postgres(argument.to_owned())
+        } else {
+            Store::Sqlite(argument.into())
+        }
+    }
+
+    fn default_file() -> Store {
+        Store::Sqlite(std::env::temp_dir().join("refund-desk.sqlite"))
+    }
 }
 
 fn parse(arguments: &[String]) -> Result<Command, String> {
     let mut mode = None;
     let mut wires = Vec::new();
     let mut output = Output::Text;
+    let mut store = None;
     let mut arguments = arguments.iter();
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
@@ -60,13 +88,22 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
                     wires.push(wire);
                 }
             }
+            "--store" => {
+                let place = arguments
+                    .next()
+                    .ok_or("--store needs a file or a postgres:// URL")?;
+                store = Some(Store::from_argument(place));
+            }
             "replay" | "mcp" if mode.is_none() => mode = Some(argument.as_str()),
             other => return Err(format!("unexpected argument {other:?}")),
         }
     }
     match mode {
-        Some("mcp") if wires.is_empty() && output == Output::Text => Ok(Command::Mcp),
+        Some("mcp") if wires.is_empty() && output == Output::Text => Ok(Command::Mcp {
+            store: store.unwrap_or_else(Store::default_file),
+        }),
         Some("mcp") => Err("mcp takes no --provider, --verbose or --json".to_owned()),
+        _ if store.is_some() => Err("--store is for mcp".to_owned()),
         _ => {
             if wires.is_empty() {
                 wires = Wire::ALL.to_vec();
@@ -91,7 +128,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Replay { wires, output } => replay::run(&wires, output),
-        Command::Mcp => serve_mcp(),
+        Command::Mcp { store } => serve_mcp(&store),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -104,27 +141,41 @@ fn main() -> ExitCode {
 
 /// Serves the desk over stdio until the client closes the session. Stdout is the protocol's;
 /// everything for people goes to stderr.
-fn serve_mcp() -> Result<(), String> {
+fn serve_mcp(store: &Store) -> Result<(), String> {
     let path = replay::audit_log_path("mcp-");
     let audit = Arc::new(
         JsonLinesAuditLog::open(&path, desk::audit_key()?)
             .map_err(|error| format!("cannot open {}: {error}", path.display()))?,
     );
     eprintln!("audit log: {}", path.display());
-    let desk = Arc::new(desk::Desk::seeded());
-    let dispatcher = desk::dispatcher(&desk, audit)?;
-    let server = McpServer::new(
-        Arc::new(dispatcher),
-        Principal::new("acme-shop", "mcp:refund-desk"),
-    )
-    .with_server_info("refund-desk", env!("CARGO_PKG_VERSION"));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|error| format!("no runtime: {error}"))?;
-    runtime
-        .block_on(server.serve_stdio())
-        .map_err(|error| error.to_string())
+    runtime.block_on(async {
+        let control: Arc<dyn ControlStore> = match store {
+            Store::Sqlite(path) => Arc::new(
+                SqliteStore::open(path)
+                    .map_err(|error| format!("cannot open {}: {error}", path.display()))?,
+            ),
+            Store::Postgres(url) => Arc::new(
+                PostgresStore::connect(url)
+                    .await
+                    .map_err(|error| format!("cannot use the database: {error}"))?,
+            ),
+        };
+        let desk = Arc::new(desk::Desk::seeded());
+        let dispatcher = desk::dispatcher(&desk, audit, control)?;
+        let server = McpServer::new(
+            Arc::new(dispatcher),
+            Principal::new("acme-shop", "mcp:refund-desk"),
+        )
+        .with_server_info("refund-desk", env!("CARGO_PKG_VERSION"));
+        server
+            .serve_stdio()
+            .await
+            .map_err(|error| error.to_string())
+    })
 }
 
 #[cfg(test)]
@@ -176,6 +227,25 @@ mod tests {
         assert!(parse_words("mcp --json").is_err());
         assert!(parse_words("--verbose --json").is_err());
         assert!(parse_words("replay replay").is_err());
-        assert_eq!(parse_words("mcp"), Ok(Command::Mcp));
+        assert_eq!(
+            parse_words("mcp"),
+            Ok(Command::Mcp {
+                store: Store::default_file()
+            })
+        );
+        assert_eq!(
+            parse_words("mcp --store /tmp/desk.sqlite"),
+            Ok(Command::Mcp {
+                store: Store::Sqlite("/tmp/desk.sqlite".into())
+            })
+        );
+        assert_eq!(
+            parse_words("mcp --store postgres://postgres@127.0.0.1:5432/test"),
+            Ok(Command::Mcp {
+                store: Store::Postgres("postgres://postgres@127.0.0.1:5432/test".to_owned())
+            })
+        );
+        assert!(parse_words("replay --store x.sqlite").is_err());
+        assert!(parse_words("mcp --store").is_err());
     }
 }

@@ -333,7 +333,11 @@ async fn replay(wire: Wire, audit: Arc<JsonLinesAuditLog>, output: Output) -> Re
         ));
     }
     let desk = Arc::new(Desk::seeded());
-    let dispatcher = desk::dispatcher(&desk, audit)?;
+    let dispatcher = desk::dispatcher(
+        &desk,
+        audit,
+        Arc::new(tool_contract::dispatch::MemoryStore::new()),
+    )?;
     let binder = dispatcher.binder();
     let principal = principal();
     let task = Task::unlimited();
