@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use bb8::Pool;
 use bb8_postgres::PostgresConnectionManager;
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Config, NoTls, Row, Transaction};
 
 use super::rows::{self, Fence, Rows};
@@ -91,8 +92,11 @@ impl PostgresStore {
         }
         let mut config: Config = url.parse().map_err(StoreError::store)?;
         config.connect_timeout(options.connect_timeout);
+        // No round trip to test a connection at checkout: a closed one is seen locally
+        // (`connection`), and a connection that fails mid-step fails that step only.
         let pool = Pool::builder()
             .max_size(options.pool_size.max(1))
+            .test_on_check_out(false)
             .connection_timeout(options.connect_timeout)
             .build(Manager::new(config, NoTls))
             .await
@@ -111,15 +115,22 @@ impl PostgresStore {
         &self.sql.schema
     }
 
-    /// A pooled connection (for the audit log beside the store).
+    /// A pooled connection that is still open (closed ones are dropped from the pool).
     pub(crate) async fn connection(
         &self,
     ) -> Result<bb8::PooledConnection<'_, Manager>, StoreError> {
-        self.pool.get().await.map_err(StoreError::store)
+        let mut tries = self.pool.state().connections + 1;
+        loop {
+            let connection = self.pool.get().await.map_err(StoreError::store)?;
+            if !connection.is_closed() || tries == 0 {
+                return Ok(connection);
+            }
+            tries -= 1;
+        }
     }
 
     async fn migrate(&self) -> Result<(), StoreError> {
-        let mut connection = self.pool.get().await.map_err(StoreError::store)?;
+        let mut connection = self.connection().await?;
         let tx = connection.transaction().await.map_err(store)?;
         let migrated = self.migrate_in(&tx).await;
         finish(tx, migrated).await
@@ -327,9 +338,9 @@ impl Rows for PostgresRows<'_> {
         // The schema is part of the lock: stores in other schemas never wait on this one.
         let lock = format!("{}\n{key}", self.sql.schema);
         self.tx
-            .execute(
+            .execute_typed(
                 "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-                &[&lock],
+                &[(&lock, Type::TEXT)],
             )
             .await
             .map_err(store)?;
@@ -339,7 +350,7 @@ impl Rows for PostgresRows<'_> {
     async fn record(&mut self, key: &str) -> Result<Option<Record>, StoreError> {
         let row = self
             .tx
-            .query_opt(&self.sql.record_for_update, &[&key])
+            .query_typed_opt(&self.sql.record_for_update, &[(&key, Type::TEXT)])
             .await
             .map_err(store)?;
         row.as_ref().map(record_of).transpose()
@@ -356,43 +367,23 @@ impl Rows for PostgresRows<'_> {
         let state = record.state.as_str();
         let changed = match fence {
             None => {
+                let params = record_params(record, &state, &generation, &lease_until, &expires_at);
                 self.tx
-                    .execute(
-                        &self.sql.insert_record,
-                        &[
-                            &record.key,
-                            &record.request_sha256,
-                            &record.tool,
-                            &state,
-                            &record.lease.owner,
-                            &generation,
-                            &lease_until,
-                            &expires_at,
-                            &record.result,
-                        ],
-                    )
+                    .execute_typed(&self.sql.insert_record, &params)
                     .await
             }
             Some(fence) => {
                 let fence_generation = to_sql_u64(fence.lease.generation);
+                let fence_state = fence.state.as_str();
+                let mut params =
+                    record_params(record, &state, &generation, &lease_until, &expires_at);
+                params.extend([
+                    (&fence_state as &(dyn ToSql + Sync), Type::TEXT),
+                    (&fence.lease.owner, Type::TEXT),
+                    (&fence_generation, Type::INT8),
+                ]);
                 self.tx
-                    .execute(
-                        &self.sql.update_record,
-                        &[
-                            &record.key,
-                            &record.request_sha256,
-                            &record.tool,
-                            &state,
-                            &record.lease.owner,
-                            &generation,
-                            &lease_until,
-                            &expires_at,
-                            &record.result,
-                            &fence.state.as_str(),
-                            &fence.lease.owner,
-                            &fence_generation,
-                        ],
-                    )
+                    .execute_typed(&self.sql.update_record, &params)
                     .await
             }
         };
@@ -402,13 +393,13 @@ impl Rows for PostgresRows<'_> {
     async fn delete_record(&mut self, key: &str, fence: &Fence) -> Result<bool, StoreError> {
         let removed = self
             .tx
-            .execute(
+            .execute_typed(
                 &self.sql.delete_record,
                 &[
-                    &key,
-                    &fence.state.as_str(),
-                    &fence.lease.owner,
-                    &to_sql_u64(fence.lease.generation),
+                    (&key, Type::TEXT),
+                    (&fence.state.as_str(), Type::TEXT),
+                    (&fence.lease.owner, Type::TEXT),
+                    (&to_sql_u64(fence.lease.generation), Type::INT8),
                 ],
             )
             .await
@@ -419,7 +410,7 @@ impl Rows for PostgresRows<'_> {
     async fn approval(&mut self, key: &str) -> Result<Option<ApprovalEntry>, StoreError> {
         let row = self
             .tx
-            .query_opt(&self.sql.approval, &[&key])
+            .query_typed_opt(&self.sql.approval, &[(&key, Type::TEXT)])
             .await
             .map_err(store)?;
         row.as_ref()
@@ -430,7 +421,7 @@ impl Rows for PostgresRows<'_> {
     async fn approval_key(&mut self, approval_id: &str) -> Result<Option<String>, StoreError> {
         let row = self
             .tx
-            .query_opt(&self.sql.approval_key, &[&approval_id])
+            .query_typed_opt(&self.sql.approval_key, &[(&approval_id, Type::TEXT)])
             .await
             .map_err(store)?;
         row.map(|row| row.try_get(0).map_err(store)).transpose()
@@ -449,16 +440,16 @@ impl Rows for PostgresRows<'_> {
             .as_ref()
             .map(|lease| to_sql_u64(lease.generation));
         self.tx
-            .execute(
+            .execute_typed(
                 &self.sql.put_approval,
                 &[
-                    &key,
-                    &state,
-                    &approval_id,
-                    &to_sql_u64(expires_at_ms),
-                    &body,
-                    &redeemed_owner,
-                    &redeemed_generation,
+                    (&key, Type::TEXT),
+                    (&state, Type::TEXT),
+                    (&approval_id, Type::TEXT),
+                    (&to_sql_u64(expires_at_ms), Type::INT8),
+                    (&body, Type::TEXT),
+                    (&redeemed_owner, Type::TEXT),
+                    (&redeemed_generation, Type::INT8),
                 ],
             )
             .await
@@ -470,7 +461,7 @@ impl Rows for PostgresRows<'_> {
 /// Runs one step in one transaction on a pooled connection.
 macro_rules! in_transaction {
     ($store:expr, |$rows:ident| $step:expr) => {{
-        let mut connection = $store.pool.get().await.map_err(StoreError::store)?;
+        let mut connection = $store.connection().await?;
         let tx = connection.transaction().await.map_err(store)?;
         let answer = {
             let mut $rows = PostgresRows {
@@ -498,9 +489,9 @@ impl ControlStore for PostgresStore {
 
     fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Record>> {
         Box::pin(async move {
-            let connection = self.pool.get().await.map_err(StoreError::store)?;
+            let connection = self.connection().await?;
             let row = connection
-                .query_opt(&self.sql.record, &[&key])
+                .query_typed_opt(&self.sql.record, &[(&key, Type::TEXT)])
                 .await
                 .map_err(store)?;
             row.as_ref().map(record_of).transpose()
@@ -509,7 +500,7 @@ impl ControlStore for PostgresStore {
 
     fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {
         Box::pin(async move {
-            let connection = self.pool.get().await.map_err(StoreError::store)?;
+            let connection = self.connection().await?;
             let now = to_sql_u64(now_ms);
             let finished = [
                 WriteState::Succeeded.as_str(),
@@ -518,14 +509,20 @@ impl ControlStore for PostgresStore {
                 WriteState::Cancelled.as_str(),
             ];
             let records = connection
-                .execute(
+                .execute_typed(
                     &self.sql.purge_records,
-                    &[&now, &finished[0], &finished[1], &finished[2], &finished[3]],
+                    &[
+                        (&now, Type::INT8),
+                        (&finished[0], Type::TEXT),
+                        (&finished[1], Type::TEXT),
+                        (&finished[2], Type::TEXT),
+                        (&finished[3], Type::TEXT),
+                    ],
                 )
                 .await
                 .map_err(store)?;
             let approvals = connection
-                .execute(&self.sql.purge_approvals, &[&now])
+                .execute_typed(&self.sql.purge_approvals, &[(&now, Type::INT8)])
                 .await
                 .map_err(store)?;
             Ok(Purged { records, approvals })
@@ -549,9 +546,12 @@ impl ControlStore for PostgresStore {
 
     fn pending_approvals(&self, now_ms: u64) -> StoreFuture<'_, Vec<PendingApproval>> {
         Box::pin(async move {
-            let connection = self.pool.get().await.map_err(StoreError::store)?;
+            let connection = self.connection().await?;
             let rows = connection
-                .query(&self.sql.pending, &[&PENDING, &to_sql_u64(now_ms)])
+                .query_typed(
+                    &self.sql.pending,
+                    &[(&PENDING, Type::TEXT), (&to_sql_u64(now_ms), Type::INT8)],
+                )
                 .await
                 .map_err(store)?;
             let mut pending = Vec::with_capacity(rows.len());
@@ -565,6 +565,28 @@ impl ControlStore for PostgresStore {
             Ok(pending)
         })
     }
+}
+
+/// The nine columns of a ledger row, typed: sent with the statement, never prepared apart
+/// (one round trip each).
+fn record_params<'a>(
+    record: &'a Record,
+    state: &'a &'a str,
+    generation: &'a i64,
+    lease_until: &'a i64,
+    expires_at: &'a i64,
+) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
+    vec![
+        (&record.key, Type::TEXT),
+        (&record.request_sha256, Type::TEXT),
+        (&record.tool, Type::TEXT),
+        (state, Type::TEXT),
+        (&record.lease.owner, Type::TEXT),
+        (generation, Type::INT8),
+        (lease_until, Type::INT8),
+        (expires_at, Type::INT8),
+        (&record.result, Type::TEXT),
+    ]
 }
 
 fn record_of(row: &Row) -> Result<Record, StoreError> {
