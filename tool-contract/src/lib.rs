@@ -80,8 +80,9 @@
 //!
 //! A [`dispatch::Dispatcher`] takes each call from the registry lookup to a sealed result:
 //! exact argument validation, gates, authorization, approvals bound to the exact action, the
-//! idempotency ledger ([`dispatch::MemoryStore`], or `SqliteStore` with the `sqlite`
-//! feature), budgets and deadline, the handler under a timeout with cancellation, retries by
+//! idempotency ledger and the approvals in one control-plane store ([`dispatch::MemoryStore`];
+//! `SqliteStore` with the `sqlite` feature; `PostgresStore`, shared by replicas, with the
+//! `postgres` feature), budgets and deadline, the handler under a timeout with cancellation, retries by
 //! effect, projection, the audit sink ([`dispatch::JsonLinesAuditLog`], a keyed chain), and the
 //! ledger record. A write whose outcome is lost is `unknown` and is reconciled, never rerun.
 //!
