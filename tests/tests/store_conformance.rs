@@ -1014,3 +1014,27 @@ async fn a_postgres_schema_name_that_is_not_an_identifier_is_refused() {
     .await;
     assert!(matches!(refused, Err(StoreError::Store(_))), "{refused:?}");
 }
+
+/// SQLite steps run on tokio's blocking pool: one waiting for the file's write lock leaves
+/// the runtime's only thread free for everything else.
+#[tokio::test(flavor = "current_thread")]
+async fn an_sqlite_step_waiting_for_the_file_lock_never_blocks_the_runtime() {
+    let store = sqlite_file();
+    let ledger = SqliteStore::open(&store.0).unwrap();
+    let other_process = rusqlite::Connection::open(&store.0).unwrap();
+    other_process.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let claiming = tokio::spawn(async move { ledger.claim(&claim("k", "r1", "a", T0)).await });
+    // The claim waits for the lock; a timer on the same thread still fires.
+    let ticked = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        tokio::time::sleep(std::time::Duration::from_millis(50)),
+    )
+    .await;
+    assert!(ticked.is_ok(), "the runtime's thread was blocked");
+    assert!(
+        !claiming.is_finished(),
+        "the claim still waits for the lock"
+    );
+    other_process.execute_batch("COMMIT").unwrap();
+    assert_eq!(claiming.await.unwrap().unwrap(), Claimed::Fresh);
+}
