@@ -561,9 +561,15 @@ async fn an_approval_given_on_one_replica_is_redeemed_on_another_once(store: &im
         b.claim(&redeeming("b", "apr_a", T0 + 1)).await.unwrap(),
         Claimed::Fresh
     );
-    // Spent: the next ask needs a new approval; a claim naming it again writes nothing.
-    let after = a.check_approval(&ask("r1", "apr_c", T0 + 2)).await.unwrap();
-    assert_eq!(after, ApprovalCheck::Required(pending("apr_c", "k", "r1")));
+    // While its execution's record stands, an ask is answered by that record, never by a
+    // new approval for a write already running.
+    let during = a.check_approval(&ask("r1", "apr_c", T0 + 2)).await.unwrap();
+    assert_eq!(during, ApprovalCheck::Proceed(grant.clone()));
+    assert!(matches!(
+        a.claim(&redeeming("a", "apr_a", T0 + 2)).await.unwrap(),
+        Claimed::InFlight(_)
+    ));
+    assert!(a.pending_approvals(T0 + 2).await.unwrap().is_empty());
     b.advance(&step(
         "k",
         "b",
@@ -574,6 +580,8 @@ async fn an_approval_given_on_one_replica_is_redeemed_on_another_once(store: &im
     ))
     .await
     .unwrap();
+    // Once the record is gone, the grant is spent: a claim naming it again writes nothing,
+    // and the next ask needs a new approval.
     let expired_record = claim("k", "r1", "a", T0 + 2 + RETENTION);
     assert!(matches!(
         a.claim(&Claim {
@@ -584,6 +592,11 @@ async fn an_approval_given_on_one_replica_is_redeemed_on_another_once(store: &im
         .unwrap(),
         Claimed::GrantSpent
     ));
+    let after = a
+        .check_approval(&ask("r1", "apr_d", T0 + 2 + RETENTION))
+        .await
+        .unwrap();
+    assert_eq!(after, ApprovalCheck::Required(pending("apr_d", "k", "r1")));
 }
 
 async fn concurrent_redemptions_of_one_grant_run_once(store: &impl Backend) {

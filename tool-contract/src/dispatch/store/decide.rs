@@ -138,9 +138,17 @@ pub struct ApprovalDecision {
 /// - granted and covering this request, not redeemed → `Proceed`;
 /// - granted but not covering it (changed, moved, expired) → a new pending approval,
 ///   `Invalid` with why;
-/// - granted and redeemed by an execution → spent: a new pending approval, `Required`.
+/// - granted and redeemed by an execution whose record still stands (`claimed`) →
+///   `Proceed`: the claim answers from that record (in flight, replay, unknown), and nobody is
+///   asked to approve a write already running or done;
+/// - granted and redeemed, its record gone (released after an attempt, or purged) → spent: a
+///   new pending approval, `Required`.
 #[must_use]
-pub fn decide_approval(existing: Option<&ApprovalEntry>, ask: &ApprovalAsk) -> ApprovalDecision {
+pub fn decide_approval(
+    existing: Option<&ApprovalEntry>,
+    ask: &ApprovalAsk,
+    claimed: bool,
+) -> ApprovalDecision {
     let answer = |answer| ApprovalDecision {
         write: None,
         answer,
@@ -153,6 +161,10 @@ pub fn decide_approval(existing: Option<&ApprovalEntry>, ask: &ApprovalAsk) -> A
             return answer(ApprovalCheck::Required(pending.clone()));
         }
         None | Some(ApprovalEntry::Pending { .. }) => None,
+        Some(ApprovalEntry::Granted {
+            grant,
+            redeemed_by: Some(_),
+        }) if claimed => return answer(ApprovalCheck::Proceed(grant.clone())),
         Some(ApprovalEntry::Granted {
             redeemed_by: Some(_),
             ..

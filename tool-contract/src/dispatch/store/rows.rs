@@ -3,14 +3,14 @@
 
 use std::future::Future;
 
-use super::decide::unredeem;
+use super::decide::{record_expired, unredeem};
 use super::{
     Advance, Advanced, Claim, ClaimDecision, Claimed, Lease, Record, Release, StoreError,
     decide_advance, decide_approval, decide_approve, decide_claim, decide_redeem, decide_reject,
 };
 use crate::dispatch::approval::{
     ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
-    RejectStep,
+    RejectStep, unix_ms,
 };
 use crate::dispatch::state::WriteState;
 
@@ -151,7 +151,12 @@ pub(crate) async fn check_approval(
 ) -> Result<ApprovalCheck, StoreError> {
     rows.lock_key(&ask.ledger_key).await?;
     let existing = rows.approval(&ask.ledger_key).await?;
-    let decision = decide_approval(existing.as_ref(), ask);
+    let now_ms = unix_ms(ask.now);
+    let claimed = rows
+        .record(&ask.ledger_key)
+        .await?
+        .is_some_and(|record| !record_expired(&record, now_ms));
+    let decision = decide_approval(existing.as_ref(), ask, claimed);
     if let Some(entry) = &decision.write {
         rows.put_approval(&ask.ledger_key, entry).await?;
     }
