@@ -89,6 +89,31 @@ impl Effects {
         }
     }
 
+    /// How many operations the store holds as finished (read straight from its table).
+    async fn finished(&self) -> Result<u32, String> {
+        let query = "SELECT count(*) FROM {ledger} WHERE state IN ('succeeded', 'failed')";
+        let count: i64 = match self {
+            Effects::Postgres(client, schema) => client
+                .query_one(
+                    &query.replace("{ledger}", &format!("{schema}.tool_contract_ledger")),
+                    &[],
+                )
+                .await
+                .map(|row| row.get(0))
+                .map_err(|error| error.to_string())?,
+            Effects::Sqlite(connection) => connection
+                .lock()
+                .unwrap()
+                .query_row(
+                    &query.replace("{ledger}", "tool_contract_ledger"),
+                    [],
+                    |row| row.get(0),
+                )
+                .map_err(|error| error.to_string())?,
+        };
+        u32::try_from(count).map_err(|error| error.to_string())
+    }
+
     async fn found(&self, key: &str) -> Result<bool, String> {
         match self {
             Effects::Postgres(client, schema) => client
@@ -171,6 +196,30 @@ fn call(index: u32, approval: bool) -> CallContext {
 /// Operations needing approval: every fifth.
 fn needs_approval(index: u32) -> bool {
     index.is_multiple_of(5)
+}
+
+/// Approves every pending approval this worker did not ask for; how many.
+async fn approve_others(dispatcher: &Dispatcher, asked: &HashSet<String>, worker: &str) -> u32 {
+    let mut approvals = 0;
+    for pending in dispatcher.pending_approvals().await.unwrap_or_default() {
+        if asked.contains(&pending.approval_id) {
+            continue;
+        }
+        let expires = dispatcher.now() + Duration::from_secs(600);
+        if dispatcher
+            .approve(
+                &pending.approval_id,
+                &pending.preview_sha256,
+                worker,
+                expires,
+            )
+            .await
+            .is_ok()
+        {
+            approvals += 1;
+        }
+    }
+    approvals
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -300,30 +349,19 @@ async fn main() {
         if settled {
             open.swap_remove(at);
         }
-        // Approve what others asked for, as the person on this worker.
         if dispatches.is_multiple_of(4) {
-            for pending in dispatcher.pending_approvals().await.unwrap_or_default() {
-                if asked.contains(&pending.approval_id) {
-                    continue;
-                }
-                let expires = dispatcher.now() + Duration::from_secs(600);
-                if dispatcher
-                    .approve(
-                        &pending.approval_id,
-                        &pending.preview_sha256,
-                        &worker,
-                        expires,
-                    )
-                    .await
-                    .is_ok()
-                {
-                    approvals += 1;
-                }
-            }
+            approvals += approve_others(&dispatcher, &asked, &worker).await;
         }
         if !settled {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
+    }
+    // Its own operations settled, the worker stays the person for the others' approvals
+    // until every operation is finished: an approval is never left to the workers that
+    // asked for it.
+    while effects.finished().await.unwrap_or(0) < operations {
+        approvals += approve_others(&dispatcher, &asked, &worker).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     println!("{worker}: {dispatches} dispatches, {approvals} approvals given");
 }
