@@ -75,7 +75,13 @@ fn make() -> Fixture {
     let audit_key = SecretKey::new([9; 32]).unwrap();
     let log = MemoryAuditLog::new(audit_key.clone());
     for _ in 0..3 {
-        log.append(&result.model, &result.audit).unwrap();
+        // The memory log appends before it returns its future: one poll finishes it.
+        let mut appending = log.append(&result.model, &result.audit);
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        match appending.as_mut().poll(&mut context) {
+            std::task::Poll::Ready(appended) => appended.unwrap(),
+            std::task::Poll::Pending => panic!("the memory log appends at once"),
+        }
     }
     Fixture {
         registry,
