@@ -141,5 +141,6 @@ pub fn without(key: &str) -> Value {
     output.as_object_mut().map(|object| object.remove(key));
     output
 }
+pub mod backends;
 pub mod hooked;
 pub mod postgres;

@@ -4,67 +4,17 @@
 //! `TOOL_CONTRACT_POSTGRES_URL`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
-use tool_contract::dispatch::store::SqliteStore;
-use tool_contract::dispatch::{ControlStore, Dispatch, Dispatcher, MemoryStore, WriteState};
+use tool_contract::dispatch::{Dispatch, Dispatcher, WriteState};
 use tool_contract::results::Delivery;
 use tool_contract::{ErrorCode, Status};
+use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
 use tool_contract_tests::postgres::Schema;
 use tool_contract_tests::tracker::{
     Fault, Remote, advance_clock, alice, builder, clock, context, create, run, sent,
 };
-
-/// One store, opened once per replica.
-trait Backend {
-    async fn open(&self) -> Arc<dyn ControlStore>;
-}
-
-struct Memory(MemoryStore);
-
-impl Backend for Memory {
-    async fn open(&self) -> Arc<dyn ControlStore> {
-        Arc::new(self.0.clone())
-    }
-}
-
-struct Sqlite(std::path::PathBuf);
-
-impl Backend for Sqlite {
-    async fn open(&self) -> Arc<dyn ControlStore> {
-        Arc::new(SqliteStore::open(&self.0).expect("the store file opens"))
-    }
-}
-
-impl Drop for Sqlite {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let mut path = self.0.clone().into_os_string();
-            path.push(suffix);
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
-fn sqlite_file() -> Sqlite {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let name = format!(
-        "tool-contract-replicas-{}-{}.sqlite",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    );
-    Sqlite(std::env::temp_dir().join(name))
-}
-
-struct Postgres(Schema);
-
-impl Backend for Postgres {
-    async fn open(&self) -> Arc<dyn ControlStore> {
-        Arc::new(self.0.store().await)
-    }
-}
 
 /// A replica: its own dispatcher (own owner id) over its own handle on the store.
 async fn replica(backend: &impl Backend, remote: &Arc<Remote>) -> Arc<Dispatcher> {

@@ -2,76 +2,21 @@
 //! its file for every "restart"), and PostgreSQL (a schema of its own per test; skipped, and
 //! saying so, when `TOOL_CONTRACT_POSTGRES_URL` is not set; `.ci/run` sets it).
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use time::OffsetDateTime;
 use tool_contract::Effect;
 use tool_contract::dispatch::store::{
     Advance, Advanced, Claim, Claimed, Lease, Release, SCHEMA_VERSION, SqliteStore,
 };
 use tool_contract::dispatch::{
-    ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, ControlStore, Invalidity, MemoryStore,
+    ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, ControlStore, Invalidity,
     PendingApproval, Preview, RejectStep, StoreError, WriteEvent, WriteState,
 };
+use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
 use tool_contract_tests::postgres::Schema;
 
 const LEASE: u64 = 60_000;
 const RETENTION: u64 = 3_600_000;
 const T0: u64 = 1_787_392_800_000;
-
-/// A store under test: opened once, and opened again as after a restart (or by another
-/// replica).
-trait Backend: Sync {
-    async fn open(&self) -> Arc<dyn ControlStore>;
-}
-
-struct Memory(MemoryStore);
-
-impl Backend for Memory {
-    // Memory cannot outlive its process; a clone over the same state stands for a second
-    // dispatcher in it.
-    async fn open(&self) -> Arc<dyn ControlStore> {
-        Arc::new(self.0.clone())
-    }
-}
-
-struct Sqlite(PathBuf);
-
-impl Backend for Sqlite {
-    async fn open(&self) -> Arc<dyn ControlStore> {
-        Arc::new(SqliteStore::open(&self.0).expect("the store file opens"))
-    }
-}
-
-impl Drop for Sqlite {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let mut path = self.0.clone().into_os_string();
-            path.push(suffix);
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
-fn sqlite_file() -> Sqlite {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let name = format!(
-        "tool-contract-store-{}-{}.sqlite",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    );
-    Sqlite(std::env::temp_dir().join(name))
-}
-
-struct Postgres(Schema);
-
-impl Backend for Postgres {
-    async fn open(&self) -> Arc<dyn ControlStore> {
-        Arc::new(self.0.store().await)
-    }
-}
 
 fn lease(owner: &str) -> Lease {
     Lease {
@@ -848,7 +793,7 @@ macro_rules! conformance {
             $(
                 #[tokio::test]
                 async fn $case() {
-                    super::$case(&super::Memory(super::MemoryStore::new())).await;
+                    super::$case(&super::Memory(tool_contract::dispatch::MemoryStore::new())).await;
                 }
             )*
         }
