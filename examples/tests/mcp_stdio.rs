@@ -5,11 +5,12 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation, JsonObject, RequestMetaObject, Tool,
+    ElicitResult, ElicitationAction, Implementation, JsonObject, ProtocolVersion,
+    RequestMetaObject, Tool,
 };
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
-use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStderr, Command};
@@ -92,8 +93,26 @@ async fn connect(person: Person) -> Session {
     connect_on(person, &store_file()).await
 }
 
-/// Starts `refund-desk mcp --store STORE` and connects `person`'s client to it.
+/// Starts `refund-desk mcp --store STORE` and connects `person`'s client to it, by the
+/// `initialize` handshake.
 async fn connect_on(person: Person, store: &std::path::Path) -> Session {
+    connect_with(person, store, ClientLifecycleMode::Initialize).await
+}
+
+/// Starts `refund-desk mcp` on a store of its own and connects `person`'s client speaking
+/// 2026-07-28: `server/discover`, then every request with its own `_meta`.
+async fn connect_stateless(person: Person) -> Session {
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    connect_with(person, &store_file(), lifecycle).await
+}
+
+async fn connect_with(
+    person: Person,
+    store: &std::path::Path,
+    lifecycle: ClientLifecycleMode,
+) -> Session {
     let command = Command::new(env!("CARGO_BIN_EXE_refund-desk")).configure(|command| {
         command.arg("mcp").arg("--store").arg(store);
     });
@@ -101,7 +120,10 @@ async fn connect_on(person: Person, store: &std::path::Path) -> Session {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the desk starts");
-    let client = person.serve(transport).await.expect("the handshake");
+    let client = person
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .expect("the session starts");
     Session {
         client,
         stderr: BufReader::new(stderr.expect("stderr is piped")),
@@ -347,6 +369,38 @@ async fn a_write_is_approved_by_the_person_at_the_client() {
     assert_eq!(
         read.structured_content.as_ref().unwrap()["data"]["draft_ref"],
         "DRAFT-1"
+    );
+    session.close().await;
+}
+
+#[tokio::test]
+async fn on_2026_07_28_a_write_is_approved_through_input_required_and_runs_once() {
+    let person = Person::answering(ElicitationAction::Accept, true);
+    let session = connect_stateless(person.clone()).await;
+    let server = session.client.peer_info().expect("the discovery's answer");
+    assert_eq!(server.protocol_version, ProtocolVersion::V_2026_07_28);
+    let made = session
+        .call("create_refund_draft", refund("Mug arrived broken"))
+        .await;
+    assert_ne!(made.is_error, Some(true), "{}", text(&made));
+    assert_eq!(delivery(&made), Some("fresh"));
+    let forms = person.forms_shown();
+    assert_eq!(forms.len(), 1, "one confirmation");
+    assert!(forms[0].contains("Mug arrived broken"), "{}", forms[0]);
+
+    // The client's retry of the same call replays; nobody is asked, nothing runs again.
+    let again = session
+        .call("create_refund_draft", refund("Mug arrived broken"))
+        .await;
+    assert_eq!(delivery(&again), Some("local_replay"));
+    assert_eq!(person.forms_shown().len(), 1);
+    let read = session
+        .call("get_refund_draft", json!({ "order_ref": "ORDER-1001" }))
+        .await;
+    assert_eq!(
+        read.structured_content.as_ref().unwrap()["data"]["draft_ref"],
+        "DRAFT-1",
+        "one draft"
     );
     session.close().await;
 }

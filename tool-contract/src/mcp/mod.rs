@@ -11,11 +11,23 @@
 //!   [`ModelResult`](crate::ModelResult) as `structuredContent` and its canonical JSON as a
 //!   text block, `isError` unless it succeeded. Nothing of the audit half crosses the wire;
 //!   it goes to the dispatcher's audit sink.
-//! - A write that needs approval asks the person at the client by form elicitation, when the
-//!   client declared it: accept approves exactly the previewed request, decline rejects it
-//!   (the model reads `BLOCKED`), cancel leaves it pending. A client without elicitation
-//!   reads `APPROVAL_REQUIRED`, and the result's `_meta` carries the pending approval (id,
-//!   preview, preview digest) for the host to show; an approval given out of band through
+//! - A write that needs approval asks the person at the client, when the client declared form
+//!   elicitation. On the handshake revisions (2024-11-05 to 2025-11-25) the server asks
+//!   mid-call by `elicitation/create`. On 2026-07-28, which has no handshake and no
+//!   server-to-client requests (`server/discover`, and each request's `_meta` naming its
+//!   revision and capabilities), the call answers `resultType: "input_required"` with one
+//!   confirmation form showing the preview and a sealed `requestState`; the client sends the
+//!   same call again with the answer and the state, to this server or any replica sharing
+//!   the store and the keys. The state is HMAC-sealed under a key derived from the
+//!   dispatcher's audit keys (or [`McpServer::with_request_state_codec`]) and names the
+//!   approval, principal, tool, request digest, preview digest and expiry; a state that was
+//!   forged, has expired, was used already, or comes back for another principal, another
+//!   tool or changed arguments is refused with a JSON-RPC `invalid_params` error whose
+//!   `data.reason` is a [`StateRefusal`] code, and nothing is recorded. Either way, accept
+//!   approves exactly the previewed request, decline rejects it (the model reads `BLOCKED`),
+//!   cancel leaves it pending. A client without elicitation reads `APPROVAL_REQUIRED`, and
+//!   the result's `_meta` carries the pending approval (id, preview, preview digest) for the
+//!   host to show; an approval given out of band through
 //!   [`Dispatcher::approve`](crate::dispatch::Dispatcher::approve) then lets a repeated call
 //!   run.
 //!
@@ -41,12 +53,15 @@
 
 use crate::vocabulary::Adapter;
 
+mod approval;
 mod capture;
 mod server;
 
+pub use approval::StateRefusal;
 pub use server::{McpServeError, McpServer, OPERATION_ID_META};
 
-/// The adapter of MCP `tools/call` requests, protocol revisions 2024-11-05 to 2025-11-25.
+/// The adapter of MCP `tools/call` requests, protocol revisions 2024-11-05 to 2026-07-28 (the
+/// arguments' shape, which its revision string names, has not changed since 2025-11-25).
 pub const ADAPTER: Adapter = Adapter::MCP;
 
 /// What the fuzz targets reach inside the server; compiled only under `cargo fuzz`

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, ElicitationSchema, Implementation, JsonObject, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
+    Implementation, InputRequest, InputRequests, InputRequiredResult, JsonObject, ListToolsResult,
+    MetaObject, PaginatedRequestParams, ProtocolVersion, RequestStateCodec, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{ElicitationMode, RequestContext, RoleServer, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -18,10 +18,11 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::ADAPTER;
+use super::approval::{ApprovalState, CONFIRMATION_KEY, Decision, Expected, StateRefusal};
 use super::capture::{Captured, Capturing};
 use crate::contract::ToolSpec;
-use crate::dispatch::approval::later_by;
-use crate::dispatch::{Dispatch, Dispatcher, PendingApproval, Task};
+use crate::dispatch::approval::{later_by, unix_ms};
+use crate::dispatch::{ApprovalError, Dispatch, Dispatcher, PendingApproval, Task};
 use crate::results::Status;
 use crate::results::digest::canonical_within;
 use crate::vocabulary::Effect;
@@ -38,8 +39,8 @@ const PENDING_APPROVAL_META: &str = "tool-contract/pending_approval";
 /// registry's largest argument limit and this.
 const ENVELOPE_BYTES: usize = 64 * 1024;
 
-/// The form field a person answers an approval with.
-const APPROVE_FIELD: &str = "approve";
+/// What the server's request-state key is derived for, from the dispatcher's keys.
+const REQUEST_STATE_PURPOSE: &str = "mcp/request-state";
 
 /// A dispatcher's registry served over MCP; see the [module docs](super).
 ///
@@ -62,6 +63,8 @@ pub struct McpServer {
     task: Arc<Task>,
     implementation: Implementation,
     approval_ttl: Duration,
+    /// Seals and opens the `requestState` of a 2026-07-28 approval.
+    request_state: RequestStateCodec,
     /// The arguments as the client sent them, once the server reads its own session.
     captured: Option<Arc<Captured>>,
 }
@@ -95,12 +98,19 @@ impl McpServer {
     /// 10 minutes.
     #[must_use]
     pub fn new(dispatcher: Arc<Dispatcher>, principal: Principal) -> Self {
+        let key = dispatcher
+            .binder()
+            .keys()
+            .derived_key(REQUEST_STATE_PURPOSE);
+        // A derived key is 32 bytes, the codec's shortest.
+        let request_state = RequestStateCodec::new_unchecked(key.to_vec());
         McpServer {
             dispatcher,
             principal,
             task: Arc::new(Task::unlimited()),
             implementation: Implementation::new("tool-contract", env!("CARGO_PKG_VERSION")),
             approval_ttl: Duration::from_secs(600),
+            request_state,
             captured: None,
         }
     }
@@ -124,6 +134,15 @@ impl McpServer {
     #[must_use]
     pub fn with_approval_ttl(mut self, ttl: Duration) -> Self {
         self.approval_ttl = ttl;
+        self
+    }
+
+    /// Seals and opens 2026-07-28 approval states with `codec` (for example one with a
+    /// keyring, to rotate keys) instead of the key derived from the dispatcher's audit keys.
+    /// Every replica that may receive an answer must open what the others sealed.
+    #[must_use]
+    pub fn with_request_state_codec(mut self, codec: RequestStateCodec) -> Self {
+        self.request_state = codec;
         self
     }
 
@@ -182,7 +201,7 @@ impl McpServer {
         &self,
         request: CallToolRequestParams,
         request_context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let registry = self.dispatcher.registry();
         if !registry.accepts_adapter(ADAPTER.api, ADAPTER.revision) {
             // As the provider writers refuse: nothing runs for a caller the registry does not
@@ -215,6 +234,11 @@ impl McpServer {
             ));
         }
         let context = self.context(&request, request_context, arguments);
+        if without_handshake(request_context) {
+            return self
+                .call_stateless(&request, request_context, &context)
+                .await;
+        }
         let mut dispatch = self
             .dispatcher
             .dispatch(&self.principal, &context, &self.task)
@@ -233,6 +257,109 @@ impl McpServer {
             }
         }
         self.answer(&context, &dispatch, pending.as_ref())
+            .map(CallToolResponse::from)
+    }
+
+    /// A `tools/call` of 2026-07-28: a write that needs a person answers `input_required` with
+    /// the confirmation and a sealed state; the same call sent back with the answer and the
+    /// state records the decision in the store, then runs (or not) as the decision says.
+    async fn call_stateless(
+        &self,
+        request: &CallToolRequestParams,
+        request_context: &RequestContext<RoleServer>,
+        context: &CallContext,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let answered = match request.request_state.as_deref() {
+            Some(sealed) => {
+                self.record_answer(sealed, request, request_context, context)
+                    .await?;
+                true
+            }
+            None => false,
+        };
+        let mut dispatch = self
+            .dispatcher
+            .dispatch(&self.principal, context, &self.task)
+            .await;
+        let pending = dispatch.pending_approval.take();
+        // Asked once per call: a dismissed form is not asked again in a loop.
+        if let Some(pending) = pending.as_ref()
+            && !answered
+            && declares_form_elicitation(request_context)
+            && let Some(asked) = self.input_required(pending)
+        {
+            return Ok(CallToolResponse::InputRequired(asked));
+        }
+        self.answer(context, &dispatch, pending.as_ref())
+            .map(CallToolResponse::from)
+    }
+
+    /// The confirmation of `pending`, with its state sealed for an approval lifetime.
+    fn input_required(&self, pending: &PendingApproval) -> Option<InputRequiredResult> {
+        let form = super::approval::confirmation(pending)?;
+        let expires_at_ms = unix_ms(later_by(self.dispatcher.now(), self.approval_ttl));
+        let sealed = ApprovalState::of(pending, expires_at_ms).seal(&self.request_state)?;
+        let mut requests = InputRequests::new();
+        requests.insert(
+            CONFIRMATION_KEY.to_owned(),
+            InputRequest::Elicitation(ElicitRequest::new(form)),
+        );
+        Some(
+            InputRequiredResult::new(Some(requests), Some(sealed)).with_meta(pending_meta(pending)),
+        )
+    }
+
+    /// Opens the state an answer came back with, checks it against this call, and records
+    /// the person's decision; the approval leaves `pending` once, whichever replica records it.
+    async fn record_answer(
+        &self,
+        sealed: &str,
+        request: &CallToolRequestParams,
+        request_context: &RequestContext<RoleServer>,
+        context: &CallContext,
+    ) -> Result<(), ErrorData> {
+        let keys = self.dispatcher.binder().keys().clone();
+        let spec = self.dispatcher.registry().get(&request.name);
+        let principal_ref = keys.principal_ref(&self.principal);
+        let request_sha256 = keys.request_digest(
+            &self.principal,
+            &request.name,
+            spec,
+            &context.call.arguments,
+        );
+        let now = self.dispatcher.now();
+        let expected = Expected {
+            principal_ref: &principal_ref,
+            tool: &request.name,
+            request_sha256: &request_sha256,
+            now_ms: unix_ms(now),
+        };
+        let state = ApprovalState::open(&self.request_state, sealed, &expected).map_err(refused)?;
+        let recorded = match Decision::among(request.input_responses.as_ref()) {
+            Decision::Approve => {
+                let approver = approver(request_context.client_info().map(|info| info.name));
+                self.dispatcher
+                    .approve(
+                        &state.approval_id,
+                        &state.preview_sha256,
+                        &approver,
+                        later_by(now, self.approval_ttl),
+                    )
+                    .await
+                    .map(drop)
+            }
+            Decision::Reject => self.dispatcher.reject(&state.approval_id).await,
+            Decision::Undecided => Ok(()),
+        };
+        recorded.map_err(|error| match error {
+            ApprovalError::NotPending => refused(StateRefusal::Replayed),
+            ApprovalError::PreviewMismatch => refused(StateRefusal::ChangedArguments),
+            ApprovalError::Expired => refused(StateRefusal::Expired),
+            other => ErrorData::internal_error(
+                format!("the answer could not be recorded: {other}; nothing ran"),
+                None,
+            ),
+        })
     }
 
     /// The call as the dispatcher sees it: an MCP call with the request id as its id.
@@ -272,53 +399,30 @@ impl McpServer {
     /// `false` when nothing was decided (the form was dismissed, or the client failed to
     /// answer): the approval stays pending.
     async fn elicit_approval(&self, peer: &Peer<RoleServer>, pending: &PendingApproval) -> bool {
-        let preview = pending.preview.to_text();
-        let message = format!(
-            "Approve this {} call? It runs exactly as shown.\n{preview}",
-            pending.preview.tool
-        );
-        let Ok(requested_schema) = ElicitationSchema::builder()
-            .required_bool(APPROVE_FIELD)
-            .build()
-        else {
+        let Some(params) = super::approval::confirmation(pending) else {
             return false;
-        };
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message,
-            requested_schema,
         };
         // A question nobody answers is closed when an answer would have expired anyway.
         let asked = peer.create_elicitation_with_timeout(params, Some(self.approval_ttl));
         let Ok(answer) = asked.await else {
             return false;
         };
-        let approved = answer.action == ElicitationAction::Accept
-            && answer
-                .content
-                .as_ref()
-                .and_then(|content| content.get(APPROVE_FIELD))
-                .and_then(Value::as_bool)
-                == Some(true);
-        if approved {
-            let approver = peer.peer_info().map_or_else(
-                || "mcp-client".to_owned(),
-                |info| format!("mcp-client:{}", info.client_info.name),
-            );
-            let expires_at = later_by(self.dispatcher.now(), self.approval_ttl);
-            self.dispatcher
-                .approve(
-                    &pending.approval_id,
-                    &pending.preview_sha256,
-                    &approver,
-                    expires_at,
-                )
-                .await
-                .is_ok()
-        } else if answer.action == ElicitationAction::Cancel {
-            false
-        } else {
-            self.dispatcher.reject(&pending.approval_id).await.is_ok()
+        match Decision::of(&answer) {
+            Decision::Approve => {
+                let approver = approver(peer.peer_info().map(|info| info.client_info.name.clone()));
+                let expires_at = later_by(self.dispatcher.now(), self.approval_ttl);
+                self.dispatcher
+                    .approve(
+                        &pending.approval_id,
+                        &pending.preview_sha256,
+                        &approver,
+                        expires_at,
+                    )
+                    .await
+                    .is_ok()
+            }
+            Decision::Reject => self.dispatcher.reject(&pending.approval_id).await.is_ok(),
+            Decision::Undecided => false,
         }
     }
 
@@ -346,20 +450,60 @@ impl McpServer {
         };
         result.structured_content = Some(structured);
         if let Some(pending) = pending {
-            let mut meta = MetaObject::default();
-            meta.insert(
-                PENDING_APPROVAL_META.to_owned(),
-                json!({
-                    "approval_id": pending.approval_id,
-                    "preview": pending.preview,
-                    "preview_text": pending.preview.to_text(),
-                    "preview_sha256": pending.preview_sha256,
-                }),
-            );
-            result.meta = Some(meta);
+            result.meta = Some(pending_meta(pending));
         }
         Ok(result)
     }
+}
+
+/// The pending approval as a result's `_meta` carries it, for a host to show.
+fn pending_meta(pending: &PendingApproval) -> MetaObject {
+    let mut meta = MetaObject::default();
+    meta.0.insert(
+        PENDING_APPROVAL_META.to_owned(),
+        json!({
+            "approval_id": pending.approval_id,
+            "preview": pending.preview,
+            "preview_text": pending.preview.to_text(),
+            "preview_sha256": pending.preview_sha256,
+        }),
+    );
+    meta
+}
+
+/// The approver an MCP answer is recorded under: the client that relayed it.
+fn approver(client_name: Option<String>) -> String {
+    client_name.map_or_else(
+        || "mcp-client".to_owned(),
+        |name| format!("mcp-client:{name}"),
+    )
+}
+
+/// A refused `requestState`, as the JSON-RPC error the client reads.
+fn refused(refusal: StateRefusal) -> ErrorData {
+    ErrorData::invalid_params(
+        format!(
+            "{refusal}: nothing was recorded and nothing ran; send the call again without requestState to be asked again"
+        ),
+        Some(json!({ "reason": refusal.code() })),
+    )
+}
+
+/// Whether the request is of a revision without the `initialize` handshake (2026-07-28 on):
+/// such a server may not ask the client anything mid-call.
+fn without_handshake(request_context: &RequestContext<RoleServer>) -> bool {
+    request_context
+        .protocol_version()
+        .is_some_and(|version| !version.has_initialize())
+}
+
+/// Whether a 2026-07-28 request declares form elicitation in its `_meta` capabilities (an
+/// elicitation capability naming no mode means form, as the spec keeps for compatibility).
+fn declares_form_elicitation(request_context: &RequestContext<RoleServer>) -> bool {
+    request_context
+        .client_capabilities()
+        .and_then(|capabilities| capabilities.elicitation)
+        .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
 }
 
 /// Whether the client declared form elicitation, so a person can be asked mid-call.
@@ -421,12 +565,10 @@ impl ServerHandler for McpServer {
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
-    /// Versions with an `initialize` handshake: approvals ask the client mid-call, which
-    /// 2026-07-28 replaces with multi-round-trip results this server does not speak yet.
+    /// Every revision to 2026-07-28: those with the `initialize` handshake ask for approvals
+    /// mid-call by elicitation, 2026-07-28 by `input_required` results.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(
-            &ProtocolVersion::LATEST_WITH_INITIALIZE,
-        ))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     async fn list_tools(
@@ -442,9 +584,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(request, &context)
-            .await
-            .map(CallToolResponse::from)
+        self.call(request, &context).await
     }
 }
 

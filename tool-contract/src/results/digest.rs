@@ -19,6 +19,7 @@ const RESULT_DOMAIN: &str = "tool-contract/result-v1";
 const CALL_BINDING_DOMAIN: &str = "tool-contract/call-binding-v1";
 const PRINCIPAL_DOMAIN: &str = "tool-contract/principal-v1";
 const LEDGER_RECORD_DOMAIN: &str = "tool-contract/ledger-record-v1";
+const DERIVED_KEY_DOMAIN: &str = "tool-contract/derived-key-v1";
 
 /// A secret key for HMAC-SHA256: at least 32 bytes. Its `Debug` shows nothing of it.
 ///
@@ -116,6 +117,18 @@ impl AuditKeys {
             None => DigestAlgorithm::Sha256,
             Some(_) => DigestAlgorithm::HmacSha256,
         }
+    }
+
+    /// A key for `purpose`, derived from the principal key (HMAC-SHA256 of a labelled
+    /// purpose): every process that holds the same keys derives the same one, and no two
+    /// purposes share a key.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn derived_key(&self, purpose: &str) -> [u8; 32] {
+        let mut mac = self.principal.mac();
+        mac.update(DERIVED_KEY_DOMAIN.as_bytes());
+        mac.update(&[0]);
+        mac.update(purpose.as_bytes());
+        mac.finalize().into_bytes().into()
     }
 
     /// The principal's reference: HMAC-SHA256 of its canonical form, 64 lowercase hex.

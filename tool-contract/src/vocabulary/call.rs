@@ -91,7 +91,7 @@ impl Adapter {
         revision: "gemini-interactions/2026-08",
     };
 
-    /// MCP `tools/call`, protocol revisions 2024-11-05 to 2025-11-25 (feature `mcp` serves it).
+    /// MCP `tools/call`, protocol revisions 2024-11-05 to 2026-07-28 (feature `mcp` serves it).
     pub const MCP: Adapter = Adapter {
         api: Api::McpToolsCall,
         revision: "mcp/2025-11-25",

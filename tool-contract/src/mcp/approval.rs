@@ -1,0 +1,302 @@
+//! Approvals over MCP: the one confirmation form both protocol generations show, and the
+//! sealed `requestState` that carries a 2026-07-28 approval from the question to the answer.
+//!
+//! MCP 2026-07-28 has no server-to-client requests: a `tools/call` that needs a person answers
+//! `resultType: "input_required"` with the form and a `requestState`, and the client sends the
+//! same call again with the person's answer and that state. The spec (`basic/patterns/mrtr`,
+//! Server Requirements 4 and 5) says the state is attacker-controlled, must be
+//! integrity-protected when it bears on authorization, should be bound to the principal, the
+//! method, a digest of the parameters and a short lifetime, and that single use is the
+//! server's to enforce. Here the state is sealed with HMAC-SHA256 (rmcp's
+//! `RequestStateCodec`) and names the approval, principal, tool, request digest, preview digest
+//! and expiry; single use is the store's: an approval leaves `pending` once, on whichever
+//! replica records the answer.
+
+use rmcp::model::{
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, RequestStateCodec,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::dispatch::PendingApproval;
+
+/// The form field a person answers an approval with.
+const APPROVE_FIELD: &str = "approve";
+
+/// The key of the confirmation among a result's `inputRequests`.
+pub(super) const CONFIRMATION_KEY: &str = "approval";
+
+/// What a person decided, read from their answer to the confirmation form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Decision {
+    /// Accepted with `approve: true`.
+    Approve,
+    /// Declined, or accepted with `approve: false`.
+    Reject,
+    /// Dismissed, or no answer: the approval stays pending.
+    Undecided,
+}
+
+impl Decision {
+    /// The decision an elicitation answer carries.
+    pub(super) fn of(answer: &ElicitResult) -> Self {
+        match answer.action {
+            ElicitationAction::Accept => {
+                let approved = answer
+                    .content
+                    .as_ref()
+                    .and_then(|content| content.get(APPROVE_FIELD))
+                    .and_then(Value::as_bool);
+                if approved == Some(true) {
+                    Decision::Approve
+                } else {
+                    Decision::Reject
+                }
+            }
+            ElicitationAction::Decline => Decision::Reject,
+            _ => Decision::Undecided,
+        }
+    }
+
+    /// The decision among a 2026-07-28 retry's `inputResponses`: undecided when the
+    /// confirmation is missing or is not an elicitation answer.
+    pub(super) fn among(responses: Option<&rmcp::model::InputResponses>) -> Self {
+        responses
+            .and_then(|responses| responses.get(CONFIRMATION_KEY))
+            .and_then(|answer| ElicitResult::deserialize(answer).ok())
+            .map_or(Decision::Undecided, |answer| Decision::of(&answer))
+    }
+}
+
+/// The confirmation form for `pending`: the preview, and one required yes/no field.
+pub(super) fn confirmation(pending: &PendingApproval) -> Option<ElicitRequestParams> {
+    let preview = pending.preview.to_text();
+    let message = format!(
+        "Approve this {} call? It runs exactly as shown.\n{preview}",
+        pending.preview.tool
+    );
+    let requested_schema = ElicitationSchema::builder()
+        .required_bool(APPROVE_FIELD)
+        .build()
+        .ok()?;
+    Some(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema,
+    })
+}
+
+/// Why a `requestState` sent back with an answer was refused; nothing was recorded.
+///
+/// The JSON-RPC error's `data.reason` is [`code`](Self::code). The client's way on is the same
+/// `tools/call` without the state: it is asked again (or, when the write already ran, reads
+/// its recorded result).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateRefusal {
+    /// The state does not open under this server's key: made up, edited, or sealed by a server
+    /// with other keys.
+    #[error("the request state does not verify")]
+    Forged,
+    /// The approval it carries has lapsed.
+    #[error("the request state has expired")]
+    Expired,
+    /// Its approval was already decided: the state was used once.
+    #[error("the request state was already used")]
+    Replayed,
+    /// It was sealed for another principal.
+    #[error("the request state belongs to another principal")]
+    OtherPrincipal,
+    /// It was sealed for another tool.
+    #[error("the request state belongs to another tool")]
+    OtherTool,
+    /// The arguments are not the ones the person was asked about.
+    #[error("the arguments changed since the approval was asked")]
+    ChangedArguments,
+}
+
+impl StateRefusal {
+    /// The refusal as `data.reason` gives it.
+    #[must_use]
+    pub fn code(self) -> &'static str {
+        match self {
+            StateRefusal::Forged => "forged",
+            StateRefusal::Expired => "expired",
+            StateRefusal::Replayed => "replayed",
+            StateRefusal::OtherPrincipal => "other_principal",
+            StateRefusal::OtherTool => "other_tool",
+            StateRefusal::ChangedArguments => "changed_arguments",
+        }
+    }
+}
+
+/// What a sealed `requestState` says: one pending approval, asked of one principal about one
+/// exact request, until `expires_at_ms`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ApprovalState {
+    /// The layout's version, so that a later layout is refused rather than misread.
+    pub(super) v: u8,
+    pub(super) approval_id: String,
+    pub(super) principal_ref: String,
+    pub(super) tool: String,
+    pub(super) request_sha256: String,
+    pub(super) preview_sha256: String,
+    pub(super) expires_at_ms: u64,
+}
+
+const STATE_VERSION: u8 = 1;
+
+impl ApprovalState {
+    /// The state of `pending`, valid until `expires_at_ms`.
+    pub(super) fn of(pending: &PendingApproval, expires_at_ms: u64) -> Self {
+        ApprovalState {
+            v: STATE_VERSION,
+            approval_id: pending.approval_id.clone(),
+            principal_ref: pending.principal_ref.clone(),
+            tool: pending.preview.tool.clone(),
+            request_sha256: pending.request_sha256.clone(),
+            preview_sha256: pending.preview_sha256.clone(),
+            expires_at_ms,
+        }
+    }
+
+    /// The state, sealed.
+    pub(super) fn seal(&self, codec: &RequestStateCodec) -> Option<String> {
+        codec.seal_json(self).ok()
+    }
+
+    /// Opens `sealed` and checks it against the call it came back with: its principal, tool
+    /// and request digest, and the time. Whether it was used already is the store's to say.
+    pub(super) fn open(
+        codec: &RequestStateCodec,
+        sealed: &str,
+        call: &Expected<'_>,
+    ) -> Result<Self, StateRefusal> {
+        // Every failure to open is one refusal: the codec's detail stays here (rmcp's advice).
+        let state: ApprovalState = codec.open_json(sealed).map_err(|_| StateRefusal::Forged)?;
+        if state.v != STATE_VERSION {
+            return Err(StateRefusal::Forged);
+        }
+        if state.expires_at_ms <= call.now_ms {
+            return Err(StateRefusal::Expired);
+        }
+        if state.principal_ref != call.principal_ref {
+            return Err(StateRefusal::OtherPrincipal);
+        }
+        if state.tool != call.tool {
+            return Err(StateRefusal::OtherTool);
+        }
+        if state.request_sha256 != call.request_sha256 {
+            return Err(StateRefusal::ChangedArguments);
+        }
+        Ok(state)
+    }
+}
+
+/// The call a state came back with, as the server computed it.
+pub(super) struct Expected<'a> {
+    pub(super) principal_ref: &'a str,
+    pub(super) tool: &'a str,
+    pub(super) request_sha256: &'a str,
+    pub(super) now_ms: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codec(byte: u8) -> RequestStateCodec {
+        RequestStateCodec::try_new(vec![byte; 32]).unwrap()
+    }
+
+    fn state() -> ApprovalState {
+        ApprovalState {
+            v: STATE_VERSION,
+            approval_id: "approval-1".into(),
+            principal_ref: "p".repeat(64),
+            tool: "issue_refund".into(),
+            request_sha256: "r".repeat(64),
+            preview_sha256: "v".repeat(64),
+            expires_at_ms: 2_000,
+        }
+    }
+
+    fn expected(state: &ApprovalState, now_ms: u64) -> Expected<'_> {
+        Expected {
+            principal_ref: &state.principal_ref,
+            tool: &state.tool,
+            request_sha256: &state.request_sha256,
+            now_ms,
+        }
+    }
+
+    #[test]
+    fn a_state_opens_for_the_call_it_was_sealed_for() {
+        let state = state();
+        let sealed = state.seal(&codec(1)).unwrap();
+        let opened = ApprovalState::open(&codec(1), &sealed, &expected(&state, 1_999));
+        assert_eq!(opened, Ok(state));
+    }
+
+    #[test]
+    fn a_state_under_another_key_or_edited_is_forged() {
+        let state = state();
+        let sealed = state.seal(&codec(1)).unwrap();
+        let call = expected(&state, 0);
+        assert_eq!(
+            ApprovalState::open(&codec(2), &sealed, &call),
+            Err(StateRefusal::Forged)
+        );
+        let mut edited = sealed.into_bytes();
+        let last = edited.len() - 1;
+        edited[last] = if edited[last] == b'A' { b'B' } else { b'A' };
+        let edited = String::from_utf8(edited).unwrap();
+        assert_eq!(
+            ApprovalState::open(&codec(1), &edited, &call),
+            Err(StateRefusal::Forged)
+        );
+        assert_eq!(
+            ApprovalState::open(&codec(1), "not a state", &call),
+            Err(StateRefusal::Forged)
+        );
+    }
+
+    #[test]
+    fn a_state_is_refused_at_and_after_its_expiry() {
+        let state = state();
+        let sealed = state.seal(&codec(1)).unwrap();
+        assert_eq!(
+            ApprovalState::open(&codec(1), &sealed, &expected(&state, 2_000)),
+            Err(StateRefusal::Expired)
+        );
+    }
+
+    #[test]
+    fn a_state_of_a_later_layout_is_refused() {
+        let mut state = state();
+        state.v = STATE_VERSION + 1;
+        let sealed = state.seal(&codec(1)).unwrap();
+        assert_eq!(
+            ApprovalState::open(&codec(1), &sealed, &expected(&state, 0)),
+            Err(StateRefusal::Forged)
+        );
+    }
+
+    #[test]
+    fn an_answer_is_approval_only_when_accepted_with_approve_true() {
+        let answer = |action, content: Option<Value>| {
+            let mut result = ElicitResult::new(action);
+            result.content = content;
+            Decision::of(&result)
+        };
+        let yes = Some(serde_json::json!({ "approve": true }));
+        let no = Some(serde_json::json!({ "approve": false }));
+        assert_eq!(answer(ElicitationAction::Accept, yes), Decision::Approve);
+        assert_eq!(answer(ElicitationAction::Accept, no), Decision::Reject);
+        assert_eq!(answer(ElicitationAction::Accept, None), Decision::Reject);
+        assert_eq!(answer(ElicitationAction::Decline, None), Decision::Reject);
+        assert_eq!(answer(ElicitationAction::Cancel, None), Decision::Undecided);
+        assert_eq!(Decision::among(None), Decision::Undecided);
+    }
+}
