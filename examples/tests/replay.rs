@@ -284,3 +284,44 @@ fn a_usage_mistake_exits_2_with_the_usage() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("usage: refund-desk"));
     assert!(output.stdout.is_empty());
 }
+
+#[test]
+fn declarations_print_each_apis_tools_array_for_the_four_tools() {
+    let output = desk(&["--declarations"]);
+    assert!(output.status.success(), "{output:?}");
+    let lines: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let apis: Vec<&str> = lines
+        .iter()
+        .map(|line| line["api"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        apis,
+        [
+            "openai_responses",
+            "anthropic_messages",
+            "gemini_generate_content",
+            "gemini_interactions"
+        ]
+    );
+    for line in &lines {
+        let tools = &line["tools"];
+        let tools = match line["api"].as_str() {
+            Some("gemini_generate_content") => &tools[0]["functionDeclarations"],
+            _ => tools,
+        };
+        let names: Vec<&str> = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names.len(), 4, "{line}");
+        assert!(names.contains(&"create_refund_draft"), "{line}");
+    }
+    let one = desk(&["--declarations", "--provider", "anthropic"]);
+    assert_eq!(String::from_utf8(one.stdout).unwrap().lines().count(), 1);
+}

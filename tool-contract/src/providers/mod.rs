@@ -2,7 +2,8 @@
 //!
 //! Each adapter reads the provider's tool-call requests (a whole response, or a stream fed
 //! event by event) into [`ToolCall`]s, and writes the next turn's result items from
-//! verified results only, correlated by call id, never by position. Wire shapes are those of
+//! verified results only, correlated by call id, never by position. [`tool_declarations`]
+//! writes each API's `tools` array from the registry. Wire shapes are those of
 //! the providers' SDK types as of 2026-08 (see each module).
 //!
 //! | module | API |
@@ -14,6 +15,7 @@
 
 pub mod anthropic;
 mod api;
+mod declarations;
 mod emit;
 pub mod gemini;
 pub mod interactions;
@@ -22,6 +24,7 @@ mod wire;
 
 pub use anthropic::AnthropicMessages;
 pub use api::{ProviderApi, StreamAssembler, provider_api};
+pub use declarations::{DeclarationError, tool_declarations};
 pub use emit::{Answer, EmitError};
 
 pub use gemini::GeminiGenerateContent;

@@ -5,6 +5,9 @@
 //! (whole and streamed) through the dispatcher, and prints one line per call: its tool, status,
 //! error code and recovery (`--verbose` adds the exact next-turn payload for that provider).
 //!
+//! `refund-desk --declarations [--provider NAME]` prints the `tools` array each provider API
+//! takes for the desk's tools, one JSON object per API.
+//!
 //! `refund-desk mcp [--store PATH | --store postgres://…]` serves the same tools as an MCP
 //! server over stdio, its approvals and write records in an SQLite file by default (they
 //! survive a restart), or in PostgreSQL for many replicas.
@@ -19,11 +22,13 @@ use tool_contract::Principal;
 use tool_contract::dispatch::store::{PostgresStore, SqliteStore};
 use tool_contract::dispatch::{ControlStore, JsonLinesAuditLog};
 use tool_contract::mcp::McpServer;
+use tool_contract::providers::tool_declarations;
 
 use replay::{Output, Wire};
 
 const USAGE: &str = "\
 usage: refund-desk [replay] [--provider NAME] [--verbose | --json]
+       refund-desk --declarations [--provider NAME]
        refund-desk mcp [--store PATH | --store postgres://USER@HOST:PORT/DATABASE]
 
 replay (the default)  recorded model turns of each provider through the dispatcher,
@@ -32,6 +37,8 @@ replay (the default)  recorded model turns of each provider through the dispatch
                       (or its API name, e.g. openai_responses)
   --verbose           also each turn's next-turn payload and each preview approved
   --json              one JSON object per call on stdout, nothing else
+--declarations        each provider API's tools array for the desk's tools, one
+                      object {api, tools} per line (--provider: one API)
 mcp                   serve the desk's tools as an MCP server over stdio
   --store PATH        the SQLite file of approvals and write records (default:
                       refund-desk.sqlite in the temporary directory); a postgres://
@@ -41,6 +48,7 @@ mcp                   serve the desk's tools as an MCP server over stdio
 #[derive(Debug, PartialEq, Eq)]
 enum Command {
     Replay { wires: Vec<Wire>, output: Output },
+    Declarations { wires: Vec<Wire> },
     Mcp { store: Store },
     Help,
 }
@@ -71,6 +79,7 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
     let mut wires = Vec::new();
     let mut output = Output::Text;
     let mut store = None;
+    let mut declarations = false;
     let mut arguments = arguments.iter();
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
@@ -79,6 +88,7 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
                 return Err("give --verbose or --json, not both".to_owned());
             }
             "--json" => output = Output::JsonLines,
+            "--declarations" => declarations = true,
             "--verbose" => output = Output::Verbose,
             "--provider" => {
                 let name = arguments.next().ok_or("--provider needs a name")?;
@@ -99,11 +109,22 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
         }
     }
     match mode {
+        Some("mcp") if declarations => Err("mcp takes no --declarations".to_owned()),
         Some("mcp") if wires.is_empty() && output == Output::Text => Ok(Command::Mcp {
             store: store.unwrap_or_else(Store::default_file),
         }),
         Some("mcp") => Err("mcp takes no --provider, --verbose or --json".to_owned()),
         _ if store.is_some() => Err("--store is for mcp".to_owned()),
+        Some("replay") if declarations => Err("--declarations is not a replay".to_owned()),
+        _ if declarations && output != Output::Text => {
+            Err("--declarations takes no --verbose or --json".to_owned())
+        }
+        _ if declarations => {
+            if wires.is_empty() {
+                wires = Wire::ALL.to_vec();
+            }
+            Ok(Command::Declarations { wires })
+        }
         _ => {
             if wires.is_empty() {
                 wires = Wire::ALL.to_vec();
@@ -128,6 +149,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Replay { wires, output } => replay::run(&wires, output),
+        Command::Declarations { wires } => print_declarations(&wires),
         Command::Mcp { store } => serve_mcp(&store),
     };
     match result {
@@ -137,6 +159,17 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Prints each API's `tools` array for the desk's tools, one JSON line per API.
+fn print_declarations(wires: &[Wire]) -> Result<(), String> {
+    let registry = desk::registry();
+    for wire in wires {
+        let api = wire.api();
+        let tools = tool_declarations(&registry, api).map_err(|error| error.to_string())?;
+        println!("{}", serde_json::json!({ "api": api, "tools": tools }));
+    }
+    Ok(())
 }
 
 /// Serves the desk over stdio until the client closes the session. Stdout is the protocol's;
@@ -247,5 +280,8 @@ mod tests {
         );
         assert!(parse_words("replay --store x.sqlite").is_err());
         assert!(parse_words("mcp --store").is_err());
+        assert!(parse_words("mcp --declarations").is_err());
+        assert!(parse_words("replay --declarations").is_err());
+        assert!(parse_words("--declarations --json").is_err());
     }
 }
