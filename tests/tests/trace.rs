@@ -192,11 +192,11 @@ async fn secrets_planted_in_every_field_stay_out_of_the_trace(captured: &Capture
     }
     assert!(!trace.contains("KEY-SECRET"), "audit keys never appear");
     for field in [
-        "tool_call{",
+        "execute_tool{",
         "request_id=",
-        "tool=\"read_doc\"",
-        "tool=\"(unregistered)\"",
-        "call_id=c1",
+        "gen_ai.tool.name=\"read_doc\"",
+        "gen_ai.tool.name=\"(unregistered)\"",
+        "gen_ai.tool.call.id=c1",
         "operation_sha256=",
         "request_sha256=",
         "result_sha256=",

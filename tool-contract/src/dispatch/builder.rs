@@ -177,6 +177,7 @@ pub struct DispatcherBuilder {
     audit_sink: Option<Arc<dyn AuditSink>>,
     retention: Duration,
     lease_grace: Duration,
+    trace_model_results: bool,
 }
 
 impl DispatcherBuilder {
@@ -193,6 +194,7 @@ impl DispatcherBuilder {
             audit_sink: None,
             retention: Duration::from_secs(24 * 60 * 60),
             lease_grace: Duration::from_secs(60),
+            trace_model_results: false,
         }
     }
 
@@ -297,6 +299,16 @@ impl DispatcherBuilder {
         self
     }
 
+    /// Records each successful call's model result (what the model reads) on its
+    /// `execute_tool` span as `gen_ai.tool.call.result`, which the OpenTelemetry GenAI
+    /// conventions make opt-in. Off by default; arguments, outputs before projection and the
+    /// audit half are never recorded.
+    #[must_use]
+    pub fn trace_model_results(mut self, record: bool) -> Self {
+        self.trace_model_results = record;
+        self
+    }
+
     /// Where audits go (required): [`JsonLinesAuditLog`](crate::dispatch::JsonLinesAuditLog)
     /// is the embedded, hash-chained file; [`MemoryAuditLog`] keeps the same chain in memory.
     #[must_use]
@@ -380,6 +392,7 @@ impl DispatcherBuilder {
             audit_sink,
             retention: self.retention,
             lease_grace: self.lease_grace,
+            trace_model_results: self.trace_model_results,
         }))
     }
 }

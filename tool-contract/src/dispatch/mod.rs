@@ -42,6 +42,7 @@ mod options;
 mod retry;
 mod state;
 pub mod store;
+mod telemetry;
 
 pub use approval::{
     ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
@@ -62,3 +63,4 @@ pub use options::{Authorizer, ToolOptions};
 pub use retry::RetryPolicy;
 pub use state::{IllegalTransition, UnknownWriteState, WriteEvent, WriteState};
 pub use store::{ControlStore, MemoryStore, StoreError};
+pub use telemetry::UNREGISTERED_TOOL;

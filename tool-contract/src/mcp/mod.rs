@@ -56,6 +56,7 @@ use crate::vocabulary::Adapter;
 mod approval;
 mod capture;
 mod server;
+mod telemetry;
 
 pub use approval::StateRefusal;
 pub use server::{McpServeError, McpServer, OPERATION_ID_META};

@@ -16,6 +16,7 @@ use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tracing::Instrument;
 
 use super::ADAPTER;
 use super::approval::{ApprovalState, CONFIRMATION_KEY, Decision, Expected, StateRefusal};
@@ -584,7 +585,10 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(request, &context).await
+        let span = super::telemetry::tools_call(self.dispatcher.registry(), &request, &context);
+        let answer = self.call(request, &context).instrument(span.clone()).await;
+        super::telemetry::record_answer(&span, &answer);
+        answer
     }
 }
 

@@ -9,6 +9,7 @@ use crate::binder::{FailureKind, ToolFailure};
 use crate::contract::ToolSpec;
 use crate::dispatch::gate::{GateCall, GateDecision};
 use crate::dispatch::handler::ToolEntry;
+use crate::dispatch::telemetry::Guardrail;
 use crate::json::depth;
 use crate::json::encoding::infallible;
 use crate::results::{ErrorCode, ModelError};
@@ -17,15 +18,15 @@ impl Dispatcher {
     /// Whether the call may run at all: lookup, arguments, gates, authorization.
     pub(super) fn admit<'s>(&'s self, call: &Call<'_>) -> Result<Valid<'s>, Exit> {
         let valid = self.lookup_and_validate(call)?;
-        self.gates(call, &valid)?;
-        self.authorize(call, &valid)?;
+        Guardrail::Gates.check(call.context, || self.gates(call, &valid))?;
+        Guardrail::Authorization.check(call.context, || self.authorize(call, &valid))?;
         Ok(valid)
     }
 
     /// Lookup and exact argument validation, the first two stages of every call.
     fn lookup_and_validate<'s>(&'s self, call: &Call<'_>) -> Result<Valid<'s>, Exit> {
         let (spec, entry) = self.lookup(call)?;
-        self.validate(call, spec, entry)
+        Guardrail::Arguments.check(call.context, || self.validate(call, spec, entry))
     }
 
     /// The tool, by the name the model gave (`UNKNOWN_TOOL` when the registry lacks it).

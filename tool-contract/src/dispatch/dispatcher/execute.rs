@@ -17,6 +17,7 @@ use crate::dispatch::budget::StopReason;
 use crate::dispatch::handler::HandlerContext;
 use crate::dispatch::retry::{Transient, may_retry};
 use crate::dispatch::state::{WriteEvent, WriteState};
+use crate::dispatch::telemetry::{self, Guardrail, Verdict};
 use crate::results::{ApprovalRecord, ErrorCode, ModelError, Status};
 
 impl Dispatcher {
@@ -282,11 +283,22 @@ impl Dispatcher {
         let effect = valid.spec.effect();
         match outcome {
             AttemptOutcome::Output(raw) => {
-                let result =
+                let guardrail = Guardrail::Output.span(call.context);
+                let result = guardrail.in_scope(|| {
                     valid
                         .entry
                         .tool
-                        .project(&call.binder, call.principal, call.context, raw);
+                        .project(&call.binder, call.principal, call.context, raw)
+                });
+                let passed = result.model.status() == Status::Succeeded;
+                telemetry::verdict(
+                    &guardrail,
+                    if passed {
+                        Verdict::Allow
+                    } else {
+                        Verdict::Deny
+                    },
+                );
                 // Output withheld by the contract: the write ran, but what it did is not known.
                 let event = match result.model.status() {
                     Status::Succeeded => WriteEvent::Commit,

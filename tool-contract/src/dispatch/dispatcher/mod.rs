@@ -38,6 +38,7 @@ use crate::dispatch::options::Authorizer;
 use crate::dispatch::state::{WriteEvent, WriteState};
 use crate::dispatch::store::guarded::Guarded;
 use crate::dispatch::store::{Advanced, ControlStore, Lease, Purged, Record, StoreError};
+use crate::dispatch::telemetry;
 use crate::results::{ApprovalRecord, AuditKeys, ErrorCode, ModelError};
 use crate::vocabulary::{CallContext, Principal, Reconcile};
 
@@ -57,6 +58,7 @@ pub struct Dispatcher {
     owner: String,
     retention: Duration,
     lease_grace: Duration,
+    trace_model_results: bool,
     in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// For each read a write names as `reconcile = ThisTool`, the writes it is the status
     /// query of.
@@ -78,6 +80,7 @@ pub(crate) struct Parts {
     pub(crate) audit_sink: Arc<dyn AuditSink>,
     pub(crate) retention: Duration,
     pub(crate) lease_grace: Duration,
+    pub(crate) trace_model_results: bool,
 }
 
 /// How many writes pass between two purges of expired ledger keys.
@@ -198,6 +201,7 @@ impl Dispatcher {
             owner,
             retention: parts.retention,
             lease_grace: parts.lease_grace,
+            trace_model_results: parts.trace_model_results,
             in_flight: Mutex::new(HashMap::new()),
             status_tools,
             rng: Mutex::new(rng),
@@ -455,18 +459,11 @@ impl Dispatcher {
 
     fn span(&self, context: &CallContext) -> Span {
         let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
-        // The model may name anything; only a registered name is worth a trace field.
-        let tool = self
-            .registry
-            .get(&context.call.name)
-            .map_or("(unregistered)", ToolSpec::name);
-        tracing::info_span!(
-            "tool_call",
-            request_id = %format_args!("{}-{sequence}", self.owner),
-            tool,
-            call_id = %context.call.call_id,
-            // The operation id may carry the client's words (MCP's `_meta`): its digest only.
-            operation_sha256 = prefix(&sha256_hex(context.operation_id.as_bytes())),
+        telemetry::execute_tool(
+            self.registry.get(&context.call.name),
+            context,
+            &format!("{}-{sequence}", self.owner),
+            prefix(&sha256_hex(context.operation_id.as_bytes())),
         )
     }
 
@@ -525,6 +522,11 @@ impl Dispatcher {
             Some(error) => error,
             None => self.audit(&mut ended.result, ended.approval.as_ref()).await,
         };
+        let model_json = self
+            .trace_model_results
+            .then(|| serde_json::to_string(&ended.result.model).ok())
+            .flatten();
+        telemetry::record_outcome(&Span::current(), &ended.result.model, model_json.as_deref());
         let binding = &ended.result.audit.binding;
         info!(
             stage = "done",

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 use time::format_description::well_known::Rfc3339;
-use tracing::{debug, warn};
+use tracing::{Instrument, debug, warn};
 
 use super::{Call, Dispatcher, Ended, PURGE_EVERY, Valid, duration_ms, prefix, sha256_hex};
 use crate::binder::{CallResult, FailureKind, RawProvenance, RawResult, Seal, ToolFailure};
@@ -19,6 +19,7 @@ use crate::dispatch::handler::{BoxFuture, HandlerContext};
 use crate::dispatch::options::ToolOptions;
 use crate::dispatch::state::{WriteEvent, WriteState};
 use crate::dispatch::store::{Advance, Advanced, Claim, Claimed, Lease, Record, Release};
+use crate::dispatch::telemetry::{self, Guardrail, Verdict};
 use crate::json::encoding::infallible;
 use crate::results::digest::digests_equal;
 use crate::results::{
@@ -338,10 +339,25 @@ impl Dispatcher {
             fresh,
             retention_ms: duration_ms(self.retention),
         };
-        let checked = match self.store.check_approval(&ask).await {
+        let guardrail = Guardrail::Approval.span(call.context);
+        let checked = match self
+            .store
+            .check_approval(&ask)
+            .instrument(guardrail.clone())
+            .await
+        {
             Ok(checked) => checked,
-            Err(error) => return Err(Box::new(Ended::new(self.store_failed(call, &error)))),
+            Err(error) => {
+                telemetry::verdict(&guardrail, Verdict::Deny);
+                return Err(Box::new(Ended::new(self.store_failed(call, &error))));
+            }
         };
+        let decided = match &checked {
+            ApprovalCheck::Proceed(_) => Verdict::Allow,
+            ApprovalCheck::Required(_) | ApprovalCheck::Invalid(..) => Verdict::Escalate,
+            ApprovalCheck::Rejected => Verdict::Deny,
+        };
+        telemetry::verdict(&guardrail, decided);
         match checked {
             ApprovalCheck::Proceed(grant) => {
                 debug!(stage = "approval", state = "approved", "approval found");
