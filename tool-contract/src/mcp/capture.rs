@@ -32,10 +32,7 @@ pub(super) struct Captured {
 impl Captured {
     /// The exact arguments of request `id`, taken out of the store.
     pub(super) fn take(&self, id: &RequestId) -> Option<Vec<u8>> {
-        let key = match id {
-            NumberOrString::Number(number) => number.to_string(),
-            NumberOrString::String(text) => format!("\"{text}"),
-        };
+        let key = id_key(id);
         let mut requests = self.requests();
         let at = requests.iter().position(|(id, _)| *id == key)?;
         requests.remove(at).map(|(_, arguments)| arguments)
@@ -44,6 +41,35 @@ impl Captured {
     /// Keeps the arguments of `line`, if it is one `tools/call` request read exactly (no
     /// repeated member on the way to them).
     fn keep(&self, line: &[u8]) {
+        let Some(Kept { key, arguments }) = Kept::of(line) else {
+            return;
+        };
+        let mut requests = self.requests();
+        requests.retain(|(kept, _)| *kept != key);
+        if requests.len() == KEPT {
+            requests.pop_front();
+        }
+        requests.push_back((key, arguments));
+    }
+
+    fn requests(&self) -> std::sync::MutexGuard<'_, VecDeque<(String, Vec<u8>)>> {
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The arguments of one `tools/call` request, as its client wrote them, and its request id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Kept {
+    /// The request id, as [`id_key`] writes it.
+    key: String,
+    /// The exact text of `params.arguments` (`{}` when there is none).
+    arguments: Vec<u8>,
+}
+
+impl Kept {
+    /// The arguments of `message`, if it is one `tools/call` request read exactly (no
+    /// repeated member on the way to them).
+    pub(super) fn of(message: &[u8]) -> Option<Kept> {
         #[derive(Deserialize)]
         struct Message<'a> {
             #[serde(borrow)]
@@ -58,39 +84,39 @@ impl Captured {
             arguments: Option<&'a RawValue>,
         }
         // JSON text is UTF-8 (RFC 8259, section 8.1) even in members serde skips unread.
-        let Ok(line) = std::str::from_utf8(line) else {
-            return;
-        };
-        let Ok(message) = serde_json::from_str::<Message<'_>>(line) else {
-            return;
-        };
+        let message = std::str::from_utf8(message).ok()?;
+        let message = serde_json::from_str::<Message<'_>>(message).ok()?;
         let (Some("tools/call"), Some(id), Some(params)) =
             (message.method.as_deref(), message.id, message.params)
         else {
-            return;
+            return None;
         };
         let key = match id {
             Value::Number(number) => number.to_string(),
             Value::String(text) => format!("\"{text}"),
-            _ => return,
+            _ => return None,
         };
-        let Ok(params) = serde_json::from_str::<Params<'_>>(params.get()) else {
-            return;
-        };
+        let params = serde_json::from_str::<Params<'_>>(params.get()).ok()?;
         // No arguments at all is the empty object, as MCP has it.
         let arguments = params
             .arguments
             .map_or_else(|| b"{}".to_vec(), |raw| raw.get().as_bytes().to_vec());
-        let mut requests = self.requests();
-        requests.retain(|(kept, _)| *kept != key);
-        if requests.len() == KEPT {
-            requests.pop_front();
-        }
-        requests.push_back((key, arguments));
+        Some(Kept { key, arguments })
     }
 
-    fn requests(&self) -> std::sync::MutexGuard<'_, VecDeque<(String, Vec<u8>)>> {
-        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The arguments, if they are those of request `id`.
+    #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+    pub(super) fn of_request(&self, id: &RequestId) -> Option<Vec<u8>> {
+        (self.key == id_key(id)).then(|| self.arguments.clone())
+    }
+}
+
+/// A request id as one string: a number as written, a string after a `"` (so `1` and `"1"`
+/// stay two ids).
+fn id_key(id: &RequestId) -> String {
+    match id {
+        NumberOrString::Number(number) => number.to_string(),
+        NumberOrString::String(text) => format!("\"{text}"),
     }
 }
 

@@ -55,6 +55,8 @@ use crate::vocabulary::Adapter;
 
 mod approval;
 mod capture;
+#[cfg(feature = "mcp-http")]
+mod http;
 mod server;
 mod telemetry;
 

@@ -58,6 +58,7 @@ const REQUEST_STATE_PURPOSE: &str = "mcp/request-state";
 /// # Ok(())
 /// # }
 /// ```
+#[derive(Clone)]
 pub struct McpServer {
     dispatcher: Arc<Dispatcher>,
     principal: Principal,
@@ -91,6 +92,9 @@ pub enum McpServeError {
     /// The session's task ended abnormally (it panicked or was aborted).
     #[error("the MCP session ended abnormally")]
     Session(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The HTTP listener stopped accepting connections.
+    #[error("the MCP HTTP listener failed")]
+    Accept(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl McpServer {
@@ -185,9 +189,7 @@ impl McpServer {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let largest = self.dispatcher.registry().tools();
-        let largest = largest.map(|spec| spec.argument_limits().max_bytes).max();
-        let max_line = largest.unwrap_or(0).saturating_add(ENVELOPE_BYTES);
+        let max_line = self.max_message_bytes();
         let captured = Arc::new(Captured::default());
         self.captured = Some(captured.clone());
         let read = Capturing::new(read, captured, max_line);
@@ -195,6 +197,13 @@ impl McpServer {
         self.serve(transport)
             .await
             .map_err(|error| McpServeError::Initialize(Box::new(error)))
+    }
+
+    /// The longest message read: the registry's largest argument limit and an envelope.
+    pub(super) fn max_message_bytes(&self) -> usize {
+        let largest = self.dispatcher.registry().tools();
+        let largest = largest.map(|spec| spec.argument_limits().max_bytes).max();
+        largest.unwrap_or(0).saturating_add(ENVELOPE_BYTES)
     }
 
     /// One `tools/call`, from the request to the verified result.
@@ -217,6 +226,7 @@ impl McpServer {
             .captured
             .as_ref()
             .and_then(|captured| captured.take(&request_context.id))
+            .or_else(|| kept_over_http(request_context))
             .ok_or_else(|| {
                 ErrorData::invalid_request(
                     "the call's arguments were not read from the client's bytes (a repeated \
@@ -455,6 +465,17 @@ impl McpServer {
         }
         Ok(result)
     }
+}
+
+/// The arguments kept by the HTTP transport, when the request came over it.
+#[cfg(feature = "mcp-http")]
+fn kept_over_http(request_context: &RequestContext<RoleServer>) -> Option<Vec<u8>> {
+    super::http::kept_arguments(request_context)
+}
+
+#[cfg(not(feature = "mcp-http"))]
+fn kept_over_http(_request_context: &RequestContext<RoleServer>) -> Option<Vec<u8>> {
+    None
 }
 
 /// The pending approval as a result's `_meta` carries it, for a host to show.

@@ -8,8 +8,8 @@
 //! `refund-desk --declarations [--provider NAME]` prints the `tools` array each provider API
 //! takes for the desk's tools, one JSON object per API.
 //!
-//! `refund-desk mcp [--store PATH | --store postgres://…]` serves the same tools as an MCP
-//! server over stdio, its approvals and write records in an SQLite file by default (they
+//! `refund-desk mcp [--http ADDR] [--store PATH | --store postgres://…]` serves the same tools
+//! as an MCP server over stdio (or Streamable HTTP on ADDR), its approvals and write records in an SQLite file by default (they
 //! survive a restart), or in PostgreSQL for many replicas.
 
 mod desk;
@@ -29,7 +29,7 @@ use replay::{Output, Wire};
 const USAGE: &str = "\
 usage: refund-desk [replay] [--provider NAME] [--verbose | --json]
        refund-desk --declarations [--provider NAME]
-       refund-desk mcp [--store PATH | --store postgres://USER@HOST:PORT/DATABASE]
+       refund-desk mcp [--http ADDR] [--store PATH | --store postgres://USER@HOST:PORT/DATABASE]
 
 replay (the default)  recorded model turns of each provider through the dispatcher,
                       one line per call: tool, status, error code, recovery
@@ -40,6 +40,8 @@ replay (the default)  recorded model turns of each provider through the dispatch
 --declarations        each provider API's tools array for the desk's tools, one
                       object {api, tools} per line (--provider: one API)
 mcp                   serve the desk's tools as an MCP server over stdio
+  --http ADDR         over MCP's Streamable HTTP on ADDR instead (e.g. 127.0.0.1:8931;
+                      port 0 takes a free one), named on stderr as listening on URL
   --store PATH        the SQLite file of approvals and write records (default:
                       refund-desk.sqlite in the temporary directory); a postgres://
                       URL shares them with every replica on that database";
@@ -49,7 +51,7 @@ mcp                   serve the desk's tools as an MCP server over stdio
 enum Command {
     Replay { wires: Vec<Wire>, output: Output },
     Declarations { wires: Vec<Wire> },
-    Mcp { store: Store },
+    Mcp { store: Store, http: Option<String> },
     Help,
 }
 
@@ -80,6 +82,7 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
     let mut output = Output::Text;
     let mut store = None;
     let mut declarations = false;
+    let mut http = None;
     let mut arguments = arguments.iter();
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
@@ -104,6 +107,10 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
                     .ok_or("--store needs a file or a postgres:// URL")?;
                 store = Some(Store::from_argument(place));
             }
+            "--http" => {
+                let address = arguments.next().ok_or("--http needs an address")?;
+                http = Some(address.clone());
+            }
             "replay" | "mcp" if mode.is_none() => mode = Some(argument.as_str()),
             other => return Err(format!("unexpected argument {other:?}")),
         }
@@ -112,9 +119,11 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
         Some("mcp") if declarations => Err("mcp takes no --declarations".to_owned()),
         Some("mcp") if wires.is_empty() && output == Output::Text => Ok(Command::Mcp {
             store: store.unwrap_or_else(Store::default_file),
+            http,
         }),
         Some("mcp") => Err("mcp takes no --provider, --verbose or --json".to_owned()),
         _ if store.is_some() => Err("--store is for mcp".to_owned()),
+        _ if http.is_some() => Err("--http is for mcp".to_owned()),
         Some("replay") if declarations => Err("--declarations is not a replay".to_owned()),
         _ if declarations && output != Output::Text => {
             Err("--declarations takes no --verbose or --json".to_owned())
@@ -150,7 +159,7 @@ fn main() -> ExitCode {
         }
         Command::Replay { wires, output } => replay::run(&wires, output),
         Command::Declarations { wires } => print_declarations(&wires),
-        Command::Mcp { store } => serve_mcp(&store),
+        Command::Mcp { store, http } => serve_mcp(&store, http.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -172,9 +181,9 @@ fn print_declarations(wires: &[Wire]) -> Result<(), String> {
     Ok(())
 }
 
-/// Serves the desk over stdio until the client closes the session. Stdout is the protocol's;
-/// everything for people goes to stderr.
-fn serve_mcp(store: &Store) -> Result<(), String> {
+/// Serves the desk over stdio until the client closes the session, or over HTTP on `http`
+/// until stopped. Stdout is the protocol's; everything for people goes to stderr.
+fn serve_mcp(store: &Store, http: Option<&str>) -> Result<(), String> {
     let path = replay::audit_log_path("mcp-");
     let audit = Arc::new(
         JsonLinesAuditLog::open(&path, desk::audit_key()?)
@@ -204,8 +213,21 @@ fn serve_mcp(store: &Store) -> Result<(), String> {
             Principal::new("acme-shop", "mcp:refund-desk"),
         )
         .with_server_info("refund-desk", env!("CARGO_PKG_VERSION"));
+        let Some(address) = http else {
+            return server
+                .serve_stdio()
+                .await
+                .map_err(|error| error.to_string());
+        };
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|error| format!("cannot listen on {address}: {error}"))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|error| format!("no address: {error}"))?;
+        eprintln!("listening on http://{bound}");
         server
-            .serve_stdio()
+            .serve_http(listener)
             .await
             .map_err(|error| error.to_string())
     })
@@ -263,19 +285,22 @@ mod tests {
         assert_eq!(
             parse_words("mcp"),
             Ok(Command::Mcp {
-                store: Store::default_file()
+                store: Store::default_file(),
+                http: None
             })
         );
         assert_eq!(
             parse_words("mcp --store /tmp/desk.sqlite"),
             Ok(Command::Mcp {
-                store: Store::Sqlite("/tmp/desk.sqlite".into())
+                store: Store::Sqlite("/tmp/desk.sqlite".into()),
+                http: None
             })
         );
         assert_eq!(
             parse_words("mcp --store postgres://postgres@127.0.0.1:5432/test"),
             Ok(Command::Mcp {
-                store: Store::Postgres("postgres://postgres@127.0.0.1:5432/test".to_owned())
+                store: Store::Postgres("postgres://postgres@127.0.0.1:5432/test".to_owned()),
+                http: None
             })
         );
         assert!(parse_words("replay --store x.sqlite").is_err());
@@ -283,5 +308,14 @@ mod tests {
         assert!(parse_words("mcp --declarations").is_err());
         assert!(parse_words("replay --declarations").is_err());
         assert!(parse_words("--declarations --json").is_err());
+        assert_eq!(
+            parse_words("mcp --http 127.0.0.1:0"),
+            Ok(Command::Mcp {
+                store: Store::default_file(),
+                http: Some("127.0.0.1:0".to_owned())
+            })
+        );
+        assert!(parse_words("replay --http 127.0.0.1:0").is_err());
+        assert!(parse_words("mcp --http").is_err());
     }
 }

@@ -1,0 +1,137 @@
+//! MCP over Streamable HTTP: two replicas on loopback ports sharing one store. An approval
+//! asked through one is answered through the other, and the write runs once.
+//!
+//! The client is a few lines of HTTP/1.1 speaking MCP 2026-07-28 by hand: each request carries
+//! its revision and capabilities in `_meta`, as the revision requires.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tool_contract::dispatch::{ControlStore, MemoryStore};
+use tool_contract::mcp::McpServer;
+use tool_contract_tests::tracker::{Remote, alice, dispatcher};
+
+/// Starts a replica over `store` on a loopback port of its own; returns its address.
+async fn replica(remote: &Arc<Remote>, store: &Arc<dyn ControlStore>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let server = McpServer::new(Arc::new(dispatcher(remote, store.clone())), alice());
+    tokio::spawn(server.serve_http(listener));
+    address
+}
+
+/// One JSON-RPC request POSTed to `address`, and its response.
+async fn post(address: &str, message: &Value) -> Value {
+    let response = send(address, message.to_string().into_bytes(), "send_message").await;
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8(body.to_vec()).unwrap();
+    assert!(status.is_success(), "{status}: {text}");
+    // A JSON body, or an event stream whose data line is the response.
+    let json = text
+        .lines()
+        .find_map(|line| line.strip_prefix("data:"))
+        .map_or(text.as_str(), str::trim);
+    serde_json::from_str(json).unwrap_or_else(|_| panic!("not JSON: {text}"))
+}
+
+/// A `tools/call` of 2026-07-28, with `extra` params beside the name and arguments.
+fn tools_call(id: u64, name: &str, arguments: Value, extra: Value) -> Value {
+    let mut params = json!({
+        "name": name,
+        "arguments": arguments,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": { "elicitation": { "form": {} } },
+            "io.modelcontextprotocol/clientInfo": { "name": "http-test", "version": "1" }
+        }
+    });
+    if let (Value::Object(params), Value::Object(extra)) = (&mut params, extra) {
+        params.extend(extra);
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params })
+}
+
+fn message() -> Value {
+    json!({ "to": "bob@globex.example", "text": "hello" })
+}
+
+/// `body` POSTed to `address` as a `tools/call` of `tool`, with the headers 2026-07-28 asks of
+/// an HTTP request (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`).
+async fn send(address: &str, body: Vec<u8>, tool: &str) -> http::Response<hyper::body::Incoming> {
+    let stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = http::Request::post("/")
+        .header("host", address)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .body(Full::new(Bytes::from(body)))
+        .unwrap();
+    sender.send_request(request).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_asked_through_one_http_replica_is_answered_through_the_other_and_runs_once() {
+    let remote = Remote::new();
+    let store: Arc<dyn ControlStore> = Arc::new(MemoryStore::new());
+    let one = replica(&remote, &store).await;
+    let other = replica(&remote, &store).await;
+
+    let asked = post(&one, &tools_call(1, "send_message", message(), json!({}))).await;
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    let state = result["requestState"].as_str().expect("a state").to_owned();
+    assert!(result["inputRequests"]["approval"].is_object(), "{asked}");
+    assert_eq!(remote.all_requests(), 0);
+
+    let answer = json!({
+        "inputResponses": { "approval": { "action": "accept", "content": { "approve": true } } },
+        "requestState": state,
+    });
+    let ran = post(
+        &other,
+        &tools_call(2, "send_message", message(), answer.clone()),
+    )
+    .await;
+    assert_eq!(
+        ran["result"]["structuredContent"]["status"], "succeeded",
+        "{ran}"
+    );
+    assert_eq!(remote.all_requests(), 1, "ran once");
+
+    // The same answer again, on either replica: used already.
+    let again = post(&one, &tools_call(3, "send_message", message(), answer)).await;
+    assert_eq!(again["error"]["data"]["reason"], "replayed", "{again}");
+    // The client's retry of the plain call replays the recorded result.
+    let retried = post(&one, &tools_call(4, "send_message", message(), json!({}))).await;
+    let retried = &retried["result"]["structuredContent"];
+    assert_eq!(
+        retried["execution"]["delivery"], "local_replay",
+        "{retried}"
+    );
+    assert_eq!(remote.all_requests(), 1, "still once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arguments_over_http_are_validated_from_the_clients_own_bytes() {
+    let remote = Remote::new();
+    let store: Arc<dyn ControlStore> = Arc::new(MemoryStore::new());
+    let address = replica(&remote, &store).await;
+    // A repeated member, which a map would collapse to its last value.
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"label_issue","arguments":{"number":7,"number":8,"label":"bug"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let response = send(&address, body.as_bytes().to_vec(), "label_issue").await;
+    let text = response.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8(text.to_vec()).unwrap();
+    assert!(text.contains("INVALID_ARGUMENTS"), "{text}");
+    assert_eq!(remote.all_requests(), 0);
+}
