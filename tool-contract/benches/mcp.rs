@@ -6,17 +6,23 @@
 //!   `tools/call` with a fixed result of the same size, over an in-memory pipe: rmcp's own cost;
 //! - `tools_call/mcp_server`: the same client and pipe to `McpServer`: dispatch, verification,
 //!   structured content and text block.
+//!
+//! Each of the two MCP figures on the handshake revision (2025-11-25) and on 2026-07-28, whose
+//! requests each carry their revision and capabilities in `_meta` (`…_2026_07_28`).
 
 use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ServerCapabilities,
     ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer, RunningService};
-use rmcp::{ErrorData, RoleClient, ServerHandler, ServiceExt};
+use rmcp::{
+    ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient, ServerHandler, ServiceExt,
+};
 use serde_json::{Value, json};
 use tool_contract::dispatch::{AuditSink, Dispatcher, HandlerContext, Task};
 use tool_contract::mcp::McpServer;
@@ -101,20 +107,33 @@ impl ServerHandler for FixedAnswer {
     }
 }
 
+/// How a client starts: the `initialize` handshake, or 2026-07-28's `server/discover`.
+fn lifecycle(stateless: bool) -> ClientLifecycleMode {
+    if stateless {
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        }
+    } else {
+        ClientLifecycleMode::Initialize
+    }
+}
+
 /// A client connected over an in-memory pipe to `server`, which runs on the same runtime.
-async fn connect<S: ServerHandler>(server: S) -> RunningService<RoleClient, ()> {
+async fn connect<S: ServerHandler>(server: S, stateless: bool) -> RunningService<RoleClient, ()> {
     let (client_side, server_side) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_side).await {
             let _ = running.waiting().await;
         }
     });
-    ().serve(client_side).await.expect("the handshake")
+    ().serve_with_lifecycle(client_side, lifecycle(stateless))
+        .await
+        .expect("the session starts")
 }
 
 /// A client connected the same way to `server`, which reads the pipe itself (to keep each
 /// call's arguments as sent).
-async fn connect_served(server: McpServer) -> RunningService<RoleClient, ()> {
+async fn connect_served(server: McpServer, stateless: bool) -> RunningService<RoleClient, ()> {
     let (client_side, server_side) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
         let (read, write) = tokio::io::split(server_side);
@@ -122,7 +141,9 @@ async fn connect_served(server: McpServer) -> RunningService<RoleClient, ()> {
             let _ = running.waiting().await;
         }
     });
-    ().serve(client_side).await.expect("the handshake")
+    ().serve_with_lifecycle(client_side, lifecycle(stateless))
+        .await
+        .expect("the session starts")
 }
 
 fn request() -> CallToolRequestParams {
@@ -156,10 +177,20 @@ fn bench_tools_call(c: &mut Criterion) {
     let fixed = runtime.block_on(dispatcher.dispatch(&principal, &context, &task));
     let fixed: Value =
         serde_json::from_slice(&fixed.result.model.to_canonical_json()).expect("JSON");
-    let (bare, served) = runtime.block_on(async {
-        let bare = connect(FixedAnswer(fixed)).await;
-        let served = connect_served(McpServer::new(dispatcher.clone(), principal.clone())).await;
-        (bare, served)
+    let server = || McpServer::new(dispatcher.clone(), principal.clone());
+    let clients = runtime.block_on(async {
+        [
+            (
+                "",
+                connect(FixedAnswer(fixed.clone()), false).await,
+                connect_served(server(), false).await,
+            ),
+            (
+                "_2026_07_28",
+                connect(FixedAnswer(fixed), true).await,
+                connect_served(server(), true).await,
+            ),
+        ]
     });
 
     let mut group = c.benchmark_group("tools_call");
@@ -170,18 +201,22 @@ fn bench_tools_call(c: &mut Criterion) {
             })
         });
     });
-    group.bench_function("rmcp_fixed_answer", |b| {
-        b.iter(|| {
-            runtime
-                .block_on(async { black_box(bare.call_tool(request()).await.expect("answered")) })
+    for (revision, bare, served) in &clients {
+        group.bench_function(format!("rmcp_fixed_answer{revision}"), |b| {
+            b.iter(|| {
+                runtime.block_on(async {
+                    black_box(bare.call_tool(request()).await.expect("answered"))
+                })
+            });
         });
-    });
-    group.bench_function("mcp_server", |b| {
-        b.iter(|| {
-            runtime
-                .block_on(async { black_box(served.call_tool(request()).await.expect("answered")) })
+        group.bench_function(format!("mcp_server{revision}"), |b| {
+            b.iter(|| {
+                runtime.block_on(async {
+                    black_box(served.call_tool(request()).await.expect("answered"))
+                })
+            });
         });
-    });
+    }
     group.finish();
 }
 
