@@ -13,7 +13,7 @@ fn tampered(edit: impl FnOnce(&mut serde_json::Value)) -> Result<(), CatalogMism
 }
 
 #[test]
-fn the_catalog_has_its_twenty_two_codes_each_once() {
+fn the_catalog_has_its_twenty_five_codes_each_once() {
     let names: Vec<&str> = ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
     assert_eq!(
         names,
@@ -39,14 +39,17 @@ fn the_catalog_has_its_twenty_two_codes_each_once() {
             "SOURCE_BLOCKED",
             "SOURCE_UNREADABLE",
             "SOURCE_UNREACHABLE",
-            "SOURCE_TIMEOUT"
+            "SOURCE_TIMEOUT",
+            "REJECTED_NOT_PERMITTED",
+            "REJECTED_WRONG_DETAILS",
+            "REJECTED_DUPLICATE"
         ]
     );
     for code in ErrorCode::ALL {
         assert_eq!(code.entry().code, code);
         assert_eq!(serde_json::to_value(code).unwrap(), code.as_str());
     }
-    assert_eq!(CATALOG.len(), 22);
+    assert_eq!(CATALOG.len(), 25);
 }
 
 #[test]
@@ -75,6 +78,9 @@ fn every_code_has_its_recovery() {
         (ErrorCode::SourceUnreadable, Recovery::None),
         (ErrorCode::SourceUnreachable, Recovery::RetryAfter),
         (ErrorCode::SourceTimeout, Recovery::RetryAfter),
+        (ErrorCode::RejectedNotPermitted, Recovery::None),
+        (ErrorCode::RejectedWrongDetails, Recovery::CorrectInput),
+        (ErrorCode::RejectedDuplicate, Recovery::None),
     ];
     assert_eq!(expected.len(), ErrorCode::ALL.len(), "every code is listed");
     for (code, recovery) in expected {

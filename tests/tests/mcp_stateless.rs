@@ -253,6 +253,25 @@ async fn a_decline_is_a_rejection_and_the_model_reads_blocked() {
 }
 
 #[tokio::test]
+async fn a_no_with_a_reason_from_the_list_reaches_the_model_as_that_reasons_entry() {
+    let remote = Remote::new();
+    let client = connect(replica(&remote, &memory(), alice()), Person::approving()).await;
+    let call = params("send_message", message());
+    let state = ask(&client, &call).await.request_state.unwrap();
+    let mut no = ElicitResult::new(ElicitationAction::Accept);
+    no.content = Some(json!({ "approve": false, "reason": "wrong_details" }));
+    let result = completed(client.call_tool_once(answered(&call, &state, no)).await);
+    let structured = result.structured_content.expect("structuredContent");
+    assert_eq!(
+        structured["error"]["code"], "REJECTED_WRONG_DETAILS",
+        "{structured}"
+    );
+    assert_eq!(structured["error"]["recovery"], "correct_input");
+    assert_eq!(structured["provenance"]["trust"], "trusted_control");
+    assert_eq!(remote.all_requests(), 0);
+}
+
+#[tokio::test]
 async fn a_dismissed_confirmation_is_not_asked_again_and_the_approval_stays_pending() {
     let remote = Remote::new();
     let store = memory();

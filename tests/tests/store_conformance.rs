@@ -9,7 +9,7 @@ use tool_contract::dispatch::store::{
 };
 use tool_contract::dispatch::{
     ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, ControlStore, Invalidity,
-    PendingApproval, Preview, RejectStep, StoreError, WriteEvent, WriteState,
+    PendingApproval, Preview, RejectStep, RejectionReason, StoreError, WriteEvent, WriteState,
 };
 use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
 use tool_contract_tests::postgres::Schema;
@@ -684,6 +684,7 @@ async fn a_rejection_holds_on_every_replica(store: &impl Backend) {
     a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
     let reject = RejectStep {
         approval_id: "apr_a".to_owned(),
+        reason: Some(RejectionReason::WrongDetails),
         now: at(T0),
         retention_ms: RETENTION,
     };
@@ -697,7 +698,11 @@ async fn a_rejection_holds_on_every_replica(store: &impl Backend) {
             .check_approval(&ask(request, "apr_b", T0 + 1))
             .await
             .unwrap();
-        assert_eq!(asked, ApprovalCheck::Rejected);
+        // The reason is kept with the rejection, on every replica.
+        assert_eq!(
+            asked,
+            ApprovalCheck::Rejected(Some(RejectionReason::WrongDetails))
+        );
     }
 }
 

@@ -9,6 +9,7 @@ use crate::dispatch::store::{Lease, StoreError};
 use crate::json::canonical;
 use crate::json::encoding::infallible;
 use crate::json::visible::escape_hidden;
+use crate::results::ErrorCode;
 use crate::vocabulary::Effect;
 
 /// What the person approving sees: built by the dispatcher from the validated arguments and
@@ -168,8 +169,35 @@ pub enum ApprovalCheck {
     Required(PendingApproval),
     /// The approval does not cover this request: a new pending approval replaces it.
     Invalid(PendingApproval, Invalidity),
-    /// A person refused this operation.
-    Rejected,
+    /// A person refused this operation, for this reason if they gave one.
+    Rejected(Option<RejectionReason>),
+}
+
+/// Why a person rejected a write, from a fixed list: what the model reads of it is the
+/// reason's own catalog entry, never the person's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RejectionReason {
+    /// The action is not permitted (`REJECTED_NOT_PERMITTED`).
+    NotPermitted,
+    /// The action's details are wrong; corrected, it may be asked again
+    /// (`REJECTED_WRONG_DETAILS`).
+    WrongDetails,
+    /// The action repeats one already done (`REJECTED_DUPLICATE`).
+    Duplicate,
+}
+
+impl RejectionReason {
+    /// The catalog code the model reads for a rejection for this reason.
+    #[must_use]
+    pub const fn code(self) -> ErrorCode {
+        match self {
+            RejectionReason::NotPermitted => ErrorCode::RejectedNotPermitted,
+            RejectionReason::WrongDetails => ErrorCode::RejectedWrongDetails,
+            RejectionReason::Duplicate => ErrorCode::RejectedDuplicate,
+        }
+    }
 }
 
 /// The facts of one request at the approval stage, and the pending approval to write
@@ -214,6 +242,8 @@ pub struct ApproveStep {
 pub struct RejectStep {
     /// The pending approval.
     pub approval_id: String,
+    /// Why, if the person said.
+    pub reason: Option<RejectionReason>,
     /// Now.
     pub now: OffsetDateTime,
     /// How long the rejection is remembered.
@@ -241,6 +271,8 @@ pub enum ApprovalEntry {
     Rejected {
         /// The pending approval refused.
         approval_id: String,
+        /// Why, if the person said.
+        reason: Option<RejectionReason>,
         /// When it is forgotten (ms since the epoch).
         expires_at_ms: u64,
     },

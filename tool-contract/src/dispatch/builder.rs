@@ -17,12 +17,12 @@ use crate::dispatch::gate::Gate;
 #[cfg(doc)]
 use crate::dispatch::handler::HandlerContext;
 use crate::dispatch::handler::{
-    ErasedStatusInput, Handler, ToolEntry, TypedTool, erase_status_input,
+    ApprovalPolicy, ErasedStatusInput, Handler, ToolEntry, TypedTool, erase_status_input,
 };
 use crate::dispatch::options::{Authorizer, ToolOptions};
 use crate::dispatch::store::{ControlStore, MemoryStore};
 use crate::results::AuditKeys;
-use crate::vocabulary::Reconcile;
+use crate::vocabulary::{Approval, ForbiddenKeys, Reconcile};
 
 /// Why a dispatcher cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -69,6 +69,15 @@ pub enum BuildError {
     /// No audit sink was given: every call must leave an audit, so there is no silent default.
     #[error("no audit sink: give one with `audit_sink` (JsonLinesAuditLog is the embedded one)")]
     MissingAuditSink,
+    /// An approval policy was given for a tool whose contract needs no approval: a policy
+    /// decides when a person is asked, within `approval = required`, and never adds one.
+    #[error(
+        "an approval policy was given for {0:?}, whose contract does not say approval = required"
+    )]
+    PolicyWithoutApproval(&'static str),
+    /// An approval policy was given for a tool the registry does not hold.
+    #[error("an approval policy was given for {0:?}, which the registry does not hold")]
+    UnregisteredPolicy(&'static str),
 }
 
 /// Every problem [`DispatcherBuilder::build`] found, in registry order: one error, so that
@@ -178,6 +187,8 @@ pub struct DispatcherBuilder {
     retention: Duration,
     lease_grace: Duration,
     trace_model_results: bool,
+    approval_policies: HashMap<&'static str, ApprovalPolicy>,
+    unregistered_policies: Vec<&'static str>,
 }
 
 impl DispatcherBuilder {
@@ -195,6 +206,8 @@ impl DispatcherBuilder {
             retention: Duration::from_secs(24 * 60 * 60),
             lease_grace: Duration::from_secs(60),
             trace_model_results: false,
+            approval_policies: HashMap::new(),
+            unregistered_policies: Vec::new(),
         }
     }
 
@@ -263,6 +276,53 @@ impl DispatcherBuilder {
                 options,
             },
         );
+        self
+    }
+
+    /// Asks a person about `C`'s writes only when `needs_person` says so of the typed
+    /// arguments: refunds above an amount, say, while smaller ones run at once. Without a
+    /// policy every write of a tool whose contract says `approval = required` asks; a policy
+    /// only narrows that, so one for a tool whose contract needs no approval is a
+    /// [`BuildError::PolicyWithoutApproval`]. A policy that panics asks a person.
+    ///
+    /// ```
+    /// # use tool_contract::{ToolContract, ToolOutput};
+    /// #[derive(serde::Deserialize, ToolContract)]
+    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, approval = required,
+    ///                 reconcile = none, producer_revision = "desk-1")]
+    /// /// Drafts a refund.
+    /// struct DraftRefund {
+    ///     #[tool_contract(maximum = 1000000)]
+    ///     amount_cents: u32,
+    /// }
+    /// #[derive(serde::Serialize, ToolOutput)]
+    /// struct Drafted { #[tool_output(max_len = 16)] draft_ref: String }
+    ///
+    /// # fn builder(b: tool_contract::dispatch::DispatcherBuilder) -> tool_contract::dispatch::DispatcherBuilder {
+    /// // A supervisor sees refunds above 100.00; smaller ones run.
+    /// b.approval_when(|refund: &DraftRefund| refund.amount_cents > 10_000)
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn approval_when<C: ToolContract>(
+        mut self,
+        needs_person: impl Fn(&C) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        let registered = self
+            .registry
+            .get(C::NAME)
+            .is_some_and(|spec| std::ptr::eq(spec, C::spec()));
+        if !registered {
+            self.unregistered_policies.push(C::NAME);
+            return self;
+        }
+        let policy: ApprovalPolicy =
+            Arc::new(move |arguments: &[u8], forbidden: &ForbiddenKeys| {
+                // Arguments that do not read as `C` (validated before, so never) ask a person.
+                C::parse_arguments_with(arguments, forbidden)
+                    .map_or(true, |input| needs_person(&input))
+            });
+        self.approval_policies.insert(C::NAME, policy);
         self
     }
 
@@ -378,6 +438,17 @@ impl DispatcherBuilder {
         if self.audit_sink.is_none() {
             errors.push(BuildError::MissingAuditSink);
         }
+        errors.extend(
+            self.unregistered_policies
+                .iter()
+                .map(|name| BuildError::UnregisteredPolicy(name)),
+        );
+        for name in self.approval_policies.keys() {
+            let spec = self.registry.get(name);
+            if spec.is_some_and(|spec| spec.approval() != Some(Approval::Required)) {
+                errors.push(BuildError::PolicyWithoutApproval(name));
+            }
+        }
         let (Some(audit_sink), true) = (self.audit_sink, errors.is_empty()) else {
             return Err(BuildErrors(errors));
         };
@@ -393,6 +464,7 @@ impl DispatcherBuilder {
             retention: self.retention,
             lease_grace: self.lease_grace,
             trace_model_results: self.trace_model_results,
+            approval_policies: self.approval_policies,
         }))
     }
 }

@@ -166,6 +166,10 @@ pub(crate) trait ErasedTool: Send + Sync {
     ) -> BoxFuture<Result<RawResult, ToolFailure>>;
 }
 
+/// Whether a write's arguments (already validated) need a person: an application's policy,
+/// over the typed input, with the contract type erased.
+pub(crate) type ApprovalPolicy = Arc<dyn Fn(&[u8], &ForbiddenKeys) -> bool + Send + Sync>;
+
 /// A status tool's typed input, on its way from the write's tool to the status tool's.
 pub(crate) type StatusInput = Box<dyn Any + Send>;
 

@@ -46,7 +46,7 @@ mod telemetry;
 
 pub use approval::{
     ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
-    Invalidity, PendingApproval, Preview, RejectStep,
+    Invalidity, PendingApproval, Preview, RejectStep, RejectionReason,
 };
 pub use audit_log::{
     AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256,

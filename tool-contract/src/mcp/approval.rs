@@ -13,15 +13,26 @@
 //! replica records the answer.
 
 use rmcp::model::{
-    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, RequestStateCodec,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, EnumSchema,
+    RequestStateCodec,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::dispatch::PendingApproval;
+use crate::dispatch::{PendingApproval, RejectionReason};
 
 /// The form field a person answers an approval with.
 const APPROVE_FIELD: &str = "approve";
+
+/// The form field a person may say why they reject with: one of [`RejectionReason`]'s names.
+const REASON_FIELD: &str = "reason";
+
+/// Every [`RejectionReason`], as the form offers them.
+const REASONS: [RejectionReason; 3] = [
+    RejectionReason::NotPermitted,
+    RejectionReason::WrongDetails,
+    RejectionReason::Duplicate,
+];
 
 /// The key of the confirmation among a result's `inputRequests`.
 pub(super) const CONFIRMATION_KEY: &str = "approval";
@@ -31,8 +42,8 @@ pub(super) const CONFIRMATION_KEY: &str = "approval";
 pub(super) enum Decision {
     /// Accepted with `approve: true`.
     Approve,
-    /// Declined, or accepted with `approve: false`.
-    Reject,
+    /// Declined, or accepted with `approve: false` (and, then, perhaps a reason).
+    Reject(Option<RejectionReason>),
     /// Dismissed, or no answer: the approval stays pending.
     Undecided,
 }
@@ -48,12 +59,17 @@ impl Decision {
                     .and_then(|content| content.get(APPROVE_FIELD))
                     .and_then(Value::as_bool);
                 if approved == Some(true) {
-                    Decision::Approve
-                } else {
-                    Decision::Reject
+                    return Decision::Approve;
                 }
+                // A reason not on the list is no reason: the rejection still stands.
+                let reason = answer
+                    .content
+                    .as_ref()
+                    .and_then(|content| content.get(REASON_FIELD))
+                    .and_then(|reason| RejectionReason::deserialize(reason).ok());
+                Decision::Reject(reason)
             }
-            ElicitationAction::Decline => Decision::Reject,
+            ElicitationAction::Decline => Decision::Reject(None),
             _ => Decision::Undecided,
         }
     }
@@ -68,15 +84,22 @@ impl Decision {
     }
 }
 
-/// The confirmation form for `pending`: the preview, and one required yes/no field.
+/// The confirmation form for `pending`: the preview, one required yes/no field, and, for a
+/// no, an optional reason from the fixed list.
 pub(super) fn confirmation(pending: &PendingApproval) -> Option<ElicitRequestParams> {
     let preview = pending.preview.to_text();
     let message = format!(
         "Approve this {} call? It runs exactly as shown.\n{preview}",
         pending.preview.tool
     );
+    let reasons = REASONS
+        .iter()
+        .filter_map(|reason| serde_json::to_value(reason).ok())
+        .filter_map(|reason| reason.as_str().map(str::to_owned))
+        .collect();
     let requested_schema = ElicitationSchema::builder()
         .required_bool(APPROVE_FIELD)
+        .optional_enum_schema(REASON_FIELD, EnumSchema::builder(reasons).build())
         .build()
         .ok()?;
     Some(ElicitRequestParams::FormElicitationParams {
@@ -293,9 +316,29 @@ mod tests {
         let yes = Some(serde_json::json!({ "approve": true }));
         let no = Some(serde_json::json!({ "approve": false }));
         assert_eq!(answer(ElicitationAction::Accept, yes), Decision::Approve);
-        assert_eq!(answer(ElicitationAction::Accept, no), Decision::Reject);
-        assert_eq!(answer(ElicitationAction::Accept, None), Decision::Reject);
-        assert_eq!(answer(ElicitationAction::Decline, None), Decision::Reject);
+        assert_eq!(
+            answer(ElicitationAction::Accept, no),
+            Decision::Reject(None)
+        );
+        assert_eq!(
+            answer(ElicitationAction::Accept, None),
+            Decision::Reject(None)
+        );
+        assert_eq!(
+            answer(ElicitationAction::Decline, None),
+            Decision::Reject(None)
+        );
+        let why = Some(serde_json::json!({ "approve": false, "reason": "wrong_details" }));
+        let reason = Some(RejectionReason::WrongDetails);
+        assert_eq!(
+            answer(ElicitationAction::Accept, why),
+            Decision::Reject(reason)
+        );
+        let unknown = Some(serde_json::json!({ "approve": false, "reason": "bored" }));
+        assert_eq!(
+            answer(ElicitationAction::Accept, unknown),
+            Decision::Reject(None)
+        );
         assert_eq!(answer(ElicitationAction::Cancel, None), Decision::Undecided);
         assert_eq!(Decision::among(None), Decision::Undecided);
     }

@@ -23,7 +23,9 @@ use super::approval::{ApprovalState, CONFIRMATION_KEY, Decision, Expected, State
 use super::capture::{Captured, Capturing};
 use crate::contract::ToolSpec;
 use crate::dispatch::approval::{later_by, unix_ms};
-use crate::dispatch::{ApprovalError, Dispatch, Dispatcher, PendingApproval, Task};
+use crate::dispatch::{
+    ApprovalError, Dispatch, Dispatcher, PendingApproval, RejectionReason, Task,
+};
 use crate::results::Status;
 use crate::results::digest::canonical_within;
 use crate::vocabulary::Effect;
@@ -359,7 +361,7 @@ impl McpServer {
                     .await
                     .map(drop)
             }
-            Decision::Reject => self.dispatcher.reject(&state.approval_id).await,
+            Decision::Reject(reason) => self.reject(&state.approval_id, reason).await,
             Decision::Undecided => Ok(()),
         };
         recorded.map_err(|error| match error {
@@ -432,8 +434,20 @@ impl McpServer {
                     .await
                     .is_ok()
             }
-            Decision::Reject => self.dispatcher.reject(&pending.approval_id).await.is_ok(),
+            Decision::Reject(reason) => self.reject(&pending.approval_id, reason).await.is_ok(),
             Decision::Undecided => false,
+        }
+    }
+
+    /// Records a person's rejection, for `reason` if they gave one.
+    async fn reject(
+        &self,
+        approval_id: &str,
+        reason: Option<RejectionReason>,
+    ) -> Result<(), ApprovalError> {
+        match reason {
+            Some(reason) => self.dispatcher.reject_because(approval_id, reason).await,
+            None => self.dispatcher.reject(approval_id).await,
         }
     }
 

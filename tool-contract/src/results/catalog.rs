@@ -60,6 +60,12 @@ wire_names! {
         SourceUnreachable = "SOURCE_UNREACHABLE",
         /// The source did not answer in time.
         SourceTimeout = "SOURCE_TIMEOUT",
+        /// A person rejected the write: it is not permitted.
+        RejectedNotPermitted = "REJECTED_NOT_PERMITTED",
+        /// A person rejected the write: its details are wrong.
+        RejectedWrongDetails = "REJECTED_WRONG_DETAILS",
+        /// A person rejected the write: it repeats one already done.
+        RejectedDuplicate = "REJECTED_DUPLICATE",
     }
 }
 
@@ -172,7 +178,7 @@ const fn retrying(mut entry: CatalogEntry, default_ms: u64, max_ms: u64) -> Cata
 /// assert_eq!(entry.recovery, Recovery::QueryStatus);
 /// assert!(CATALOG.iter().all(|entry| entry.message.len() < 120));
 /// ```
-pub const CATALOG: [CatalogEntry; 22] = {
+pub const CATALOG: [CatalogEntry; 25] = {
     use Category as C;
     use ErrorCode as E;
     use Outcome::{NotStarted, Unknown};
@@ -354,13 +360,34 @@ pub const CATALOG: [CatalogEntry; 22] = {
             1_000,
             300_000,
         ),
+        entry(
+            E::RejectedNotPermitted,
+            C::Approval,
+            NotStarted,
+            R::None,
+            "A person rejected this action: it is not permitted. Nothing happened; do not call it again for this request.",
+        ),
+        entry(
+            E::RejectedWrongDetails,
+            C::Approval,
+            NotStarted,
+            R::CorrectInput,
+            "A person rejected this action because its details are wrong. Nothing happened; confirm the details with the user, then call again with corrected arguments.",
+        ),
+        entry(
+            E::RejectedDuplicate,
+            C::Approval,
+            NotStarted,
+            R::None,
+            "A person rejected this action as a repeat of one already done. Nothing happened; do not call it again.",
+        ),
     ]
 };
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 22] = {
-        let mut all = [ErrorCode::UnknownTool; 22];
+    pub const ALL: [ErrorCode; 25] = {
+        let mut all = [ErrorCode::UnknownTool; 25];
         let mut index = 0;
         while index < CATALOG.len() {
             all[index] = CATALOG[index].code;

@@ -28,12 +28,12 @@ use tracing::{Instrument, Span, debug, info, warn};
 use crate::binder::{Binder, CallResult, ToolFailure};
 use crate::contract::{Registry, ToolSpec};
 use crate::dispatch::approval::{
-    ApprovalError, ApprovalGrant, ApproveStep, PendingApproval, RejectStep,
+    ApprovalError, ApprovalGrant, ApproveStep, PendingApproval, RejectStep, RejectionReason,
 };
 use crate::dispatch::audit_log::{AuditLogError, AuditSink};
 use crate::dispatch::budget::{StopReason, Task};
 use crate::dispatch::gate::Gate;
-use crate::dispatch::handler::ToolEntry;
+use crate::dispatch::handler::{ApprovalPolicy, ToolEntry};
 use crate::dispatch::options::Authorizer;
 use crate::dispatch::state::{WriteEvent, WriteState};
 use crate::dispatch::store::guarded::Guarded;
@@ -59,6 +59,7 @@ pub struct Dispatcher {
     retention: Duration,
     lease_grace: Duration,
     trace_model_results: bool,
+    approval_policies: HashMap<&'static str, ApprovalPolicy>,
     in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// For each read a write names as `reconcile = ThisTool`, the writes it is the status
     /// query of.
@@ -81,6 +82,7 @@ pub(crate) struct Parts {
     pub(crate) retention: Duration,
     pub(crate) lease_grace: Duration,
     pub(crate) trace_model_results: bool,
+    pub(crate) approval_policies: HashMap<&'static str, ApprovalPolicy>,
 }
 
 /// How many writes pass between two purges of expired ledger keys.
@@ -202,6 +204,7 @@ impl Dispatcher {
             retention: parts.retention,
             lease_grace: parts.lease_grace,
             trace_model_results: parts.trace_model_results,
+            approval_policies: parts.approval_policies,
             in_flight: Mutex::new(HashMap::new()),
             status_tools,
             rng: Mutex::new(rng),
@@ -315,8 +318,32 @@ impl Dispatcher {
     /// [`ApprovalError::NotPending`] when nothing is pending under that id;
     /// [`ApprovalError::Store`] when the store failed.
     pub async fn reject(&self, approval_id: &str) -> Result<(), ApprovalError> {
+        self.reject_as(approval_id, None).await
+    }
+
+    /// Rejects a pending write for `reason`, from the fixed list: the model reads that
+    /// reason's catalog entry (`REJECTED_WRONG_DETAILS`, …) as trusted control data, where a
+    /// rejection without one reads `BLOCKED`.
+    ///
+    /// # Errors
+    ///
+    /// As [`reject`](Self::reject).
+    pub async fn reject_because(
+        &self,
+        approval_id: &str,
+        reason: RejectionReason,
+    ) -> Result<(), ApprovalError> {
+        self.reject_as(approval_id, Some(reason)).await
+    }
+
+    async fn reject_as(
+        &self,
+        approval_id: &str,
+        reason: Option<RejectionReason>,
+    ) -> Result<(), ApprovalError> {
         let step = RejectStep {
             approval_id: approval_id.to_owned(),
+            reason,
             now: (self.clock)(),
             retention_ms: duration_ms(self.retention),
         };

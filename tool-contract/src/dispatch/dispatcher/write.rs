@@ -1,7 +1,7 @@
 //! What surrounds a write: the ledger's word on its key, approval, the claim, the record of
 //! its end, and reconciliation of an unknown outcome.
 
-use std::panic::AssertUnwindSafe;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use super::{Call, Dispatcher, Ended, PURGE_EVERY, Valid, duration_ms, prefix, sh
 use crate::binder::{CallResult, FailureKind, RawProvenance, RawResult, Seal, ToolFailure};
 use crate::contract::ToolSpec;
 use crate::dispatch::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalGrant, PendingApproval, Preview,
+    ApprovalAsk, ApprovalCheck, ApprovalGrant, PendingApproval, Preview, RejectionReason,
 };
 use crate::dispatch::handler::{BoxFuture, HandlerContext};
 use crate::dispatch::options::ToolOptions;
@@ -77,7 +77,7 @@ impl Dispatcher {
             }
             Ok(_) => {}
         }
-        if valid.spec.approval() != Some(Approval::Required) {
+        if !self.needs_person(call, valid) {
             let ended = self.claim_and_run(call, valid, &key, None, None).await;
             return ended.unwrap_or_else(|| {
                 let error = ModelError::new(ErrorCode::ToolError);
@@ -318,6 +318,33 @@ impl Dispatcher {
         )
     }
 
+    /// Whether this write waits for a person: its contract says `approval = required`, and the
+    /// application's policy for the tool, if it gave one, says so of these arguments.
+    fn needs_person(&self, call: &Call<'_>, valid: &Valid<'_>) -> bool {
+        if valid.spec.approval() != Some(Approval::Required) {
+            return false;
+        }
+        let Some(policy) = self.approval_policies.get(valid.spec.name()) else {
+            return true;
+        };
+        let arguments = &call.context.call.arguments;
+        let forbidden = self.registry.forbidden_keys();
+        // A policy that panics asks a person: the application's code fails closed.
+        let needed = catch_unwind(AssertUnwindSafe(|| policy(arguments, forbidden)))
+            .unwrap_or_else(|_| {
+                warn!(stage = "approval", "approval policy panicked");
+                true
+            });
+        if !needed {
+            debug!(
+                stage = "approval",
+                state = "not_needed",
+                "the approval policy waived it"
+            );
+        }
+        needed
+    }
+
     /// The approval stage: the grant for exactly this request, for the claim to redeem
     /// (with what the audit records of it); or the end of the dispatch, waiting for a person
     /// or refused by one.
@@ -355,7 +382,7 @@ impl Dispatcher {
         let decided = match &checked {
             ApprovalCheck::Proceed(_) => Verdict::Allow,
             ApprovalCheck::Required(_) | ApprovalCheck::Invalid(..) => Verdict::Escalate,
-            ApprovalCheck::Rejected => Verdict::Deny,
+            ApprovalCheck::Rejected(_) => Verdict::Deny,
         };
         telemetry::verdict(&guardrail, decided);
         match checked {
@@ -385,13 +412,14 @@ impl Dispatcher {
                 ErrorCode::ApprovalInvalid,
                 why.as_str(),
             ))),
-            ApprovalCheck::Rejected => {
+            ApprovalCheck::Rejected(reason) => {
+                let code = reason.map_or(ErrorCode::Blocked, RejectionReason::code);
                 debug!(
                     stage = "approval",
                     state = "rejected",
-                    error_code = "BLOCKED"
+                    error_code = code.as_str()
                 );
-                let error = ModelError::new(ErrorCode::Blocked);
+                let error = ModelError::new(code);
                 let result = self.control(call, error, "the approver rejected this operation");
                 Err(Box::new(Ended::new(result).in_state(Some(REJECTED))))
             }

@@ -154,7 +154,9 @@ pub fn decide_approval(
         answer,
     };
     let invalidity = match existing {
-        Some(ApprovalEntry::Rejected { .. }) => return answer(ApprovalCheck::Rejected),
+        Some(ApprovalEntry::Rejected { reason, .. }) => {
+            return answer(ApprovalCheck::Rejected(*reason));
+        }
         Some(ApprovalEntry::Pending { pending, .. })
             if pending.request_sha256 == ask.request_sha256 =>
         {
@@ -245,6 +247,7 @@ pub fn decide_reject(
         Some(ApprovalEntry::Pending { pending, .. }) if pending.approval_id == step.approval_id => {
             Ok(ApprovalEntry::Rejected {
                 approval_id: step.approval_id.clone(),
+                reason: step.reason,
                 expires_at_ms: unix_ms(step.now).saturating_add(step.retention_ms),
             })
         }

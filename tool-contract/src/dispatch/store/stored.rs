@@ -6,7 +6,9 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::{Lease, StoreError};
-use crate::dispatch::approval::{ApprovalEntry, ApprovalGrant, PendingApproval, Preview};
+use crate::dispatch::approval::{
+    ApprovalEntry, ApprovalGrant, PendingApproval, Preview, RejectionReason,
+};
 use crate::json::depth;
 
 /// An approval entry as its columns hold it.
@@ -42,6 +44,13 @@ struct StoredPending {
     principal_ref: String,
     operation_id: String,
     ledger_key: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredRejection {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<RejectionReason>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -96,7 +105,10 @@ pub(crate) fn approval_row(entry: &ApprovalEntry) -> Result<ApprovalRow, StoreEr
             };
             (GRANTED, to_json(&stored)?, redeemed_by.clone())
         }
-        ApprovalEntry::Rejected { .. } => (REJECTED, "{}".to_owned(), None),
+        ApprovalEntry::Rejected { reason, .. } => {
+            let stored = StoredRejection { reason: *reason };
+            (REJECTED, to_json(&stored)?, None)
+        }
     };
     Ok(ApprovalRow {
         approval_id: entry.approval_id().to_owned(),
@@ -152,6 +164,10 @@ pub(crate) fn approval_entry(row: ReadApprovalRow) -> Result<ApprovalEntry, Stor
             Ok(ApprovalEntry::Granted { grant, redeemed_by })
         }
         REJECTED => Ok(ApprovalEntry::Rejected {
+            // A rejection written before reasons existed is `{}`: no reason.
+            reason: depth::from_slice::<StoredRejection>(row.body.as_bytes())
+                .map_err(corrupt)?
+                .reason,
             approval_id: row.approval_id,
             expires_at_ms,
         }),
@@ -167,4 +183,38 @@ pub(crate) fn to_sql_u64(ms: u64) -> i64 {
 /// A stored time or generation, which must not be negative.
 pub(crate) fn from_sql_u64(value: i64, what: &str) -> Result<u64, StoreError> {
     u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("negative {what} {value}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rejected_row(body: &str) -> ReadApprovalRow {
+        ReadApprovalRow {
+            state: REJECTED.to_owned(),
+            approval_id: "apr_1".to_owned(),
+            expires_at_ms: 5,
+            body: body.to_owned(),
+            redeemed_owner: None,
+            redeemed_generation: None,
+        }
+    }
+
+    #[test]
+    fn a_rejection_keeps_its_reason_and_one_written_before_reasons_has_none() {
+        let entry = ApprovalEntry::Rejected {
+            approval_id: "apr_1".to_owned(),
+            reason: Some(RejectionReason::Duplicate),
+            expires_at_ms: 5,
+        };
+        let row = approval_row(&entry).unwrap();
+        assert_eq!(row.body, r#"{"reason":"duplicate"}"#);
+        assert_eq!(approval_entry(rejected_row(&row.body)).unwrap(), entry);
+        let before = approval_entry(rejected_row("{}")).unwrap();
+        assert!(matches!(
+            before,
+            ApprovalEntry::Rejected { reason: None, .. }
+        ));
+        assert!(approval_entry(rejected_row(r#"{"reason":"bored"}"#)).is_err());
+    }
 }

@@ -1,0 +1,144 @@
+//! Approvals people can live with: a policy over the typed arguments decides when a person is
+//! asked, and a rejection may say why, from a fixed list the model reads as trusted control
+//! data.
+
+use serde_json::{Value, json};
+use tool_contract::ErrorCode;
+use tool_contract::dispatch::{BuildError, Dispatcher, RejectionReason};
+use tool_contract::results::{Recovery, Trust};
+use tool_contract_tests::tracker::{
+    CreateIssue, Remote, SendMessage, builder, context, pending_approval, run,
+};
+
+fn message(id: &str, to: &str) -> tool_contract::CallContext {
+    context(
+        id,
+        "send_message",
+        json!({ "to": to, "text": "hello" }),
+        id,
+        id,
+    )
+}
+
+/// Mail inside the organisation runs; mail to anyone else waits for a person.
+fn outside_needs_a_person(message: &SendMessage) -> bool {
+    !message.to.ends_with("@acme.example")
+}
+
+fn code(dispatch: &tool_contract::dispatch::Dispatch) -> Option<ErrorCode> {
+    dispatch.result.model.error().map(|error| error.code())
+}
+
+#[tokio::test]
+async fn a_policy_asks_a_person_only_when_the_typed_arguments_call_for_it() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .approval_when(outside_needs_a_person)
+        .build()
+        .unwrap();
+
+    let inside = run(&dispatcher, &message("m1", "carol@acme.example")).await;
+    assert_eq!(code(&inside), None, "ran without asking");
+    assert!(inside.pending_approval.is_none());
+    assert_eq!(remote.all_requests(), 1);
+
+    let outside = run(&dispatcher, &message("m2", "bob@globex.example")).await;
+    assert_eq!(code(&outside), Some(ErrorCode::ApprovalRequired));
+    assert!(outside.pending_approval.is_some());
+    assert_eq!(remote.all_requests(), 1, "nothing more ran");
+}
+
+#[tokio::test]
+async fn without_a_policy_every_write_of_a_contract_needing_approval_asks() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote).build().unwrap();
+    let inside = run(&dispatcher, &message("m1", "carol@acme.example")).await;
+    assert_eq!(code(&inside), Some(ErrorCode::ApprovalRequired));
+    assert_eq!(remote.all_requests(), 0);
+}
+
+#[tokio::test]
+async fn a_policy_that_panics_asks_a_person() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .approval_when(|_: &SendMessage| -> bool { panic!("the policy's own bug") })
+        .build()
+        .unwrap();
+    let dispatch = run(&dispatcher, &message("m1", "carol@acme.example")).await;
+    assert_eq!(code(&dispatch), Some(ErrorCode::ApprovalRequired));
+    assert_eq!(remote.all_requests(), 0);
+}
+
+#[test]
+fn a_policy_never_adds_an_approval_the_contract_does_not_ask_for() {
+    let remote = Remote::new();
+    let errors = builder(&remote)
+        .approval_when(|_: &CreateIssue| true)
+        .build()
+        .err()
+        .expect("refused");
+    assert!(
+        errors.contains(&BuildError::PolicyWithoutApproval("create_issue")),
+        "{errors:?}"
+    );
+}
+
+async fn rejected(dispatcher: &Dispatcher, reason: Option<RejectionReason>) -> Value {
+    let call = message("m1", "bob@globex.example");
+    let pending = pending_approval(dispatcher, &call).await;
+    match reason {
+        Some(reason) => {
+            dispatcher
+                .reject_because(&pending.approval_id, reason)
+                .await
+        }
+        None => dispatcher.reject(&pending.approval_id).await,
+    }
+    .expect("rejected");
+    let dispatch = run(dispatcher, &call).await;
+    assert_eq!(
+        dispatch.result.model.provenance().trust,
+        Trust::TrustedControl
+    );
+    serde_json::to_value(&dispatch.result.model).unwrap()
+}
+
+#[tokio::test]
+async fn a_rejection_for_a_reason_reaches_the_model_as_that_reasons_catalog_entry() {
+    for (reason, expected, recovery) in [
+        (
+            RejectionReason::WrongDetails,
+            ErrorCode::RejectedWrongDetails,
+            Recovery::CorrectInput,
+        ),
+        (
+            RejectionReason::NotPermitted,
+            ErrorCode::RejectedNotPermitted,
+            Recovery::None,
+        ),
+        (
+            RejectionReason::Duplicate,
+            ErrorCode::RejectedDuplicate,
+            Recovery::None,
+        ),
+    ] {
+        let remote = Remote::new();
+        let dispatcher = builder(&remote).build().unwrap();
+        let model = rejected(&dispatcher, Some(reason)).await;
+        assert_eq!(model["error"]["code"], expected.as_str(), "{model}");
+        assert_eq!(model["error"]["message"], expected.entry().message);
+        assert_eq!(
+            model["error"]["recovery"],
+            serde_json::to_value(recovery).unwrap()
+        );
+        assert_eq!(remote.all_requests(), 0);
+    }
+}
+
+#[tokio::test]
+async fn a_rejection_without_a_reason_still_reads_blocked() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote).build().unwrap();
+    let model = rejected(&dispatcher, None).await;
+    assert_eq!(model["error"]["code"], "BLOCKED", "{model}");
+}
