@@ -72,11 +72,12 @@ async fn a_policy_that_panics_asks_a_person() {
 #[test]
 fn a_policy_never_adds_an_approval_the_contract_does_not_ask_for() {
     let remote = Remote::new();
-    let errors = builder(&remote)
+    let Err(errors) = builder(&remote)
         .approval_when(|_: &CreateIssue| true)
         .build()
-        .err()
-        .expect("refused");
+    else {
+        panic!("a policy for a tool without approval was accepted");
+    };
     assert!(
         errors.contains(&BuildError::PolicyWithoutApproval("create_issue")),
         "{errors:?}"
