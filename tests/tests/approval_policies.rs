@@ -1,13 +1,15 @@
 //! Approvals people can live with: a policy over the typed arguments decides when a person is
-//! asked, and a rejection may say why, from a fixed list the model reads as trusted control
-//! data.
+//! asked, a person may approve with edits (the edited request runs, and the model is told so),
+//! and a rejection may say why, from a fixed list the model reads as trusted control data.
+
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_contract::ErrorCode;
-use tool_contract::dispatch::{BuildError, Dispatcher, RejectionReason};
+use tool_contract::dispatch::{ApprovalError, BuildError, Dispatcher, RejectionReason};
 use tool_contract::results::{Recovery, Trust};
 use tool_contract_tests::tracker::{
-    CreateIssue, Remote, SendMessage, builder, context, pending_approval, run,
+    CreateIssue, Remote, SendMessage, alice, builder, clock, context, pending_approval, run,
 };
 
 fn message(id: &str, to: &str) -> tool_contract::CallContext {
@@ -142,4 +144,84 @@ async fn a_rejection_without_a_reason_still_reads_blocked() {
     let dispatcher = builder(&remote).build().unwrap();
     let model = rejected(&dispatcher, None).await;
     assert_eq!(model["error"]["code"], "BLOCKED", "{model}");
+}
+
+#[tokio::test]
+async fn an_approval_with_edits_runs_the_edited_request_only_and_tells_the_model_so() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote).build().unwrap();
+    let call = message("m1", "bob@globex.example");
+    let pending = pending_approval(&dispatcher, &call).await;
+    let edited = json!({ "to": "bob@globex.example", "text": "hello, and welcome" });
+    dispatcher
+        .approve_with_edits(
+            &pending.approval_id,
+            &pending.preview_sha256,
+            &edited,
+            "supervisor",
+            clock() + Duration::from_secs(3600),
+        )
+        .await
+        .expect("approved as edited");
+
+    // The model's own call, sent again, redeems the grant: the edited request runs.
+    let dispatch = run(&dispatcher, &call).await;
+    assert_eq!(remote.arrivals(), ["bob@globex.example|hello, and welcome"]);
+    let model = serde_json::to_value(&dispatch.result.model).unwrap();
+    assert_eq!(model["error"]["code"], "APPROVED_WITH_CHANGES", "{model}");
+    assert_eq!(model["execution"]["outcome"], "committed");
+    assert_eq!(model["provenance"]["trust"], "trusted_control");
+    // Bound to the call the model made, so its writer verifies it.
+    dispatcher
+        .binder()
+        .verify(&alice(), &call, &dispatch.result)
+        .expect("verifies against the model's call");
+    let approval = dispatch
+        .result
+        .audit
+        .approval
+        .as_ref()
+        .expect("the approval");
+    assert_eq!(
+        approval.edited_arguments.as_deref(),
+        Some(r#"{"text":"hello, and welcome","to":"bob@globex.example"}"#)
+    );
+
+    // Again: replayed from the ledger, never run again.
+    let again = run(&dispatcher, &call).await;
+    let again = serde_json::to_value(&again.result.model).unwrap();
+    assert_eq!(again["error"]["code"], "APPROVED_WITH_CHANGES");
+    assert_eq!(again["execution"]["delivery"], "local_replay");
+    assert_eq!(remote.arrivals().len(), 1);
+}
+
+#[tokio::test]
+async fn an_edit_that_breaks_the_contract_is_refused_and_the_approval_stays_pending() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote).build().unwrap();
+    let call = message("m1", "bob@globex.example");
+    let pending = pending_approval(&dispatcher, &call).await;
+    for edited in [
+        json!({ "to": "bob@globex.example" }),
+        json!({ "to": "bob@globex.example", "text": "hi", "cc": "eve@evil.example" }),
+        json!({ "to": "x".repeat(201), "text": "hi" }),
+    ] {
+        let refused = dispatcher
+            .approve_with_edits(
+                &pending.approval_id,
+                &pending.preview_sha256,
+                &edited,
+                "supervisor",
+                clock() + Duration::from_secs(3600),
+            )
+            .await;
+        assert!(
+            matches!(refused, Err(ApprovalError::InvalidEdit(_))),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(dispatcher.pending_approvals().await.unwrap().len(), 1);
+    let dispatch = run(&dispatcher, &call).await;
+    assert_eq!(code(&dispatch), Some(ErrorCode::ApprovalRequired));
+    assert_eq!(remote.all_requests(), 0);
 }

@@ -13,7 +13,7 @@ fn tampered(edit: impl FnOnce(&mut serde_json::Value)) -> Result<(), CatalogMism
 }
 
 #[test]
-fn the_catalog_has_its_twenty_five_codes_each_once() {
+fn the_catalog_has_its_twenty_six_codes_each_once() {
     let names: Vec<&str> = ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
     assert_eq!(
         names,
@@ -42,14 +42,15 @@ fn the_catalog_has_its_twenty_five_codes_each_once() {
             "SOURCE_TIMEOUT",
             "REJECTED_NOT_PERMITTED",
             "REJECTED_WRONG_DETAILS",
-            "REJECTED_DUPLICATE"
+            "REJECTED_DUPLICATE",
+            "APPROVED_WITH_CHANGES"
         ]
     );
     for code in ErrorCode::ALL {
         assert_eq!(code.entry().code, code);
         assert_eq!(serde_json::to_value(code).unwrap(), code.as_str());
     }
-    assert_eq!(CATALOG.len(), 25);
+    assert_eq!(CATALOG.len(), 26);
 }
 
 #[test]
@@ -81,12 +82,18 @@ fn every_code_has_its_recovery() {
         (ErrorCode::RejectedNotPermitted, Recovery::None),
         (ErrorCode::RejectedWrongDetails, Recovery::CorrectInput),
         (ErrorCode::RejectedDuplicate, Recovery::None),
+        (ErrorCode::ApprovedWithChanges, Recovery::None),
     ];
     assert_eq!(expected.len(), ErrorCode::ALL.len(), "every code is listed");
     for (code, recovery) in expected {
         assert_eq!(code.entry().recovery, recovery, "{code:?}");
     }
     assert_eq!(ErrorCode::OutcomeUnknown.entry().outcome, Outcome::Unknown);
+    // The one failure whose action happened: it ran, as a person changed it.
+    assert_eq!(
+        ErrorCode::ApprovedWithChanges.entry().outcome,
+        Outcome::Committed
+    );
 }
 
 #[test]

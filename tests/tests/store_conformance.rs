@@ -466,6 +466,7 @@ fn approval(id: &str, request: &str, now_ms: u64) -> ApproveStep {
         approver: "supervisor".to_owned(),
         expires_at: at(now_ms + LEASE),
         now: at(now_ms),
+        edited_arguments: None,
     }
 }
 
@@ -679,6 +680,23 @@ async fn an_approval_must_name_the_pending_preview_and_a_later_expiry(store: &im
     );
 }
 
+async fn a_grant_with_edits_keeps_them_on_every_replica(store: &impl Backend) {
+    let (a, b) = (store.open().await, store.open().await);
+    a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
+    let edited = ApproveStep {
+        edited_arguments: Some(r#"{"to":"carol@acme.example"}"#.to_owned()),
+        ..approval("apr_a", "r1", T0)
+    };
+    let grant = b.approve(&edited).await.unwrap().unwrap();
+    assert_eq!(grant.edited_arguments, edited.edited_arguments);
+    let ApprovalCheck::Proceed(found) =
+        a.check_approval(&ask("r1", "apr_b", T0 + 1)).await.unwrap()
+    else {
+        panic!("the grant proceeds");
+    };
+    assert_eq!(found.edited_arguments, edited.edited_arguments);
+}
+
 async fn a_rejection_holds_on_every_replica(store: &impl Backend) {
     let (a, b) = (store.open().await, store.open().await);
     a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
@@ -844,6 +862,7 @@ conformance!(
     a_changed_request_after_approval_is_invalid_on_every_replica,
     an_approval_must_name_the_pending_preview_and_a_later_expiry,
     a_rejection_holds_on_every_replica,
+    a_grant_with_edits_keeps_them_on_every_replica,
     a_lapsed_owner_cannot_write_over_a_record_claimed_again,
     purging_on_one_replica_keeps_what_another_still_needs,
 );

@@ -111,6 +111,9 @@ pub struct ApprovalGrant {
     pub expires_at: OffsetDateTime,
     /// The ledger key of the operation.
     pub ledger_key: String,
+    /// The arguments as the person changed them (canonical JSON), when they approved with
+    /// edits: the execution the grant allows runs these.
+    pub edited_arguments: Option<String>,
 }
 
 /// Why an approval or rejection was refused.
@@ -127,6 +130,9 @@ pub enum ApprovalError {
     /// The expiry is not after now.
     #[error("the approval would already have expired")]
     Expired,
+    /// The edited arguments do not meet the tool's input contract.
+    #[error("the edited arguments do not meet the tool's contract: {0}")]
+    InvalidEdit(String),
     /// The expiry is beyond what RFC 3339 can write (a year past 9999), so no audit could
     /// record it.
     #[error("the approval's expiry is out of range")]
@@ -235,6 +241,9 @@ pub struct ApproveStep {
     pub expires_at: OffsetDateTime,
     /// Now.
     pub now: OffsetDateTime,
+    /// The arguments as the person changed them (canonical JSON), when they approved with
+    /// edits: the grant then runs these, never the ones asked about.
+    pub edited_arguments: Option<String>,
 }
 
 /// A person's rejection of the pending approval `approval_id`.

@@ -56,6 +56,10 @@ pub struct ApprovalRecord {
     pub preview_sha256: String,
     /// When the approval would have lapsed, RFC 3339.
     pub expires_at: String,
+    /// The arguments the person changed the request to, when they approved with edits
+    /// (canonical JSON): what ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_arguments: Option<String>,
 }
 
 /// The provider turn a call came from.

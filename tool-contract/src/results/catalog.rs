@@ -66,6 +66,8 @@ wire_names! {
         RejectedWrongDetails = "REJECTED_WRONG_DETAILS",
         /// A person rejected the write: it repeats one already done.
         RejectedDuplicate = "REJECTED_DUPLICATE",
+        /// A person approved the write with changed arguments, and it ran as changed.
+        ApprovedWithChanges = "APPROVED_WITH_CHANGES",
     }
 }
 
@@ -178,10 +180,10 @@ const fn retrying(mut entry: CatalogEntry, default_ms: u64, max_ms: u64) -> Cata
 /// assert_eq!(entry.recovery, Recovery::QueryStatus);
 /// assert!(CATALOG.iter().all(|entry| entry.message.len() < 120));
 /// ```
-pub const CATALOG: [CatalogEntry; 25] = {
+pub const CATALOG: [CatalogEntry; 26] = {
     use Category as C;
     use ErrorCode as E;
-    use Outcome::{NotStarted, Unknown};
+    use Outcome::{Committed, NotStarted, Unknown};
     use Recovery as R;
     [
         entry(
@@ -381,13 +383,20 @@ pub const CATALOG: [CatalogEntry; 25] = {
             R::None,
             "A person rejected this action as a repeat of one already done. Nothing happened; do not call it again.",
         ),
+        entry(
+            E::ApprovedWithChanges,
+            C::Approval,
+            Committed,
+            R::None,
+            "A person approved this action with changed arguments, and it ran as changed. Do not call it again; tell the user it was changed.",
+        ),
     ]
 };
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 25] = {
-        let mut all = [ErrorCode::UnknownTool; 25];
+    pub const ALL: [ErrorCode; 26] = {
+        let mut all = [ErrorCode::UnknownTool; 26];
         let mut index = 0;
         while index < CATALOG.len() {
             all[index] = CATALOG[index].code;

@@ -24,7 +24,7 @@ impl Dispatcher {
     }
 
     /// Lookup and exact argument validation, the first two stages of every call.
-    fn lookup_and_validate<'s>(&'s self, call: &Call<'_>) -> Result<Valid<'s>, Exit> {
+    pub(super) fn lookup_and_validate<'s>(&'s self, call: &Call<'_>) -> Result<Valid<'s>, Exit> {
         let (spec, entry) = self.lookup(call)?;
         Guardrail::Arguments.check(call.context, || self.validate(call, spec, entry))
     }

@@ -62,6 +62,19 @@ impl Dispatcher {
         // The audit first: should the process die before the ledger record, the lease lapses,
         // the write turns unknown, and the audit already holds what happened.
         ended.audited = Some(self.audit(&mut ended.result, ended.approval.as_ref()).await);
+        // An edited call: the record, and the model, hold what the model is told on its own
+        // call; the audit holds both.
+        let told_call = call
+            .edited_from
+            .map(|original| self.call(call.principal, original, call.task));
+        if let Some(told_call) = &told_call {
+            let mut told = self.told_of_edit(told_call, &ended.result);
+            let audit_error = self.audit(&mut told, ended.approval.as_ref()).await;
+            let first_error = ended.audited.take().flatten();
+            ended.audited = Some(first_error.or(audit_error));
+            ended.result = told;
+        }
+        let call = told_call.as_ref().unwrap_or(call);
         ended.write_state = match projected.event {
             None => {
                 // Nothing was sent: the key is free again. The grant is spent by any attempt.

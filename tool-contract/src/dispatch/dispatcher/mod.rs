@@ -123,6 +123,9 @@ struct Call<'a> {
     context: &'a CallContext,
     task: &'a Task,
     binder: Binder<'a>,
+    /// The call the model made, when a person approved it with edits and this call is the
+    /// edited one: what the model is told is bound to it.
+    edited_from: Option<&'a CallContext>,
     /// The write this read runs as the status query of.
     status_of: Option<&'static str>,
 }
@@ -291,6 +294,67 @@ impl Dispatcher {
         approver: &str,
         expires_at: OffsetDateTime,
     ) -> Result<ApprovalGrant, ApprovalError> {
+        self.approve_as(approval_id, preview_sha256, approver, expires_at, None)
+            .await
+    }
+
+    /// Approves a pending write with the person's changes: the execution the grant allows
+    /// runs `edited_arguments` (checked against the tool's input contract now, and again
+    /// when it runs), never the arguments the person was asked about. The model's own call,
+    /// sent again, redeems the grant; it reads `APPROVED_WITH_CHANGES` (the action happened,
+    /// as changed) instead of the output, and the audit holds both the edited run and what
+    /// the model was told.
+    ///
+    /// # Errors
+    ///
+    /// As [`approve`](Self::approve), and [`ApprovalError::InvalidEdit`] when the edited
+    /// arguments do not meet the tool's contract.
+    pub async fn approve_with_edits(
+        &self,
+        approval_id: &str,
+        preview_sha256: &str,
+        edited_arguments: &Value,
+        approver: &str,
+        expires_at: OffsetDateTime,
+    ) -> Result<ApprovalGrant, ApprovalError> {
+        let pending = self
+            .pending_approvals()
+            .await
+            .map_err(ApprovalError::Store)?;
+        let pending = pending
+            .iter()
+            .find(|pending| pending.approval_id == approval_id)
+            .ok_or(ApprovalError::NotPending)?;
+        let edited = crate::json::canonical::to_vec(edited_arguments)
+            .map_err(|error| ApprovalError::InvalidEdit(error.to_string()))?;
+        let entry = self
+            .tools
+            .get(pending.preview.tool.as_str())
+            .ok_or(ApprovalError::NotPending)?;
+        entry
+            .tool
+            .validate(&edited, self.registry.forbidden_keys())
+            .map_err(|violations| ApprovalError::InvalidEdit(violations.to_string()))?;
+        let edited = String::from_utf8(edited)
+            .map_err(|error| ApprovalError::InvalidEdit(error.to_string()))?;
+        self.approve_as(
+            approval_id,
+            preview_sha256,
+            approver,
+            expires_at,
+            Some(edited),
+        )
+        .await
+    }
+
+    async fn approve_as(
+        &self,
+        approval_id: &str,
+        preview_sha256: &str,
+        approver: &str,
+        expires_at: OffsetDateTime,
+        edited_arguments: Option<String>,
+    ) -> Result<ApprovalGrant, ApprovalError> {
         // The audit records the expiry as RFC 3339, which has four-digit years only.
         if expires_at.format(&Rfc3339).is_err() {
             return Err(ApprovalError::ExpiryOutOfRange);
@@ -301,6 +365,7 @@ impl Dispatcher {
             approver: approver.to_owned(),
             expires_at,
             now: (self.clock)(),
+            edited_arguments,
         };
         let grant = self
             .store
@@ -480,6 +545,7 @@ impl Dispatcher {
             context,
             task,
             binder: self.binder(),
+            edited_from: None,
             status_of: None,
         }
     }

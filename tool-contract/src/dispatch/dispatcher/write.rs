@@ -78,7 +78,9 @@ impl Dispatcher {
             Ok(_) => {}
         }
         if !self.needs_person(call, valid) {
-            let ended = self.claim_and_run(call, valid, &key, None, None).await;
+            let ended = self
+                .claim_and_run(call, valid, &key, None, None, None)
+                .await;
             return ended.unwrap_or_else(|| {
                 let error = ModelError::new(ErrorCode::ToolError);
                 Ended::new(self.control(call, error, "the store asked for a grant none named"))
@@ -99,10 +101,19 @@ impl Dispatcher {
                     .approved(Some(approval));
             }
             let redeem = Some(grant.approval_id.as_str());
-            if let Some(ended) = self
-                .claim_and_run(call, valid, &key, Some(approval), redeem)
-                .await
-            {
+            let ran = match &grant.edited_arguments {
+                None => {
+                    self.claim_and_run(call, valid, &key, Some(approval), redeem, None)
+                        .await
+                }
+                Some(edited) => {
+                    let mut context = call.context.clone();
+                    context.call.arguments = edited.as_bytes().to_vec();
+                    self.claim_and_run_edited(call, valid, &key, approval, redeem, &context)
+                        .await
+                }
+            };
+            if let Some(ended) = ran {
                 return ended;
             }
             // The grant was spent or replaced between the two steps: ask again.
@@ -114,6 +125,9 @@ impl Dispatcher {
     /// The claim of a write's key (redeeming the grant of `redeem`, if given), and what
     /// follows from it: the execution, or the ledger's answer; `None` when the grant was
     /// spent and nothing was claimed.
+    /// Claims the write's key (redeeming `redeem`'s grant) and runs it on a fresh claim:
+    /// as `call`, or as `fresh_as` (the edited call a person approved) when given; an
+    /// existing record answers `call`.
     async fn claim_and_run(
         &self,
         call: &Call<'_>,
@@ -121,6 +135,7 @@ impl Dispatcher {
         key: &WriteKey,
         approval: Option<ApprovalRecord>,
         redeem: Option<&str>,
+        fresh_as: Option<(&Call<'_>, &Valid<'_>)>,
     ) -> Option<Ended> {
         let mut claim = self.claim(valid, key);
         claim.redeem = redeem.map(str::to_owned);
@@ -134,6 +149,7 @@ impl Dispatcher {
             Ok(Claimed::GrantSpent) => return None,
             Ok(Claimed::Fresh) => {
                 debug!(stage = "ledger", state = "executing", "claimed");
+                let (call, valid) = fresh_as.unwrap_or((call, valid));
                 self.execute(call, valid, Some(key), approval).await
             }
             Ok(Claimed::Replay(record) | Claimed::Conflict(record) | Claimed::InFlight(record)) => {
@@ -145,6 +161,67 @@ impl Dispatcher {
                     .await
             }
         })
+    }
+
+    /// The model's `call`, approved with edits: the edited call (`context`), checked again
+    /// against the contract and the authorizer, runs under the model's call's key; the model
+    /// is told of it on its own call.
+    async fn claim_and_run_edited(
+        &self,
+        call: &Call<'_>,
+        valid: &Valid<'_>,
+        key: &WriteKey,
+        approval: ApprovalRecord,
+        redeem: Option<&str>,
+        context: &CallContext,
+    ) -> Option<Ended> {
+        let edited = Call {
+            edited_from: Some(call.context),
+            ..self.call(call.principal, context, call.task)
+        };
+        let checked = self.lookup_and_validate(&edited).and_then(|edited_valid| {
+            self.authorize(&edited, &edited_valid)?;
+            Ok(edited_valid)
+        });
+        let edited_valid = match checked {
+            Ok(edited_valid) => edited_valid,
+            Err(refused) => {
+                // The contract or the permissions changed since the approval.
+                let told = self.told_of_edit(call, &refused);
+                return Some(
+                    Ended::new(told)
+                        .in_state(Some(APPROVED))
+                        .approved(Some(approval)),
+                );
+            }
+        };
+        self.claim_and_run(
+            call,
+            valid,
+            key,
+            Some(approval),
+            redeem,
+            Some((&edited, &edited_valid)),
+        )
+        .await
+    }
+
+    /// What the model is told on its own `call` of the edited call's `result`: the action
+    /// happened as changed (`APPROVED_WITH_CHANGES`), or the edited call's error, bound to
+    /// the call the model made.
+    pub(super) fn told_of_edit(&self, call: &Call<'_>, result: &CallResult) -> CallResult {
+        let binding = &result.audit.binding;
+        let detail = format!(
+            "a person approved this call with changed arguments; the changed request \
+             (request_sha256 {}) ran, its result is result_sha256 {}",
+            prefix(&binding.request_sha256),
+            prefix(&binding.result_sha256),
+        );
+        let error = match result.model.error() {
+            Some(error) => error.clone(),
+            None => ModelError::new(ErrorCode::ApprovedWithChanges),
+        };
+        self.control(call, error, &detail)
     }
 
     /// A reconciliation asked for outright ([`Dispatcher::reconcile`]): the ledger's word on
@@ -397,6 +474,7 @@ impl Dispatcher {
                         grant.expires_at.format(&Rfc3339),
                         "approvals are refused with an expiry RFC 3339 cannot write",
                     ),
+                    edited_arguments: grant.edited_arguments.clone(),
                 };
                 Ok((record, grant))
             }

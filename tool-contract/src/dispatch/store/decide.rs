@@ -227,6 +227,7 @@ pub fn decide_approve(
         approver: step.approver.clone(),
         expires_at: step.expires_at,
         ledger_key: pending.ledger_key.clone(),
+        edited_arguments: step.edited_arguments.clone(),
     };
     Ok(ApprovalEntry::Granted {
         grant,

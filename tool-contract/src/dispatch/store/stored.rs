@@ -65,6 +65,8 @@ struct StoredGrant {
     approver: String,
     expires_at: String,
     ledger_key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    edited_arguments: Option<String>,
 }
 
 fn to_json(value: &impl Serialize) -> Result<String, StoreError> {
@@ -102,6 +104,7 @@ pub(crate) fn approval_row(entry: &ApprovalEntry) -> Result<ApprovalRow, StoreEr
                 approver: grant.approver.clone(),
                 expires_at,
                 ledger_key: grant.ledger_key.clone(),
+                edited_arguments: grant.edited_arguments.clone(),
             };
             (GRANTED, to_json(&stored)?, redeemed_by.clone())
         }
@@ -160,6 +163,7 @@ pub(crate) fn approval_entry(row: ReadApprovalRow) -> Result<ApprovalEntry, Stor
                 approver: stored.approver,
                 expires_at,
                 ledger_key: stored.ledger_key,
+                edited_arguments: stored.edited_arguments,
             };
             Ok(ApprovalEntry::Granted { grant, redeemed_by })
         }
