@@ -159,6 +159,15 @@ fn refusal(answer: Result<CallToolResponse, ServiceError>) -> String {
     }
 }
 
+/// The refusal code of `call` sent to `client` with `state` and a yes.
+async fn refused(
+    client: &RunningService<RoleClient, Person>,
+    call: &CallToolRequestParams,
+    state: &str,
+) -> String {
+    refusal(client.call_tool_once(answered(call, state, yes())).await)
+}
+
 fn completed(answer: Result<CallToolResponse, ServiceError>) -> CallToolResult {
     match answer.expect("an answer") {
         CallToolResponse::Complete(result) => result,
@@ -340,10 +349,7 @@ async fn a_forged_state_is_refused_and_nothing_is_recorded() {
     forged[middle] = if forged[middle] == b'A' { b'B' } else { b'A' };
     let forged = String::from_utf8(forged).unwrap();
 
-    assert_eq!(
-        refusal(client.call_tool_once(answered(&call, &forged, yes())).await),
-        "forged"
-    );
+    assert_eq!(refused(&client, &call, &forged).await, "forged");
     let made_up = answered(&call, "rs1.e30.AAAA", yes());
     assert_eq!(refusal(client.call_tool_once(made_up).await), "forged");
     assert_eq!(remote.all_requests(), 0);
@@ -372,14 +378,7 @@ async fn a_state_sealed_with_other_keys_is_forged() {
         Person::approving(),
     )
     .await;
-    assert_eq!(
-        refusal(
-            stranger
-                .call_tool_once(answered(&call, &state, yes()))
-                .await
-        ),
-        "forged"
-    );
+    assert_eq!(refused(&stranger, &call, &state).await, "forged");
     assert_eq!(remote.all_requests(), 0);
 }
 
@@ -391,10 +390,7 @@ async fn an_expired_state_is_refused() {
     let call = params("send_message", message());
     let state = ask(&client, &call).await.request_state.unwrap();
     advance_clock(Duration::from_secs(61));
-    assert_eq!(
-        refusal(client.call_tool_once(answered(&call, &state, yes())).await),
-        "expired"
-    );
+    assert_eq!(refused(&client, &call, &state).await, "expired");
     assert_eq!(remote.all_requests(), 0);
 }
 
@@ -407,14 +403,7 @@ async fn a_state_moved_to_another_principal_is_refused() {
     let mallorys = connect(replica(&remote, &store, mallory), Person::approving()).await;
     let call = params("send_message", message());
     let state = ask(&alices, &call).await.request_state.unwrap();
-    assert_eq!(
-        refusal(
-            mallorys
-                .call_tool_once(answered(&call, &state, yes()))
-                .await
-        ),
-        "other_principal"
-    );
+    assert_eq!(refused(&mallorys, &call, &state).await, "other_principal");
     assert_eq!(remote.all_requests(), 0);
 }
 
@@ -428,14 +417,7 @@ async fn a_state_moved_to_another_tool_is_refused() {
         "file_issue",
         json!({ "title": "hello", "body": "bob@globex.example" }),
     );
-    assert_eq!(
-        refusal(
-            client
-                .call_tool_once(answered(&elsewhere, &state, yes()))
-                .await
-        ),
-        "other_tool"
-    );
+    assert_eq!(refused(&client, &elsewhere, &state).await, "other_tool");
     assert_eq!(remote.all_requests(), 0);
 }
 
@@ -450,11 +432,7 @@ async fn a_state_sent_back_with_changed_arguments_is_refused() {
         json!({ "to": "eve@evil.example", "text": "hello" }),
     );
     assert_eq!(
-        refusal(
-            client
-                .call_tool_once(answered(&changed, &state, yes()))
-                .await
-        ),
+        refused(&client, &changed, &state).await,
         "changed_arguments"
     );
     assert_eq!(remote.all_requests(), 0);
