@@ -26,7 +26,8 @@ async fn replica(remote: &Arc<Remote>, store: &Arc<dyn ControlStore>) -> String 
 
 /// One JSON-RPC request POSTed to `address`, and its response.
 async fn post(address: &str, message: &Value) -> Value {
-    let response = send(address, message.to_string().into_bytes(), "send_message").await;
+    let tool = message["params"]["name"].as_str().unwrap_or_default();
+    let response = send(address, message.to_string().into_bytes(), tool).await;
     let status = response.status();
     let body = response.into_body().collect().await.unwrap().to_bytes();
     let text = String::from_utf8(body.to_vec()).unwrap();
@@ -133,5 +134,31 @@ async fn arguments_over_http_are_validated_from_the_clients_own_bytes() {
     let text = response.into_body().collect().await.unwrap().to_bytes();
     let text = String::from_utf8(text.to_vec()).unwrap();
     assert!(text.contains("INVALID_ARGUMENTS"), "{text}");
+    assert_eq!(remote.all_requests(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_past_the_largest_argument_limit_is_refused_unread() {
+    let remote = Remote::new();
+    let store: Arc<dyn ControlStore> = Arc::new(MemoryStore::new());
+    let address = replica(&remote, &store).await;
+    let huge = tools_call(
+        1,
+        "label_issue",
+        json!({ "label": "x".repeat(4 << 20) }),
+        json!({}),
+    );
+    let response = send(&address, huge.to_string().into_bytes(), "label_issue").await;
+    assert_eq!(response.status(), http::StatusCode::PAYLOAD_TOO_LARGE);
+    // The replica goes on serving.
+    let after = post(
+        &address,
+        &tools_call(2, "read_doc", json!({ "doc_id": "d-1" }), json!({})),
+    )
+    .await;
+    assert_eq!(
+        after["result"]["structuredContent"]["status"], "succeeded",
+        "{after}"
+    );
     assert_eq!(remote.all_requests(), 0);
 }
