@@ -46,6 +46,11 @@
 //! and nothing runs. A message longer than the registry's largest argument limit and 64 KiB
 //! more is never read.
 //!
+//! With the `mcp-http` feature `McpServer::serve_http` serves the same over MCP's Streamable
+//! HTTP transport, keeping each POST body's argument bytes the same way. Each `tools/call` is
+//! served in a SERVER span `tools/call {name}` (with the `otel` feature parented from the
+//! client's `_meta.traceparent`), around the dispatcher's `execute_tool` span.
+//!
 //! Calls are served only when the registry accepts [`ADAPTER`]
 //! ([`RegistryBuilder::adapter`](crate::contract::RegistryBuilder::adapter) or `all_adapters`),
 //! as the provider writers require of theirs; otherwise `tools/call` is a protocol error and
