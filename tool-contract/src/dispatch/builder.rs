@@ -289,7 +289,7 @@ impl DispatcherBuilder {
     /// # use tool_contract::{ToolContract, ToolOutput};
     /// #[derive(serde::Deserialize, ToolContract)]
     /// #[tool_contract(output = Drafted, effect = non_idempotent_write, approval = required,
-    ///                 reconcile = none, producer_revision = "desk-1")]
+    ///                 reconcile = manual, source_label = "desk", producer_revision = "desk-1")]
     /// /// Drafts a refund.
     /// struct DraftRefund {
     ///     #[tool_contract(maximum = 1000000)]

@@ -367,14 +367,14 @@ pub const CATALOG: [CatalogEntry; 26] = {
             C::Approval,
             NotStarted,
             R::None,
-            "A person rejected this action: it is not permitted. Nothing happened; do not call it again for this request.",
+            "A person rejected this action as not permitted. Nothing happened; do not call it again.",
         ),
         entry(
             E::RejectedWrongDetails,
             C::Approval,
             NotStarted,
             R::CorrectInput,
-            "A person rejected this action because its details are wrong. Nothing happened; confirm the details with the user, then call again with corrected arguments.",
+            "A person rejected this action's details as wrong. Nothing happened; correct them with the user, then call again.",
         ),
         entry(
             E::RejectedDuplicate,
@@ -388,7 +388,7 @@ pub const CATALOG: [CatalogEntry; 26] = {
             C::Approval,
             Committed,
             R::None,
-            "A person approved this action with changed arguments, and it ran as changed. Do not call it again; tell the user it was changed.",
+            "A person approved this action with changed arguments and it ran as changed. Do not call it again; tell the user.",
         ),
     ]
 };
