@@ -225,3 +225,19 @@ async fn an_edit_that_breaks_the_contract_is_refused_and_the_approval_stays_pend
     assert_eq!(code(&dispatch), Some(ErrorCode::ApprovalRequired));
     assert_eq!(remote.all_requests(), 0);
 }
+
+#[tokio::test]
+async fn a_pending_approval_is_approved_in_one_call_and_the_models_next_identical_call_runs() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote).build().unwrap();
+    let call = message("m1", "bob@globex.example");
+    let pending = pending_approval(&dispatcher, &call).await;
+    let grant = dispatcher
+        .approve_pending(&pending, "supervisor", Duration::from_secs(600))
+        .await
+        .expect("approved");
+    assert_eq!(grant.expires_at, clock() + Duration::from_secs(600));
+    let ran = run(&dispatcher, &call).await;
+    assert_eq!(code(&ran), None, "ran");
+    assert_eq!(remote.arrivals(), ["bob@globex.example|hello"]);
+}

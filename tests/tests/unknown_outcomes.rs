@@ -90,7 +90,10 @@ async fn calling_the_write_again_after_an_unknown_outcome_queries_its_status_ins
     let remote = Remote::new();
     remote.script(&[Fault::CommitThenHang]);
     let dispatcher = memory_dispatcher(&remote);
-    run(&dispatcher, &create("c1", "t", "b", "k-1")).await;
+    let unknown = run(&dispatcher, &create("c1", "t", "b", "k-1")).await;
+    // What the model is told to do is what settles it: the same call again.
+    let told = unknown.result.model.error().expect("an error").message();
+    assert!(told.contains("Call it again unchanged"), "{told}");
     let retried = run(&dispatcher, &create("c2", "t", "b", "k-1")).await;
     assert_eq!(
         retried.result.model.execution().delivery,

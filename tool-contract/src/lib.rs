@@ -129,6 +129,7 @@ pub mod evidence;
 pub mod json;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod prelude;
 pub mod providers;
 pub mod results;
 pub mod vocabulary;

@@ -248,7 +248,7 @@ pub const CATALOG: [CatalogEntry; 26] = {
             C::Outcome,
             Unknown,
             R::QueryStatus,
-            "The action may or may not have happened. Query its status; do not repeat it.",
+            "The action may or may not have happened. Call it again unchanged: that checks its status and never repeats it.",
         ),
         entry(
             E::IdempotencyConflict,

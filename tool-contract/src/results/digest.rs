@@ -53,6 +53,26 @@ impl SecretKey {
     }
 }
 
+/// A key of exactly 32 bytes, which is always long enough.
+///
+/// ```
+/// use tool_contract::{AuditKeys, Principal, SecretKey};
+///
+/// let alice = Principal::new("acme", "alice");
+/// let from_array = AuditKeys::new(SecretKey::from([7; 32]));
+/// let checked = AuditKeys::new(SecretKey::new([7; 32])?);
+/// assert_eq!(from_array.principal_ref(&alice), checked.principal_ref(&alice));
+/// # Ok::<(), tool_contract::results::KeyTooShort>(())
+/// ```
+impl From<[u8; SecretKey::MIN_LEN]> for SecretKey {
+    fn from(bytes: [u8; SecretKey::MIN_LEN]) -> Self {
+        SecretKey(infallible(
+            <Hmac<Sha256> as Mac>::new_from_slice(&bytes),
+            "HMAC takes keys of any length",
+        ))
+    }
+}
+
 impl fmt::Debug for SecretKey {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str("SecretKey(..)")

@@ -29,6 +29,7 @@ use crate::binder::{Binder, CallResult, ToolFailure};
 use crate::contract::{Registry, ToolSpec};
 use crate::dispatch::approval::{
     ApprovalError, ApprovalGrant, ApproveStep, PendingApproval, RejectStep, RejectionReason,
+    later_by,
 };
 use crate::dispatch::audit_log::{AuditLogError, AuditSink};
 use crate::dispatch::budget::{StopReason, Task};
@@ -296,6 +297,29 @@ impl Dispatcher {
     ) -> Result<ApprovalGrant, ApprovalError> {
         self.approve_as(approval_id, preview_sha256, approver, expires_at, None)
             .await
+    }
+
+    /// Approves `pending`, as the person saw it, for `lifetime` from now: [`approve`](Self::approve)
+    /// in one call. The hand-back: the model's next identical call runs the write (a
+    /// re-dispatch of the same call context does too), once, on any replica sharing the store.
+    ///
+    /// # Errors
+    ///
+    /// As [`approve`](Self::approve).
+    pub async fn approve_pending(
+        &self,
+        pending: &PendingApproval,
+        approver: &str,
+        lifetime: Duration,
+    ) -> Result<ApprovalGrant, ApprovalError> {
+        let expires_at = later_by(self.now(), lifetime);
+        self.approve(
+            &pending.approval_id,
+            &pending.preview_sha256,
+            approver,
+            expires_at,
+        )
+        .await
     }
 
     /// Approves a pending write with the person's changes: the execution the grant allows
