@@ -241,3 +241,16 @@ async fn a_pending_approval_is_approved_in_one_call_and_the_models_next_identica
     assert_eq!(code(&ran), None, "ran");
     assert_eq!(remote.arrivals(), ["bob@globex.example|hello"]);
 }
+
+#[test]
+fn a_policy_for_a_tool_the_registry_does_not_hold_is_a_build_error() {
+    use tool_contract_tests::kb::SearchKb;
+    let remote = Remote::new();
+    let Err(errors) = builder(&remote).approval_when(|_: &SearchKb| true).build() else {
+        panic!("a policy for an unregistered tool was accepted");
+    };
+    assert!(
+        errors.contains(&BuildError::UnregisteredPolicy("search_kb")),
+        "{errors:?}"
+    );
+}

@@ -106,8 +106,12 @@ fn every_declared_name_fits_each_providers_own_rule() {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b))
     };
-    let anthropic =
-        |name: &str| (1..=128).contains(&name.len()) && openai(&name[..name.len().min(64)]);
+    let anthropic = |name: &str| {
+        (1..=128).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b))
+    };
     let gemini = |name: &str| {
         name.len() <= 64
             && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')

@@ -250,17 +250,20 @@ impl DispatcherBuilder {
         self.tool::<W>(handler, options, Some(erase_status_input(status_input)))
     }
 
+    /// Whether the registry holds `C` itself (not another contract under its name).
+    fn holds<C: ToolContract>(&self) -> bool {
+        self.registry
+            .get(C::NAME)
+            .is_some_and(|spec| std::ptr::eq(spec, C::spec()))
+    }
+
     fn tool<C: ToolContract + Send>(
         mut self,
         handler: impl Handler<C>,
         options: ToolOptions,
         status_input: Option<Arc<ErasedStatusInput<C>>>,
     ) -> Self {
-        let registered = self
-            .registry
-            .get(C::NAME)
-            .is_some_and(|spec| std::ptr::eq(spec, C::spec()));
-        if !registered {
+        if !self.holds::<C>() {
             self.unregistered.push(C::NAME);
             return self;
         }
@@ -308,11 +311,7 @@ impl DispatcherBuilder {
         mut self,
         needs_person: impl Fn(&C) -> bool + Send + Sync + 'static,
     ) -> Self {
-        let registered = self
-            .registry
-            .get(C::NAME)
-            .is_some_and(|spec| std::ptr::eq(spec, C::spec()));
-        if !registered {
+        if !self.holds::<C>() {
             self.unregistered_policies.push(C::NAME);
             return self;
         }

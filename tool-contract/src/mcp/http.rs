@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use rmcp::service::{RequestContext, RoleServer};
@@ -93,11 +93,15 @@ async fn kept_then(
     use tower_service::Service;
 
     let (mut parts, body) = request.into_parts();
-    let Ok(body) = Limited::new(body, max_body).collect().await else {
-        return refusal(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "the request body is too large or broken",
-        );
+    let body = match Limited::new(body, max_body).collect().await {
+        Ok(body) => body,
+        Err(error) if error.is::<LengthLimitError>() => {
+            return refusal(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the request body is too large",
+            );
+        }
+        Err(_) => return refusal(StatusCode::BAD_REQUEST, "the request body broke off"),
     };
     let body = body.to_bytes();
     if let Some(kept) = Kept::of(&body) {
