@@ -7,7 +7,7 @@ use tool_contract::dispatch::store::{
     Advance, Advanced, Claim, Claimed, Purged, Record, Release, StoreFuture,
 };
 use tool_contract::dispatch::{
-    ApprovalAsk, ApprovalCheck, ApprovalError, ApprovalGrant, ApproveStep, ControlStore,
+    ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, Approved, ControlStore,
     PendingApproval, RejectStep, StoreError,
 };
 
@@ -78,7 +78,7 @@ impl ControlStore for Hooked {
     fn approve<'a>(
         &'a self,
         step: &'a ApproveStep,
-    ) -> StoreFuture<'a, Result<ApprovalGrant, ApprovalError>> {
+    ) -> StoreFuture<'a, Result<Approved, ApprovalError>> {
         self.step("approve", || self.inner.approve(step))
     }
     fn reject<'a>(&'a self, step: &'a RejectStep) -> StoreFuture<'a, Result<(), ApprovalError>> {

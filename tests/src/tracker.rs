@@ -613,7 +613,9 @@ pub async fn approve(
             expires,
         )
         .await
-        .expect("the pending approval is approved");
+        .expect("the pending approval is approved")
+        .grant()
+        .expect("one approver grants it");
     pending
 }
 

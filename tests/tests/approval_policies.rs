@@ -162,7 +162,9 @@ async fn an_approval_with_edits_runs_the_edited_request_only_and_tells_the_model
             clock() + Duration::from_secs(3600),
         )
         .await
-        .expect("approved as edited");
+        .expect("approved as edited")
+        .grant()
+        .expect("one approver grants it");
 
     // The model's own call, sent again, redeems the grant: the edited request runs.
     let dispatch = run(&dispatcher, &call).await;
@@ -236,6 +238,7 @@ async fn a_pending_approval_is_approved_in_one_call_and_the_models_next_identica
         .approve_pending(&pending, "supervisor", Duration::from_secs(600))
         .await
         .expect("approved");
+    let grant = grant.grant().expect("one approver is enough");
     assert_eq!(grant.expires_at, clock() + Duration::from_secs(600));
     let ran = run(&dispatcher, &call).await;
     assert_eq!(code(&ran), None, "ran");

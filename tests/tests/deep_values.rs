@@ -120,7 +120,9 @@ async fn a_value_as_deep_as_the_dsl_allows_is_never_turned_into_null() {
             clock() + Duration::from_secs(3600),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .grant()
+        .expect("one approver grants it");
 
     // The model reads the tree, and Gemini gets it as the object that was hashed.
     let ran = dispatcher.dispatch(&alice(), &context, &task).await;

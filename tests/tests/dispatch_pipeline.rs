@@ -379,8 +379,9 @@ async fn an_approved_write_runs_once_and_its_approval_is_consumed() {
         )
         .await
         .unwrap();
+    let grant = grant.grant().expect("one approver grants it");
     assert_eq!(grant.request_sha256, pending.request_sha256);
-    assert_eq!(grant.approver, "bob@acme");
+    assert_eq!(grant.approvers().collect::<Vec<_>>(), ["bob@acme"]);
 
     let ran = run(&dispatcher, &call).await;
     assert_eq!(ran.result.model.status(), Status::Succeeded);
@@ -392,7 +393,7 @@ async fn an_approved_write_runs_once_and_its_approval_is_consumed() {
         .approval
         .clone()
         .expect("the audit names the approval");
-    assert_eq!(approval.approver, "bob@acme");
+    assert_eq!(approval.approvers, ["bob@acme"]);
     assert_eq!(
         approval.request_sha256,
         ran.result.audit.binding.request_sha256
@@ -550,7 +551,9 @@ async fn an_expired_approval_is_invalid() {
             clock() + Duration::from_secs(60),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .grant()
+        .expect("one approver grants it");
     advance_clock(Duration::from_secs(61));
     let dispatch = run(&dispatcher, &call).await;
     assert_eq!(code(&dispatch), Some(ErrorCode::ApprovalInvalid));

@@ -631,8 +631,8 @@ async fn a_grant_is_spent_only_by_an_execution() {
             .audit
             .approval
             .as_ref()
-            .map(|a| a.approver.as_str()),
-        Some("carol")
+            .map(|a| a.approvers.clone()),
+        Some(vec!["carol".to_owned()])
     );
 }
 

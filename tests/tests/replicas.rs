@@ -49,7 +49,9 @@ async fn approve(replica: &Dispatcher, pending: &tool_contract::dispatch::Pendin
             clock() + Duration::from_secs(3600),
         )
         .await
-        .expect("the pending approval is approved");
+        .expect("the pending approval is approved")
+        .grant()
+        .expect("one approver grants it");
 }
 
 async fn approved_on_one_replica_runs_on_another(backend: &impl Backend) {

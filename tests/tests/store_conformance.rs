@@ -8,8 +8,9 @@ use tool_contract::dispatch::store::{
     Advance, Advanced, Claim, Claimed, Lease, Release, SCHEMA_VERSION, SqliteStore,
 };
 use tool_contract::dispatch::{
-    ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, ControlStore, Invalidity,
-    PendingApproval, Preview, RejectStep, RejectionReason, StoreError, WriteEvent, WriteState,
+    ApprovalAsk, ApprovalCheck, ApprovalError, ApprovalGrant, ApproveStep, Approved, ControlStore,
+    Invalidity, PendingApproval, Preview, RejectStep, RejectionReason, StoreError, WriteEvent,
+    WriteState,
 };
 use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
 use tool_contract_tests::postgres::Schema;
@@ -441,6 +442,16 @@ fn pending(id: &str, key: &str, request: &str) -> PendingApproval {
         principal_ref: "p1".to_owned(),
         operation_id: "op".to_owned(),
         ledger_key: key.to_owned(),
+        approvals_required: 1,
+        approvals: Vec::new(),
+    }
+}
+
+/// The grant an approval formed; a test fails if it only counted toward one.
+fn granted(approved: Approved) -> ApprovalGrant {
+    match approved {
+        Approved::Granted(grant) => grant,
+        Approved::Awaiting(pending) => panic!("still awaiting approvals: {pending:?}"),
     }
 }
 
@@ -494,12 +505,13 @@ async fn a_pending_approval_is_the_same_whoever_asks_again(store: &impl Backend)
 async fn an_approval_given_on_one_replica_is_redeemed_on_another_once(store: &impl Backend) {
     let (a, b) = (store.open().await, store.open().await);
     a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
-    let grant = a
-        .approve(&approval("apr_a", "r1", T0))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(grant.approver, "supervisor");
+    let grant = granted(
+        a.approve(&approval("apr_a", "r1", T0))
+            .await
+            .unwrap()
+            .unwrap(),
+    );
+    assert_eq!(grant.approvers().collect::<Vec<_>>(), ["supervisor"]);
     assert!(a.pending_approvals(T0).await.unwrap().is_empty());
     let seen = b.check_approval(&ask("r1", "apr_b", T0 + 1)).await.unwrap();
     assert_eq!(seen, ApprovalCheck::Proceed(grant.clone()));
@@ -548,11 +560,13 @@ async fn an_approval_given_on_one_replica_is_redeemed_on_another_once(store: &im
 async fn concurrent_redemptions_of_one_grant_run_once(store: &impl Backend) {
     let first = store.open().await;
     first.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
-    first
-        .approve(&approval("apr_a", "r1", T0))
-        .await
-        .unwrap()
-        .unwrap();
+    granted(
+        first
+            .approve(&approval("apr_a", "r1", T0))
+            .await
+            .unwrap()
+            .unwrap(),
+    );
     let mut claims = tokio::task::JoinSet::new();
     for index in 0..8 {
         let replica = store.open().await;
@@ -580,11 +594,13 @@ async fn a_release_before_any_attempt_gives_the_grant_back_and_after_one_does_no
         .check_approval(&ask("r1", "apr_a", T0))
         .await
         .unwrap();
-    let grant = ledger
-        .approve(&approval("apr_a", "r1", T0))
-        .await
-        .unwrap()
-        .unwrap();
+    let grant = granted(
+        ledger
+            .approve(&approval("apr_a", "r1", T0))
+            .await
+            .unwrap()
+            .unwrap(),
+    );
     assert_eq!(
         ledger.claim(&redeeming("a", "apr_a", T0)).await.unwrap(),
         Claimed::Fresh
@@ -614,10 +630,12 @@ async fn a_release_before_any_attempt_gives_the_grant_back_and_after_one_does_no
 async fn a_changed_request_after_approval_is_invalid_on_every_replica(store: &impl Backend) {
     let (a, b) = (store.open().await, store.open().await);
     a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
-    a.approve(&approval("apr_a", "r1", T0))
-        .await
-        .unwrap()
-        .unwrap();
+    granted(
+        a.approve(&approval("apr_a", "r1", T0))
+            .await
+            .unwrap()
+            .unwrap(),
+    );
     let changed = b.check_approval(&ask("r2", "apr_b", T0 + 1)).await.unwrap();
     assert_eq!(
         changed,
@@ -687,7 +705,7 @@ async fn a_grant_with_edits_keeps_them_on_every_replica(store: &impl Backend) {
         edited_arguments: Some(r#"{"to":"carol@acme.example"}"#.to_owned()),
         ..approval("apr_a", "r1", T0)
     };
-    let grant = b.approve(&edited).await.unwrap().unwrap();
+    let grant = granted(b.approve(&edited).await.unwrap().unwrap());
     assert_eq!(grant.edited_arguments, edited.edited_arguments);
     let ApprovalCheck::Proceed(found) =
         a.check_approval(&ask("r1", "apr_b", T0 + 1)).await.unwrap()
@@ -788,10 +806,12 @@ async fn purging_on_one_replica_keeps_what_another_still_needs(store: &impl Back
     other.ledger_key = "granted".to_owned();
     other.fresh = pending("apr_g", "granted", "r1");
     a.check_approval(&other).await.unwrap();
-    a.approve(&approval("apr_g", "r1", T0))
-        .await
-        .unwrap()
-        .unwrap();
+    granted(
+        a.approve(&approval("apr_g", "r1", T0))
+            .await
+            .unwrap()
+            .unwrap(),
+    );
     finished(&*a, "lost", "a", WriteEvent::LoseTrack, None).await;
     // Replica `b` purges just before anything's expiry: nothing goes.
     let early = b.purge_expired(T0 + LEASE - 1).await.unwrap();

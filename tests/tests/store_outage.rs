@@ -168,7 +168,9 @@ async fn every_store_step_that_fails_before_the_claim_runs_nothing() {
                         clock() + Duration::from_secs(60),
                     )
                     .await
-                    .unwrap();
+                    .unwrap()
+                    .grant()
+                    .expect("one approver grants it");
                 refused = dispatcher.dispatch(&alice(), call, &task).await;
             }
             assert_refused_safely(&refused);

@@ -87,10 +87,74 @@ pub struct PendingApproval {
     /// The ledger key of the operation (the principal's reference and the application's
     /// key): what a store keeps the approval under.
     pub ledger_key: String,
+    /// How many different people must approve it: 1, unless a policy
+    /// ([`DispatcherBuilder::approvers_when`](crate::dispatch::DispatcherBuilder::approvers_when))
+    /// asks for more.
+    pub approvals_required: u32,
+    /// The approvals given so far, each by a different person, none lapsed when it was
+    /// counted.
+    pub approvals: Vec<GivenApproval>,
 }
 
-/// A person's approval of one pending action. It covers that request digest, tool, principal,
-/// operation and key only, until `expires_at`, and is consumed by the one execution it allows.
+impl PendingApproval {
+    /// How many more different people must approve before the write may run.
+    #[must_use]
+    pub fn approvals_still_needed(&self) -> u32 {
+        let given = u32::try_from(self.approvals.len()).unwrap_or(u32::MAX);
+        // At least one person, whatever a row says.
+        self.approvals_required.max(1).saturating_sub(given)
+    }
+}
+
+/// One person's approval of a pending action, as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GivenApproval {
+    /// Who approved (the application's own name for the person).
+    pub approver: String,
+    /// When they approved.
+    pub approved_at: OffsetDateTime,
+    /// When their approval lapses.
+    pub expires_at: OffsetDateTime,
+    /// The arguments as they changed them (canonical JSON), when they approved with edits:
+    /// every approval of one action names the same edits.
+    pub edited_arguments: Option<String>,
+}
+
+/// What an approval came to: the grant, once every approval needed is given, or the pending
+/// approval with this one counted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum Approved {
+    /// Every approval needed is given: the write may run, once.
+    Granted(ApprovalGrant),
+    /// This approval is recorded (once per person, however often they approve); more
+    /// people must approve before anything runs.
+    Awaiting(PendingApproval),
+}
+
+impl Approved {
+    /// The grant, if every approval needed is given.
+    #[must_use]
+    pub fn grant(&self) -> Option<&ApprovalGrant> {
+        match self {
+            Approved::Granted(grant) => Some(grant),
+            Approved::Awaiting(_) => None,
+        }
+    }
+
+    /// How many more different people must approve (0 once granted).
+    #[must_use]
+    pub fn still_needed(&self) -> u32 {
+        match self {
+            Approved::Granted(_) => 0,
+            Approved::Awaiting(pending) => pending.approvals_still_needed(),
+        }
+    }
+}
+
+/// The approval of one pending action, by as many different people as it needed. It covers
+/// that request digest, tool, principal, operation and key only, until `expires_at`, and is
+/// consumed by the one execution it allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalGrant {
     /// The pending approval it answers.
@@ -105,15 +169,22 @@ pub struct ApprovalGrant {
     pub principal_ref: String,
     /// The operation it was approved for.
     pub operation_id: String,
-    /// Who approved (the application's own name for the person).
-    pub approver: String,
-    /// When it lapses.
+    /// Each person's approval, in the order given: at least one, each approver once.
+    pub approvals: Vec<GivenApproval>,
+    /// When it lapses: the earliest of the approvals' expiries.
     pub expires_at: OffsetDateTime,
     /// The ledger key of the operation.
     pub ledger_key: String,
     /// The arguments as the person changed them (canonical JSON), when they approved with
     /// edits: the execution the grant allows runs these.
     pub edited_arguments: Option<String>,
+}
+
+impl ApprovalGrant {
+    /// Who approved, in the order they did.
+    pub fn approvers(&self) -> impl Iterator<Item = &str> {
+        self.approvals.iter().map(|given| given.approver.as_str())
+    }
 }
 
 /// Why an approval or rejection was refused.
@@ -133,6 +204,10 @@ pub enum ApprovalError {
     /// The edited arguments do not meet the tool's input contract.
     #[error("the edited arguments do not meet the tool's contract: {0}")]
     InvalidEdit(String),
+    /// Another person already approved this action with other edits (or none): every
+    /// approval of one action must name the same arguments.
+    #[error("the edits differ from those another approver approved")]
+    EditsDiffer,
     /// The expiry is beyond what RFC 3339 can write (a year past 9999), so no audit could
     /// record it.
     #[error("the approval's expiry is out of range")]

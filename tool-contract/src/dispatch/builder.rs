@@ -17,11 +17,12 @@ use crate::dispatch::gate::Gate;
 #[cfg(doc)]
 use crate::dispatch::handler::HandlerContext;
 use crate::dispatch::handler::{
-    ApprovalPolicy, ErasedStatusInput, Handler, ToolEntry, TypedTool, erase_status_input,
+    ApprovalPolicy, ArgumentRule, ErasedStatusInput, Handler, ToolEntry, TypedTool,
+    erase_status_input,
 };
 use crate::dispatch::options::{Authorizer, ToolOptions};
 use crate::dispatch::store::{ControlStore, MemoryStore};
-use crate::results::AuditKeys;
+use crate::results::{AuditKeys, ReceiptSigner};
 use crate::vocabulary::{Approval, ForbiddenKeys, Reconcile};
 
 /// Why a dispatcher cannot be built.
@@ -78,6 +79,10 @@ pub enum BuildError {
     /// An approval policy was given for a tool the registry does not hold.
     #[error("an approval policy was given for {0:?}, which the registry does not hold")]
     UnregisteredPolicy(&'static str),
+    /// A policy asked for no approvers at all: a write needing approval needs at least one
+    /// person (`approval_when` is how a policy waives it).
+    #[error("a policy for {0:?} asks for 0 approvers: at least 1 must approve")]
+    NoApprovers(&'static str),
 }
 
 /// Every problem [`DispatcherBuilder::build`] found, in registry order: one error, so that
@@ -189,6 +194,8 @@ pub struct DispatcherBuilder {
     trace_model_results: bool,
     approval_policies: HashMap<&'static str, ApprovalPolicy>,
     unregistered_policies: Vec<&'static str>,
+    no_approvers: Vec<&'static str>,
+    receipts: Option<ReceiptSigner>,
 }
 
 impl DispatcherBuilder {
@@ -208,6 +215,8 @@ impl DispatcherBuilder {
             trace_model_results: false,
             approval_policies: HashMap::new(),
             unregistered_policies: Vec::new(),
+            no_approvers: Vec::new(),
+            receipts: None,
         }
     }
 
@@ -315,13 +324,74 @@ impl DispatcherBuilder {
             self.unregistered_policies.push(C::NAME);
             return self;
         }
-        let policy: ApprovalPolicy =
-            Arc::new(move |arguments: &[u8], forbidden: &ForbiddenKeys| {
-                // Arguments that do not read as `C` (validated before, so never) ask a person.
-                C::parse_arguments_with(arguments, forbidden)
-                    .map_or(true, |input| needs_person(&input))
-            });
-        self.approval_policies.insert(C::NAME, policy);
+        let rule = argument_rule(needs_person);
+        self.approval_policies.entry(C::NAME).or_default().ask_when = Some(rule);
+        self
+    }
+
+    /// Asks `approvers` different people (the four-eyes rule, for 2) about each write of `C`
+    /// whose typed arguments `applies` holds of: refunds above an amount, say. The write
+    /// runs only when that many distinct approvers approved the same preview; a rejection by
+    /// any one refuses it; one person approving twice counts once. Approvals may be given on
+    /// any replica sharing the store. Writes it does not apply to need what they otherwise
+    /// would (one person, or none where [`approval_when`](Self::approval_when) waives it);
+    /// where several rules apply, the largest count holds. A rule that panics applies.
+    ///
+    /// As for `approval_when`, the contract must say `approval = required`
+    /// ([`BuildError::PolicyWithoutApproval`]); a count of 0 is [`BuildError::NoApprovers`].
+    ///
+    /// ```
+    /// # use tool_contract::{ToolContract, ToolOutput};
+    /// #[derive(serde::Deserialize, ToolContract)]
+    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, approval = required,
+    ///                 reconcile = manual, source_label = "desk", producer_revision = "desk-1")]
+    /// /// Drafts a refund.
+    /// struct DraftRefund {
+    ///     #[tool_contract(maximum = 1000000)]
+    ///     amount_cents: u32,
+    /// }
+    /// #[derive(serde::Serialize, ToolOutput)]
+    /// struct Drafted { #[tool_output(max_len = 16)] draft_ref: String }
+    ///
+    /// # fn builder(b: tool_contract::dispatch::DispatcherBuilder) -> tool_contract::dispatch::DispatcherBuilder {
+    /// // Two supervisors for refunds above 500.00; one for the rest.
+    /// b.approvers_when(2, |refund: &DraftRefund| refund.amount_cents > 50_000)
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn approvers_when<C: ToolContract>(
+        mut self,
+        approvers: u32,
+        applies: impl Fn(&C) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        if !self.holds::<C>() {
+            self.unregistered_policies.push(C::NAME);
+            return self;
+        }
+        if approvers == 0 {
+            self.no_approvers.push(C::NAME);
+        }
+        let rule = argument_rule(applies);
+        let policy = self.approval_policies.entry(C::NAME).or_default();
+        policy.approvers.push((approvers, rule));
+        self
+    }
+
+    /// Asks `approvers` different people about every write of `C`:
+    /// [`approvers_when`](Self::approvers_when) with a rule that always applies.
+    #[must_use]
+    pub fn approvers<C: ToolContract>(self, approvers: u32) -> Self {
+        self.approvers_when(approvers, |_: &C| true)
+    }
+
+    /// Signs a receipt each time a grant is redeemed: proof, in the audit and the audit log
+    /// (never in the model result), that these people approved exactly this action, which
+    /// anyone can check offline with the signer's [published key](ReceiptSigner::published_key)
+    /// ([`KeySet::verify`](crate::results::KeySet::verify)). A redemption at a time the key does
+    /// not sign runs nothing: it reads `TIMEOUT_BEFORE_EXECUTE` and the grant stays unspent.
+    #[must_use]
+    pub fn approval_receipts(mut self, signer: ReceiptSigner) -> Self {
+        self.receipts = Some(signer);
         self
     }
 
@@ -442,6 +512,11 @@ impl DispatcherBuilder {
                 .iter()
                 .map(|name| BuildError::UnregisteredPolicy(name)),
         );
+        errors.extend(
+            self.no_approvers
+                .iter()
+                .map(|name| BuildError::NoApprovers(name)),
+        );
         for name in self.approval_policies.keys() {
             let spec = self.registry.get(name);
             if spec.is_some_and(|spec| spec.approval() != Some(Approval::Required)) {
@@ -464,6 +539,17 @@ impl DispatcherBuilder {
             lease_grace: self.lease_grace,
             trace_model_results: self.trace_model_results,
             approval_policies: self.approval_policies,
+            receipts: self.receipts,
         }))
     }
+}
+
+/// `rule` over the typed input of `C`, erased to its arguments' bytes. Arguments that do not
+/// read as `C` (validated before, so never) make it hold: a rule fails toward asking.
+fn argument_rule<C: ToolContract>(
+    rule: impl Fn(&C) -> bool + Send + Sync + 'static,
+) -> ArgumentRule {
+    Arc::new(move |arguments: &[u8], forbidden: &ForbiddenKeys| {
+        C::parse_arguments_with(arguments, forbidden).map_or(true, |input| rule(&input))
+    })
 }

@@ -166,9 +166,20 @@ pub(crate) trait ErasedTool: Send + Sync {
     ) -> BoxFuture<Result<RawResult, ToolFailure>>;
 }
 
-/// Whether a write's arguments (already validated) need a person: an application's policy,
-/// over the typed input, with the contract type erased.
-pub(crate) type ApprovalPolicy = Arc<dyn Fn(&[u8], &ForbiddenKeys) -> bool + Send + Sync>;
+/// Whether a rule of the application's holds of a write's arguments (already validated): a
+/// predicate over the typed input, with the contract type erased.
+pub(crate) type ArgumentRule = Arc<dyn Fn(&[u8], &ForbiddenKeys) -> bool + Send + Sync>;
+
+/// What the application says of one tool's approvals, within its contract's
+/// `approval = required`.
+#[derive(Clone, Default)]
+pub(crate) struct ApprovalPolicy {
+    /// A person is asked only when this holds (`approval_when`); without it, always.
+    pub(crate) ask_when: Option<ArgumentRule>,
+    /// This many different people when the rule holds (`approvers_when`): the most that
+    /// any rule that holds asks for.
+    pub(crate) approvers: Vec<(u32, ArgumentRule)>,
+}
 
 /// A status tool's typed input, on its way from the write's tool to the status tool's.
 pub(crate) type StatusInput = Box<dyn Any + Send>;

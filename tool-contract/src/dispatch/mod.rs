@@ -45,8 +45,8 @@ pub mod store;
 mod telemetry;
 
 pub use approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
-    Invalidity, PendingApproval, Preview, RejectStep, RejectionReason,
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep, Approved,
+    GivenApproval, Invalidity, PendingApproval, Preview, RejectStep, RejectionReason,
 };
 pub use audit_log::{
     AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256,

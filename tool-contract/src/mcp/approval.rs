@@ -89,8 +89,9 @@ impl Decision {
 pub(super) fn confirmation(pending: &PendingApproval) -> Option<ElicitRequestParams> {
     let preview = pending.preview.to_text();
     let message = format!(
-        "Approve this {} call? It runs exactly as shown.\n{preview}",
-        pending.preview.tool
+        "Approve this {} call? It runs exactly as shown.{}\n{preview}",
+        pending.preview.tool,
+        still_needed(pending)
     );
     let reasons = REASONS
         .iter()
@@ -107,6 +108,21 @@ pub(super) fn confirmation(pending: &PendingApproval) -> Option<ElicitRequestPar
         message,
         requested_schema,
     })
+}
+
+/// What the confirmation says of the approvals still needed, where more than one person
+/// must approve: nothing for the common one.
+fn still_needed(pending: &PendingApproval) -> String {
+    let required = pending.approvals_required;
+    let needed = pending.approvals_still_needed();
+    if required <= 1 {
+        return String::new();
+    }
+    let people = if needed == 1 { "person" } else { "people" };
+    format!(
+        " It needs {required} different approvers: {needed} more {people} must approve \
+         before it runs."
+    )
 }
 
 /// Why a `requestState` sent back with an answer was refused; nothing was recorded.

@@ -502,6 +502,8 @@ fn pending_meta(pending: &PendingApproval) -> MetaObject {
             "preview": pending.preview,
             "preview_text": pending.preview.to_text(),
             "preview_sha256": pending.preview_sha256,
+            "approvals_required": pending.approvals_required,
+            "approvals_still_needed": pending.approvals_still_needed(),
         }),
     );
     meta

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::receipt::SignedReceipt;
 use crate::contract::spec::ToolSpec;
 use crate::vocabulary::call::{Api, Provider, ToolCall};
 
@@ -48,8 +49,9 @@ pub struct ProtectedAudit {
 pub struct ApprovalRecord {
     /// The approval's id.
     pub approval_id: String,
-    /// Who approved (the application's name for the person).
-    pub approver: String,
+    /// Who approved (the application's names for the people), in the order they did: one,
+    /// or as many as a policy required.
+    pub approvers: Vec<String>,
     /// The request digest approved: the `request_sha256` of this very call.
     pub request_sha256: String,
     /// The digest of the preview the person saw.
@@ -60,6 +62,11 @@ pub struct ApprovalRecord {
     /// (canonical JSON): what ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_arguments: Option<String>,
+    /// The signed receipt of the redemption, when the dispatcher signs receipts
+    /// ([`DispatcherBuilder::approval_receipts`](crate::dispatch::DispatcherBuilder::approval_receipts)):
+    /// on the audit of the execution that redeemed the grant only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<SignedReceipt>,
 }
 
 /// The provider turn a call came from.

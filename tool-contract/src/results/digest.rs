@@ -226,42 +226,21 @@ impl AuditKeys {
         spec: Option<&ToolSpec>,
         arguments: &[u8],
     ) -> String {
-        let revisions = spec.map(ToolSpec::revisions);
+        let revisions = spec.map(|spec| RequestRevisions::of(spec.revisions()));
         // Arguments over the contract's size, or not I-JSON, still bind, by the digest of
         // their exact bytes under a member name no canonical form uses; oversized ones are
         // never parsed, so a refused input costs no more than its own bytes.
         let canonical_arguments = canonical_within(spec, arguments);
         let unparsed_digest;
         let arguments = match &canonical_arguments {
-            Some(canonical) => ("arguments", Field::Raw(canonical)),
+            Some(canonical) => Field::Raw(canonical),
             None => {
                 unparsed_digest = hex::encode(Sha256::digest(arguments));
-                ("arguments_bytes_sha256", Field::Str(&unparsed_digest))
+                Field::Str(&unparsed_digest)
             }
         };
         let mut hasher = self.hasher();
-        write_object(
-            &mut hasher,
-            &mut [
-                arguments,
-                ("domain", Field::Str(REQUEST_DOMAIN)),
-                (
-                    "effect_revision",
-                    Field::OptStr(revisions.map(|r| r.effect.as_str())),
-                ),
-                (
-                    "input_revision",
-                    Field::OptStr(revisions.map(|r| r.input.as_str())),
-                ),
-                (
-                    "output_revision",
-                    Field::OptStr(revisions.map(|r| r.output.as_str())),
-                ),
-                ("subject", Field::Str(&principal.subject)),
-                ("tenant", Field::Str(&principal.tenant)),
-                ("tool", Field::Str(tool)),
-            ],
-        );
+        write_request(&mut hasher, principal, tool, revisions.as_ref(), arguments);
         hasher.finish()
     }
 
@@ -335,6 +314,73 @@ impl AuditKeys {
         );
         hasher.finish()
     }
+}
+
+/// The contract revisions a request digest binds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RequestRevisions<'a> {
+    pub(crate) effect: &'a str,
+    pub(crate) input: &'a str,
+    pub(crate) output: &'a str,
+}
+
+impl<'a> RequestRevisions<'a> {
+    pub(crate) fn of(revisions: &'a Revisions) -> Self {
+        RequestRevisions {
+            effect: &revisions.effect,
+            input: &revisions.input,
+            output: &revisions.output,
+        }
+    }
+}
+
+/// The plain (unkeyed) `request_sha256` of a call whose arguments are `canonical_arguments`
+/// (RFC 8785): what anyone holding the call can recompute, without the application's keys.
+pub(crate) fn plain_request_digest(
+    principal: &Principal,
+    tool: &str,
+    revisions: &RequestRevisions<'_>,
+    canonical_arguments: &[u8],
+) -> String {
+    let mut hasher = Hasher::Plain(Sha256::new());
+    let arguments = Field::Raw(canonical_arguments);
+    write_request(&mut hasher, principal, tool, Some(revisions), arguments);
+    hasher.finish()
+}
+
+/// The request object, fed to `hasher`: `arguments` is the canonical arguments
+/// ([`Field::Raw`]) or, for arguments that could not be read, their bytes' digest
+/// ([`Field::Str`], under a member name no canonical form uses).
+fn write_request(
+    hasher: &mut Hasher,
+    principal: &Principal,
+    tool: &str,
+    revisions: Option<&RequestRevisions<'_>>,
+    arguments: Field<'_>,
+) {
+    let arguments = match arguments {
+        Field::Raw(canonical) => ("arguments", Field::Raw(canonical)),
+        other => ("arguments_bytes_sha256", other),
+    };
+    write_object(
+        hasher,
+        &mut [
+            arguments,
+            ("domain", Field::Str(REQUEST_DOMAIN)),
+            (
+                "effect_revision",
+                Field::OptStr(revisions.map(|r| r.effect)),
+            ),
+            ("input_revision", Field::OptStr(revisions.map(|r| r.input))),
+            (
+                "output_revision",
+                Field::OptStr(revisions.map(|r| r.output)),
+            ),
+            ("subject", Field::Str(&principal.subject)),
+            ("tenant", Field::Str(&principal.tenant)),
+            ("tool", Field::Str(tool)),
+        ],
+    );
 }
 
 /// The canonical form of a call's `arguments`, if they are within the size the tool `spec`

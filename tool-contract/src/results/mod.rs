@@ -3,7 +3,9 @@
 //! What the model may see ([`ModelResult`]: status, data or a [`ModelError`] from the fixed
 //! [`CATALOG`], [`Execution`], [`Provenance`]) and its JSON Schema; what only auditors may see
 //! ([`ProtectedAudit`], with the three digests of its [`Binding`]); the keys those digests
-//! and the principal reference are made with ([`AuditKeys`]); and arbitration between facts.
+//! and the principal reference are made with ([`AuditKeys`]); the signed receipts of
+//! approvals ([`SignedReceipt`], checked offline with a [`KeySet`]); and arbitration between
+//! facts.
 //! It imports the layers below: the JSON core, the vocabulary, the contract model.
 
 pub(crate) mod arbitrate;
@@ -13,6 +15,7 @@ pub(crate) mod digest;
 pub(crate) mod error;
 pub(crate) mod execution;
 pub(crate) mod model;
+pub(crate) mod receipt;
 pub(crate) mod schema;
 
 pub use audit::{
@@ -27,3 +30,7 @@ pub use execution::{
     ProvenanceFault, Status, Trust,
 };
 pub use model::{Inconsistency, MODEL_RESULT_SCHEMA_VERSION, ModelResult, ModelResultError};
+pub use receipt::{
+    ApprovalReceipt, KeySet, PublishedKey, RECEIPT_DOMAIN, ReceiptApproval, ReceiptError,
+    ReceiptFacts, ReceiptRevisions, ReceiptSigner, SignedReceipt,
+};

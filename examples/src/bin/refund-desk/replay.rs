@@ -447,7 +447,9 @@ async fn approve(
                 expires_at,
             )
             .await
-            .map_err(|error| format!("the approval was refused: {error}"))?;
+            .map_err(|error| format!("the approval was refused: {error}"))?
+            .grant()
+            .ok_or("one approval did not grant the refund")?;
         match output {
             Output::Text => println!(
                 "  supervisor approves {} after reading its preview (sha256 {})",

@@ -28,8 +28,7 @@ use tracing::{Instrument, Span, debug, info, warn};
 use crate::binder::{Binder, CallResult, ToolFailure};
 use crate::contract::{Registry, ToolSpec};
 use crate::dispatch::approval::{
-    ApprovalError, ApprovalGrant, ApproveStep, PendingApproval, RejectStep, RejectionReason,
-    later_by,
+    ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep, RejectionReason, later_by,
 };
 use crate::dispatch::audit_log::{AuditLogError, AuditSink};
 use crate::dispatch::budget::{StopReason, Task};
@@ -40,7 +39,7 @@ use crate::dispatch::state::{WriteEvent, WriteState};
 use crate::dispatch::store::guarded::Guarded;
 use crate::dispatch::store::{Advanced, ControlStore, Lease, Purged, Record, StoreError};
 use crate::dispatch::telemetry;
-use crate::results::{ApprovalRecord, AuditKeys, ErrorCode, ModelError};
+use crate::results::{ApprovalRecord, AuditKeys, ErrorCode, ModelError, ReceiptSigner};
 use crate::vocabulary::{CallContext, Principal, Reconcile};
 
 /// A stage's early exit: the call's final result (boxed: results are large, exits rare).
@@ -61,6 +60,7 @@ pub struct Dispatcher {
     lease_grace: Duration,
     trace_model_results: bool,
     approval_policies: HashMap<&'static str, ApprovalPolicy>,
+    receipts: Option<ReceiptSigner>,
     in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// For each read a write names as `reconcile = ThisTool`, the writes it is the status
     /// query of.
@@ -84,6 +84,7 @@ pub(crate) struct Parts {
     pub(crate) lease_grace: Duration,
     pub(crate) trace_model_results: bool,
     pub(crate) approval_policies: HashMap<&'static str, ApprovalPolicy>,
+    pub(crate) receipts: Option<ReceiptSigner>,
 }
 
 /// How many writes pass between two purges of expired ledger keys.
@@ -209,6 +210,7 @@ impl Dispatcher {
             lease_grace: parts.lease_grace,
             trace_model_results: parts.trace_model_results,
             approval_policies: parts.approval_policies,
+            receipts: parts.receipts,
             in_flight: Mutex::new(HashMap::new()),
             status_tools,
             rng: Mutex::new(rng),
@@ -283,6 +285,10 @@ impl Dispatcher {
     /// `expires_at`. The approval covers exactly that request, tool, principal and operation,
     /// and is redeemed by the one execution it allows, on whichever replica shares the store.
     ///
+    /// Where a policy asks for several approvers ([`DispatcherBuilder::approvers_when`](crate::dispatch::DispatcherBuilder::approvers_when)), each
+    /// approval is recorded against the same pending approval ([`Approved::Awaiting`]) until
+    /// that many different people have approved; then [`Approved::Granted`].
+    ///
     /// # Errors
     ///
     /// [`ApprovalError`] when nothing is pending under that id (decided, or superseded by a
@@ -294,7 +300,7 @@ impl Dispatcher {
         preview_sha256: &str,
         approver: &str,
         expires_at: OffsetDateTime,
-    ) -> Result<ApprovalGrant, ApprovalError> {
+    ) -> Result<Approved, ApprovalError> {
         self.approve_as(approval_id, preview_sha256, approver, expires_at, None)
             .await
     }
@@ -311,7 +317,7 @@ impl Dispatcher {
         pending: &PendingApproval,
         approver: &str,
         lifetime: Duration,
-    ) -> Result<ApprovalGrant, ApprovalError> {
+    ) -> Result<Approved, ApprovalError> {
         let expires_at = later_by(self.now(), lifetime);
         self.approve(
             &pending.approval_id,
@@ -340,7 +346,7 @@ impl Dispatcher {
         edited_arguments: &Value,
         approver: &str,
         expires_at: OffsetDateTime,
-    ) -> Result<ApprovalGrant, ApprovalError> {
+    ) -> Result<Approved, ApprovalError> {
         let pending = self
             .pending_approvals()
             .await
@@ -378,7 +384,7 @@ impl Dispatcher {
         approver: &str,
         expires_at: OffsetDateTime,
         edited_arguments: Option<String>,
-    ) -> Result<ApprovalGrant, ApprovalError> {
+    ) -> Result<Approved, ApprovalError> {
         // The audit records the expiry as RFC 3339, which has four-digit years only.
         if expires_at.format(&Rfc3339).is_err() {
             return Err(ApprovalError::ExpiryOutOfRange);
@@ -391,13 +397,21 @@ impl Dispatcher {
             now: (self.clock)(),
             edited_arguments,
         };
-        let grant = self
+        let approved = self
             .store
             .approve(&step)
             .await
             .map_err(ApprovalError::Store)??;
-        info!(stage = "approval", state = "approved", "write approved");
-        Ok(grant)
+        match &approved {
+            Approved::Granted(_) => info!(stage = "approval", state = "approved", "write approved"),
+            Approved::Awaiting(pending) => info!(
+                stage = "approval",
+                state = "pending_approval",
+                approvals_still_needed = pending.approvals_still_needed(),
+                "approval recorded; more approvers needed"
+            ),
+        }
+        Ok(approved)
     }
 
     /// Rejects a pending write; its operation is refused from then on, on every replica.

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tracing::{Instrument, debug, warn};
 
@@ -13,9 +14,9 @@ use super::{Call, Dispatcher, Ended, PURGE_EVERY, Valid, duration_ms, prefix, sh
 use crate::binder::{CallResult, FailureKind, RawProvenance, RawResult, Seal, ToolFailure};
 use crate::contract::ToolSpec;
 use crate::dispatch::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalGrant, PendingApproval, Preview, RejectionReason,
+    ApprovalAsk, ApprovalCheck, ApprovalGrant, PendingApproval, Preview, RejectionReason, unix_ms,
 };
-use crate::dispatch::handler::{BoxFuture, HandlerContext};
+use crate::dispatch::handler::{ArgumentRule, BoxFuture, HandlerContext};
 use crate::dispatch::options::ToolOptions;
 use crate::dispatch::state::{WriteEvent, WriteState};
 use crate::dispatch::store::{Advance, Advanced, Claim, Claimed, Lease, Record, Release};
@@ -23,7 +24,8 @@ use crate::dispatch::telemetry::{self, Guardrail, Verdict};
 use crate::json::encoding::infallible;
 use crate::results::digest::digests_equal;
 use crate::results::{
-    ApprovalRecord, Delivery, ErrorCode, ModelError, ModelResult, Provenance, Status, Trust,
+    ApprovalRecord, Delivery, ErrorCode, ModelError, ModelResult, Provenance, ReceiptFacts,
+    ReceiptRevisions, Status, Trust,
 };
 use crate::vocabulary::{Approval, CallContext, Principal, Reconcile};
 
@@ -77,7 +79,8 @@ impl Dispatcher {
             }
             Ok(_) => {}
         }
-        if !self.needs_person(call, valid) {
+        let approvals_required = self.approvals_required(call, valid);
+        if approvals_required == 0 {
             let ended = self
                 .claim_and_run(call, valid, &key, None, None, None)
                 .await;
@@ -90,7 +93,8 @@ impl Dispatcher {
         // execution, once, whichever replica claims. A claim that runs nothing (a budget
         // stop) releases the key and gives the grant back.
         for _ in 0..2 {
-            let (approval, grant) = match self.approval(call, valid, &key).await {
+            let (approval, grant) = match self.approval(call, valid, &key, approvals_required).await
+            {
                 Ok(approved) => approved,
                 Err(ended) => return *ended,
             };
@@ -100,7 +104,7 @@ impl Dispatcher {
                     .in_state(Some(APPROVED))
                     .approved(Some(approval));
             }
-            let redeem = Some(grant.approval_id.as_str());
+            let redeem = Some(&grant);
             let ran = match &grant.edited_arguments {
                 None => {
                     self.claim_and_run(call, valid, &key, Some(approval), redeem, None)
@@ -122,24 +126,55 @@ impl Dispatcher {
         Ended::new(self.control(call, error, "the approval was spent by another execution"))
     }
 
-    /// The claim of a write's key (redeeming the grant of `redeem`, if given), and what
-    /// follows from it: the execution, or the ledger's answer; `None` when the grant was
-    /// spent and nothing was claimed.
-    /// Claims the write's key (redeeming `redeem`'s grant) and runs it on a fresh claim:
+    /// Claims the write's key (redeeming `redeem`, if given) and runs it on a fresh claim:
     /// as `call`, or as `fresh_as` (the edited call a person approved) when given; an
-    /// existing record answers `call`.
+    /// existing record answers `call`. `None` when the grant was spent and nothing was
+    /// claimed. A redemption's receipt, when the dispatcher signs them, is signed before the
+    /// claim (a key that does not sign now runs nothing) and kept on the audit only if this
+    /// claim redeemed the grant.
     async fn claim_and_run(
         &self,
         call: &Call<'_>,
         valid: &Valid<'_>,
         key: &WriteKey,
-        approval: Option<ApprovalRecord>,
-        redeem: Option<&str>,
+        mut approval: Option<ApprovalRecord>,
+        redeem: Option<&ApprovalGrant>,
         fresh_as: Option<(&Call<'_>, &Valid<'_>)>,
     ) -> Option<Ended> {
         let mut claim = self.claim(valid, key);
-        claim.redeem = redeem.map(str::to_owned);
-        Some(match self.store.claim(&claim).await {
+        if let Some(grant) = redeem {
+            claim.redeem = Some(grant.approval_id.clone());
+            if let Some(signer) = &self.receipts {
+                let redeemed_at = (self.clock)();
+                claim.now_ms = unix_ms(redeemed_at);
+                match signer.sign(&self.receipt_facts(grant, valid, redeemed_at)) {
+                    Ok(receipt) => {
+                        if let Some(record) = approval.as_mut() {
+                            record.receipt = Some(receipt);
+                        }
+                    }
+                    Err(error) => {
+                        warn!(stage = "approval", error = %error, "no receipt; nothing was run");
+                        let refused = ModelError::new(ErrorCode::TimeoutBeforeExecute);
+                        let detail = format!("no approval receipt could be signed: {error}");
+                        let result = self.control(call, refused, &detail);
+                        return Some(
+                            Ended::new(result)
+                                .in_state(Some(APPROVED))
+                                .approved(approval),
+                        );
+                    }
+                }
+            }
+        }
+        let claimed = self.store.claim(&claim).await;
+        if !matches!(claimed, Ok(Claimed::Fresh))
+            && let Some(record) = approval.as_mut()
+        {
+            // This claim redeemed nothing: there is nothing to give a receipt for.
+            record.receipt = None;
+        }
+        Some(match claimed {
             Err(error) => {
                 let approved = approval.as_ref().map(|_| APPROVED);
                 Ended::new(self.store_failed(call, &error))
@@ -172,7 +207,7 @@ impl Dispatcher {
         valid: &Valid<'_>,
         key: &WriteKey,
         approval: ApprovalRecord,
-        redeem: Option<&str>,
+        redeem: Option<&ApprovalGrant>,
         context: &CallContext,
     ) -> Option<Ended> {
         let edited = Call {
@@ -395,31 +430,40 @@ impl Dispatcher {
         )
     }
 
-    /// Whether this write waits for a person: its contract says `approval = required`, and the
-    /// application's policy for the tool, if it gave one, says so of these arguments.
-    fn needs_person(&self, call: &Call<'_>, valid: &Valid<'_>) -> bool {
+    /// How many different people must approve this write (0: it runs at once): none unless
+    /// its contract says `approval = required`; then one, or what the application's policy
+    /// for the tool says of these arguments.
+    fn approvals_required(&self, call: &Call<'_>, valid: &Valid<'_>) -> u32 {
         if valid.spec.approval() != Some(Approval::Required) {
-            return false;
+            return 0;
         }
         let Some(policy) = self.approval_policies.get(valid.spec.name()) else {
-            return true;
+            return 1;
         };
         let arguments = &call.context.call.arguments;
         let forbidden = self.registry.forbidden_keys();
-        // A policy that panics asks a person: the application's code fails closed.
-        let needed = catch_unwind(AssertUnwindSafe(|| policy(arguments, forbidden)))
-            .unwrap_or_else(|_| {
+        // A rule that panics holds: the application's code fails toward asking.
+        let holds = |rule: &ArgumentRule| {
+            catch_unwind(AssertUnwindSafe(|| rule(arguments, forbidden))).unwrap_or_else(|_| {
                 warn!(stage = "approval", "approval policy panicked");
                 true
-            });
-        if !needed {
+            })
+        };
+        let asked = policy.ask_when.as_ref().is_none_or(holds);
+        let base = u32::from(asked);
+        let required = policy
+            .approvers
+            .iter()
+            .filter(|(_, rule)| holds(rule))
+            .fold(base, |most, (count, _)| most.max(*count));
+        if required == 0 {
             debug!(
                 stage = "approval",
                 state = "not_needed",
                 "the approval policy waived it"
             );
         }
-        needed
+        required
     }
 
     /// The approval stage: the grant for exactly this request, for the claim to redeem
@@ -430,9 +474,10 @@ impl Dispatcher {
         call: &Call<'_>,
         valid: &Valid<'_>,
         key: &WriteKey,
+        approvals_required: u32,
     ) -> Result<(ApprovalRecord, ApprovalGrant), Box<Ended>> {
         let principal_ref = self.keys.principal_ref(call.principal);
-        let fresh = self.pending_approval(call, valid, key, &principal_ref);
+        let fresh = self.pending_approval(call, valid, key, &principal_ref, approvals_required);
         let ask = ApprovalAsk {
             ledger_key: key.ledger_key.clone(),
             request_sha256: key.request_sha256.clone(),
@@ -467,7 +512,7 @@ impl Dispatcher {
                 debug!(stage = "approval", state = "approved", "approval found");
                 let record = ApprovalRecord {
                     approval_id: grant.approval_id.clone(),
-                    approver: grant.approver.clone(),
+                    approvers: grant.approvers().map(str::to_owned).collect(),
                     request_sha256: grant.request_sha256.clone(),
                     preview_sha256: grant.preview_sha256.clone(),
                     expires_at: infallible(
@@ -475,6 +520,7 @@ impl Dispatcher {
                         "approvals are refused with an expiry RFC 3339 cannot write",
                     ),
                     edited_arguments: grant.edited_arguments.clone(),
+                    receipt: None,
                 };
                 Ok((record, grant))
             }
@@ -504,6 +550,38 @@ impl Dispatcher {
         }
     }
 
+    /// What the receipt of `grant`'s redemption at `redeemed_at` states.
+    fn receipt_facts(
+        &self,
+        grant: &ApprovalGrant,
+        valid: &Valid<'_>,
+        redeemed_at: OffsetDateTime,
+    ) -> ReceiptFacts {
+        let revisions = valid.spec.revisions();
+        ReceiptFacts {
+            approval_id: grant.approval_id.clone(),
+            approvals: grant
+                .approvals
+                .iter()
+                .map(|given| (given.approver.clone(), given.approved_at))
+                .collect(),
+            principal_ref: grant.principal_ref.clone(),
+            tool: grant.tool.clone(),
+            operation_id: grant.operation_id.clone(),
+            request_sha256: grant.request_sha256.clone(),
+            request_digest: self.keys.algorithm(),
+            revisions: ReceiptRevisions {
+                effect: revisions.effect.clone(),
+                input: revisions.input.clone(),
+                output: revisions.output.clone(),
+            },
+            preview_sha256: grant.preview_sha256.clone(),
+            expires_at: grant.expires_at,
+            redeemed_at,
+            edited_arguments: grant.edited_arguments.clone(),
+        }
+    }
+
     /// What a person is asked to approve: a preview built from the validated arguments and
     /// the registry, under a fresh approval id.
     fn pending_approval(
@@ -512,6 +590,7 @@ impl Dispatcher {
         valid: &Valid<'_>,
         key: &WriteKey,
         principal_ref: &str,
+        approvals_required: u32,
     ) -> PendingApproval {
         let preview = Preview {
             tool: valid.spec.name().to_owned(),
@@ -534,6 +613,8 @@ impl Dispatcher {
             principal_ref: principal_ref.to_owned(),
             operation_id: call.context.operation_id.clone(),
             ledger_key: key.ledger_key.clone(),
+            approvals_required,
+            approvals: Vec::new(),
         }
     }
 

@@ -4,7 +4,7 @@
 use super::{Advance, Advanced, Claim, Claimed, Lease, Record, StoreError};
 use crate::dispatch::approval::{
     ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
-    RejectStep, grant_covers, unix_ms,
+    GivenApproval, RejectStep, grant_covers, unix_ms,
 };
 use crate::dispatch::state::{WriteEvent, WriteState};
 
@@ -194,18 +194,26 @@ pub fn decide_approval(
 }
 
 /// The one decision every store makes for an approval, given the entry it holds under the
-/// approval's ledger key: the grant to write.
+/// approval's ledger key: the entry to write. Approvals lapsed by now no longer count; one by
+/// a person who already approved counts once; the grant forms when as many different people
+/// as the pending approval requires have approved the same preview (and the same edits), and
+/// lapses with the first of their approvals.
 ///
 /// # Errors
 ///
 /// [`ApprovalError::NotPending`] unless that entry is the pending approval `step` names;
 /// [`ApprovalError::PreviewMismatch`] when the person saw another preview;
-/// [`ApprovalError::Expired`] when the expiry is not after now.
+/// [`ApprovalError::Expired`] when the expiry is not after now;
+/// [`ApprovalError::EditsDiffer`] when another approver approved other edits (or none).
 pub fn decide_approve(
     existing: Option<&ApprovalEntry>,
     step: &ApproveStep,
 ) -> Result<ApprovalEntry, ApprovalError> {
-    let Some(ApprovalEntry::Pending { pending, .. }) = existing else {
+    let Some(ApprovalEntry::Pending {
+        pending,
+        expires_at_ms,
+    }) = existing
+    else {
         return Err(ApprovalError::NotPending);
     };
     if pending.approval_id != step.approval_id {
@@ -217,16 +225,51 @@ pub fn decide_approve(
     if step.expires_at <= step.now {
         return Err(ApprovalError::Expired);
     }
+    let mut pending = pending.clone();
+    pending
+        .approvals
+        .retain(|given| given.expires_at > step.now);
+    if pending
+        .approvals
+        .iter()
+        .any(|given| given.edited_arguments != step.edited_arguments)
+    {
+        return Err(ApprovalError::EditsDiffer);
+    }
+    if !pending
+        .approvals
+        .iter()
+        .any(|given| given.approver == step.approver)
+    {
+        pending.approvals.push(GivenApproval {
+            approver: step.approver.clone(),
+            approved_at: step.now,
+            expires_at: step.expires_at,
+            edited_arguments: step.edited_arguments.clone(),
+        });
+    }
+    if pending.approvals_still_needed() > 0 {
+        return Ok(ApprovalEntry::Pending {
+            pending,
+            expires_at_ms: *expires_at_ms,
+        });
+    }
+    let expires_at = pending
+        .approvals
+        .iter()
+        .map(|given| given.expires_at)
+        .min()
+        .unwrap_or(step.expires_at);
     let grant = ApprovalGrant {
-        approval_id: pending.approval_id.clone(),
-        request_sha256: pending.request_sha256.clone(),
-        preview_sha256: pending.preview_sha256.clone(),
-        tool: pending.preview.tool.clone(),
-        principal_ref: pending.principal_ref.clone(),
-        operation_id: pending.operation_id.clone(),
-        approver: step.approver.clone(),
-        expires_at: step.expires_at,
-        ledger_key: pending.ledger_key.clone(),
+        approval_id: pending.approval_id,
+        request_sha256: pending.request_sha256,
+        preview_sha256: pending.preview_sha256,
+        tool: pending.preview.tool,
+        principal_ref: pending.principal_ref,
+        operation_id: pending.operation_id,
+        approvals: pending.approvals,
+        expires_at,
+        ledger_key: pending.ledger_key,
         edited_arguments: step.edited_arguments.clone(),
     };
     Ok(ApprovalEntry::Granted {

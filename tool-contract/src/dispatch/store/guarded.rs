@@ -12,8 +12,7 @@ use super::{
     StoreFuture,
 };
 use crate::dispatch::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalError, ApprovalGrant, ApproveStep, PendingApproval,
-    RejectStep,
+    ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep,
 };
 
 /// The store the dispatcher holds: `inner`, its panics turned into
@@ -60,7 +59,7 @@ impl ControlStore for Guarded {
     fn approve<'a>(
         &'a self,
         step: &'a ApproveStep,
-    ) -> StoreFuture<'a, Result<ApprovalGrant, ApprovalError>> {
+    ) -> StoreFuture<'a, Result<Approved, ApprovalError>> {
         guarded(|| self.0.approve(step))
     }
 

@@ -13,7 +13,7 @@ use super::{
     StoreFuture,
 };
 use crate::dispatch::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
     PendingApproval, RejectStep,
 };
 
@@ -172,7 +172,7 @@ impl ControlStore for MemoryStore {
     fn approve<'a>(
         &'a self,
         step: &'a ApproveStep,
-    ) -> StoreFuture<'a, Result<ApprovalGrant, ApprovalError>> {
+    ) -> StoreFuture<'a, Result<Approved, ApprovalError>> {
         answered(at_once(rows::approve(
             &mut MemoryRows(&mut self.state()),
             step,

@@ -45,8 +45,7 @@ pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::SqliteStore;
 
 use crate::dispatch::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalError, ApprovalGrant, ApproveStep, PendingApproval,
-    RejectStep,
+    ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep,
 };
 use crate::dispatch::state::{IllegalTransition, WriteEvent, WriteState};
 
@@ -93,7 +92,7 @@ pub trait ControlStore: Send + Sync {
     fn approve<'a>(
         &'a self,
         step: &'a ApproveStep,
-    ) -> StoreFuture<'a, Result<ApprovalGrant, ApprovalError>>;
+    ) -> StoreFuture<'a, Result<Approved, ApprovalError>>;
 
     /// A person's rejection of a pending write (see [`decide_reject`]).
     fn reject<'a>(&'a self, step: &'a RejectStep) -> StoreFuture<'a, Result<(), ApprovalError>>;

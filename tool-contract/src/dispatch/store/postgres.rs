@@ -21,7 +21,7 @@ use super::{
 };
 use crate::dispatch::WriteState;
 use crate::dispatch::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
     PendingApproval, RejectStep,
 };
 
@@ -536,7 +536,7 @@ impl ControlStore for PostgresStore {
     fn approve<'a>(
         &'a self,
         step: &'a ApproveStep,
-    ) -> StoreFuture<'a, Result<ApprovalGrant, ApprovalError>> {
+    ) -> StoreFuture<'a, Result<Approved, ApprovalError>> {
         Box::pin(async move { in_transaction!(self, |rows| rows::approve(&mut rows, step)) })
     }
 

@@ -9,8 +9,8 @@ use super::{
     decide_advance, decide_approval, decide_approve, decide_claim, decide_redeem, decide_reject,
 };
 use crate::dispatch::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
-    RejectStep, unix_ms,
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved, RejectStep,
+    unix_ms,
 };
 use crate::dispatch::state::WriteState;
 
@@ -166,7 +166,7 @@ pub(crate) async fn check_approval(
 pub(crate) async fn approve(
     rows: &mut impl Rows,
     step: &ApproveStep,
-) -> Result<Result<ApprovalGrant, ApprovalError>, StoreError> {
+) -> Result<Result<Approved, ApprovalError>, StoreError> {
     let Some(key) = rows.approval_key(&step.approval_id).await? else {
         return Ok(Err(ApprovalError::NotPending));
     };
@@ -178,9 +178,10 @@ pub(crate) async fn approve(
     };
     rows.put_approval(&key, &entry).await?;
     match entry {
-        ApprovalEntry::Granted { grant, .. } => Ok(Ok(grant)),
-        _ => Err(StoreError::Corrupt(
-            "an approval decided into no grant".into(),
+        ApprovalEntry::Granted { grant, .. } => Ok(Ok(Approved::Granted(grant))),
+        ApprovalEntry::Pending { pending, .. } => Ok(Ok(Approved::Awaiting(pending))),
+        ApprovalEntry::Rejected { .. } => Err(StoreError::Corrupt(
+            "an approval decided into a rejection".into(),
         )),
     }
 }

@@ -19,7 +19,7 @@ use super::{
 };
 use crate::dispatch::WriteState;
 use crate::dispatch::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
     PendingApproval, RejectStep,
 };
 
@@ -396,7 +396,7 @@ impl ControlStore for SqliteStore {
     fn approve<'a>(
         &'a self,
         step: &'a ApproveStep,
-    ) -> StoreFuture<'a, Result<ApprovalGrant, ApprovalError>> {
+    ) -> StoreFuture<'a, Result<Approved, ApprovalError>> {
         let step = step.clone();
         self.run(move |tx| at_once(rows::approve(&mut SqliteRows(tx), &step)))
     }

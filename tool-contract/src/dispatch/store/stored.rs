@@ -7,7 +7,7 @@ use time::format_description::well_known::Rfc3339;
 
 use super::{Lease, StoreError};
 use crate::dispatch::approval::{
-    ApprovalEntry, ApprovalGrant, PendingApproval, Preview, RejectionReason,
+    ApprovalEntry, ApprovalGrant, GivenApproval, PendingApproval, Preview, RejectionReason,
 };
 use crate::json::depth;
 
@@ -44,6 +44,59 @@ struct StoredPending {
     principal_ref: String,
     operation_id: String,
     ledger_key: String,
+    // A row written before four eyes existed needs one approver and has none yet.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    approvals_required: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    approvals: Vec<StoredApproval>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_one(count: &u32) -> bool {
+    *count == 1
+}
+
+/// One person's approval; times as RFC 3339.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredApproval {
+    approver: String,
+    approved_at: String,
+    expires_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    edited_arguments: Option<String>,
+}
+
+impl StoredApproval {
+    fn of(given: &GivenApproval) -> Result<Self, StoreError> {
+        Ok(StoredApproval {
+            approver: given.approver.clone(),
+            approved_at: given.approved_at.format(&Rfc3339).map_err(corrupt)?,
+            expires_at: given.expires_at.format(&Rfc3339).map_err(corrupt)?,
+            edited_arguments: given.edited_arguments.clone(),
+        })
+    }
+
+    fn given(self) -> Result<GivenApproval, StoreError> {
+        Ok(GivenApproval {
+            approver: self.approver,
+            approved_at: OffsetDateTime::parse(&self.approved_at, &Rfc3339).map_err(corrupt)?,
+            expires_at: OffsetDateTime::parse(&self.expires_at, &Rfc3339).map_err(corrupt)?,
+            edited_arguments: self.edited_arguments,
+        })
+    }
+}
+
+fn stored_approvals(approvals: &[GivenApproval]) -> Result<Vec<StoredApproval>, StoreError> {
+    approvals.iter().map(StoredApproval::of).collect()
+}
+
+fn given_approvals(approvals: Vec<StoredApproval>) -> Result<Vec<GivenApproval>, StoreError> {
+    approvals.into_iter().map(StoredApproval::given).collect()
 }
 
 #[derive(Serialize, Deserialize)]
@@ -62,7 +115,7 @@ struct StoredGrant {
     tool: String,
     principal_ref: String,
     operation_id: String,
-    approver: String,
+    approvals: Vec<StoredApproval>,
     expires_at: String,
     ledger_key: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,6 +142,8 @@ pub(crate) fn approval_row(entry: &ApprovalEntry) -> Result<ApprovalRow, StoreEr
                 principal_ref: pending.principal_ref.clone(),
                 operation_id: pending.operation_id.clone(),
                 ledger_key: pending.ledger_key.clone(),
+                approvals_required: pending.approvals_required,
+                approvals: stored_approvals(&pending.approvals)?,
             };
             (PENDING, to_json(&stored)?, None)
         }
@@ -101,7 +156,7 @@ pub(crate) fn approval_row(entry: &ApprovalEntry) -> Result<ApprovalRow, StoreEr
                 tool: grant.tool.clone(),
                 principal_ref: grant.principal_ref.clone(),
                 operation_id: grant.operation_id.clone(),
-                approver: grant.approver.clone(),
+                approvals: stored_approvals(&grant.approvals)?,
                 expires_at,
                 ledger_key: grant.ledger_key.clone(),
                 edited_arguments: grant.edited_arguments.clone(),
@@ -135,6 +190,8 @@ pub(crate) fn approval_entry(row: ReadApprovalRow) -> Result<ApprovalEntry, Stor
                 principal_ref: stored.principal_ref,
                 operation_id: stored.operation_id,
                 ledger_key: stored.ledger_key,
+                approvals_required: stored.approvals_required,
+                approvals: given_approvals(stored.approvals)?,
             };
             Ok(ApprovalEntry::Pending {
                 pending,
@@ -160,7 +217,7 @@ pub(crate) fn approval_entry(row: ReadApprovalRow) -> Result<ApprovalEntry, Stor
                 tool: stored.tool,
                 principal_ref: stored.principal_ref,
                 operation_id: stored.operation_id,
-                approver: stored.approver,
+                approvals: given_approvals(stored.approvals)?,
                 expires_at,
                 ledger_key: stored.ledger_key,
                 edited_arguments: stored.edited_arguments,

@@ -1,0 +1,586 @@
+//! Approval receipts: proof, kept with the audit, that these people approved exactly this
+//! action, which anyone holding the published key can check offline.
+//!
+//! A receipt is issued when a grant is redeemed: an RFC 8785 canonical JSON document naming
+//! the approvers, the principal reference, the tool, the request and preview digests, the
+//! approval, expiry and redemption times and the operation, signed with Ed25519 (RFC 8032,
+//! verified strictly: no malleable signatures, no small-order keys). The signing key's public
+//! half is published in a [`KeySet`] with its id and the dates it signs between, so a key can
+//! be rotated without making old receipts unverifiable.
+
+use std::fmt;
+
+use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use super::audit::DigestAlgorithm;
+use super::digest::{RequestRevisions, plain_request_digest};
+use crate::json::canonical;
+use crate::json::depth;
+use crate::json::encoding::infallible;
+use crate::vocabulary::call::Principal;
+
+/// The `domain` of every receipt of this version: a receipt is never read as anything else.
+pub const RECEIPT_DOMAIN: &str = "tool-contract/approval-receipt-v1";
+
+/// The only signature algorithm a published key names.
+const ED25519: &str = "ed25519";
+
+/// What a receipt says: signed, field for field, as its RFC 8785 canonical JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalReceipt {
+    /// Always [`RECEIPT_DOMAIN`].
+    domain: String,
+    /// The id of the key that signed it, in the published [`KeySet`].
+    pub key_id: String,
+    /// The pending approval the people answered.
+    pub approval_id: String,
+    /// Each approval, in the order given: one, or as many as the policy required.
+    pub approvals: Vec<ReceiptApproval>,
+    /// The keyed reference of the principal the action ran for.
+    pub principal_ref: String,
+    /// The tool.
+    pub tool: String,
+    /// The logical operation.
+    pub operation_id: String,
+    /// The request digest approved: the `request_sha256` of the model's call.
+    pub request_sha256: String,
+    /// How `request_sha256` was computed: plain SHA-256 can be recomputed from the call by
+    /// anyone ([`ApprovalReceipt::check_call`]); HMAC-SHA256 only with the application's
+    /// digest key.
+    pub request_digest: DigestAlgorithm,
+    /// The contract revisions the request digest binds.
+    pub revisions: ReceiptRevisions,
+    /// The digest of the preview the people saw.
+    pub preview_sha256: String,
+    /// When the approval would have lapsed (RFC 3339).
+    pub expires_at: String,
+    /// When the execution redeemed it (RFC 3339): the receipt's own time.
+    pub redeemed_at: String,
+    /// The SHA-256 of the arguments as the people changed them (canonical JSON), when they
+    /// approved with edits: what ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_arguments_sha256: Option<String>,
+}
+
+/// One person's approval, as a receipt names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiptApproval {
+    /// Who approved (the application's own name for the person).
+    pub approver: String,
+    /// When (RFC 3339).
+    pub approved_at: String,
+}
+
+/// The contract revisions of the tool approved, as its request digest binds them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiptRevisions {
+    /// Of the effect declaration.
+    pub effect: String,
+    /// Of the arguments' schema.
+    pub input: String,
+    /// Of the output's schema.
+    pub output: String,
+}
+
+/// A receipt and its signature: what the audit and the audit log keep, and what an auditor
+/// checks with [`KeySet::verify`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignedReceipt {
+    /// What was signed.
+    pub receipt: ApprovalReceipt,
+    /// The Ed25519 signature of the receipt's canonical JSON: 128 lowercase hex.
+    pub signature: String,
+}
+
+impl SignedReceipt {
+    /// The receipt as compact JSON (its members in canonical order): what to hand an
+    /// auditor.
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        let value = infallible(
+            serde_json::to_value(self),
+            "a receipt serializes to strings",
+        );
+        let bytes = infallible(canonical::to_vec(&value), "a receipt holds strings only");
+        infallible(String::from_utf8(bytes), "canonical JSON is UTF-8")
+    }
+}
+
+/// The facts of one redemption a receipt states (everything but the key id and the times'
+/// text, which the signer writes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiptFacts {
+    /// The pending approval answered.
+    pub approval_id: String,
+    /// Each approver and when they approved.
+    pub approvals: Vec<(String, OffsetDateTime)>,
+    /// The keyed reference of the principal.
+    pub principal_ref: String,
+    /// The tool.
+    pub tool: String,
+    /// The logical operation.
+    pub operation_id: String,
+    /// The request digest approved.
+    pub request_sha256: String,
+    /// How it was computed.
+    pub request_digest: DigestAlgorithm,
+    /// The contract revisions it binds.
+    pub revisions: ReceiptRevisions,
+    /// The preview's digest.
+    pub preview_sha256: String,
+    /// When the approval would have lapsed.
+    pub expires_at: OffsetDateTime,
+    /// When it was redeemed.
+    pub redeemed_at: OffsetDateTime,
+    /// The edited arguments (canonical JSON), when approved with edits.
+    pub edited_arguments: Option<String>,
+}
+
+/// One published verification key: its id, its public half, and the times it signs between.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublishedKey {
+    /// The id receipts name it by.
+    pub key_id: String,
+    /// Always `"ed25519"`.
+    pub algorithm: String,
+    /// The Ed25519 public key: 64 lowercase hex.
+    pub public_key: String,
+    /// The first instant it signs (RFC 3339).
+    pub valid_from: String,
+    /// The instant it stops signing (RFC 3339), once it is rotated out; `None` while it is
+    /// current. A receipt redeemed outside `[valid_from, valid_until)` does not verify.
+    pub valid_until: Option<String>,
+}
+
+/// Signs receipts with one Ed25519 key. Its `Debug` shows the key id, never the key.
+#[derive(Clone)]
+pub struct ReceiptSigner {
+    key_id: String,
+    signing_key: SigningKey,
+    valid_from: OffsetDateTime,
+    valid_until: Option<OffsetDateTime>,
+}
+
+impl fmt::Debug for ReceiptSigner {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("ReceiptSigner")
+            .field("key_id", &self.key_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReceiptSigner {
+    /// A signer with the Ed25519 secret key `secret` (32 bytes, RFC 8032's seed) under
+    /// `key_id`, signing from `valid_from` on.
+    ///
+    /// ```
+    /// use tool_contract::results::ReceiptSigner;
+    ///
+    /// let since = time::OffsetDateTime::from_unix_timestamp(1_796_083_200)?;
+    /// let signer = ReceiptSigner::new("desk-2026-12", [7; 32], since);
+    /// let published = signer.published_key();
+    /// assert_eq!(published.key_id, "desk-2026-12");
+    /// assert_eq!(published.public_key.len(), 64);
+    /// assert_eq!(published.valid_from, "2026-12-01T00:00:00Z");
+    /// # Ok::<(), time::error::ComponentRange>(())
+    /// ```
+    #[must_use]
+    pub fn new(key_id: impl Into<String>, secret: [u8; 32], valid_from: OffsetDateTime) -> Self {
+        ReceiptSigner {
+            key_id: key_id.into(),
+            signing_key: SigningKey::from_bytes(&secret),
+            valid_from,
+            valid_until: None,
+        }
+    }
+
+    /// The same signer, rotated out at `valid_until`: it signs nothing from then on.
+    #[must_use]
+    pub fn valid_until(mut self, valid_until: OffsetDateTime) -> Self {
+        self.valid_until = Some(valid_until);
+        self
+    }
+
+    /// The key's id.
+    #[must_use]
+    pub fn key_id(&self) -> &str {
+        &self.key_id
+    }
+
+    /// What to publish so that anyone can verify this signer's receipts.
+    #[must_use]
+    pub fn published_key(&self) -> PublishedKey {
+        // A date RFC 3339 cannot write (a negative year) publishes as "", which no key set
+        // accepts: such a key verifies nothing.
+        let format = |at: OffsetDateTime| at.format(&Rfc3339).unwrap_or_default();
+        PublishedKey {
+            key_id: self.key_id.clone(),
+            algorithm: ED25519.to_owned(),
+            public_key: hex::encode(self.signing_key.verifying_key().as_bytes()),
+            valid_from: format(self.valid_from),
+            valid_until: self.valid_until.map(format),
+        }
+    }
+
+    /// The signed receipt of `facts`.
+    ///
+    /// # Errors
+    ///
+    /// [`ReceiptError::KeyNotValid`] when `facts.redeemed_at` is outside the key's dates;
+    /// [`ReceiptError::Malformed`] when a time cannot be written as RFC 3339.
+    pub fn sign(&self, facts: &ReceiptFacts) -> Result<SignedReceipt, ReceiptError> {
+        let at = facts.redeemed_at;
+        if at < self.valid_from || self.valid_until.is_some_and(|until| at >= until) {
+            return Err(ReceiptError::KeyNotValid {
+                key_id: self.key_id.clone(),
+            });
+        }
+        let rfc3339 = |at: OffsetDateTime| {
+            at.format(&Rfc3339)
+                .map_err(|error| ReceiptError::Malformed(error.to_string()))
+        };
+        let approvals = facts
+            .approvals
+            .iter()
+            .map(|(approver, approved_at)| {
+                Ok(ReceiptApproval {
+                    approver: approver.clone(),
+                    approved_at: rfc3339(*approved_at)?,
+                })
+            })
+            .collect::<Result<_, ReceiptError>>()?;
+        let receipt = ApprovalReceipt {
+            domain: RECEIPT_DOMAIN.to_owned(),
+            key_id: self.key_id.clone(),
+            approval_id: facts.approval_id.clone(),
+            approvals,
+            principal_ref: facts.principal_ref.clone(),
+            tool: facts.tool.clone(),
+            operation_id: facts.operation_id.clone(),
+            request_sha256: facts.request_sha256.clone(),
+            request_digest: facts.request_digest,
+            revisions: facts.revisions.clone(),
+            preview_sha256: facts.preview_sha256.clone(),
+            expires_at: rfc3339(facts.expires_at)?,
+            redeemed_at: rfc3339(at)?,
+            edited_arguments_sha256: facts
+                .edited_arguments
+                .as_ref()
+                .map(|edited| hex::encode(Sha256::digest(edited.as_bytes()))),
+        };
+        let signature = self.signing_key.sign(&signed_bytes(&receipt));
+        Ok(SignedReceipt {
+            receipt,
+            signature: hex::encode(signature.to_bytes()),
+        })
+    }
+}
+
+/// The bytes a receipt's signature covers: its RFC 8785 canonical JSON.
+fn signed_bytes(receipt: &ApprovalReceipt) -> Vec<u8> {
+    let value = infallible(
+        serde_json::to_value(receipt),
+        "a receipt serializes to strings",
+    );
+    infallible(canonical::to_vec(&value), "a receipt holds strings only")
+}
+
+/// The published keys receipts are checked against: what an auditor holds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct KeySet {
+    keys: Vec<CheckedKey>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CheckedKey {
+    published: PublishedKey,
+    verifying_key: VerifyingKey,
+    valid_from: OffsetDateTime,
+    valid_until: Option<OffsetDateTime>,
+}
+
+/// The published form of a [`KeySet`]: `{"keys": [...]}`.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PublishedKeys {
+    keys: Vec<PublishedKey>,
+}
+
+impl KeySet {
+    /// The key set of these published keys.
+    ///
+    /// # Errors
+    ///
+    /// [`ReceiptError::KeySet`] for a key that is not Ed25519, not 64 lowercase hex, not a
+    /// valid public key, with dates that are not RFC 3339 or end before they start, or an id
+    /// given twice.
+    pub fn new(keys: impl IntoIterator<Item = PublishedKey>) -> Result<Self, ReceiptError> {
+        let mut checked: Vec<CheckedKey> = Vec::new();
+        for published in keys {
+            let bad =
+                |why: &str| ReceiptError::KeySet(format!("key {:?}: {why}", published.key_id));
+            if published.algorithm != ED25519 {
+                return Err(bad("the algorithm is not ed25519"));
+            }
+            if checked
+                .iter()
+                .any(|key| key.published.key_id == published.key_id)
+            {
+                return Err(bad("the id is given twice"));
+            }
+            let bytes: [u8; 32] = lowercase_hex(&published.public_key)
+                .and_then(|bytes| bytes.try_into().ok())
+                .ok_or_else(|| bad("the public key is not 64 lowercase hex"))?;
+            let verifying_key = VerifyingKey::from_bytes(&bytes)
+                .map_err(|_| bad("the public key is not an Ed25519 point"))?;
+            if verifying_key.is_weak() {
+                return Err(bad("the public key has small order"));
+            }
+            let time = |text: &str| {
+                OffsetDateTime::parse(text, &Rfc3339).map_err(|_| bad("a date is not RFC 3339"))
+            };
+            let valid_from = time(&published.valid_from)?;
+            let valid_until = published.valid_until.as_deref().map(time).transpose()?;
+            if valid_until.is_some_and(|until| until <= valid_from) {
+                return Err(bad("it stops signing before it starts"));
+            }
+            checked.push(CheckedKey {
+                published,
+                verifying_key,
+                valid_from,
+                valid_until,
+            });
+        }
+        Ok(KeySet { keys: checked })
+    }
+
+    /// The key set of its published JSON, `{"keys": [PublishedKey, ...]}`.
+    ///
+    /// # Errors
+    ///
+    /// [`ReceiptError::KeySet`] when the text is not that, or a key is refused as by
+    /// [`KeySet::new`].
+    pub fn from_json(json: &[u8]) -> Result<Self, ReceiptError> {
+        let published: PublishedKeys =
+            depth::from_slice(json).map_err(|error| ReceiptError::KeySet(error.to_string()))?;
+        Self::new(published.keys)
+    }
+
+    /// The published JSON of this key set.
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        let published = PublishedKeys {
+            keys: self.keys.iter().map(|key| key.published.clone()).collect(),
+        };
+        infallible(
+            serde_json::to_string_pretty(&published),
+            "published keys serialize to strings",
+        )
+    }
+
+    /// Checks a receipt's text: read exactly (unknown or duplicate members refused), signed
+    /// by the key it names, redeemed while that key signed. Returns what it says.
+    ///
+    /// # Errors
+    ///
+    /// [`ReceiptError`] for a receipt that is malformed, of another version, names a key this
+    /// set does not hold or one that did not sign at its time, or whose signature does not
+    /// verify.
+    pub fn verify(&self, receipt_json: &[u8]) -> Result<ApprovalReceipt, ReceiptError> {
+        let signed: SignedReceipt = depth::from_slice(receipt_json)
+            .map_err(|error| ReceiptError::Malformed(error.to_string()))?;
+        self.verify_signed(&signed)?;
+        Ok(signed.receipt)
+    }
+
+    /// Checks a receipt already read (see [`KeySet::verify`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`KeySet::verify`].
+    pub fn verify_signed(&self, signed: &SignedReceipt) -> Result<(), ReceiptError> {
+        let receipt = &signed.receipt;
+        if receipt.domain != RECEIPT_DOMAIN {
+            return Err(ReceiptError::OtherVersion);
+        }
+        let key = self
+            .keys
+            .iter()
+            .find(|key| key.published.key_id == receipt.key_id)
+            .ok_or_else(|| ReceiptError::UnknownKey(receipt.key_id.clone()))?;
+        let signature: [u8; 64] = lowercase_hex(&signed.signature)
+            .and_then(|bytes| bytes.try_into().ok())
+            .ok_or(ReceiptError::BadSignature)?;
+        key.verifying_key
+            .verify_strict(&signed_bytes(receipt), &Signature::from_bytes(&signature))
+            .map_err(|_| ReceiptError::BadSignature)?;
+        // Checked after the signature: only a signed time says when the key was used.
+        let redeemed_at = OffsetDateTime::parse(&receipt.redeemed_at, &Rfc3339)
+            .map_err(|error| ReceiptError::Malformed(error.to_string()))?;
+        let before = redeemed_at < key.valid_from;
+        let after = key.valid_until.is_some_and(|until| redeemed_at >= until);
+        if before || after {
+            return Err(ReceiptError::KeyNotValid {
+                key_id: receipt.key_id.clone(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl ApprovalReceipt {
+    /// Checks that this receipt covers the call of `principal` with these `arguments` (the
+    /// model's call, as JSON): recomputes its request digest from them and the revisions the
+    /// receipt names. A receipt moved to another call, principal or tool does not match.
+    ///
+    /// # Errors
+    ///
+    /// [`ReceiptError::KeyedRequestDigest`] when the digest is HMAC-SHA256 (it needs the
+    /// application's digest key); [`ReceiptError::Malformed`] for arguments that are not
+    /// I-JSON; [`ReceiptError::OtherCall`] when the digest differs.
+    pub fn check_call(&self, principal: &Principal, arguments: &[u8]) -> Result<(), ReceiptError> {
+        if self.request_digest != DigestAlgorithm::Sha256 {
+            return Err(ReceiptError::KeyedRequestDigest);
+        }
+        let canonical_arguments = canonical::canonicalize(arguments)
+            .map_err(|error| ReceiptError::Malformed(error.to_string()))?;
+        let revisions = RequestRevisions {
+            effect: &self.revisions.effect,
+            input: &self.revisions.input,
+            output: &self.revisions.output,
+        };
+        let recomputed =
+            plain_request_digest(principal, &self.tool, &revisions, &canonical_arguments);
+        if recomputed != self.request_sha256 {
+            return Err(ReceiptError::OtherCall);
+        }
+        Ok(())
+    }
+
+    /// The receipt's `domain` ([`RECEIPT_DOMAIN`] for any that verifies).
+    #[must_use]
+    pub fn domain(&self) -> &str {
+        &self.domain
+    }
+}
+
+/// Lowercase hex only: an uppercase digit would spell the same bytes another way, and a
+/// receipt has one spelling.
+fn lowercase_hex(text: &str) -> Option<Vec<u8>> {
+    let lowercase = text
+        .bytes()
+        .all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'));
+    if !lowercase {
+        return None;
+    }
+    hex::decode(text).ok()
+}
+
+/// Why a receipt, or a key set, was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReceiptError {
+    /// The text is not a receipt: not JSON, a member missing, unknown or given twice, a time
+    /// not RFC 3339.
+    #[error("not a well-formed receipt: {0}")]
+    Malformed(String),
+    /// A receipt of another version or kind.
+    #[error("the receipt is of another version")]
+    OtherVersion,
+    /// The key set holds no key of that id.
+    #[error("no published key has the id {0:?}")]
+    UnknownKey(String),
+    /// The receipt was redeemed outside the dates its key signs between (or, when signing,
+    /// the key does not sign now).
+    #[error("key {key_id:?} does not sign at the receipt's time")]
+    KeyNotValid {
+        /// The key.
+        key_id: String,
+    },
+    /// The signature is not the named key's over this receipt.
+    #[error("the signature does not verify")]
+    BadSignature,
+    /// The request digest is keyed: it cannot be recomputed without the application's key.
+    #[error("the request digest is HMAC-SHA256: recomputing it needs the digest key")]
+    KeyedRequestDigest,
+    /// The receipt is for another call: its request digest is not this call's.
+    #[error("the receipt does not cover this call")]
+    OtherCall,
+    /// A published key set was refused.
+    #[error("a published key set was refused: {0}")]
+    KeySet(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> OffsetDateTime {
+        OffsetDateTime::from_unix_timestamp(1_796_000_000 + seconds).unwrap()
+    }
+
+    fn facts() -> ReceiptFacts {
+        ReceiptFacts {
+            approval_id: "apr_1".into(),
+            approvals: vec![("alice".into(), at(10)), ("bob".into(), at(20))],
+            principal_ref: "ab".repeat(32),
+            tool: "issue_refund".into(),
+            operation_id: "refund:ORDER-7".into(),
+            request_sha256: "cd".repeat(32),
+            request_digest: DigestAlgorithm::Sha256,
+            revisions: ReceiptRevisions {
+                effect: "e".into(),
+                input: "i".into(),
+                output: "o".into(),
+            },
+            preview_sha256: "ef".repeat(32),
+            expires_at: at(600),
+            redeemed_at: at(30),
+            edited_arguments: None,
+        }
+    }
+
+    #[test]
+    fn a_signer_refuses_a_time_outside_its_dates() {
+        let signer = ReceiptSigner::new("k1", [1; 32], at(0)).valid_until(at(30));
+        let error = signer.sign(&facts()).unwrap_err();
+        assert!(matches!(error, ReceiptError::KeyNotValid { .. }));
+        let early = ReceiptSigner::new("k1", [1; 32], at(31));
+        assert!(early.sign(&facts()).is_err());
+    }
+
+    #[test]
+    fn an_uppercase_signature_is_refused() {
+        let signer = ReceiptSigner::new("k1", [1; 32], at(0));
+        let keys = KeySet::new([signer.published_key()]).unwrap();
+        let mut signed = signer.sign(&facts()).unwrap();
+        keys.verify_signed(&signed).unwrap();
+        signed.signature = signed.signature.to_uppercase();
+        assert_eq!(keys.verify_signed(&signed), Err(ReceiptError::BadSignature));
+    }
+
+    #[test]
+    fn a_key_set_refuses_a_key_given_twice_and_a_bad_point() {
+        let signer = ReceiptSigner::new("k1", [1; 32], at(0));
+        let twice = KeySet::new([signer.published_key(), signer.published_key()]);
+        assert!(matches!(twice, Err(ReceiptError::KeySet(_))));
+        let mut bad = signer.published_key();
+        bad.public_key = "0".repeat(63) + "1";
+        assert!(matches!(KeySet::new([bad]), Err(ReceiptError::KeySet(_))));
+        let round_trip = KeySet::new([signer.published_key()]).unwrap();
+        assert_eq!(
+            KeySet::from_json(round_trip.to_json().as_bytes()).unwrap(),
+            round_trip
+        );
+    }
+}
