@@ -19,11 +19,14 @@ use serde_json::{Value, json};
 use tool_contract::Principal;
 use tool_contract::dispatch::{ControlStore, MemoryStore};
 use tool_contract::mcp::McpServer;
-use tool_contract_tests::tracker::{Remote, advance_clock, alice, dispatcher};
+use tool_contract_tests::tracker::{
+    Remote, SendMessage, advance_clock, alice, builder, dispatcher,
+};
 
 /// The person at the client: answers every confirmation the same way, and counts them.
 #[derive(Clone)]
 struct Person {
+    name: &'static str,
     answer: ElicitationAction,
     approve: bool,
     asked: Arc<AtomicU32>,
@@ -33,6 +36,7 @@ struct Person {
 impl Person {
     fn answering(answer: ElicitationAction, approve: bool) -> Self {
         Person {
+            name: "person",
             answer,
             approve,
             asked: Arc::default(),
@@ -52,7 +56,7 @@ impl Person {
 impl ClientHandler for Person {
     fn get_info(&self) -> ClientConfig {
         let capabilities = ClientCapabilities::builder().enable_elicitation().build();
-        ClientConfig::new(capabilities, Implementation::new("person", "1.0.0"))
+        ClientConfig::new(capabilities, Implementation::new(self.name, "1.0.0"))
     }
 
     async fn create_elicitation(
@@ -522,4 +526,62 @@ async fn server_discover_lists_2026_07_28_beside_the_handshake_revisions() {
         versions.contains("2026-07-28") && versions.contains("2025-11-25"),
         "{versions}"
     );
+}
+
+/// The confirmation's message in `asked`, and what its `_meta` says is still needed.
+fn confirmation(asked: &InputRequiredResult) -> (String, Value) {
+    let requests = asked.input_requests.as_ref().expect("inputRequests");
+    let Some(InputRequest::Elicitation(form)) = requests.get("approval") else {
+        panic!("the confirmation is an elicitation: {requests:?}");
+    };
+    let ElicitRequestParams::FormElicitationParams { message, .. } = &form.params else {
+        panic!("a form");
+    };
+    let meta = asked.meta.as_ref().expect("_meta").0["tool-contract/pending_approval"].clone();
+    (message.clone(), meta["approvals_still_needed"].clone())
+}
+
+#[tokio::test]
+async fn a_four_eyes_confirmation_says_how_many_approvals_are_still_needed() {
+    let remote = Remote::new();
+    let store = memory();
+    let server = || {
+        let dispatcher = builder(&remote)
+            .approvers::<SendMessage>(2)
+            .store(store.clone())
+            .build()
+            .unwrap();
+        McpServer::new(Arc::new(dispatcher), alice())
+    };
+    let carol = Person {
+        name: "carol",
+        ..Person::approving()
+    };
+    let dave = Person {
+        name: "dave",
+        ..Person::approving()
+    };
+    let (carol, dave) = (
+        connect(server(), carol).await,
+        connect(server(), dave).await,
+    );
+    let call = params("send_message", message());
+
+    let first = ask(&carol, &call).await;
+    let (message, still_needed) = confirmation(&first);
+    assert!(message.contains("2 more people must approve"), "{message}");
+    assert_eq!(still_needed, 2);
+    let state = first.request_state.clone().expect("a state");
+    let after_one = completed(carol.call_tool_once(answered(&call, &state, yes())).await);
+    assert_eq!(status(&after_one), "failed", "{after_one:?}");
+    assert_eq!(remote.all_requests(), 0, "one approval ran nothing");
+
+    let second = ask(&dave, &call).await;
+    let (message, still_needed) = confirmation(&second);
+    assert!(message.contains("1 more person must approve"), "{message}");
+    assert_eq!(still_needed, 1);
+    let state = second.request_state.clone().expect("a state");
+    let ran = completed(dave.call_tool_once(answered(&call, &state, yes())).await);
+    assert_eq!(status(&ran), "succeeded", "{ran:?}");
+    assert_eq!(remote.all_requests(), 1);
 }
