@@ -325,3 +325,48 @@ fn declarations_print_each_apis_tools_array_for_the_four_tools() {
     let one = desk(&["--declarations", "--provider", "anthropic"]);
     assert_eq!(String::from_utf8(one.stdout).unwrap().lines().count(), 1);
 }
+
+#[test]
+fn a_refund_above_the_limit_needs_two_supervisors_and_its_receipt_verifies_offline() {
+    let output = desk(&["--provider", "anthropic"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let approvals: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.contains(" approves apr_"))
+        .collect();
+    assert_eq!(approvals.len(), 4, "two supervisors, twice: {stdout}");
+    assert!(
+        approvals[0].starts_with("  ana.supervisor@")
+            && approvals[0].ends_with("1 more supervisor needed")
+    );
+    assert!(approvals[1].starts_with("  ben.supervisor@") && approvals[1].ends_with("granted"));
+    assert_eq!(
+        stdout
+            .matches("approval receipt (audit only, never the model)")
+            .count(),
+        1
+    );
+    assert!(
+        stdout.contains("approved by ana.supervisor@acme.example and ben.supervisor@acme.example")
+    );
+    assert!(
+        stdout.contains("verified offline with the published key, and it covers this very call")
+    );
+    let receipt_path = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("approval receipt: "))
+        .expect("the receipt's file is named");
+    let keys_path = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("published keys: "))
+        .expect("the published keys' file is named");
+    let keys =
+        tool_contract::results::KeySet::from_json(&std::fs::read(keys_path).unwrap()).unwrap();
+    let receipt = keys
+        .verify(&std::fs::read(receipt_path).unwrap())
+        .expect("it verifies");
+    assert_eq!(receipt.approvals.len(), 2);
+    assert_eq!(receipt.tool, "create_refund_draft");
+}

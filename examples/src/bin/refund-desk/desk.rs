@@ -8,8 +8,11 @@ use std::time::Duration;
 
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use tool_contract::dispatch::{AuditSink, ControlStore, Dispatcher, HandlerContext, ToolOptions};
+use tool_contract::dispatch::{
+    AuditSink, ControlStore, Dispatcher, DispatcherBuilder, HandlerContext, ToolOptions,
+};
 use tool_contract::evidence::{GroundingSource, SourceTier};
+use tool_contract::results::ReceiptSigner;
 use tool_contract::{
     AuditKeys, FailureKind, RawProvenance, RawResult, Registry, SecretKey, ToolContract,
     ToolFailure, ToolOutput,
@@ -405,6 +408,20 @@ pub fn audit_key() -> Result<SecretKey, String> {
 /// How long a refund draft may take before its outcome is unknown.
 pub const WRITE_TIMEOUT: Duration = Duration::from_millis(300);
 
+/// Refunds above this (40.00) need two different supervisors.
+pub const TWO_SUPERVISORS_ABOVE_CENTS: u64 = 4_000;
+
+/// The seed of the desk's receipt signing key: a demo key; a deployment reads its own
+/// secret and publishes [`receipt_signer`]'s public key.
+const RECEIPT_SEED: [u8; 32] = *b"refund desk receipt key, a demo!";
+
+/// Signs the desk's approval receipts, from the start of 2026.
+pub fn receipt_signer() -> Result<ReceiptSigner, String> {
+    let since =
+        OffsetDateTime::from_unix_timestamp(1_767_225_600).map_err(|error| error.to_string())?;
+    Ok(ReceiptSigner::new("refund-desk-2026", RECEIPT_SEED, since))
+}
+
 /// The dispatcher of `desk`: every tool with its handler, the refund draft reconciled by its
 /// key, the audit records to `audit`.
 pub fn dispatcher(
@@ -412,11 +429,38 @@ pub fn dispatcher(
     audit: Arc<dyn AuditSink>,
     store: Arc<dyn ControlStore>,
 ) -> Result<Dispatcher, String> {
+    builder(desk, audit, store)?
+        .build()
+        .map_err(|errors| errors.to_string())
+}
+
+/// [`dispatcher`] with the desk's stricter rules, as the replay runs it: two supervisors for a
+/// refund above [`TWO_SUPERVISORS_ABOVE_CENTS`], and a signed receipt for each approval
+/// redeemed.
+pub fn four_eyes_dispatcher(
+    desk: &Arc<Desk>,
+    audit: Arc<dyn AuditSink>,
+    store: Arc<dyn ControlStore>,
+) -> Result<Dispatcher, String> {
+    builder(desk, audit, store)?
+        .approvers_when(2, |draft: &CreateRefundDraft| {
+            draft.amount_cents > TWO_SUPERVISORS_ABOVE_CENTS
+        })
+        .approval_receipts(receipt_signer()?)
+        .build()
+        .map_err(|errors| errors.to_string())
+}
+
+fn builder(
+    desk: &Arc<Desk>,
+    audit: Arc<dyn AuditSink>,
+    store: Arc<dyn ControlStore>,
+) -> Result<DispatcherBuilder, String> {
     // A demo key; a deployment reads its own secret, at least 32 bytes.
     let key = SecretKey::new(*b"refund desk demo key, not secret").map_err(|e| e.to_string())?;
     let keys = AuditKeys::new(key);
     let (orders, kb, writes, drafts) = (desk.clone(), desk.clone(), desk.clone(), desk.clone());
-    Dispatcher::builder(registry(), keys)
+    let builder = Dispatcher::builder(registry(), keys)
         .store(store)
         .handler::<GetOrder>(move |input: GetOrder, _: HandlerContext| {
             let desk = orders.clone();
@@ -450,7 +494,6 @@ pub fn dispatcher(
                 }
             }
         })
-        .audit_sink(audit)
-        .build()
-        .map_err(|errors| errors.to_string())
+        .audit_sink(audit);
+    Ok(builder)
 }

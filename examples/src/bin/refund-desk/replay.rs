@@ -13,7 +13,7 @@ use tool_contract::providers::{
     Answer, AnthropicMessages, Api, GeminiGenerateContent, GeminiInteractions, OpenAiResponses,
     ProviderApi, ProviderError, ToolCall, Turn,
 };
-use tool_contract::results::Delivery;
+use tool_contract::results::{Delivery, KeySet};
 use tool_contract::{Binder, CallContext, ErrorCode, ModelResult, Principal};
 
 use crate::desk::{self, Desk};
@@ -283,8 +283,11 @@ pub fn run(wires: &[Wire], output: Output) -> Result<(), String> {
         .enable_time()
         .build()
         .map_err(|error| format!("no runtime: {error}"))?;
+    let mut receipt = None;
     for &wire in wires {
-        runtime.block_on(replay(wire, audit.clone(), output))?;
+        receipt = runtime
+            .block_on(replay(wire, audit.clone(), output))?
+            .or(receipt);
     }
     let log =
         std::fs::read(&path).map_err(|error| format!("cannot read the audit log: {error}"))?;
@@ -295,6 +298,24 @@ pub fn run(wires: &[Wire], output: Output) -> Result<(), String> {
         head.records,
         &head.head_sha256[..16]
     );
+    if let Some(receipt) = receipt {
+        // For an auditor: the published key and a receipt, and the command that checks it.
+        let keys = KeySet::new([desk::receipt_signer()?.published_key()])
+            .map_err(|error| format!("the published key: {error}"))?;
+        let keys_path = run_file("published-keys", "json");
+        let receipt_path = run_file("receipt", "json");
+        std::fs::write(&keys_path, keys.to_json())
+            .and_then(|()| std::fs::write(&receipt_path, receipt))
+            .map_err(|error| format!("cannot write the receipt files: {error}"))?;
+        eprintln!(
+            "approval receipt: {}\npublished keys: {}\ncheck it offline: cargo run -q -p \
+             tool-contract --bin tool-contract-verify-receipt -- --keys {} {}",
+            receipt_path.display(),
+            keys_path.display(),
+            keys_path.display(),
+            receipt_path.display()
+        );
+    }
     Ok(())
 }
 
@@ -302,15 +323,25 @@ pub fn run(wires: &[Wire], output: Output) -> Result<(), String> {
 /// A new audit log's path for a run of `kind`: unique by process and instant, since process
 /// ids come round again and a log left by an earlier run is not this run's to go on.
 pub fn audit_log_path(kind: &str) -> PathBuf {
+    run_file(&format!("{kind}audit"), "jsonl")
+}
+
+/// A new file of this run in the temporary directory, `refund-desk-{name}-…{extension}`.
+fn run_file(name: &str, extension: &str) -> PathBuf {
     let stamp = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
     std::env::temp_dir().join(format!(
-        "refund-desk-{kind}audit-{}-{stamp}.jsonl",
+        "refund-desk-{name}-{}-{stamp}.{extension}",
         std::process::id()
     ))
 }
 
 /// The script, for one provider API, on a freshly seeded desk.
-async fn replay(wire: Wire, audit: Arc<JsonLinesAuditLog>, output: Output) -> Result<(), String> {
+/// Returns the last approval receipt it verified.
+async fn replay(
+    wire: Wire,
+    audit: Arc<JsonLinesAuditLog>,
+    output: Output,
+) -> Result<Option<String>, String> {
     let fixture: Fixture = serde_json::from_str(wire.fixture())
         .map_err(|error| format!("{}: the recorded turns do not read: {error}", wire.title()))?;
     if fixture.api != wire.api().as_str() {
@@ -333,14 +364,18 @@ async fn replay(wire: Wire, audit: Arc<JsonLinesAuditLog>, output: Output) -> Re
         ));
     }
     let desk = Arc::new(Desk::seeded());
-    let dispatcher = desk::dispatcher(
+    let dispatcher = desk::four_eyes_dispatcher(
         &desk,
         audit,
         Arc::new(tool_contract::dispatch::MemoryStore::new()),
     )?;
     let binder = dispatcher.binder();
+    // What the desk publishes: an auditor needs nothing else to check a receipt.
+    let keys = KeySet::new([desk::receipt_signer()?.published_key()])
+        .map_err(|error| format!("the published key: {error}"))?;
     let principal = principal();
     let task = Task::unlimited();
+    let mut last_receipt = None;
     if output != Output::JsonLines {
         println!("== {} ({}) ==", wire.title(), wire.api());
     }
@@ -376,11 +411,15 @@ async fn replay(wire: Wire, audit: Arc<JsonLinesAuditLog>, output: Output) -> Re
         if items.len() != turn.calls.len() {
             return Err(format!("{}: one result item per call", wire.title()));
         }
-        for ((call, dispatch), item) in turn.calls.iter().zip(&dispatches).zip(items) {
+        for (((call, dispatch), item), answer) in
+            turn.calls.iter().zip(&dispatches).zip(items).zip(&answers)
+        {
             match output {
                 Output::Text | Output::Verbose => print_call(call, dispatch),
                 Output::JsonLines => print_json_line(wire, number, step, call, dispatch, item)?,
             }
+            last_receipt =
+                check_receipt(&keys, dispatch, &answer.context, output)?.or(last_receipt);
         }
         if output == Output::Verbose {
             println!("  next turn: {payload}");
@@ -405,7 +444,7 @@ async fn replay(wire: Wire, audit: Arc<JsonLinesAuditLog>, output: Output) -> Re
             desk.draft_count()
         ));
     }
-    Ok(())
+    Ok(last_receipt)
 }
 
 /// The application's ids for a call: a refund draft is one logical operation per order, so
@@ -428,7 +467,11 @@ fn context(call: &ToolCall) -> CallContext {
     }
 }
 
-/// The supervisor reads each pending preview and approves exactly it, for ten minutes.
+/// Who approves: one supervisor, or two different ones where the desk's rule asks for them.
+const SUPERVISORS: [&str; 2] = ["ana.supervisor@acme.example", "ben.supervisor@acme.example"];
+
+/// The supervisors read each pending preview and approve exactly it, for ten minutes: one,
+/// or two different ones for a refund above the desk's limit.
 async fn approve(
     dispatcher: &tool_contract::dispatch::Dispatcher,
     dispatches: &[Dispatch],
@@ -438,34 +481,90 @@ async fn approve(
         .iter()
         .filter_map(|dispatch| dispatch.pending_approval.as_ref())
     {
-        let expires_at = dispatcher.now() + Duration::from_secs(600);
-        dispatcher
-            .approve(
-                &pending.approval_id,
-                &pending.preview_sha256,
-                "supervisor@acme.example",
-                expires_at,
-            )
-            .await
-            .map_err(|error| format!("the approval was refused: {error}"))?
-            .grant()
-            .ok_or("one approval did not grant the refund")?;
-        match output {
-            Output::Text => println!(
-                "  supervisor approves {} after reading its preview (sha256 {})",
-                pending.approval_id,
-                &pending.preview_sha256[..16]
-            ),
-            Output::Verbose => println!(
-                "  supervisor approves {} after reading the preview {} (sha256 {})",
-                pending.approval_id,
-                pending.preview.arguments,
-                &pending.preview_sha256[..16]
-            ),
-            Output::JsonLines => {}
+        let needed = usize::try_from(pending.approvals_still_needed()).unwrap_or(usize::MAX);
+        let supervisors = SUPERVISORS
+            .get(..needed)
+            .ok_or("more supervisors needed than the desk has")?;
+        for (index, supervisor) in supervisors.iter().enumerate() {
+            let expires_at = dispatcher.now() + Duration::from_secs(600);
+            let approved = dispatcher
+                .approve(
+                    &pending.approval_id,
+                    &pending.preview_sha256,
+                    supervisor,
+                    expires_at,
+                )
+                .await
+                .map_err(|error| format!("the approval was refused: {error}"))?;
+            let last = index + 1 == supervisors.len();
+            if approved.grant().is_some() != last {
+                return Err(format!(
+                    "{supervisor}'s approval left {} more needed",
+                    approved.still_needed()
+                ));
+            }
+            let came_to = if last {
+                "granted".to_owned()
+            } else {
+                format!("{} more supervisor needed", approved.still_needed())
+            };
+            match output {
+                Output::Text => println!(
+                    "  {supervisor} approves {} after reading its preview (sha256 {}): {came_to}",
+                    pending.approval_id,
+                    &pending.preview_sha256[..16]
+                ),
+                Output::Verbose => println!(
+                    "  {supervisor} approves {} after reading the preview {} (sha256 {}): {came_to}",
+                    pending.approval_id,
+                    pending.preview.arguments,
+                    &pending.preview_sha256[..16]
+                ),
+                Output::JsonLines => {}
+            }
         }
     }
     Ok(())
+}
+
+/// The receipt of an approval this dispatch redeemed, if any: verified with the published
+/// key alone and checked against the model's call, then printed; its text.
+fn check_receipt(
+    keys: &KeySet,
+    dispatch: &Dispatch,
+    context: &CallContext,
+    output: Output,
+) -> Result<Option<String>, String> {
+    let approval = dispatch.result.audit.approval.as_ref();
+    let Some(signed) = approval.and_then(|approval| approval.receipt.as_ref()) else {
+        return Ok(None);
+    };
+    let text = signed.to_json();
+    let receipt = keys
+        .verify(text.as_bytes())
+        .map_err(|error| format!("the approval receipt does not verify: {error}"))?;
+    receipt
+        .check_call(&principal(), &context.call.arguments)
+        .map_err(|error| format!("the approval receipt does not cover its call: {error}"))?;
+    if output != Output::JsonLines {
+        let approvers: Vec<&str> = receipt
+            .approvals
+            .iter()
+            .map(|given| given.approver.as_str())
+            .collect();
+        println!(
+            "  approval receipt (audit only, never the model), approved by {}, signed by key {}:",
+            approvers.join(" and "),
+            receipt.key_id
+        );
+        let pretty = serde_json::to_string_pretty(signed)
+            .map_err(|error| format!("the receipt does not encode: {error}"))?;
+        for line in pretty.lines() {
+            println!("    {line}");
+        }
+        println!("    verified offline with the published key, and it covers this very call");
+    }
+    Ok(Some(text))
 }
 
 /// The call, its status and, for an error, its code and recovery.
