@@ -209,6 +209,22 @@ pub fn context(
     CallContext::new(call, operation).with_idempotency_key(key)
 }
 
+/// A `send_message` call of "hello" to `to`, its own operation and key (`id`).
+pub fn message(id: &str, to: &str) -> CallContext {
+    context(
+        id,
+        "send_message",
+        serde_json::json!({ "to": to, "text": "hello" }),
+        id,
+        id,
+    )
+}
+
+/// The catalog code a dispatch ended with, if it failed.
+pub fn code(dispatch: &Dispatch) -> Option<tool_contract::ErrorCode> {
+    dispatch.result.model.error().map(|error| error.code())
+}
+
 /// A `create_issue` call.
 pub fn create(call_id: &str, title: &str, body: &str, key: &str) -> CallContext {
     context(

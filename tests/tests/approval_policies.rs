@@ -9,26 +9,12 @@ use tool_contract::ErrorCode;
 use tool_contract::dispatch::{ApprovalError, BuildError, Dispatcher, RejectionReason};
 use tool_contract::results::{Recovery, Trust};
 use tool_contract_tests::tracker::{
-    CreateIssue, Remote, SendMessage, alice, builder, clock, context, pending_approval, run,
+    CreateIssue, Remote, SendMessage, alice, builder, clock, code, message, pending_approval, run,
 };
-
-fn message(id: &str, to: &str) -> tool_contract::CallContext {
-    context(
-        id,
-        "send_message",
-        json!({ "to": to, "text": "hello" }),
-        id,
-        id,
-    )
-}
 
 /// Mail inside the organisation runs; mail to anyone else waits for a person.
 fn outside_needs_a_person(message: &SendMessage) -> bool {
     !message.to.ends_with("@acme.example")
-}
-
-fn code(dispatch: &tool_contract::dispatch::Dispatch) -> Option<ErrorCode> {
-    dispatch.result.model.error().map(|error| error.code())
 }
 
 #[tokio::test]

@@ -8,25 +8,16 @@ use std::time::Duration;
 
 use serde_json::json;
 use tool_contract::dispatch::{
-    ApprovalError, Approved, BuildError, ControlStore, Dispatch, Dispatcher, DispatcherBuilder,
+    ApprovalError, Approved, BuildError, ControlStore, Dispatcher, DispatcherBuilder,
     PendingApproval,
 };
-use tool_contract::{CallContext, ErrorCode, Status};
+use tool_contract::{ErrorCode, Status};
 use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
 use tool_contract_tests::postgres::Schema;
 use tool_contract_tests::tracker::{
-    CreateIssue, Remote, SendMessage, advance_clock, builder, clock, context, pending_approval, run,
+    CreateIssue, Remote, SendMessage, advance_clock, builder, clock, code, context, message,
+    pending_approval, run,
 };
-
-fn message(id: &str, to: &str) -> CallContext {
-    context(
-        id,
-        "send_message",
-        json!({ "to": to, "text": "hello" }),
-        id,
-        id,
-    )
-}
 
 fn outside(message: &SendMessage) -> bool {
     !message.to.ends_with("@acme.example")
@@ -36,8 +27,21 @@ fn two_for_outside(remote: &Arc<Remote>) -> DispatcherBuilder {
     builder(remote).approvers_when(2, outside)
 }
 
-fn code(dispatch: &Dispatch) -> Option<ErrorCode> {
-    dispatch.result.model.error().map(|error| error.code())
+/// `approver`'s approval of `pending`, having seen `preview_sha256`, for an hour.
+async fn approve_seen(
+    dispatcher: &Dispatcher,
+    pending: &PendingApproval,
+    preview_sha256: &str,
+    approver: &str,
+) -> Result<Approved, ApprovalError> {
+    dispatcher
+        .approve(
+            &pending.approval_id,
+            preview_sha256,
+            approver,
+            clock() + Duration::from_secs(3600),
+        )
+        .await
 }
 
 async fn approve_as(
@@ -45,13 +49,7 @@ async fn approve_as(
     pending: &PendingApproval,
     approver: &str,
 ) -> Approved {
-    dispatcher
-        .approve(
-            &pending.approval_id,
-            &pending.preview_sha256,
-            approver,
-            clock() + Duration::from_secs(3600),
-        )
+    approve_seen(dispatcher, pending, &pending.preview_sha256, approver)
         .await
         .expect("the approval is recorded")
 }
@@ -116,14 +114,7 @@ async fn a_rejection_by_any_one_approver_refuses_the_write() {
     let pending = pending_approval(&dispatcher, &call).await;
     let _ = approve_as(&dispatcher, &pending, "carol").await;
     dispatcher.reject(&pending.approval_id).await.unwrap();
-    let refused = dispatcher
-        .approve(
-            &pending.approval_id,
-            &pending.preview_sha256,
-            "dave",
-            clock() + Duration::from_secs(3600),
-        )
-        .await;
+    let refused = approve_seen(&dispatcher, &pending, &pending.preview_sha256, "dave").await;
     assert!(
         matches!(refused, Err(ApprovalError::NotPending)),
         "{refused:?}"
@@ -142,14 +133,7 @@ async fn an_approval_of_another_preview_does_not_count() {
     let call = message("m1", "bob@globex.example");
     let pending = pending_approval(&dispatcher, &call).await;
     let _ = approve_as(&dispatcher, &pending, "carol").await;
-    let other = dispatcher
-        .approve(
-            &pending.approval_id,
-            &"0".repeat(64),
-            "dave",
-            clock() + Duration::from_secs(3600),
-        )
-        .await;
+    let other = approve_seen(&dispatcher, &pending, &"0".repeat(64), "dave").await;
     assert!(
         matches!(other, Err(ApprovalError::PreviewMismatch)),
         "{other:?}"
@@ -204,14 +188,7 @@ async fn approvals_with_other_edits_do_not_combine() {
         .await
         .unwrap();
     assert_eq!(first.still_needed(), 1);
-    let unedited = dispatcher
-        .approve(
-            &pending.approval_id,
-            &pending.preview_sha256,
-            "dave",
-            clock() + Duration::from_secs(3600),
-        )
-        .await;
+    let unedited = approve_seen(&dispatcher, &pending, &pending.preview_sha256, "dave").await;
     assert!(
         matches!(unedited, Err(ApprovalError::EditsDiffer)),
         "{unedited:?}"

@@ -541,6 +541,22 @@ fn confirmation(asked: &InputRequiredResult) -> (String, Value) {
     (message.clone(), meta["approvals_still_needed"].clone())
 }
 
+/// Asks `call` of `client`, checks that its confirmation `says` so and that its `_meta`
+/// counts `still_needed`, and answers yes: the result.
+async fn confirm(
+    client: &RunningService<RoleClient, Person>,
+    call: &CallToolRequestParams,
+    says: &str,
+    still_needed: u64,
+) -> CallToolResult {
+    let asked = ask(client, call).await;
+    let (message, needed) = confirmation(&asked);
+    assert!(message.contains(says), "{message}");
+    assert_eq!(needed, still_needed);
+    let state = asked.request_state.clone().expect("a state");
+    completed(client.call_tool_once(answered(call, &state, yes())).await)
+}
+
 #[tokio::test]
 async fn a_four_eyes_confirmation_says_how_many_approvals_are_still_needed() {
     let remote = Remote::new();
@@ -553,35 +569,18 @@ async fn a_four_eyes_confirmation_says_how_many_approvals_are_still_needed() {
             .unwrap();
         McpServer::new(Arc::new(dispatcher), alice())
     };
-    let carol = Person {
-        name: "carol",
+    let approving = |name| Person {
+        name,
         ..Person::approving()
     };
-    let dave = Person {
-        name: "dave",
-        ..Person::approving()
-    };
-    let (carol, dave) = (
-        connect(server(), carol).await,
-        connect(server(), dave).await,
-    );
+    let carol = connect(server(), approving("carol")).await;
+    let dave = connect(server(), approving("dave")).await;
     let call = params("send_message", message());
 
-    let first = ask(&carol, &call).await;
-    let (message, still_needed) = confirmation(&first);
-    assert!(message.contains("2 more people must approve"), "{message}");
-    assert_eq!(still_needed, 2);
-    let state = first.request_state.clone().expect("a state");
-    let after_one = completed(carol.call_tool_once(answered(&call, &state, yes())).await);
+    let after_one = confirm(&carol, &call, "2 more people must approve", 2).await;
     assert_eq!(status(&after_one), "failed", "{after_one:?}");
     assert_eq!(remote.all_requests(), 0, "one approval ran nothing");
-
-    let second = ask(&dave, &call).await;
-    let (message, still_needed) = confirmation(&second);
-    assert!(message.contains("1 more person must approve"), "{message}");
-    assert_eq!(still_needed, 1);
-    let state = second.request_state.clone().expect("a state");
-    let ran = completed(dave.call_tool_once(answered(&call, &state, yes())).await);
+    let ran = confirm(&dave, &call, "1 more person must approve", 1).await;
     assert_eq!(status(&ran), "succeeded", "{ran:?}");
     assert_eq!(remote.all_requests(), 1);
 }

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use time::OffsetDateTime;
 use tool_contract::dispatch::{Dispatch, Dispatcher, MemoryAuditLog, PendingApproval};
 use tool_contract::results::{
@@ -12,7 +11,7 @@ use tool_contract::results::{
 };
 use tool_contract::{AuditKeys, CallContext, ErrorCode, Principal, SecretKey, Status};
 use tool_contract_tests::tracker::{
-    Remote, SendMessage, alice, audit_key, builder, builder_with_keys, clock, context,
+    Remote, SendMessage, alice, audit_key, builder, builder_with_keys, clock, message,
     pending_approval, run,
 };
 
@@ -36,16 +35,6 @@ fn published() -> KeySet {
     .expect("the published key set reads back")
 }
 
-fn message(id: &str, to: &str) -> CallContext {
-    context(
-        id,
-        "send_message",
-        json!({ "to": to, "text": "hello" }),
-        id,
-        id,
-    )
-}
-
 fn arguments(call: &CallContext) -> &[u8] {
     &call.call.arguments
 }
@@ -62,6 +51,16 @@ async fn approve_as(dispatcher: &Dispatcher, pending: &PendingApproval, approver
         .expect("the approval is recorded");
 }
 
+/// A `send_message` call, asked of `dispatcher` and approved by each of `approvers`.
+async fn approved_call(dispatcher: &Dispatcher, approvers: &[&str]) -> CallContext {
+    let call = message("m1", "bob@globex.example");
+    let pending = pending_approval(dispatcher, &call).await;
+    for approver in approvers {
+        approve_as(dispatcher, &pending, approver).await;
+    }
+    call
+}
+
 /// An approved `send_message` run on a dispatcher that signs receipts with `signer`.
 async fn approved_run(signer: ReceiptSigner) -> (Dispatch, Arc<MemoryAuditLog>, CallContext) {
     let remote = Remote::new();
@@ -71,9 +70,7 @@ async fn approved_run(signer: ReceiptSigner) -> (Dispatch, Arc<MemoryAuditLog>, 
         .approval_receipts(signer)
         .build()
         .unwrap();
-    let call = message("m1", "bob@globex.example");
-    let pending = pending_approval(&dispatcher, &call).await;
-    approve_as(&dispatcher, &pending, "carol").await;
+    let call = approved_call(&dispatcher, &["carol"]).await;
     (run(&dispatcher, &call).await, log, call)
 }
 
@@ -216,9 +213,7 @@ async fn a_dispatcher_whose_key_no_longer_signs_runs_nothing_and_keeps_the_grant
         .approval_receipts(expired)
         .build()
         .unwrap();
-    let call = message("m1", "bob@globex.example");
-    let pending = pending_approval(&dispatcher, &call).await;
-    approve_as(&dispatcher, &pending, "carol").await;
+    let call = approved_call(&dispatcher, &["carol"]).await;
     let refused = run(&dispatcher, &call).await;
     assert_eq!(
         refused.result.model.error().map(|error| error.code()),
@@ -266,9 +261,7 @@ async fn a_replay_or_a_second_call_carries_no_new_receipt() {
         .approval_receipts(signer())
         .build()
         .unwrap();
-    let call = message("m1", "bob@globex.example");
-    let pending = pending_approval(&dispatcher, &call).await;
-    approve_as(&dispatcher, &pending, "carol").await;
+    let call = approved_call(&dispatcher, &["carol"]).await;
     receipt_of(&run(&dispatcher, &call).await);
     let replayed = run(&dispatcher, &call).await;
     assert_eq!(replayed.result.model.status(), Status::Succeeded);
@@ -289,10 +282,7 @@ async fn a_four_eyes_receipt_names_every_approver() {
         .approval_receipts(signer())
         .build()
         .unwrap();
-    let call = message("m1", "bob@globex.example");
-    let pending = pending_approval(&dispatcher, &call).await;
-    approve_as(&dispatcher, &pending, "carol").await;
-    approve_as(&dispatcher, &pending, "dave").await;
+    let call = approved_call(&dispatcher, &["carol", "dave"]).await;
     let ran = run(&dispatcher, &call).await;
     let receipt = published()
         .verify(receipt_of(&ran).to_json().as_bytes())
@@ -314,9 +304,7 @@ async fn a_receipt_with_keyed_digests_verifies_but_says_its_call_needs_the_key()
         .approval_receipts(signer())
         .build()
         .unwrap();
-    let call = message("m1", "bob@globex.example");
-    let pending = pending_approval(&dispatcher, &call).await;
-    approve_as(&dispatcher, &pending, "carol").await;
+    let call = approved_call(&dispatcher, &["carol"]).await;
     let ran = run(&dispatcher, &call).await;
     let receipt = published()
         .verify(receipt_of(&ran).to_json().as_bytes())

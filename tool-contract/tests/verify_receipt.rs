@@ -103,6 +103,21 @@ fn verify(arguments: &[&Path], flags: &[&str]) -> (i32, String) {
     (output.status.code().unwrap_or(-1), text)
 }
 
+/// The command on `receipt`, asked whether it covers alice's call with `arguments`.
+fn verify_call(receipt: &Path, keys: &str, arguments: &Path) -> (i32, String) {
+    let call = [
+        "--keys",
+        keys,
+        "--tenant",
+        "acme",
+        "--subject",
+        "alice",
+        "--arguments",
+        arguments.to_str().unwrap(),
+    ];
+    verify(&[receipt], &call)
+}
+
 fn scratch(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tc-receipt-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -117,19 +132,7 @@ async fn the_command_verifies_a_receipt_and_the_call_it_covers() {
     let keys_path = write(&dir, "keys.json", keys.to_json().as_bytes());
     let arguments_path = write(&dir, "arguments.json", ARGUMENTS);
     let keys_flag = keys_path.to_str().unwrap();
-    let (code, text) = verify(
-        &[&receipt_path],
-        &[
-            "--keys",
-            keys_flag,
-            "--tenant",
-            "acme",
-            "--subject",
-            "alice",
-            "--arguments",
-            arguments_path.to_str().unwrap(),
-        ],
-    );
+    let (code, text) = verify_call(&receipt_path, keys_flag, &arguments_path);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("approved by carol"), "{text}");
     assert!(text.contains("covers the call of acme/alice"), "{text}");
@@ -153,19 +156,7 @@ async fn the_command_refuses_a_changed_receipt_and_another_call() {
 
     let receipt_path = write(&dir, "receipt.json", receipt.to_json().as_bytes());
     let other = write(&dir, "other.json", br#"{"order_ref":"ORDER-8"}"#);
-    let (code, text) = verify(
-        &[&receipt_path],
-        &[
-            "--keys",
-            keys_flag,
-            "--tenant",
-            "acme",
-            "--subject",
-            "alice",
-            "--arguments",
-            other.to_str().unwrap(),
-        ],
-    );
+    let (code, text) = verify_call(&receipt_path, keys_flag, &other);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("does not cover this call"), "{text}");
 

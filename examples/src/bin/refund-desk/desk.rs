@@ -429,9 +429,7 @@ pub fn dispatcher(
     audit: Arc<dyn AuditSink>,
     store: Arc<dyn ControlStore>,
 ) -> Result<Dispatcher, String> {
-    builder(desk, audit, store)?
-        .build()
-        .map_err(|errors| errors.to_string())
+    built(builder(desk, audit, store)?)
 }
 
 /// [`dispatcher`] with the desk's stricter rules, as the replay runs it: two supervisors for a
@@ -442,13 +440,16 @@ pub fn four_eyes_dispatcher(
     audit: Arc<dyn AuditSink>,
     store: Arc<dyn ControlStore>,
 ) -> Result<Dispatcher, String> {
-    builder(desk, audit, store)?
+    let builder = builder(desk, audit, store)?
         .approvers_when(2, |draft: &CreateRefundDraft| {
             draft.amount_cents > TWO_SUPERVISORS_ABOVE_CENTS
         })
-        .approval_receipts(receipt_signer()?)
-        .build()
-        .map_err(|errors| errors.to_string())
+        .approval_receipts(receipt_signer()?);
+    built(builder)
+}
+
+fn built(builder: DispatcherBuilder) -> Result<Dispatcher, String> {
+    builder.build().map_err(|errors| errors.to_string())
 }
 
 fn builder(
