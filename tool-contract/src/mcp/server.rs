@@ -408,7 +408,8 @@ impl McpServer {
     }
 
     /// Asks the person at the client to approve `pending`, and records their decision:
-    /// accept with `approve: true` grants it, decline (or accept with `false`) rejects it.
+    /// accept with `approve: true` approves it (granted once as many people as it needs
+    /// have), decline (or accept with `false`) rejects it.
     /// `false` when nothing was decided (the form was dismissed, or the client failed to
     /// answer): the approval stays pending.
     async fn elicit_approval(&self, peer: &Peer<RoleServer>, pending: &PendingApproval) -> bool {
