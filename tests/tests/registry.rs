@@ -176,7 +176,7 @@ fn the_builder_extends_the_forbidden_keys() {
 }
 
 #[test]
-fn mcp_calls_are_accepted_only_by_a_registry_that_lists_their_adapter() {
+fn mcp_calls_are_accepted_by_default_and_refused_once_other_adapters_are_named() {
     use tool_contract::providers::{Api, Provider};
     let adapter = tool_contract::mcp::ADAPTER;
     assert_eq!(adapter.api, Api::McpToolsCall);
@@ -189,9 +189,15 @@ fn mcp_calls_are_accepted_only_by_a_registry_that_lists_their_adapter() {
     );
 
     let bare = tool_contract::registry![GetOrder];
-    assert!(!bare.accepts_adapter(adapter.api, adapter.revision));
-    let every = bare.clone().into_builder().all_adapters().build();
-    assert!(every.accepts_adapter(adapter.api, adapter.revision));
+    assert!(bare.accepts_adapter(adapter.api, adapter.revision));
+    let only_openai = bare
+        .clone()
+        .into_builder()
+        .adapter(tool_contract::providers::openai::ADAPTER)
+        .build();
+    assert!(!only_openai.accepts_adapter(adapter.api, adapter.revision));
+    let every_again = only_openai.into_builder().all_adapters().build();
+    assert!(every_again.accepts_adapter(adapter.api, adapter.revision));
     let only_mcp = bare.into_builder().adapter(adapter).build();
     assert!(only_mcp.accepts_adapter(adapter.api, adapter.revision));
     assert!(!only_mcp.accepts_adapter(Api::OpenAiResponses, "openai-responses/2026-08"));

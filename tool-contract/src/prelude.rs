@@ -22,7 +22,7 @@
 //!     order_ref: String,
 //! }
 //!
-//! let registry = registry![GetOrder].into_builder().all_adapters().build();
+//! let registry = registry![GetOrder];
 //! let tools = tool_declarations(&registry, Api::OpenAiResponses)?;
 //! let dispatcher = Dispatcher::builder(registry, AuditKeys::new(SecretKey::from([7; 32])))
 //!     .handler::<GetOrder>(|input: GetOrder, _: HandlerContext| async move {

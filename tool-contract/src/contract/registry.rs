@@ -41,7 +41,9 @@ pub enum RegistryError {
 pub struct Registry {
     tools: Vec<&'static ToolSpec>,
     forbidden: ForbiddenKeys,
-    adapters: Vec<Adapter>,
+    /// The adapters named with [`RegistryBuilder::adapter`]; none named, every adapter this
+    /// crate ships.
+    adapters: Option<Vec<Adapter>>,
 }
 
 impl Registry {
@@ -80,10 +82,23 @@ impl Registry {
         self.tools.is_empty()
     }
 
-    /// Whether results may be written for calls read by the adapter `revision` of `api`.
+    /// Whether calls read by the adapter `revision` of `api` may run and have their results
+    /// written: by default, those of every adapter this crate ships ([`ADAPTERS`]); once
+    /// adapters are named ([`RegistryBuilder::adapter`]), those only.
+    ///
+    /// ```
+    /// use tool_contract::Registry;
+    /// use tool_contract::providers::{anthropic, openai};
+    ///
+    /// let every = Registry::builder().build();
+    /// assert!(every.accepts_adapter(openai::ADAPTER.api, openai::ADAPTER.revision));
+    /// let only_openai = Registry::builder().adapter(openai::ADAPTER).build();
+    /// assert!(!only_openai.accepts_adapter(anthropic::ADAPTER.api, anthropic::ADAPTER.revision));
+    /// ```
     #[must_use]
     pub fn accepts_adapter(&self, api: Api, revision: &str) -> bool {
-        self.adapters
+        let accepted = self.adapters.as_deref().unwrap_or(&ADAPTERS);
+        accepted
             .iter()
             .any(|adapter| adapter.api == api && adapter.revision == revision)
     }
@@ -136,20 +151,25 @@ impl RegistryBuilder {
         self
     }
 
-    /// Accepts calls read by `adapter` (e.g. [`Adapter::OPENAI_RESPONSES`]); results are
-    /// written only for calls of accepted adapters.
+    /// Accepts calls read by `adapter` (e.g. [`Adapter::OPENAI_RESPONSES`]) and, from the
+    /// first one named, only the adapters named this way: a registry that should serve one
+    /// provider says so. Calls of an adapter not accepted run nothing (`BLOCKED`) and have no
+    /// results written.
     #[must_use]
     pub fn adapter(mut self, adapter: Adapter) -> Self {
-        if !self.registry.adapters.contains(&adapter) {
-            self.registry.adapters.push(adapter);
+        let named = self.registry.adapters.get_or_insert_with(Vec::new);
+        if !named.contains(&adapter) {
+            named.push(adapter);
         }
         self
     }
 
-    /// Accepts every adapter this crate ships ([`ADAPTERS`]).
+    /// Accepts every adapter this crate ships ([`ADAPTERS`]), as a registry does until
+    /// adapters are named.
     #[must_use]
-    pub fn all_adapters(self) -> Self {
-        ADAPTERS.into_iter().fold(self, RegistryBuilder::adapter)
+    pub fn all_adapters(mut self) -> Self {
+        self.registry.adapters = None;
+        self
     }
 
     /// The registry.

@@ -51,10 +51,10 @@
 //! served in a SERVER span `tools/call {name}` (with the `otel` feature parented from the
 //! client's `_meta.traceparent`), around the dispatcher's `execute_tool` span.
 //!
-//! Calls are served only when the registry accepts [`ADAPTER`]
-//! ([`RegistryBuilder::adapter`](crate::contract::RegistryBuilder::adapter) or `all_adapters`),
-//! as the provider writers require of theirs; otherwise `tools/call` is a protocol error and
-//! nothing runs.
+//! Calls are served only when the registry accepts [`ADAPTER`] (as every registry does until
+//! it names others with
+//! [`RegistryBuilder::adapter`](crate::contract::RegistryBuilder::adapter)), as the provider
+//! writers require of theirs; otherwise `tools/call` is a protocol error and nothing runs.
 
 use crate::vocabulary::Adapter;
 

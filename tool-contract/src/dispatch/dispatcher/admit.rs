@@ -29,9 +29,29 @@ impl Dispatcher {
         Guardrail::Arguments.check(call.context, || self.validate(call, spec, entry))
     }
 
-    /// The tool, by the name the model gave (`UNKNOWN_TOOL` when the registry lacks it).
+    /// The tool, by the name the model gave (`UNKNOWN_TOOL` when the registry lacks it), for
+    /// a call read by an adapter the registry accepts (`BLOCKED` otherwise: no result of it
+    /// could be written, so nothing may run).
     fn lookup<'s>(&'s self, call: &Call<'_>) -> Result<(&'static ToolSpec, &'s ToolEntry), Exit> {
-        let name = &call.context.call.name;
+        let tool_call = &call.context.call;
+        if !self
+            .registry
+            .accepts_adapter(tool_call.api, &tool_call.adapter_revision)
+        {
+            warn!(
+                stage = "lookup",
+                error_code = "BLOCKED",
+                "adapter not accepted"
+            );
+            let error = ModelError::new(ErrorCode::Blocked);
+            let detail = format!(
+                "the registry does not accept calls read by {} adapter {:?}: nothing ran",
+                tool_call.api.as_str(),
+                tool_call.adapter_revision
+            );
+            return Err(Box::new(self.control(call, error, &detail)));
+        }
+        let name = &tool_call.name;
         match (self.registry.get(name), self.tools.get(name.as_str())) {
             (Some(spec), Some(entry)) => Ok((spec, entry)),
             _ => {
