@@ -250,7 +250,14 @@ impl ContractAttrs {
                         source_tier.set(&ident, tier);
                     }
                 } else if path.is_ident(RECONCILE) {
-                    let target: syn::Path = meta.value()?.parse()?;
+                    let value = meta.value()?;
+                    if value.peek(LitStr) {
+                        // Read on, so the keys after it are checked as written.
+                        let lit: LitStr = value.parse()?;
+                        cx.error_spanned_by(&lit, reconcile_as_string(&lit));
+                        return Ok(());
+                    }
+                    let target: syn::Path = value.parse()?;
                     let value = if target.is_ident("manual") {
                         Reconcile::Manual
                     } else {
@@ -769,4 +776,32 @@ pub fn serde_attrs(cx: &Ctxt, place: SerdePlace, attrs: &[Attribute]) -> SerdeAt
         rename_all: rename_all.get(),
         with: with.get(),
     }
+}
+
+/// What to say of `reconcile = "…"`: it names a type (the status tool's contract), and the
+/// string's words, written as one, are most likely it.
+fn reconcile_as_string(lit: &LitStr) -> String {
+    let text = lit.value();
+    if text == "manual" {
+        return "`reconcile` takes a word, not a string: write `reconcile = manual`".to_owned();
+    }
+    let type_name: String = text
+        .split(['_', '-', ' '])
+        .filter(|word| !word.is_empty())
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_uppercase().chain(chars).collect()
+            })
+        })
+        .collect();
+    let example = if type_name.is_empty() || !type_name.chars().all(char::is_alphanumeric) {
+        "GetStatus".to_owned()
+    } else {
+        type_name
+    };
+    format!(
+        "`reconcile` names the status tool's type, not a string: write `reconcile = {example}` \
+         (a read_only contract), or `reconcile = manual`"
+    )
 }

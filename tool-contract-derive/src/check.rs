@@ -8,7 +8,7 @@ use quote::ToTokens;
 use crate::ast::{Contract, Field, Output, OutputData};
 use crate::attr::{Effect, Format, Limits};
 use crate::ctxt::Ctxt;
-use crate::symbol::{APPROVAL, EFFECT, OUTPUT, PRODUCER_REVISION, SOURCE_LABEL};
+use crate::symbol::{APPROVAL, EFFECT, OUTPUT, PRODUCER_REVISION, RECONCILE, SOURCE_LABEL};
 use crate::ty::{FieldType, is_sources_list};
 
 pub fn check_contract(cx: &Ctxt, contract: &Contract) {
@@ -149,14 +149,16 @@ fn check_write_declarations(cx: &Ctxt, contract: &Contract) {
             "`approval` applies to writes only; this tool does not change state",
         );
     }
+    // A `reconcile` with a bad value was reported where it stands, not as missing too.
+    let reconcile_given = attrs.given.iter().any(|key| key == RECONCILE);
     match (effect.value, &attrs.reconcile) {
-        (Effect::NonIdempotentWrite, None) => cx.error_spanned_by(
+        (Effect::NonIdempotentWrite, None) if !reconcile_given => cx.error_spanned_by(
             &effect.tokens,
             "a `non_idempotent_write` must declare how an unknown outcome is reconciled: \
              `reconcile = StatusTool` (a read_only contract that queries the status) or \
              `reconcile = manual`",
         ),
-        (Effect::NonIdempotentWrite, Some(_)) | (_, None) => {}
+        (Effect::NonIdempotentWrite, _) | (_, None) => {}
         (_, Some(reconcile)) => cx.error_spanned_by(
             &reconcile.tokens,
             "`reconcile` applies to `non_idempotent_write` only; other effects are safe to retry",

@@ -40,7 +40,7 @@ pub use crate::contract::{Registry, ToolSpec};
 pub use crate::dispatch::{
     ApprovalError, Budget, Dispatch, Dispatcher, DispatcherBuilder, HandlerContext,
     JsonLinesAuditLog, MemoryAuditLog, MemoryStore, PendingApproval, RejectionReason, Task,
-    ToolOptions,
+    ToolOptions, typed,
 };
 pub use crate::providers::{
     Answer, AnthropicMessages, Api, GeminiGenerateContent, GeminiInteractions, OpenAiResponses,

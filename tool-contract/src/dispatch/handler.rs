@@ -7,9 +7,12 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use serde::Serialize;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 use tokio::sync::watch;
 
-use crate::binder::{Binder, CallResult, FailureKind, RawResult, ToolFailure};
+use crate::binder::{Binder, CallResult, FailureKind, RawProvenance, RawResult, ToolFailure};
 use crate::contract::{ReconciledBy, ToolContract};
 use crate::dispatch::options::ToolOptions;
 use crate::vocabulary::{CallContext, ForbiddenKeys, Principal, Violations};
@@ -22,6 +25,7 @@ pub struct HandlerContext {
     pub(crate) attempt: u32,
     pub(crate) cancel: watch::Receiver<bool>,
     pub(crate) reconciling: Option<&'static str>,
+    pub(crate) clock: fn() -> OffsetDateTime,
 }
 
 impl HandlerContext {
@@ -36,7 +40,16 @@ impl HandlerContext {
             attempt: 1,
             cancel,
             reconciling: None,
+            clock: OffsetDateTime::now_utc,
         }
+    }
+
+    /// Now, by the dispatcher's clock
+    /// ([`DispatcherBuilder::clock`](crate::dispatch::DispatcherBuilder::clock)): what a
+    /// result's `observed_at` is stamped with.
+    #[must_use]
+    pub fn now(&self) -> OffsetDateTime {
+        (self.clock)()
     }
 
     /// The write this read runs as the status query of (`reconcile = ThisTool`): when the
@@ -92,7 +105,16 @@ impl HandlerContext {
 /// or a structured failure. Its output is untrusted: the dispatcher validates it.
 ///
 /// Any `Fn(C, HandlerContext) -> impl Future<Output = Result<RawResult, ToolFailure>>` is a
-/// handler.
+/// handler: the raw bytes a service sent, for a proxy that forwards a third party's body.
+/// A function of shared state that returns the typed output is one through [`typed`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a handler of `{C}`",
+    label = "not a handler of `{C}`",
+    note = "a handler is `async fn(input: {C}, cx: HandlerContext) -> Result<RawResult, ToolFailure>`",
+    note = "one that returns the typed output takes its state first and is wrapped: \
+            `typed(&state, handler)`, with `async fn handler(state: Arc<S>, input: {C}, \
+            cx: HandlerContext) -> Result<Output, ToolFailure>`"
+)]
 pub trait Handler<C: ToolContract>: Send + Sync + 'static {
     /// Runs the tool once.
     fn call(
@@ -106,14 +128,107 @@ impl<C, F, Fut> Handler<C> for F
 where
     C: ToolContract,
     F: Fn(C, HandlerContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<RawResult, ToolFailure>> + Send,
+    Fut: Future + Send,
+    Fut::Output: HandlerResult,
 {
     fn call(
         &self,
         input: C,
         context: HandlerContext,
     ) -> impl Future<Output = Result<RawResult, ToolFailure>> + Send {
-        self(input, context)
+        let running = self(input, context);
+        async move { running.await.into_result() }
+    }
+}
+
+/// What a handler's future resolves to: `Result<RawResult, ToolFailure>`, and nothing else
+/// (sealed). It exists so that a handler of another shape is told which one is expected.
+#[diagnostic::on_unimplemented(
+    message = "a handler's future resolves to `Result<RawResult, ToolFailure>`, not `{Self}`",
+    label = "this handler returns `{Self}`",
+    note = "to return the typed output, take the state first and wrap the function: \
+            `typed(&state, handler)`, with `async fn handler(state: Arc<S>, input: C, \
+            cx: HandlerContext) -> Result<Output, ToolFailure>`",
+    note = "to return the service's bytes: `Ok(RawResult::new(bytes, RawProvenance::new(..)))`"
+)]
+pub trait HandlerResult: sealed::Sealed + Send {
+    #[doc(hidden)]
+    fn into_result(self) -> Result<RawResult, ToolFailure>;
+}
+
+impl HandlerResult for Result<RawResult, ToolFailure> {
+    fn into_result(self) -> Result<RawResult, ToolFailure> {
+        self
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for Result<super::RawResult, super::ToolFailure> {}
+}
+
+/// A handler of `C` from an async function of the shared `state`, the typed input and the
+/// context, returning the typed output: the shape of axum's and rmcp's handlers. The
+/// dispatcher hands each call its own `Arc` of the state (no clone to write); the output is
+/// serialized and stamped with the contract's producer revision and the time it was
+/// returned ([`HandlerContext::now`]), then validated like any other: typed or raw, what a
+/// handler returns stays untrusted.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_contract::dispatch::{Dispatcher, HandlerContext, MemoryAuditLog, typed};
+/// use tool_contract::{AuditKeys, SecretKey, ToolContract, ToolFailure, ToolOutput};
+///
+/// /// Read an issue.
+/// #[derive(serde::Deserialize, ToolContract)]
+/// #[tool_contract(output = Issue, effect = read_only, source_label = "tracker",
+///                 producer_revision = "tracker-1")]
+/// struct GetIssue { #[tool_contract(maximum = 100000)] number: u32 }
+///
+/// #[derive(serde::Serialize, ToolOutput)]
+/// struct Issue { #[tool_output(bound = number)] number: u32, #[tool_output(max_len = 200)] title: String }
+///
+/// struct Tracker { titles: Vec<String> }
+///
+/// async fn get_issue(tracker: Arc<Tracker>, input: GetIssue, _: HandlerContext) -> Result<Issue, ToolFailure> {
+///     let title = tracker.titles.get(input.number as usize).cloned().unwrap_or_default();
+///     Ok(Issue { number: input.number, title })
+/// }
+///
+/// let tracker = Arc::new(Tracker { titles: vec!["Printer on fire".into()] });
+/// let dispatcher = Dispatcher::builder(tool_contract::registry![GetIssue], AuditKeys::new(SecretKey::from([7; 32])))
+///     .handler::<GetIssue>(typed(&tracker, get_issue))
+///     .audit_sink(Arc::new(MemoryAuditLog::new(SecretKey::from([9; 32]))))
+///     .build()?;
+/// # Ok::<(), tool_contract::dispatch::BuildErrors>(())
+/// ```
+pub fn typed<C, S, F, Fut>(state: &Arc<S>, handler: F) -> impl Handler<C>
+where
+    C: ToolContract,
+    C::Output: Serialize,
+    S: Send + Sync + 'static,
+    F: Fn(Arc<S>, C, HandlerContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<C::Output, ToolFailure>> + Send + 'static,
+{
+    let state = Arc::clone(state);
+    move |input: C, context: HandlerContext| {
+        let clock = context.clock;
+        let work = handler(Arc::clone(&state), input, context);
+        async move {
+            let output = work.await?;
+            let bytes = serde_json::to_vec(&output).map_err(|error| {
+                // A write acted before its output failed to encode: say so.
+                let kind = if C::spec().effect().is_write() {
+                    FailureKind::OutcomeUnknown
+                } else {
+                    FailureKind::Failed
+                };
+                ToolFailure::new(kind, format!("the output did not serialize: {error}"))
+            })?;
+            let observed_at = clock().format(&Rfc3339).unwrap_or_default();
+            let provenance = RawProvenance::new(C::spec().producer_revision(), observed_at);
+            Ok(RawResult::new(bytes, provenance))
+        }
     }
 }
 

@@ -58,7 +58,7 @@ pub use budget::{Budget, Remaining, StopReason, Task};
 pub use builder::{BuildError, BuildErrors, DispatcherBuilder};
 pub use dispatcher::{Dispatch, Dispatcher, PURGE_EVERY};
 pub use gate::{Gate, GateCall, GateDecision, RequireNonEmpty};
-pub use handler::{Handler, HandlerContext};
+pub use handler::{Handler, HandlerContext, HandlerResult, typed};
 pub use options::{Authorizer, ToolOptions};
 pub use retry::RetryPolicy;
 pub use state::{IllegalTransition, UnknownWriteState, WriteEvent, WriteState};

@@ -215,6 +215,7 @@ impl Dispatcher {
             attempt,
             cancel: cancel.clone(),
             reconciling: call.status_of,
+            clock: self.clock,
         };
         let started = tokio::time::Instant::now();
         let running = AssertUnwindSafe(valid.entry.tool.attempt(

@@ -751,6 +751,7 @@ impl Dispatcher {
             attempt: 1,
             cancel,
             reconciling: Some(valid.spec.name()),
+            clock: self.clock,
         };
         let query = status_tool.tool.attempt_input(input, context);
         let timeout = status_tool.options.timeout;
