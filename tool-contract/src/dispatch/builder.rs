@@ -17,7 +17,7 @@ use crate::dispatch::gate::Gate;
 #[cfg(doc)]
 use crate::dispatch::handler::HandlerContext;
 use crate::dispatch::handler::{
-    ApprovalPolicy, ArgumentRule, ErasedStatusInput, Handler, ToolEntry, TypedTool,
+    ApprovalPolicy, ArgumentRule, ErasedStatusInput, Handler, KeyRule, ToolEntry, TypedTool,
     erase_status_input,
 };
 use crate::dispatch::options::{Authorizer, ToolOptions};
@@ -79,6 +79,9 @@ pub enum BuildError {
     /// An approval policy was given for a tool the registry does not hold.
     #[error("an approval policy was given for {0:?}, which the registry does not hold")]
     UnregisteredPolicy(&'static str),
+    /// An operation key was given for a tool the registry does not hold.
+    #[error("an operation key was given for {0:?}, which the registry does not hold")]
+    UnregisteredKey(&'static str),
     /// A policy asked for no approvers at all: a write needing approval needs at least one
     /// person (`approval_when` is how a policy waives it).
     #[error("a policy for {0:?} asks for 0 approvers: at least 1 must approve")]
@@ -196,6 +199,8 @@ pub struct DispatcherBuilder {
     unregistered_policies: Vec<&'static str>,
     no_approvers: Vec<&'static str>,
     receipts: Option<ReceiptSigner>,
+    key_rules: HashMap<&'static str, KeyRule>,
+    unregistered_keys: Vec<&'static str>,
 }
 
 impl DispatcherBuilder {
@@ -217,6 +222,8 @@ impl DispatcherBuilder {
             unregistered_policies: Vec::new(),
             no_approvers: Vec::new(),
             receipts: None,
+            key_rules: HashMap::new(),
+            unregistered_keys: Vec::new(),
         }
     }
 
@@ -395,6 +402,59 @@ impl DispatcherBuilder {
         self
     }
 
+    /// How [`Dispatcher::context`] names the logical operation of a call of `C`, from its
+    /// typed arguments: the operation id, and the idempotency key the ledger and the downstream
+    /// service see (scoped to the principal, so two tenants never share one).
+    ///
+    /// The key is the application's to choose, and names the *intent*, not the call: every
+    /// retry of one action must give the same key, and a later, different action a new one.
+    /// Put in it what makes a later action different. Closing issue 42 is `close:42`; but an
+    /// issue can be reopened and closed again, and under `close:42` the second close would be
+    /// taken for a retry of the first and replayed (`local_replay`) without running. Key it by
+    /// what the action changes from (`close:42:rev-7`, the issue's revision) or by the request
+    /// the user made (`close:42:req-1831`). One key is one action with its exact arguments:
+    /// the same key with other arguments is `IDEMPOTENCY_CONFLICT`, never a second run.
+    /// Without a rule, a write's operation is its exact
+    /// arguments (the same arguments are one operation: replayed, never repeated, for the
+    /// ledger's retention) and each read is its own.
+    ///
+    /// ```
+    /// # use tool_contract::{ToolContract, ToolOutput};
+    /// #[derive(serde::Deserialize, ToolContract)]
+    /// #[tool_contract(output = Closed, effect = idempotent_write, approval = not_required,
+    ///                 source_label = "tracker", producer_revision = "tracker-1")]
+    /// /// Close an issue at the revision the user saw.
+    /// struct CloseIssue {
+    ///     #[tool_contract(maximum = 100000)]
+    ///     number: u32,
+    ///     #[tool_contract(maximum = 1000000)]
+    ///     revision: u32,
+    /// }
+    /// #[derive(serde::Serialize, ToolOutput)]
+    /// struct Closed { #[tool_output(bound = number)] number: u32 }
+    ///
+    /// # fn builder(b: tool_contract::dispatch::DispatcherBuilder) -> tool_contract::dispatch::DispatcherBuilder {
+    /// b.operation_key(|close: &CloseIssue| format!("close:{}:rev-{}", close.number, close.revision))
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn operation_key<C: ToolContract>(
+        mut self,
+        key: impl Fn(&C) -> String + Send + Sync + 'static,
+    ) -> Self {
+        if !self.holds::<C>() {
+            self.unregistered_keys.push(C::NAME);
+            return self;
+        }
+        let rule: KeyRule = Arc::new(move |arguments: &[u8], forbidden: &ForbiddenKeys| {
+            C::parse_arguments_with(arguments, forbidden)
+                .ok()
+                .map(|input| key(&input))
+        });
+        self.key_rules.insert(C::NAME, rule);
+        self
+    }
+
     /// Adds a gate; gates run in the order added.
     #[must_use]
     pub fn gate(mut self, gate: impl Gate + 'static) -> Self {
@@ -517,6 +577,11 @@ impl DispatcherBuilder {
                 .iter()
                 .map(|name| BuildError::NoApprovers(name)),
         );
+        errors.extend(
+            self.unregistered_keys
+                .iter()
+                .map(|name| BuildError::UnregisteredKey(name)),
+        );
         for name in self.approval_policies.keys() {
             let spec = self.registry.get(name);
             if spec.is_some_and(|spec| spec.approval() != Some(Approval::Required)) {
@@ -540,6 +605,7 @@ impl DispatcherBuilder {
             trace_model_results: self.trace_model_results,
             approval_policies: self.approval_policies,
             receipts: self.receipts,
+            key_rules: self.key_rules,
         }))
     }
 }

@@ -296,6 +296,10 @@ pub(crate) struct ApprovalPolicy {
     pub(crate) approvers: Vec<(u32, ArgumentRule)>,
 }
 
+/// The application's operation key for a tool's call, from its arguments (already
+/// validated): a function of the typed input, with the contract type erased.
+pub(crate) type KeyRule = Arc<dyn Fn(&[u8], &ForbiddenKeys) -> Option<String> + Send + Sync>;
+
 /// A status tool's typed input, on its way from the write's tool to the status tool's.
 pub(crate) type StatusInput = Box<dyn Any + Send>;
 

@@ -33,14 +33,15 @@ use crate::dispatch::approval::{
 use crate::dispatch::audit_log::{AuditLogError, AuditSink};
 use crate::dispatch::budget::{StopReason, Task};
 use crate::dispatch::gate::Gate;
-use crate::dispatch::handler::{ApprovalPolicy, ToolEntry};
+use crate::dispatch::handler::{ApprovalPolicy, KeyRule, ToolEntry};
 use crate::dispatch::options::Authorizer;
 use crate::dispatch::state::{WriteEvent, WriteState};
 use crate::dispatch::store::guarded::Guarded;
 use crate::dispatch::store::{Advanced, ControlStore, Lease, Purged, Record, StoreError};
 use crate::dispatch::telemetry;
+use crate::results::digest::canonical_within;
 use crate::results::{ApprovalRecord, AuditKeys, ErrorCode, ModelError, ReceiptSigner};
-use crate::vocabulary::{CallContext, Principal, Reconcile};
+use crate::vocabulary::{CallContext, Principal, Reconcile, ToolCall};
 
 /// A stage's early exit: the call's final result (boxed: results are large, exits rare).
 type Exit = Box<CallResult>;
@@ -61,6 +62,7 @@ pub struct Dispatcher {
     trace_model_results: bool,
     approval_policies: HashMap<&'static str, ApprovalPolicy>,
     receipts: Option<ReceiptSigner>,
+    key_rules: HashMap<&'static str, KeyRule>,
     in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// For each read a write names as `reconcile = ThisTool`, the writes it is the status
     /// query of.
@@ -85,6 +87,7 @@ pub(crate) struct Parts {
     pub(crate) trace_model_results: bool,
     pub(crate) approval_policies: HashMap<&'static str, ApprovalPolicy>,
     pub(crate) receipts: Option<ReceiptSigner>,
+    pub(crate) key_rules: HashMap<&'static str, KeyRule>,
 }
 
 /// How many writes pass between two purges of expired ledger keys.
@@ -211,6 +214,7 @@ impl Dispatcher {
             trace_model_results: parts.trace_model_results,
             approval_policies: parts.approval_policies,
             receipts: parts.receipts,
+            key_rules: parts.key_rules,
             in_flight: Mutex::new(HashMap::new()),
             status_tools,
             rng: Mutex::new(rng),
@@ -223,6 +227,38 @@ impl Dispatcher {
     #[must_use]
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The call as the dispatcher runs it: its operation id and idempotency key named by the
+    /// tool's [`operation_key`](crate::dispatch::DispatcherBuilder::operation_key) rule from
+    /// the typed arguments; without one, a write's by its exact arguments (one operation for
+    /// the same arguments) and a read's by its call id. Arguments that do not read as the
+    /// tool's input still get a key (by their bytes): the dispatch refuses them anyway.
+    #[must_use]
+    pub fn context(&self, call: ToolCall) -> CallContext {
+        let name = call.name.as_str();
+        let spec = self.registry.get(name);
+        let forbidden = self.registry.forbidden_keys();
+        let ruled = self
+            .key_rules
+            .get(name)
+            .and_then(|rule| {
+                catch_unwind(AssertUnwindSafe(|| rule(&call.arguments, forbidden))).ok()
+            })
+            .flatten();
+        let operation_id = match (ruled, spec) {
+            (Some(key), _) => format!("{name}:{key}"),
+            (None, Some(spec)) if !spec.effect().is_write() => format!("{name}:{}", call.call_id),
+            (None, _) => {
+                let canonical = canonical_within(spec, &call.arguments);
+                let arguments = canonical.as_deref().unwrap_or(&call.arguments);
+                let mut seed = name.as_bytes().to_vec();
+                seed.push(0);
+                seed.extend_from_slice(arguments);
+                format!("{name}:{}", &sha256_hex(&seed)[..32])
+            }
+        };
+        CallContext::new(call, operation_id.clone()).with_idempotency_key(operation_id)
     }
 
     /// A binder over the dispatcher's registry and keys, to verify results with.
