@@ -39,6 +39,7 @@ use crate::dispatch::state::{WriteEvent, WriteState};
 use crate::dispatch::store::guarded::Guarded;
 use crate::dispatch::store::{Advanced, ControlStore, Lease, Purged, Record, StoreError};
 use crate::dispatch::telemetry;
+use crate::providers::{Answer, Turn};
 use crate::results::digest::canonical_within;
 use crate::results::{ApprovalRecord, AuditKeys, ErrorCode, ModelError, ReceiptSigner};
 use crate::vocabulary::{CallContext, Principal, Reconcile, ToolCall};
@@ -292,6 +293,25 @@ impl Dispatcher {
         self.dispatch_in_span(principal, context, task)
             .instrument(span)
             .await
+    }
+
+    /// Runs every call of `turn`, in order, each under the context
+    /// [`context`](Self::context) gives it: each call's dispatch, and its answer for the
+    /// provider's next turn ([`ProviderApi::write_results`](crate::providers::ProviderApi::write_results)).
+    pub async fn dispatch_turn(
+        &self,
+        principal: &Principal,
+        turn: &Turn,
+        task: &Task,
+    ) -> Vec<(Dispatch, Answer)> {
+        let mut dispatched = Vec::with_capacity(turn.calls.len());
+        for call in &turn.calls {
+            let context = self.context(call.clone());
+            let dispatch = self.dispatch(principal, &context, task).await;
+            let result = dispatch.result.clone();
+            dispatched.push((dispatch, Answer { context, result }));
+        }
+        dispatched
     }
 
     /// Asks what became of a write whose outcome is unknown, through the write's status query,

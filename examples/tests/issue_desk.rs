@@ -1,0 +1,58 @@
+//! `issue-desk` end to end: the real binary, and its size.
+
+use std::process::Command;
+
+#[test]
+fn the_issue_desk_asks_runs_the_approved_close_once_and_hands_each_turn_back() {
+    let output = Command::new(env!("CARGO_BIN_EXE_issue-desk"))
+        .output()
+        .expect("the desk runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let calls: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.starts_with("  ") && line.contains("_issue: "))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "  get_issue: succeeded ",
+            "  label_issue: succeeded ",
+            "  close_issue: failed APPROVAL_REQUIRED",
+            "  close_issue: succeeded ",
+        ],
+        "{stdout}"
+    );
+    assert!(stdout.contains("maintainer approves:"), "{stdout}");
+    assert_eq!(
+        stdout.matches("  next turn's input: [").count(),
+        2,
+        "{stdout}"
+    );
+    assert!(stdout.contains(r#"\"state\":\"closed\""#), "{stdout}");
+    // Opened at revision 1, labelled (2), closed once (3).
+    assert!(stdout.contains("issue 7: Closed at revision 3"), "{stdout}");
+    assert!(stdout.starts_with("tools for OpenAI: [{"), "{stdout}");
+}
+
+#[test]
+fn the_issue_desk_is_at_most_120_lines_outside_its_contracts() {
+    let source = include_str!("../src/bin/issue-desk.rs");
+    let mut in_contracts = false;
+    let outside = source
+        .lines()
+        .filter(|line| {
+            let marker = line.starts_with("// -- contracts --")
+                || line.starts_with("// -- end of contracts --");
+            if marker {
+                in_contracts = !in_contracts;
+            }
+            !marker && !in_contracts
+        })
+        .count();
+    assert!(outside <= 120, "{outside} lines outside the contracts");
+}
