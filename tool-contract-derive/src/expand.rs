@@ -129,17 +129,9 @@ pub fn contract(contract: &Contract) -> TokenStream {
         });
 
     let output_assoc = quote_spanned!(output_ty.span()=> type Output = #output_ty;);
-    // Through `output_bounds::<Self>` rather than naming the output type again, so that an
-    // output type that is not a `ToolOutput` is reported once, at `type Output`.
+    // Evaluated here, failing at the output's own `bound` (see `output_bound_check`).
     let bound_check = quote_spanned! {output_ty.span()=>
-        const _: () = if let ::core::option::Option::Some(message) =
-            ::tool_contract::__private::bound_error(
-                ::tool_contract::__private::output_bounds::<#ident>(),
-                <#ident as ::tool_contract::__private::ToolContract>::__INPUT_FIELDS,
-            )
-        {
-            ::core::panic!("{}", message)
-        };
+        const _: () = ::tool_contract::__private::check_output_bounds::<#ident>();
     };
 
     quote! {
@@ -236,8 +228,7 @@ pub fn output(output: &Output) -> TokenStream {
                 static __SHAPE: ::tool_contract::__private::ObjectShape =
                     ::tool_contract::__private::ObjectShape::new(#type_name, #description, &__FIELDS);
             };
-            let mut bounds = bound_decls(&type_name, fields);
-            bounds.extend(source_consts(fields, sources.is_some()));
+            let bounds = source_consts(fields, sources.is_some());
             let name_checks = fields
                 .iter()
                 .filter(|field| !field.rules.allow_forbidden_key)
@@ -272,6 +263,31 @@ pub fn output(output: &Output) -> TokenStream {
         OutputData::Struct(_) => quote!(Object),
         OutputData::Enum(_) => quote!(Enum),
     };
+    // A struct's check is a type of its own, generic over the contract whose input it is
+    // checked against; an enum holds no `bound`.
+    let (bound_check_type, bound_check) = match &output.data {
+        OutputData::Struct(fields) => {
+            let checks = output_bound_check(&type_name, fields);
+            let check_type = quote! {
+                #[doc(hidden)]
+                pub struct __Bounds<__I>(::core::marker::PhantomData<__I>);
+
+                #[automatically_derived]
+                impl<__I: ::tool_contract::__private::ToolContract>
+                    ::tool_contract::__private::BoundCheck for __Bounds<__I>
+                {
+                    const CHECK: () = {
+                        #checks
+                    };
+                }
+            };
+            (check_type, quote!(__Bounds<__I>))
+        }
+        OutputData::Enum(_) => (
+            TokenStream::new(),
+            quote!(::tool_contract::__private::NoBounds),
+        ),
+    };
 
     quote! {
         const _: () = {
@@ -299,6 +315,8 @@ pub fn output(output: &Output) -> TokenStream {
                     #write
                 }
 
+                type __Check<__I: ::tool_contract::__private::ToolContract> = #bound_check;
+
                 #bounds
             }
 
@@ -306,6 +324,8 @@ pub fn output(output: &Output) -> TokenStream {
             impl ::tool_contract::__private::ToolOutput for #ident {
                 const LIMITS: ::tool_contract::__private::Limits = #output_limits;
             }
+
+            #bound_check_type
 
             #name_checks
         };
@@ -589,10 +609,13 @@ fn write_json_string(text: &str, suffix: &str) -> TokenStream {
     }
 }
 
-/// `__BOUNDS`: this type's `bound` declarations and those of its fields' types.
-fn bound_decls(type_name: &str, fields: &[Field]) -> TokenStream {
+/// The body of `CheckBounds::CHECK` for an output struct: each of its own `bound`s checked
+/// against the input fields of the contract `__I`, the check spanned at the `bound` itself so
+/// that a wrong one is reported there; then its fields' types' checks.
+fn output_bound_check(type_name: &str, fields: &[Field]) -> TokenStream {
     let own = fields.iter().filter_map(|field| {
-        let input_field = field.rules.bound.as_ref()?.unraw().to_string();
+        let bound = field.rules.bound.as_ref()?;
+        let input_field = bound.unraw().to_string();
         let kind = format_ident!("{}", field.ty.bound_kind()?);
         let at = format!(
             "`#[tool_output(bound = {input_field})]` on `{type_name}::{}`",
@@ -603,29 +626,28 @@ fn bound_decls(type_name: &str, fields: &[Field]) -> TokenStream {
             "{at} joins fields of different types: the input field `{input_field}` must have the \
              same kind (String, bool or integer)"
         );
-        Some(quote! {
-            ::tool_contract::__private::BoundDecl {
-                input_field: #input_field,
-                kind: ::tool_contract::__private::BoundKind::#kind,
-                missing: #missing,
-                mismatch: #mismatch,
+        Some(quote_spanned! {bound.span()=>
+            if let ::core::option::Option::Some(message) = ::tool_contract::__private::bound_error(
+                &[::tool_contract::__private::BoundDecl {
+                    input_field: #input_field,
+                    kind: ::tool_contract::__private::BoundKind::#kind,
+                    missing: #missing,
+                    mismatch: #mismatch,
+                }],
+                <__I as ::tool_contract::__private::ToolContract>::__INPUT_FIELDS,
+            ) {
+                ::core::panic!("{}", message)
             }
         })
     });
     let nested = fields.iter().map(|field| {
         let ty = &field.original.ty;
-        quote_spanned!(ty.span()=> <#ty as ::tool_contract::__private::ContractField>::__BOUNDS)
+        quote_spanned! {ty.span()=>
+            let () = <<#ty as ::tool_contract::__private::ContractField>::__Check<__I>
+                as ::tool_contract::__private::BoundCheck>::CHECK;
+        }
     });
-    quote! {
-        const __BOUNDS: &'static [::tool_contract::__private::BoundDecl] = {
-            const PARTS: &[&[::tool_contract::__private::BoundDecl]] =
-                &[&[#(#own),*], #(#nested),*];
-            const COUNT: usize = ::tool_contract::__private::total_len(PARTS);
-            const ALL: [::tool_contract::__private::BoundDecl; COUNT] =
-                ::tool_contract::__private::concat_bounds::<COUNT>(PARTS);
-            &ALL
-        };
-    }
+    quote!(#(#own)* #(#nested)*)
 }
 
 /// `__HOLDS_SOURCES` (the type has a sources field) and `__CLAIMS_TIER` (a source tier is

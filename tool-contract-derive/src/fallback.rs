@@ -66,6 +66,9 @@ pub fn output(input: &DeriveInput, errors: syn::Error) -> TokenStream {
             fn __shape() -> ::tool_contract::__private::Shape {
                 ::tool_contract::__private::Shape::FreeForm
             }
+            type __Check<__I: ::tool_contract::__private::ToolContract> =
+                ::tool_contract::__private::NoBounds;
+
             fn __write_canonical(&self, _: &mut ::std::vec::Vec<u8>) {
                 ::core::unreachable!("the output type did not compile")
             }

@@ -4,10 +4,11 @@
 
 pub use std::sync::OnceLock;
 
-pub use crate::contract::bound::{BoundDecl, BoundKind, InputFieldDecl, bound_error};
-pub use crate::contract::bound::{concat_bounds, total_len};
+pub use crate::contract::bound::{
+    BoundCheck, BoundDecl, BoundKind, InputFieldDecl, NoBounds, bound_error,
+};
 pub use crate::contract::build::{
-    ContractDecl, build_spec, output_bounds, output_claims_tier, output_limits, output_shape,
+    ContractDecl, build_spec, check_output_bounds, output_claims_tier, output_limits, output_shape,
 };
 pub use crate::contract::const_check::ConstMessage;
 pub use crate::contract::fallback::InvalidOutput;

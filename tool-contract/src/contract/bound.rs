@@ -34,6 +34,23 @@ pub struct BoundDecl {
     pub mismatch: &'static str,
 }
 
+/// The compile-time check of the `bound`s inside one field type, at any depth, against the
+/// input of a contract: evaluating `CHECK` fails at the `bound` that names no input field, or
+/// one of another kind, so that the error stands at that `bound`. Each field type names its
+/// check as [`ContractField::__Check`](super::field::ContractField).
+pub trait BoundCheck {
+    /// `()`, or a compile error at the first wrong `bound`.
+    const CHECK: ();
+}
+
+/// The check of a type that holds no `bound`.
+#[derive(Debug)]
+pub struct NoBounds;
+
+impl BoundCheck for NoBounds {
+    const CHECK: () = ();
+}
+
 /// One field of a contract's input, as `bound` sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct InputFieldDecl {
@@ -67,40 +84,4 @@ pub const fn bound_error(bounds: &[BoundDecl], inputs: &[InputFieldDecl]) -> Opt
         b += 1;
     }
     None
-}
-
-/// Concatenates the `bound` declarations of a type and of its fields' types.
-#[must_use]
-pub const fn concat_bounds<const N: usize>(parts: &[&[BoundDecl]]) -> [BoundDecl; N] {
-    const EMPTY: BoundDecl = BoundDecl {
-        input_field: "",
-        kind: BoundKind::Str,
-        missing: "",
-        mismatch: "",
-    };
-    let mut all = [EMPTY; N];
-    let mut n = 0;
-    let mut p = 0;
-    while p < parts.len() {
-        let mut i = 0;
-        while i < parts[p].len() {
-            all[n] = parts[p][i];
-            n += 1;
-            i += 1;
-        }
-        p += 1;
-    }
-    all
-}
-
-/// The total length of `parts`, for [`concat_bounds`].
-#[must_use]
-pub const fn total_len(parts: &[&[BoundDecl]]) -> usize {
-    let mut n = 0;
-    let mut p = 0;
-    while p < parts.len() {
-        n += parts[p].len();
-        p += 1;
-    }
-    n
 }

@@ -3,7 +3,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::bound::BoundDecl;
+use super::bound::BoundCheck;
 use super::field::ContractField;
 use super::rules::Rules;
 use super::schema;
@@ -123,10 +123,11 @@ pub const fn output_limits<C: ToolContract>() -> Limits {
     <C::Output as ToolOutput>::LIMITS
 }
 
-/// The `bound` declarations of contract `C`'s output, at any depth.
-#[must_use]
-pub const fn output_bounds<C: ToolContract>() -> &'static [BoundDecl] {
-    <C::Output as ContractField>::__BOUNDS
+/// Evaluates the check of every `bound` in contract `C`'s output against its input: a compile
+/// error at the first wrong `bound`. Through `C` alone, so that an output type that is not a
+/// `ToolOutput` is reported once, at `type Output`.
+pub const fn check_output_bounds<C: ToolContract>() {
+    <<C::Output as ContractField>::__Check<C> as BoundCheck>::CHECK
 }
 
 /// Whether contract `C`'s output holds a source tier anywhere (so it must declare its own).

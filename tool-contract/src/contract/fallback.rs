@@ -19,6 +19,8 @@ impl serde::Serialize for InvalidOutput {
 }
 
 impl ContractField for InvalidOutput {
+    type __Check<I: crate::contract::ToolContract> = crate::contract::bound::NoBounds;
+
     fn __read(_: &mut Reader<'_>, _: &Rules) -> Result<Option<Self>, Stop> {
         Ok(None)
     }

@@ -3,10 +3,11 @@
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use super::bound::BoundDecl;
+use super::bound::{BoundCheck, NoBounds};
 use super::reader::{BoundValue, Reader, Stop};
 use super::rules::Rules;
 use super::shape::Shape;
+use super::traits::ToolContract;
 use crate::json::canonical::write as canonical;
 use crate::json::encoding::infallible;
 use crate::json::format::{self, Format};
@@ -38,10 +39,10 @@ pub trait ContractField: Sized {
     #[doc(hidden)]
     fn __write_canonical(&self, out: &mut Vec<u8>);
 
-    /// The `bound` declarations inside this type, at any depth, for the compile-time check
-    /// that each names an input field of a compatible type.
+    /// The compile-time check of the `bound`s inside this type against the input of the
+    /// contract `I` (see [`BoundCheck`]).
     #[doc(hidden)]
-    const __BOUNDS: &'static [BoundDecl] = &[];
+    type __Check<I: ToolContract>: BoundCheck;
 
     /// Whether the type is a struct with a `Vec<GroundingSource>` field, which `grounded`
     /// requires to be non-empty (through `Option` and `Vec`, of the type inside).
@@ -55,6 +56,8 @@ pub trait ContractField: Sized {
 }
 
 impl ContractField for String {
+    type __Check<I: ToolContract> = NoBounds;
+
     fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
         let Some(value) = reader.read_string()? else {
             return Ok(None);
@@ -73,6 +76,8 @@ impl ContractField for String {
 }
 
 impl ContractField for bool {
+    type __Check<I: ToolContract> = NoBounds;
+
     fn __read(reader: &mut Reader<'_>, _rules: &Rules) -> Result<Option<Self>, Stop> {
         reader.read_bool()
     }
@@ -89,6 +94,8 @@ impl ContractField for bool {
 macro_rules! integer_field {
     ($($ty:ty),*) => {$(
         impl ContractField for $ty {
+            type __Check<I: ToolContract> = NoBounds;
+
             #[inline]
             fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
                 let (min, max) = safe_range(i128::from(<$ty>::MIN), i128::from(<$ty>::MAX));
@@ -126,6 +133,8 @@ fn safe_range(min: i128, max: i128) -> (i64, i64) {
 integer_field!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 impl ContractField for f64 {
+    type __Check<I: ToolContract> = NoBounds;
+
     fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
         reader.read_f64(rules)
     }
@@ -145,6 +154,8 @@ impl ContractField for f64 {
 }
 
 impl ContractField for OffsetDateTime {
+    type __Check<I: ToolContract> = NoBounds;
+
     fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
         let Some(value) = reader.read_string()? else {
             return Ok(None);
@@ -179,6 +190,8 @@ const NO_FREE_FORM: FreeFormLimits = FreeFormLimits {
 };
 
 impl ContractField for Value {
+    type __Check<I: ToolContract> = NoBounds;
+
     fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
         reader.read_free_form(rules.free_form().unwrap_or(NO_FREE_FORM))
     }
@@ -200,6 +213,8 @@ impl ContractField for Value {
 }
 
 impl<T: ContractField> ContractField for Option<T> {
+    type __Check<I: ToolContract> = T::__Check<I>;
+
     fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
         if reader.take_null()? {
             return Ok(Some(None));
@@ -222,12 +237,13 @@ impl<T: ContractField> ContractField for Option<T> {
         }
     }
 
-    const __BOUNDS: &'static [BoundDecl] = T::__BOUNDS;
     const __HOLDS_SOURCES: bool = T::__HOLDS_SOURCES;
     const __CLAIMS_TIER: bool = T::__CLAIMS_TIER;
 }
 
 impl<T: ContractField> ContractField for Vec<T> {
+    type __Check<I: ToolContract> = T::__Check<I>;
+
     fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
         let Some(mut array) = reader.begin_array()? else {
             return Ok(None);
@@ -266,7 +282,6 @@ impl<T: ContractField> ContractField for Vec<T> {
         out.push(b']');
     }
 
-    const __BOUNDS: &'static [BoundDecl] = T::__BOUNDS;
     const __HOLDS_SOURCES: bool = T::__HOLDS_SOURCES;
     const __CLAIMS_TIER: bool = T::__CLAIMS_TIER;
 }

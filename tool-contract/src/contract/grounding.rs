@@ -33,6 +33,8 @@ static TIER_SHAPE: EnumShape = EnumShape::new(
 // Written by hand rather than derived: reading a tier also checks it against the ceiling the
 // contract declares, so that no payload raises its own tier.
 impl ContractField for SourceTier {
+    type __Check<I: crate::contract::ToolContract> = crate::contract::bound::NoBounds;
+
     fn __read(reader: &mut Reader<'_>, _rules: &Rules) -> Result<Option<Self>, Stop> {
         let Some(name) = reader.read_string()? else {
             return Ok(None);

@@ -245,6 +245,8 @@ pub enum CatalogMismatch {
 // Its serde declaration is its only one: it is read with it, and written canonically from its
 // serde form, so the bytes the model is sent are RFC 8785 of that form by construction.
 impl ContractField for ModelError {
+    type __Check<I: crate::contract::ToolContract> = crate::contract::bound::NoBounds;
+
     fn __read(reader: &mut Reader<'_>, _rules: &Rules) -> Result<Option<Self>, Stop> {
         reader.read_serde("a model error")
     }

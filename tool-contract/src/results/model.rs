@@ -56,6 +56,8 @@ impl Serialize for Data {
 }
 
 impl ContractField for Data {
+    type __Check<I: crate::contract::ToolContract> = crate::contract::bound::NoBounds;
+
     fn __read(reader: &mut Reader<'_>, _rules: &Rules) -> Result<Option<Self>, Stop> {
         Ok(reader.read_canonical()?.map(Data))
     }
