@@ -79,7 +79,11 @@ async fn a_registry_that_does_not_accept_mcp_calls_answers_none() {
     use tool_contract::{RawResult, ToolFailure};
     use tool_contract_tests::kb::{SearchKb, hits, kb_provenance, keys};
 
-    let registry = tool_contract::registry![SearchKb]; // no adapter accepted
+    // A registry that names its adapters, and not MCP's.
+    let registry = tool_contract::registry![SearchKb]
+        .into_builder()
+        .adapter(tool_contract::providers::openai::ADAPTER)
+        .build();
     let audit = Arc::new(MemoryAuditLog::new(
         tool_contract_tests::tracker::audit_key(),
     ));

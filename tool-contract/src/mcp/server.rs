@@ -219,7 +219,7 @@ impl McpServer {
             // As the provider writers refuse: nothing runs for a caller the registry does not
             // accept.
             return Err(ErrorData::internal_error(
-                "the registry does not accept MCP calls: add tool_contract::mcp::ADAPTER",
+                "the registry names its adapters, and not MCP's: add tool_contract::mcp::ADAPTER",
                 None,
             ));
         }
