@@ -2,7 +2,9 @@
 //! canonical JSON, each over an object whose `domain` member names its kind, so that a digest
 //! of one kind never verifies as another.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -111,6 +113,37 @@ pub struct KeyTooShort {
 pub struct AuditKeys {
     principal: SecretKey,
     digest: Option<SecretKey>,
+    principal_refs: Arc<PrincipalRefs>,
+}
+
+/// The principal references already made, so that one principal's keyed reference is paid
+/// once, not on every call (it is asked several times per call). Shared by the clones of one
+/// set of keys; bounded, emptied when full.
+#[derive(Default)]
+struct PrincipalRefs(Mutex<HashMap<Principal, String>>);
+
+impl PrincipalRefs {
+    /// How many principals are remembered before the memory is emptied.
+    const CAPACITY: usize = 4096;
+
+    fn get_or_make(&self, principal: &Principal, make: impl FnOnce() -> String) -> String {
+        let mut known = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(reference) = known.get(principal) {
+            return reference.clone();
+        }
+        let reference = make();
+        if known.len() >= Self::CAPACITY {
+            known.clear();
+        }
+        known.insert(principal.clone(), reference.clone());
+        reference
+    }
+}
+
+impl fmt::Debug for PrincipalRefs {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("PrincipalRefs(..)")
+    }
 }
 
 impl AuditKeys {
@@ -120,6 +153,7 @@ impl AuditKeys {
         AuditKeys {
             principal: principal_key,
             digest: None,
+            principal_refs: Arc::default(),
         }
     }
 
@@ -152,8 +186,14 @@ impl AuditKeys {
     }
 
     /// The principal's reference: HMAC-SHA256 of its canonical form, 64 lowercase hex.
+    /// Made once per principal and remembered by these keys (and their clones).
     #[must_use]
     pub fn principal_ref(&self, principal: &Principal) -> String {
+        self.principal_refs
+            .get_or_make(principal, || self.make_principal_ref(principal))
+    }
+
+    fn make_principal_ref(&self, principal: &Principal) -> String {
         let mut hasher = Hasher::Keyed(self.principal.mac());
         write_object(
             &mut hasher,
@@ -456,4 +496,37 @@ fn write_object(hasher: &mut Hasher, members: &mut [(&str, Field<'_>)]) {
     }
     scratch.push(b'}');
     hasher.update(&scratch);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remembered_principal_reference_is_the_one_made_afresh_and_the_memory_is_bounded() {
+        let keys = AuditKeys::new(SecretKey::from([5; 32]));
+        let clone = keys.clone();
+        for round in 0..2 {
+            for index in 0..PrincipalRefs::CAPACITY + 10 {
+                let principal = Principal::new("acme", format!("user-{index}"));
+                let remembered = if round == 0 {
+                    keys.principal_ref(&principal)
+                } else {
+                    clone.principal_ref(&principal)
+                };
+                assert_eq!(remembered, keys.make_principal_ref(&principal));
+            }
+        }
+        let known = keys.principal_refs.0.lock().unwrap().len();
+        assert!(known <= PrincipalRefs::CAPACITY, "{known} remembered");
+        assert!(Arc::ptr_eq(&keys.principal_refs, &clone.principal_refs));
+    }
+
+    #[test]
+    fn other_keys_give_other_references_for_the_same_principal() {
+        let alice = Principal::new("acme", "alice");
+        let one = AuditKeys::new(SecretKey::from([5; 32]));
+        let other = AuditKeys::new(SecretKey::from([6; 32]));
+        assert_ne!(one.principal_ref(&alice), other.principal_ref(&alice));
+    }
 }
