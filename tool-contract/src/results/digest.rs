@@ -462,10 +462,21 @@ impl Hasher {
 
     fn finish(self) -> String {
         match self {
-            Hasher::Plain(hasher) => hex::encode(hasher.finalize()),
-            Hasher::Keyed(mac) => hex::encode(mac.finalize().into_bytes()),
+            Hasher::Plain(hasher) => lower_hex(&hasher.finalize()),
+            Hasher::Keyed(mac) => lower_hex(&mac.finalize().into_bytes()),
         }
     }
+}
+
+/// `bytes` as lowercase hex, as `hex::encode` writes it, without building it a `char` at a
+/// time (every call pays for three digests).
+fn lower_hex(bytes: &[u8]) -> String {
+    let mut text = vec![0; bytes.len() * 2];
+    infallible(
+        hex::encode_to_slice(bytes, &mut text),
+        "the buffer is twice the bytes' length",
+    );
+    infallible(String::from_utf8(text), "hex digits are ASCII")
 }
 
 /// Feeds the canonical form of an object with ASCII member names to `hasher`, in one pass.
@@ -520,6 +531,13 @@ mod tests {
         let known = keys.principal_refs.0.lock().unwrap().len();
         assert!(known <= PrincipalRefs::CAPACITY, "{known} remembered");
         assert!(Arc::ptr_eq(&keys.principal_refs, &clone.principal_refs));
+    }
+
+    #[test]
+    fn lower_hex_is_hex_encode() {
+        for bytes in [&b""[..], b"\x00\xff\x10", &[0xab; 32]] {
+            assert_eq!(lower_hex(bytes), hex::encode(bytes));
+        }
     }
 
     #[test]
