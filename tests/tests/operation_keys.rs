@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use tool_contract::dispatch::{
     BuildError, Dispatcher, HandlerContext, MemoryAuditLog, Task, typed,
 };
-use tool_contract::providers::{Api, Correlation, ToolCall};
+use tool_contract::providers::ToolCall;
 use tool_contract::results::Delivery;
 use tool_contract::{ErrorCode, Status, ToolContract, ToolFailure, ToolOutput};
 use tool_contract_tests::tracker::{FindIssue, alice, audit_key, keys};
@@ -62,17 +62,7 @@ fn dispatcher(tracker: &Arc<Tracker>, keyed: bool) -> Dispatcher {
 }
 
 fn call(call_id: &str, arguments: &str) -> ToolCall {
-    ToolCall {
-        api: Api::OpenAiResponses,
-        adapter_revision: tool_contract::providers::openai::ADAPTER
-            .revision
-            .to_owned(),
-        response_id: Some("resp_1".to_owned()),
-        call_id: call_id.to_owned(),
-        correlation: Correlation::Id,
-        name: "close_issue".to_owned(),
-        arguments: arguments.as_bytes().to_vec(),
-    }
+    tool_contract_tests::kb::call(call_id, "close_issue", arguments)
 }
 
 #[tokio::test]

@@ -14,15 +14,6 @@ use std::hint::black_box;
 use common::{GetShipment, PlainShipment, ResultPath};
 use tool_contract::ToolContract;
 
-/// The result path's sizes: items of the stock list (as in `project`).
-const SIZES: [(usize, &str); 5] = [
-    (6, "1KiB"),
-    (100, "16KiB"),
-    (400, "64KiB"),
-    (1600, "256KiB"),
-    (6300, "1MiB"),
-];
-
 fn repeat(times: u64, mut run: impl FnMut()) {
     for _ in 0..times {
         run();
@@ -34,10 +25,7 @@ fn validate(case: &str, times: u64) -> bool {
     let call = GetShipment {
         shipment_ref: "SHP-2026-11-29-0042".to_owned(),
     };
-    let schema = jsonschema::draft202012::options()
-        .should_validate_formats(true)
-        .build(GetShipment::spec().output_schema())
-        .expect("the emitted schema compiles");
+    let schema = common::shipment_schema();
     match case {
         "validate_tool_contract" => repeat(times, || {
             black_box(call.validate_output(black_box(&bytes)).is_ok());
@@ -66,7 +54,7 @@ fn result_path(case: &str, times: u64) -> bool {
     let Some((kind, label)) = case.rsplit_once('_') else {
         return false;
     };
-    let Some((items, _)) = SIZES.iter().find(|(_, size)| *size == label) else {
+    let Some((items, _)) = common::SIZES.iter().find(|(_, size)| *size == label) else {
         return false;
     };
     let path = ResultPath::new();

@@ -22,18 +22,9 @@ use serde_json::Value;
 use tool_contract::Status;
 use tool_contract::json::canonical;
 
-/// The sizes of the result path's curve: items of the stock list, and the label.
-const SIZES: [(usize, &str); 5] = [
-    (6, "1KiB"),
-    (100, "16KiB"),
-    (400, "64KiB"),
-    (1600, "256KiB"),
-    (6300, "1MiB"),
-];
-
 fn bench(c: &mut Criterion) {
     let path = ResultPath::new();
-    for (items, label) in SIZES {
+    for (items, label) in common::SIZES {
         let value = common::stock(items);
         let bytes = serde_json::to_vec(&value).expect("a Value encodes");
         let size = bytes.len();

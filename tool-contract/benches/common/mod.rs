@@ -212,6 +212,23 @@ pub fn stock(items: usize) -> Value {
     json!({ "warehouse_ref": "WH-AMS-2", "counted_at": "2026-11-29T06:00:00Z", "items": items })
 }
 
+/// The sizes of the result path's curve: items of the stock list, and the label.
+pub const SIZES: [(usize, &str); 5] = [
+    (6, "1KiB"),
+    (100, "16KiB"),
+    (400, "64KiB"),
+    (1600, "256KiB"),
+    (6300, "1MiB"),
+];
+
+/// The shipment's output schema, compiled for the `jsonschema` baseline (formats checked).
+pub fn shipment_schema() -> jsonschema::Validator {
+    jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(GetShipment::spec().output_schema())
+        .expect("the emitted schema compiles")
+}
+
 /// One `list_stock` call and all the result path needs around it: the binder, the call, its
 /// typed input, and for the off-the-shelf pipeline the compiled output schema.
 pub struct ResultPath {
