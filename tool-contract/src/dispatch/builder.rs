@@ -196,11 +196,11 @@ pub struct DispatcherBuilder {
     lease_grace: Duration,
     trace_model_results: bool,
     approval_policies: HashMap<&'static str, ApprovalPolicy>,
-    unregistered_policies: Vec<&'static str>,
-    no_approvers: Vec<&'static str>,
+    /// What the builder's steps refused as they were called (a policy or key for a tool the
+    /// registry lacks, no approvers), reported by `build` with the rest.
+    refused: Vec<BuildError>,
     receipts: Option<ReceiptSigner>,
     key_rules: HashMap<&'static str, KeyRule>,
-    unregistered_keys: Vec<&'static str>,
 }
 
 impl DispatcherBuilder {
@@ -219,11 +219,9 @@ impl DispatcherBuilder {
             lease_grace: Duration::from_secs(60),
             trace_model_results: false,
             approval_policies: HashMap::new(),
-            unregistered_policies: Vec::new(),
-            no_approvers: Vec::new(),
+            refused: Vec::new(),
             receipts: None,
             key_rules: HashMap::new(),
-            unregistered_keys: Vec::new(),
         }
     }
 
@@ -328,7 +326,7 @@ impl DispatcherBuilder {
         needs_person: impl Fn(&C) -> bool + Send + Sync + 'static,
     ) -> Self {
         if !self.holds::<C>() {
-            self.unregistered_policies.push(C::NAME);
+            self.refused.push(BuildError::UnregisteredPolicy(C::NAME));
             return self;
         }
         let rule = argument_rule(needs_person);
@@ -372,11 +370,11 @@ impl DispatcherBuilder {
         applies: impl Fn(&C) -> bool + Send + Sync + 'static,
     ) -> Self {
         if !self.holds::<C>() {
-            self.unregistered_policies.push(C::NAME);
+            self.refused.push(BuildError::UnregisteredPolicy(C::NAME));
             return self;
         }
         if approvers == 0 {
-            self.no_approvers.push(C::NAME);
+            self.refused.push(BuildError::NoApprovers(C::NAME));
         }
         let rule = argument_rule(applies);
         let policy = self.approval_policies.entry(C::NAME).or_default();
@@ -443,7 +441,7 @@ impl DispatcherBuilder {
         key: impl Fn(&C) -> String + Send + Sync + 'static,
     ) -> Self {
         if !self.holds::<C>() {
-            self.unregistered_keys.push(C::NAME);
+            self.refused.push(BuildError::UnregisteredKey(C::NAME));
             return self;
         }
         let rule: KeyRule = Arc::new(move |arguments: &[u8], forbidden: &ForbiddenKeys| {
@@ -567,21 +565,7 @@ impl DispatcherBuilder {
         if self.audit_sink.is_none() {
             errors.push(BuildError::MissingAuditSink);
         }
-        errors.extend(
-            self.unregistered_policies
-                .iter()
-                .map(|name| BuildError::UnregisteredPolicy(name)),
-        );
-        errors.extend(
-            self.no_approvers
-                .iter()
-                .map(|name| BuildError::NoApprovers(name)),
-        );
-        errors.extend(
-            self.unregistered_keys
-                .iter()
-                .map(|name| BuildError::UnregisteredKey(name)),
-        );
+        errors.extend(self.refused);
         for name in self.approval_policies.keys() {
             let spec = self.registry.get(name);
             if spec.is_some_and(|spec| spec.approval() != Some(Approval::Required)) {
