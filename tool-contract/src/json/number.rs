@@ -77,6 +77,51 @@ pub(crate) fn parse_exact_f64(literal: &str) -> Option<f64> {
     if !value.is_finite() {
         return None;
     }
+    if within_double_digits(literal, value) {
+        return Some(value);
+    }
+    exact_by_shortest(literal, value)
+}
+
+/// The doubles whose every decimal of at most [`f64::DIGITS`] significant digits survives the
+/// round trip: the normal range, with a margin at both ends.
+const ROUND_TRIP_RANGE: std::ops::RangeInclusive<f64> = 1e-307..=1e307;
+
+/// Whether `literal`, read as `value`, has at most 15 significant digits and `value` lies in
+/// [`ROUND_TRIP_RANGE`]. Then the literal is exact with no formatting: every decimal of at
+/// most 15 digits in that range comes back from its nearest double (`f64::DIGITS`), so no two
+/// of them share a double; the shortest form of `value` has at most as many digits as the
+/// literal, so it is one of them, and it is the literal.
+fn within_double_digits(literal: &str, value: f64) -> bool {
+    if !ROUND_TRIP_RANGE.contains(&value.abs()) {
+        return false;
+    }
+    let mantissa = literal
+        .as_bytes()
+        .split(|&b| b == b'e' || b == b'E')
+        .next()
+        .unwrap_or_default();
+    let digits = mantissa.iter().filter(|b| b.is_ascii_digit());
+    // Significant: from the first non-zero digit to the last one.
+    let mut significant = 0;
+    let mut pending_zeros = 0;
+    for &digit in digits {
+        if digit == b'0' {
+            pending_zeros += 1;
+        } else {
+            if significant > 0 {
+                significant += pending_zeros;
+            }
+            significant += 1;
+            pending_zeros = 0;
+        }
+    }
+    significant <= f64::DIGITS
+}
+
+/// The general check: the literal and the shortest round-trip form of `value` denote the
+/// same decimal.
+fn exact_by_shortest(literal: &str, value: f64) -> Option<f64> {
     let mut buffer = ryu::Buffer::new();
     let shortest = buffer.format_finite(value);
     (Decimal::of(literal)? == Decimal::of(shortest)?).then_some(value)
@@ -240,6 +285,69 @@ mod tests {
             "18446744073709551616",
         ] {
             assert_eq!(parse_exact_f64(literal), None, "{literal}");
+        }
+    }
+
+    #[test]
+    fn the_short_literal_path_agrees_with_the_shortest_form_check() {
+        let mantissas = [
+            "1",
+            "0.1",
+            "9.999999999999999",
+            "12345678901234.5",
+            "123456789012345",
+            "1234567890123456",
+            "0.30000000000000001",
+            "4.35",
+            "100000000000000000000",
+            "0.000000000000001",
+            "2.2250738585072014",
+            "1.7976931348623157",
+            "900719925474099.3",
+            "0.1000000000000000055511151231257827",
+            "-5.5",
+        ];
+        let mut checked = 0;
+        for mantissa in mantissas {
+            for exponent in (-330..=330).step_by(7).chain([-308, -307, 307, 308]) {
+                let literal = format!("{mantissa}e{exponent}");
+                let Ok(value) = literal.parse::<f64>() else {
+                    continue;
+                };
+                if !value.is_finite() || !within_double_digits(&literal, value) {
+                    continue;
+                }
+                assert_eq!(
+                    exact_by_shortest(&literal, value),
+                    Some(value),
+                    "{literal} takes the short path but is not exact"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 500, "only {checked} literals took the short path");
+    }
+
+    #[test]
+    fn long_or_out_of_range_literals_take_the_shortest_form_check() {
+        for literal in [
+            "0.30000000000000001",
+            "1234567890123456",
+            "1e-310",
+            "1e308",
+            "0",
+        ] {
+            let value: f64 = literal.parse().unwrap();
+            assert!(!within_double_digits(literal, value), "{literal}");
+        }
+        for literal in [
+            "100000000000000000000",
+            "0.000100",
+            "-1.50e10",
+            "123456789012345",
+        ] {
+            let value: f64 = literal.parse().unwrap();
+            assert!(within_double_digits(literal, value), "{literal}");
         }
     }
 
