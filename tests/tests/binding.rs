@@ -309,3 +309,58 @@ fn the_error_code_of_a_tampered_failure_is_checked_too() {
         VerifyError::ResultDigest
     );
 }
+
+/// The three digests, written here from their definitions with `serde_jcs` and `sha2`
+/// alone: the request, the result and the call binding, each an object whose `domain` names
+/// its kind, with `null` for what a call or a contract does not have.
+#[test]
+fn the_three_digests_are_sha256_of_their_canonical_objects_written_independently() {
+    use sha2::{Digest, Sha256};
+    let digest = |value: &serde_json::Value| {
+        format!("{:x}", Sha256::digest(serde_jcs::to_vec(value).unwrap()))
+    };
+    let revisions = registry().get("search_kb").unwrap().revisions();
+    let mut without_ids = search_call("2", "refund");
+    without_ids.idempotency_key = None;
+    without_ids.call.response_id = None;
+    for context in [search_call("1", "refund"), without_ids] {
+        let result = search(&context, &hits("refund"));
+        let request_sha256 = digest(&json!({
+            "arguments": { "query": "refund" },
+            "domain": "tool-contract/request-v1",
+            "effect_revision": revisions.effect,
+            "input_revision": revisions.input,
+            "output_revision": revisions.output,
+            "subject": "alice@acme.example",
+            "tenant": "acme",
+            "tool": "search_kb",
+        }));
+        let result_sha256 = digest(&json!({
+            "domain": "tool-contract/result-v1",
+            "model_result": serde_json::to_value(&result.model).unwrap(),
+        }));
+        let call_binding_sha256 = digest(&json!({
+            "adapter_revision": "openai-responses/2026-08",
+            "api": "openai_responses",
+            "call_id": context.call.call_id,
+            "domain": "tool-contract/call-binding-v1",
+            "effect_revision": revisions.effect,
+            "handler_revision": revisions.handler,
+            "idempotency_key": context.idempotency_key,
+            "input_revision": revisions.input,
+            "operation_id": context.operation_id,
+            "output_revision": revisions.output,
+            "policy_revision": revisions.policy,
+            "producer_revision": "kb-v1",
+            "provider": "openai",
+            "request_sha256": request_sha256,
+            "response_id": context.call.response_id,
+            "result_sha256": result_sha256,
+            "tool": "search_kb",
+        }));
+        let binding = &result.audit.binding;
+        assert_eq!(binding.request_sha256, request_sha256);
+        assert_eq!(binding.result_sha256, result_sha256);
+        assert_eq!(binding.call_binding_sha256, call_binding_sha256);
+    }
+}
