@@ -23,6 +23,15 @@ const PRINCIPAL_DOMAIN: &str = "tool-contract/principal-v1";
 const LEDGER_RECORD_DOMAIN: &str = "tool-contract/ledger-record-v1";
 const DERIVED_KEY_DOMAIN: &str = "tool-contract/derived-key-v1";
 
+/// A member name as RFC 8785 writes it, with its colon: `"name":`. Every name here is plain
+/// ASCII with nothing to escape, so the text is its canonical form, fixed at compile time;
+/// each object lists its members in canonical order (ASCII: byte order is UTF-16 order).
+macro_rules! name {
+    ($name:literal) => {
+        concat!("\"", $name, "\":").as_bytes()
+    };
+}
+
 /// A secret key for HMAC-SHA256: at least 32 bytes. Its `Debug` shows nothing of it.
 ///
 /// Held as HMAC's keyed state, so each digest starts from a copy of it instead of hashing the
@@ -197,10 +206,10 @@ impl AuditKeys {
         let mut hasher = Hasher::Keyed(self.principal.mac());
         write_object(
             &mut hasher,
-            &mut [
-                ("domain", Field::Str(PRINCIPAL_DOMAIN)),
-                ("subject", Field::Str(&principal.subject)),
-                ("tenant", Field::Str(&principal.tenant)),
+            &[
+                (name!("domain"), Field::Str(PRINCIPAL_DOMAIN)),
+                (name!("subject"), Field::Str(&principal.subject)),
+                (name!("tenant"), Field::Str(&principal.tenant)),
             ],
         );
         hasher.finish()
@@ -248,11 +257,11 @@ impl AuditKeys {
         let mut hasher = Hasher::Keyed(key.mac());
         write_object(
             &mut hasher,
-            &mut [
-                ("domain", Field::Str(LEDGER_RECORD_DOMAIN)),
-                ("ledger_key", Field::Str(ledger_key)),
-                ("model_result", Field::Raw(model_json)),
-                ("request_sha256", Field::Str(request_sha256)),
+            &[
+                (name!("domain"), Field::Str(LEDGER_RECORD_DOMAIN)),
+                (name!("ledger_key"), Field::Str(ledger_key)),
+                (name!("model_result"), Field::Raw(model_json)),
+                (name!("request_sha256"), Field::Str(request_sha256)),
             ],
         );
         hasher.finish()
@@ -289,9 +298,9 @@ impl AuditKeys {
         let mut hasher = self.hasher();
         write_object(
             &mut hasher,
-            &mut [
-                ("domain", Field::Str(RESULT_DOMAIN)),
-                ("model_result", Field::Raw(model_json)),
+            &[
+                (name!("domain"), Field::Str(RESULT_DOMAIN)),
+                (name!("model_result"), Field::Raw(model_json)),
             ],
         );
         hasher.finish()
@@ -307,49 +316,41 @@ impl AuditKeys {
     ) -> String {
         let call = &context.call;
         let revisions = spec.map(ToolSpec::revisions);
-        let revision = |pick: fn(&Revisions) -> Option<&str>| revisions.and_then(pick);
+        let revision =
+            |pick: fn(&Revisions) -> Option<&str>| Field::OptStr(revisions.and_then(pick));
         let mut hasher = self.hasher();
         write_object(
             &mut hasher,
-            &mut [
-                ("adapter_revision", Field::Str(&call.adapter_revision)),
-                ("api", Field::Str(call.api.as_str())),
-                ("call_id", Field::Str(&call.call_id)),
-                ("domain", Field::Str(CALL_BINDING_DOMAIN)),
+            &[
                 (
-                    "effect_revision",
-                    Field::OptStr(revision(|r| Some(&r.effect))),
+                    name!("adapter_revision"),
+                    Field::Str(&call.adapter_revision),
+                ),
+                (name!("api"), Field::Str(call.api.as_str())),
+                (name!("call_id"), Field::Str(&call.call_id)),
+                (name!("domain"), Field::Str(CALL_BINDING_DOMAIN)),
+                (name!("effect_revision"), revision(|r| Some(&r.effect))),
+                (
+                    name!("handler_revision"),
+                    revision(|r| r.handler.as_deref()),
                 ),
                 (
-                    "handler_revision",
-                    Field::OptStr(revision(|r| r.handler.as_deref())),
-                ),
-                (
-                    "idempotency_key",
+                    name!("idempotency_key"),
                     Field::OptStr(context.idempotency_key.as_deref()),
                 ),
+                (name!("input_revision"), revision(|r| Some(&r.input))),
+                (name!("operation_id"), Field::Str(&context.operation_id)),
+                (name!("output_revision"), revision(|r| Some(&r.output))),
+                (name!("policy_revision"), revision(|r| r.policy.as_deref())),
+                (name!("producer_revision"), revision(|r| Some(&r.producer))),
+                (name!("provider"), Field::Str(call.api.provider().as_str())),
+                (name!("request_sha256"), Field::Str(request_sha256)),
                 (
-                    "input_revision",
-                    Field::OptStr(revision(|r| Some(&r.input))),
+                    name!("response_id"),
+                    Field::OptStr(call.response_id.as_deref()),
                 ),
-                ("operation_id", Field::Str(&context.operation_id)),
-                (
-                    "output_revision",
-                    Field::OptStr(revision(|r| Some(&r.output))),
-                ),
-                (
-                    "policy_revision",
-                    Field::OptStr(revision(|r| r.policy.as_deref())),
-                ),
-                (
-                    "producer_revision",
-                    Field::OptStr(revision(|r| Some(&r.producer))),
-                ),
-                ("provider", Field::Str(call.api.provider().as_str())),
-                ("request_sha256", Field::Str(request_sha256)),
-                ("response_id", Field::OptStr(call.response_id.as_deref())),
-                ("result_sha256", Field::Str(result_sha256)),
-                ("tool", Field::Str(&call.name)),
+                (name!("result_sha256"), Field::Str(result_sha256)),
+                (name!("tool"), Field::Str(&call.name)),
             ],
         );
         hasher.finish()
@@ -399,26 +400,29 @@ fn write_request(
     arguments: Field<'_>,
 ) {
     let arguments = match arguments {
-        Field::Raw(canonical) => ("arguments", Field::Raw(canonical)),
-        other => ("arguments_bytes_sha256", other),
+        Field::Raw(canonical) => (name!("arguments"), Field::Raw(canonical)),
+        other => (name!("arguments_bytes_sha256"), other),
     };
     write_object(
         hasher,
-        &mut [
+        &[
             arguments,
-            ("domain", Field::Str(REQUEST_DOMAIN)),
+            (name!("domain"), Field::Str(REQUEST_DOMAIN)),
             (
-                "effect_revision",
+                name!("effect_revision"),
                 Field::OptStr(revisions.map(|r| r.effect)),
             ),
-            ("input_revision", Field::OptStr(revisions.map(|r| r.input))),
             (
-                "output_revision",
+                name!("input_revision"),
+                Field::OptStr(revisions.map(|r| r.input)),
+            ),
+            (
+                name!("output_revision"),
                 Field::OptStr(revisions.map(|r| r.output)),
             ),
-            ("subject", Field::Str(&principal.subject)),
-            ("tenant", Field::Str(&principal.tenant)),
-            ("tool", Field::Str(tool)),
+            (name!("subject"), Field::Str(&principal.subject)),
+            (name!("tenant"), Field::Str(&principal.tenant)),
+            (name!("tool"), Field::Str(tool)),
         ],
     );
 }
@@ -479,19 +483,21 @@ fn lower_hex(bytes: &[u8]) -> String {
     infallible(String::from_utf8(text), "hex digits are ASCII")
 }
 
-/// Feeds the canonical form of an object with ASCII member names to `hasher`, in one pass.
-fn write_object(hasher: &mut Hasher, members: &mut [(&str, Field<'_>)]) {
-    // ASCII names: byte order is UTF-16 order.
-    members.sort_unstable_by_key(|(name, _)| *name);
-    let mut scratch = Vec::with_capacity(128);
+/// Feeds the canonical form of an object to `hasher`, in one pass: `members` are its names
+/// (from [`name!`], in canonical order) and values.
+fn write_object(hasher: &mut Hasher, members: &[(&[u8], Field<'_>)]) {
+    debug_assert!(
+        members.windows(2).all(|pair| pair[0].0 < pair[1].0),
+        "members in canonical order"
+    );
+    // Room for the largest object (the call binding) without growing.
+    let mut scratch = Vec::with_capacity(1024);
     scratch.push(b'{');
     for (index, (name, value)) in members.iter().enumerate() {
-        debug_assert!(name.is_ascii());
         if index > 0 {
             scratch.push(b',');
         }
-        canonical::write_str(&mut scratch, name);
-        scratch.push(b':');
+        scratch.extend_from_slice(name);
         match value {
             Field::Str(text) | Field::OptStr(Some(text)) => {
                 canonical::write_str(&mut scratch, text)
