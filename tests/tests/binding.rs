@@ -364,3 +364,44 @@ fn the_three_digests_are_sha256_of_their_canonical_objects_written_independently
         assert_eq!(binding.call_binding_sha256, call_binding_sha256);
     }
 }
+
+#[test]
+fn an_audit_naming_another_provider_turn_or_contract_revision_fails() {
+    type Edit = fn(&mut tool_contract::results::ProtectedAudit);
+    let context = search_call("1", "refund");
+    let result = search(&context, &hits("refund"));
+    let provider_edits: [Edit; 4] = [
+        |audit| audit.provider_context.response_id = None,
+        |audit| audit.provider_context.call_id.push('x'),
+        |audit| audit.provider_context.adapter_revision.push('x'),
+        |audit| audit.provider_context.api = tool_contract::providers::Api::AnthropicMessages,
+    ];
+    let contract_edits: [Edit; 8] = [
+        |audit| audit.tool_contract = None,
+        |audit| audit.tool_contract.as_mut().unwrap().tool.push('x'),
+        |audit| audit.tool_contract.as_mut().unwrap().input.push('x'),
+        |audit| audit.tool_contract.as_mut().unwrap().output.push('x'),
+        |audit| audit.tool_contract.as_mut().unwrap().effect.push('x'),
+        |audit| audit.tool_contract.as_mut().unwrap().producer.push('x'),
+        |audit| audit.tool_contract.as_mut().unwrap().handler = Some("h".into()),
+        |audit| audit.tool_contract.as_mut().unwrap().policy = Some("p".into()),
+    ];
+    let cases = provider_edits
+        .iter()
+        .map(|edit| (edit, VerifyError::ProviderContext))
+        .chain(
+            contract_edits
+                .iter()
+                .map(|edit| (edit, VerifyError::ContractRevisions)),
+        );
+    for (index, (edit, expected)) in cases.enumerate() {
+        let mut forged = result.clone();
+        edit(&mut forged.audit);
+        assert_eq!(
+            binder().verify(&alice(), &context, &forged).unwrap_err(),
+            expected,
+            "edit {index}"
+        );
+    }
+    assert!(binder().verify(&alice(), &context, &result).is_ok());
+}

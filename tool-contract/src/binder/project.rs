@@ -1,11 +1,12 @@
 //! The projection step: one call's outcome in, a model result and its audit out, bound
 //! together.
 
-use super::outcome::{RawOutput, RawResult, ToolFailure};
+use super::outcome::{RawOutput, RawProvenance, RawResult, ToolFailure};
 use super::seal::Seal;
 use super::{Binder, CallResult};
+use crate::contract::field::ContractField;
 use crate::contract::spec::ToolSpec;
-use crate::contract::traits::{ToolContract, ToolOutput};
+use crate::contract::traits::ToolContract;
 use crate::json::encoding::infallible;
 use crate::results::audit::{Downstream, Redaction};
 use crate::results::catalog::ErrorCode;
@@ -54,20 +55,25 @@ impl<'r> Binder<'r> {
         input: &C,
         raw: RawResult,
     ) -> CallResult {
+        let RawResult {
+            output,
+            provenance,
+            truncated,
+            downstream,
+        } = raw;
         let spec = match self.spec_for::<C>(context) {
             Ok(spec) => spec,
-            Err(withheld) => return self.withheld(principal, context, *withheld, raw.downstream),
+            Err(withheld) => return self.withheld(principal, context, *withheld, downstream),
         };
-        match self.checked_output(spec, input, &raw) {
+        match self.checked_output(spec, input, &output, provenance) {
             Ok((data, provenance, stripped)) => {
-                let model =
-                    ModelResult::succeeded(data, Delivery::Fresh, raw.truncated, provenance);
+                let model = ModelResult::succeeded(data, Delivery::Fresh, truncated, provenance);
                 let seal = Seal::new(Some(spec), model)
-                    .downstream(raw.downstream)
+                    .downstream(downstream)
                     .redactions(stripped);
                 self.seal(principal, context, seal)
             }
-            Err(withheld) => self.withheld(principal, context, *withheld, raw.downstream),
+            Err(withheld) => self.withheld(principal, context, *withheld, downstream),
         }
     }
 
@@ -142,15 +148,15 @@ impl<'r> Binder<'r> {
         &self,
         spec: &ToolSpec,
         input: &C,
-        raw: &RawResult,
+        output: &RawOutput,
+        claimed: RawProvenance,
     ) -> Result<(String, Provenance, Vec<Redaction>), Box<Withheld>> {
-        let claimed = &raw.provenance;
         // The source label is the registry's, never the handler's; the rest is its claim.
         let provenance = Provenance {
             source_label: spec.source_label().to_owned(),
-            producer_revision: claimed.producer_revision.clone(),
-            resource_revision: claimed.resource_revision.clone(),
-            observed_at: claimed.observed_at.clone(),
+            producer_revision: claimed.producer_revision,
+            resource_revision: claimed.resource_revision,
+            observed_at: claimed.observed_at,
             trust: Trust::UntrustedData,
         };
         let mut redactions: Vec<Redaction> = provenance
@@ -159,13 +165,15 @@ impl<'r> Binder<'r> {
             .map(|fault| redaction("", fault.audit_reason()))
             .collect();
         let forbidden = self.registry.forbidden_keys();
-        let validated = match &raw.output {
-            RawOutput::Bytes(bytes) => input.validate_output_audited(bytes, forbidden),
+        let encoded;
+        let bytes = match output {
+            RawOutput::Bytes(bytes) => bytes,
             RawOutput::Value(value) => {
-                let bytes = infallible(serde_json::to_vec(value), "a `Value` always encodes");
-                input.validate_output_audited(&bytes, forbidden)
+                encoded = infallible(serde_json::to_vec(value), "a `Value` always encodes");
+                &encoded
             }
         };
+        let validated = input.validate_output_audited(bytes, forbidden);
         match validated {
             Ok(validated) if redactions.is_empty() => {
                 let stripped = validated
@@ -178,11 +186,11 @@ impl<'r> Binder<'r> {
                         )
                     })
                     .collect();
-                // Written canonically straight from the typed output: no `Value` in between.
-                let data = infallible(
-                    String::from_utf8(validated.output.to_canonical_json()),
-                    "canonical JSON is UTF-8",
-                );
+                // Written canonically straight from the typed output: no `Value` in between,
+                // into a buffer the size of what was read (the canonical form is rarely longer).
+                let mut canonical = Vec::with_capacity(bytes.len());
+                validated.output.__write_canonical(&mut canonical);
+                let data = infallible(String::from_utf8(canonical), "canonical JSON is UTF-8");
                 Ok((data, provenance, stripped))
             }
             Ok(_) => Err(Box::new(Withheld::output(spec, redactions))),

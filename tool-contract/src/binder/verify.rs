@@ -4,7 +4,7 @@
 use super::{Binder, CallResult};
 use crate::contract::ToolSpec;
 use crate::json::encoding::infallible;
-use crate::results::audit::{ContractRevisions, PROTECTED_AUDIT_SCHEMA_VERSION, ProviderContext};
+use crate::results::audit::PROTECTED_AUDIT_SCHEMA_VERSION;
 use crate::results::digest::digests_equal;
 use crate::results::error::CatalogMismatch;
 use crate::results::execution::ProvenanceFault;
@@ -111,7 +111,7 @@ impl Binder<'_> {
         if audit.schema_version != PROTECTED_AUDIT_SCHEMA_VERSION {
             return Err(VerifyError::SchemaVersion);
         }
-        if audit.provider_context != ProviderContext::of(call) {
+        if !audit.provider_context.is_of(call) {
             return Err(VerifyError::ProviderContext);
         }
         if audit.operation_id != context.operation_id
@@ -123,7 +123,12 @@ impl Binder<'_> {
             return Err(VerifyError::Principal);
         }
         let spec = self.registry.get(&call.name);
-        if audit.tool_contract != spec.map(ContractRevisions::of) {
+        let revisions_agree = match (&audit.tool_contract, spec) {
+            (Some(revisions), Some(spec)) => revisions.are_of(spec),
+            (None, None) => true,
+            _ => false,
+        };
+        if !revisions_agree {
             return Err(VerifyError::ContractRevisions);
         }
         if let Some(fault) = result.model.provenance().faults(spec).first() {

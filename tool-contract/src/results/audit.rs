@@ -97,6 +97,15 @@ impl ProviderContext {
             adapter_revision: call.adapter_revision.clone(),
         }
     }
+
+    /// Whether this is the context of `call`: [`of`](Self::of) compared, without building it.
+    pub(crate) fn is_of(&self, call: &ToolCall) -> bool {
+        self.provider == call.api.provider()
+            && self.api == call.api
+            && self.response_id == call.response_id
+            && self.call_id == call.call_id
+            && self.adapter_revision == call.adapter_revision
+    }
 }
 
 /// Every revision of the contract a call ran under.
@@ -133,6 +142,19 @@ impl ContractRevisions {
             handler: revisions.handler.clone(),
             policy: revisions.policy.clone(),
         }
+    }
+
+    /// Whether these are the revisions `spec` declares: [`of`](Self::of) compared, without
+    /// building it.
+    pub(crate) fn are_of(&self, spec: &ToolSpec) -> bool {
+        let revisions = spec.revisions();
+        self.tool == spec.name()
+            && self.input == revisions.input
+            && self.output == revisions.output
+            && self.effect == revisions.effect
+            && self.producer == revisions.producer
+            && self.handler == revisions.handler
+            && self.policy == revisions.policy
     }
 }
 
