@@ -447,7 +447,7 @@ fn read_object(
     let slots: Vec<_> = (0..fields.len())
         .map(|i| format_ident!("__field_{i}"))
         .collect();
-    let arms = fields
+    let reads = fields
         .iter()
         .zip(&slots)
         .enumerate()
@@ -481,11 +481,7 @@ fn read_object(
                 }
             });
             quote! {
-                #key => {
-                    if #slot.is_some() {
-                        reader.duplicate_key(&key)?;
-                        continue;
-                    }
+                #index => {
                     let mark = reader.enter_key(#key);
                     let value = #read;
                     #bound
@@ -495,6 +491,35 @@ fn read_object(
                 }
             }
         });
+    let first_time = fields
+        .iter()
+        .zip(&slots)
+        .enumerate()
+        .map(|(index, (field, slot))| {
+            let key = &field.key;
+            quote!(#key if #slot.is_none() => #index,)
+        });
+    let keys: Vec<_> = fields.iter().map(|field| &field.key).collect();
+    // A key seen before: every declared key, once read.
+    let duplicate = (!keys.is_empty()).then(|| {
+        quote! {
+            #(#keys)|* => {
+                reader.duplicate_key(&key)?;
+                continue;
+            }
+        }
+    });
+    // The two orders producers write keys in: the declared one (serde's writer of the
+    // type) and the canonical one (RFC 8785, and maps sorted by name such as serde_json's).
+    let quoted = |(index, field): (usize, &Field)| {
+        let key = syn::LitByteStr::new(json_string(&field.key).as_bytes(), Span::call_site());
+        quote!((#key, #index))
+    };
+    let declared_order = fields.iter().enumerate().map(quoted);
+    let mut sorted: Vec<(usize, &Field)> = fields.iter().enumerate().collect();
+    sorted.sort_by(|(_, a), (_, b)| a.key.encode_utf16().cmp(b.key.encode_utf16()));
+    let canonical_order = sorted.into_iter().map(quoted);
+    let count = fields.len();
     let missing = fields.iter().zip(&slots).map(|(field, slot)| {
         let key = &field.key;
         quote! {
@@ -512,10 +537,47 @@ fn read_object(
             return ::core::result::Result::Ok(::core::option::Option::None);
         };
         #(let mut #slots = ::core::option::Option::None;)*
-        while let ::core::option::Option::Some(key) = reader.next_key(&mut object)? {
-            match &*key {
-                #(#arms)*
-                _ => reader.unknown_key(&key)?,
+        // Each key as its canonical JSON string, with its field, in the declared order and in
+        // the canonical one: the keys are tried by their bytes in the order the first key
+        // follows, and from the first key written otherwise they are read the general way.
+        const __ORDERS: [[(&[u8], usize); #count]; 2] =
+            [[#(#declared_order),*], [#(#canonical_order),*]];
+        let mut __order: &[(&[u8], usize)] = &__ORDERS[0];
+        let mut __canonical_tried = false;
+        let mut __in_order = 0usize;
+        loop {
+            let __index: usize = match __order.get(__in_order) {
+                ::core::option::Option::Some(&(quoted, index))
+                    if reader.next_key_is(&mut object, quoted) =>
+                {
+                    __in_order += 1;
+                    index
+                }
+                ::core::option::Option::Some(_)
+                    if __in_order == 0 && !__canonical_tried =>
+                {
+                    __order = &__ORDERS[1];
+                    __canonical_tried = true;
+                    continue;
+                }
+                _ => {
+                    __order = &[];
+                    let ::core::option::Option::Some(key) = reader.next_key(&mut object)? else {
+                        break;
+                    };
+                    match &*key {
+                        #(#first_time)*
+                        #duplicate
+                        _ => {
+                            reader.unknown_key(&key)?;
+                            continue;
+                        }
+                    }
+                }
+            };
+            match __index {
+                #(#reads)*
+                _ => {}
             }
         }
         #(#missing)*
@@ -527,6 +589,27 @@ fn read_object(
             _ => ::core::option::Option::None,
         })
     }
+}
+
+/// `text` as a canonical JSON string (RFC 8785 section 3.2.2.2), quotes included.
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\u{c}' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn read_enum(variants: &[Variant]) -> TokenStream {
@@ -591,22 +674,14 @@ fn write_enum(variants: &[Variant]) -> TokenStream {
     }
 }
 
-/// Code that writes `text` as a canonical JSON string followed by `suffix`: one literal when
-/// the text has nothing to escape (any ordinary name), the runtime's escaping otherwise.
+/// Code that writes `text` as a canonical JSON string followed by `suffix`: one literal,
+/// escaped here at compile time.
 fn write_json_string(text: &str, suffix: &str) -> TokenStream {
-    let plain = !text
-        .bytes()
-        .any(|byte| byte == b'"' || byte == b'\\' || byte < 0x20);
-    if plain {
-        let literal =
-            syn::LitByteStr::new(format!("\"{text}\"{suffix}").as_bytes(), Span::call_site());
-        quote!(out.extend_from_slice(#literal);)
-    } else {
-        quote! {
-            ::tool_contract::__private::write_canonical_str(out, #text);
-            out.extend_from_slice(#suffix.as_bytes());
-        }
-    }
+    let literal = syn::LitByteStr::new(
+        format!("{}{suffix}", json_string(text)).as_bytes(),
+        Span::call_site(),
+    );
+    quote!(out.extend_from_slice(#literal);)
 }
 
 /// The body of `CheckBounds::CHECK` for an output struct: each of its own `bound`s checked

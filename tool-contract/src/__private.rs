@@ -20,7 +20,6 @@ pub use crate::contract::rules::{Pattern, Rules};
 pub use crate::contract::shape::{EnumShape, FieldSpec, ObjectShape, Shape};
 pub use crate::contract::spec::ToolSpec;
 pub use crate::contract::traits::{ReconciledBy, ToolContract, ToolOutput};
-pub use crate::json::canonical::write::write_str as write_canonical_str;
 pub use crate::json::format::Format;
 pub use crate::vocabulary::effect::{Approval, Effect, Reconcile};
 pub use crate::vocabulary::forbidden::is_forbidden_by_default as is_forbidden_key;

@@ -113,6 +113,18 @@ impl BoundInputs for NoBoundInputs {
     }
 }
 
+/// The index of the first byte at or after `from` that is not JSON whitespace.
+#[inline]
+fn skip_whitespace(bytes: &[u8], mut from: usize) -> usize {
+    while bytes
+        .get(from)
+        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        from += 1;
+    }
+    from
+}
+
 /// The reader state of one validation.
 pub struct Reader<'a> {
     text: &'a str,
@@ -468,6 +480,38 @@ impl<'a> Reader<'a> {
             return Err(self.syntax("expected `:`"));
         }
         Ok(Some(Key { raw, text }))
+    }
+
+    /// Whether the open object's next key is spelled exactly `quoted` (the key's canonical JSON
+    /// string, quotes included), and if so reads past it and its `:`, to its value. Otherwise
+    /// nothing is read, and [`next_key`](Self::next_key) reads what comes next.
+    ///
+    /// Generated readers try each declared key in order first: producers mostly write them
+    /// so, and a key recognised by its bytes needs no scan, no decoding and no lookup. A key
+    /// written another way (escapes, another order) is simply read the general way.
+    #[inline]
+    pub fn next_key_is(&mut self, object: &mut ObjectCursor, quoted: &[u8]) -> bool {
+        let Some(at) = self.peek() else {
+            return false;
+        };
+        let mut at_key = self.pos;
+        if !object.first {
+            if at != b',' {
+                return false;
+            }
+            at_key = skip_whitespace(self.text.as_bytes(), at_key + 1);
+        }
+        let bytes = self.text.as_bytes();
+        if !bytes[at_key..].starts_with(quoted) {
+            return false;
+        }
+        let colon = skip_whitespace(bytes, at_key + quoted.len());
+        if bytes.get(colon) != Some(&b':') {
+            return false;
+        }
+        self.pos = colon + 1;
+        object.first = false;
+        true
     }
 
     /// Opens the array that should come next; `None` (after a report) if another value does.
