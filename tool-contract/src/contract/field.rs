@@ -98,8 +98,8 @@ macro_rules! integer_field {
 
             #[inline]
             fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
-                let (min, max) = safe_range(i128::from(<$ty>::MIN), i128::from(<$ty>::MAX));
-                let value = reader.read_integer(min, max, rules)?;
+                const RANGE: (i64, i64) = safe_range(<$ty>::MIN as i128, <$ty>::MAX as i128);
+                let value = reader.read_integer(RANGE.0, RANGE.1, rules)?;
                 // In range by the check above.
                 Ok(value.and_then(|value| <$ty>::try_from(value).ok()))
             }
@@ -122,12 +122,15 @@ macro_rules! integer_field {
     )*};
 }
 
-/// An integer type's range narrowed to ±(2^53 − 1).
-fn safe_range(min: i128, max: i128) -> (i64, i64) {
-    let safe = i128::from(MAX_SAFE_INTEGER);
+/// An integer type's range narrowed to ±(2^53 − 1); `const`, so each type's is computed once,
+/// at compile time.
+const fn safe_range(min: i128, max: i128) -> (i64, i64) {
+    let safe = MAX_SAFE_INTEGER as i128;
+    let min = if min < -safe { -safe } else { min };
+    let max = if max > safe { safe } else { max };
     // Clamped to ±(2^53 − 1), so both fit an i64.
     #[allow(clippy::cast_possible_truncation)]
-    (min.max(-safe) as i64, max.min(safe) as i64)
+    (min as i64, max as i64)
 }
 
 integer_field!(i8, i16, i32, i64, u8, u16, u32, u64);

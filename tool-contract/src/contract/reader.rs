@@ -125,6 +125,35 @@ fn skip_whitespace(bytes: &[u8], mut from: usize) -> usize {
     from
 }
 
+/// Whether `bytes[at..]` starts with `prefix` (a key: a few to a few dozen bytes), compared
+/// eight bytes at a time in line, which for keys costs less than a call to `memcmp`.
+#[inline]
+fn starts_with_at(bytes: &[u8], at: usize, prefix: &[u8]) -> bool {
+    let len = prefix.len();
+    let Some(candidate) = bytes.get(at..).and_then(|rest| rest.get(..len)) else {
+        return false;
+    };
+    if len < 8 {
+        return candidate.iter().zip(prefix).all(|(a, b)| a == b);
+    }
+    // Whole words, then the last eight bytes (overlapping the last word unless the length is
+    // a multiple of eight).
+    let mut from = 0;
+    while from + 8 < len {
+        if word(&candidate[from..]) != word(&prefix[from..]) {
+            return false;
+        }
+        from += 8;
+    }
+    word(&candidate[len - 8..]) == word(&prefix[len - 8..])
+}
+
+/// The first eight bytes of `chunk`, which has at least eight.
+#[inline]
+fn word(chunk: &[u8]) -> [u8; 8] {
+    chunk.first_chunk().copied().unwrap_or_default()
+}
+
 /// The reader state of one validation.
 pub struct Reader<'a> {
     text: &'a str,
@@ -502,7 +531,7 @@ impl<'a> Reader<'a> {
             at_key = skip_whitespace(self.text.as_bytes(), at_key + 1);
         }
         let bytes = self.text.as_bytes();
-        if !bytes[at_key..].starts_with(quoted) {
+        if !starts_with_at(bytes, at_key, quoted) {
             return false;
         }
         let colon = skip_whitespace(bytes, at_key + quoted.len());
@@ -1023,6 +1052,34 @@ impl<'a> Reader<'a> {
             match number::parse_exact_f64(literal).and_then(Number::from_f64) {
                 Some(value) => Ok(Some(Value::Number(value))),
                 None => self.report(ViolationKind::InexactNumber).map(|()| None),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::starts_with_at;
+
+    #[test]
+    fn a_prefix_is_found_exactly_where_every_byte_agrees() {
+        let text: Vec<u8> = (0..40u8).map(|i| b'a' + i % 26).collect();
+        for at in 0..=text.len() {
+            for len in 0..=24 {
+                let fits = at + len <= text.len();
+                let prefix: Vec<u8> = text[at..(at + len).min(text.len())].to_vec();
+                assert!(starts_with_at(&text, at, &prefix), "{at} {len}");
+                if !fits || len == 0 {
+                    continue;
+                }
+                for differs in 0..len {
+                    let mut other = prefix.clone();
+                    other[differs] ^= 0x20;
+                    assert!(!starts_with_at(&text, at, &other), "{at} {len} {differs}");
+                }
+                let mut longer = prefix.clone();
+                longer.push(b'!');
+                assert!(!starts_with_at(&text, at, &longer), "{at} {len} past");
             }
         }
     }
