@@ -651,11 +651,17 @@ impl<'a> Reader<'a> {
         Ok(ok.then_some(value))
     }
 
+    /// Checks a number against the `minimum` and `maximum` rules, if it has either: most
+    /// fields have neither, so that question stays in line and the check itself does not.
     #[inline]
     fn check_range(&mut self, value: f64, rules: &Rules) -> Result<bool, Stop> {
         if rules.minimum().is_none() && rules.maximum().is_none() {
             return Ok(true);
         }
+        self.check_bounds(value, rules)
+    }
+
+    fn check_bounds(&mut self, value: f64, rules: &Rules) -> Result<bool, Stop> {
         let mut ok = true;
         if let Some(minimum) = rules.minimum().filter(|minimum| value < *minimum) {
             self.report(ViolationKind::BelowMinimum { minimum })?;
