@@ -378,11 +378,51 @@ fn an_audit_naming_another_provider_turn_or_contract_revision_fails() {
     ];
     let contract_edits: [Edit; 8] = [
         |audit| audit.tool_contract = None,
-        |audit| audit.tool_contract.as_mut().unwrap().tool.push('x'),
-        |audit| audit.tool_contract.as_mut().unwrap().input.push('x'),
-        |audit| audit.tool_contract.as_mut().unwrap().output.push('x'),
-        |audit| audit.tool_contract.as_mut().unwrap().effect.push('x'),
-        |audit| audit.tool_contract.as_mut().unwrap().producer.push('x'),
+        |audit| {
+            audit
+                .tool_contract
+                .as_mut()
+                .unwrap()
+                .tool
+                .to_mut()
+                .push('x')
+        },
+        |audit| {
+            audit
+                .tool_contract
+                .as_mut()
+                .unwrap()
+                .input
+                .to_mut()
+                .push('x')
+        },
+        |audit| {
+            audit
+                .tool_contract
+                .as_mut()
+                .unwrap()
+                .output
+                .to_mut()
+                .push('x')
+        },
+        |audit| {
+            audit
+                .tool_contract
+                .as_mut()
+                .unwrap()
+                .effect
+                .to_mut()
+                .push('x')
+        },
+        |audit| {
+            audit
+                .tool_contract
+                .as_mut()
+                .unwrap()
+                .producer
+                .to_mut()
+                .push('x')
+        },
         |audit| audit.tool_contract.as_mut().unwrap().handler = Some("h".into()),
         |audit| audit.tool_contract.as_mut().unwrap().policy = Some("p".into()),
     ];
@@ -404,4 +444,30 @@ fn an_audit_naming_another_provider_turn_or_contract_revision_fails() {
         );
     }
     assert!(binder().verify(&alice(), &context, &result).is_ok());
+}
+
+#[test]
+fn an_audit_borrows_its_contract_revisions_from_the_registry_and_reads_back_equal() {
+    use std::borrow::Cow;
+    let result = search(&search_call("1", "refund"), &hits("refund"));
+    let audit = &result.audit;
+    let revisions = audit.tool_contract.as_ref().unwrap();
+    for text in [
+        &audit.schema_version,
+        &revisions.tool,
+        &revisions.input,
+        &revisions.output,
+        &revisions.effect,
+        &revisions.producer,
+    ] {
+        assert!(matches!(text, Cow::Borrowed(_)), "{text} was copied");
+    }
+    let stored = serde_json::to_string(audit).unwrap();
+    let read_back: tool_contract::results::ProtectedAudit = serde_json::from_str(&stored).unwrap();
+    assert_eq!(&read_back, audit);
+    assert!(
+        binder()
+            .verify(&alice(), &search_call("1", "refund"), &result)
+            .is_ok()
+    );
 }

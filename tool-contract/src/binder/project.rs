@@ -129,7 +129,7 @@ impl<'r> Binder<'r> {
     fn spec_for<C: ToolContract>(
         &self,
         context: &CallContext,
-    ) -> Result<&'r ToolSpec, Box<Withheld>> {
+    ) -> Result<&'static ToolSpec, Box<Withheld>> {
         match self.registry.get(&context.call.name) {
             Some(spec) if spec.name() == C::NAME && std::ptr::eq(spec, C::spec()) => Ok(spec),
             _ => Err(Box::new(Withheld {

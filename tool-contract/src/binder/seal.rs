@@ -12,18 +12,18 @@ use crate::vocabulary::call::{CallContext, Principal};
 
 /// What sealing one result takes besides the call: its model half, and what its audit records.
 #[derive(Debug)]
-pub(crate) struct Seal<'s> {
-    spec: Option<&'s ToolSpec>,
+pub(crate) struct Seal {
+    spec: Option<&'static ToolSpec>,
     model: ModelResult,
     downstream: Downstream,
     redactions: Vec<Redaction>,
     detail: Option<String>,
 }
 
-impl<'s> Seal<'s> {
+impl Seal {
     /// The model half of a call of the tool `spec` (`None`: a tool the registry lacks), with
     /// nothing more for the audit.
-    pub(crate) fn new(spec: Option<&'s ToolSpec>, model: ModelResult) -> Self {
+    pub(crate) fn new(spec: Option<&'static ToolSpec>, model: ModelResult) -> Self {
         Seal {
             spec,
             model,
@@ -59,7 +59,7 @@ impl Binder<'_> {
         &self,
         principal: &Principal,
         context: &CallContext,
-        seal: Seal<'_>,
+        seal: Seal,
     ) -> CallResult {
         let Seal {
             spec,
@@ -78,7 +78,7 @@ impl Binder<'_> {
             self.keys
                 .call_binding_digest(context, spec, &request_sha256, &result_sha256);
         let audit = ProtectedAudit {
-            schema_version: PROTECTED_AUDIT_SCHEMA_VERSION.to_owned(),
+            schema_version: PROTECTED_AUDIT_SCHEMA_VERSION.into(),
             principal_ref: self.keys.principal_ref(principal),
             provider_context: ProviderContext::of(call),
             tool_contract: spec.map(ContractRevisions::of),

@@ -1,5 +1,7 @@
 //! `ProtectedAudit`: what operators and auditors need of a call and the model must not see.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use super::receipt::SignedReceipt;
@@ -17,8 +19,9 @@ pub const PROTECTED_AUDIT_SCHEMA_VERSION: &str = "tool-protected-audit-v1";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProtectedAudit {
-    /// Always [`PROTECTED_AUDIT_SCHEMA_VERSION`].
-    pub schema_version: String,
+    /// Always [`PROTECTED_AUDIT_SCHEMA_VERSION`] (borrowed from it when the binder makes the
+    /// audit; owned when one is read back).
+    pub schema_version: Cow<'static, str>,
     /// A keyed digest of the principal (64 hex): stable for one principal, not reversible
     /// without the key.
     pub principal_ref: String,
@@ -109,38 +112,41 @@ impl ProviderContext {
 }
 
 /// Every revision of the contract a call ran under.
+///
+/// The binder borrows each from the registry's spec, which lives as long as the program, so an
+/// audit costs no copy of them; one read back from storage owns its text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContractRevisions {
     /// The tool's name.
-    pub tool: String,
+    pub tool: Cow<'static, str>,
     /// Of the arguments' schema.
-    pub input: String,
+    pub input: Cow<'static, str>,
     /// Of the output's schema.
-    pub output: String,
+    pub output: Cow<'static, str>,
     /// Of the effect declaration.
-    pub effect: String,
+    pub effect: Cow<'static, str>,
     /// Of the code that produces results.
-    pub producer: String,
+    pub producer: Cow<'static, str>,
     /// Of the handler, if declared.
-    pub handler: Option<String>,
+    pub handler: Option<Cow<'static, str>>,
     /// Of the policy, if declared.
-    pub policy: Option<String>,
+    pub policy: Option<Cow<'static, str>>,
 }
 
 impl ContractRevisions {
-    /// The revisions a spec declares.
+    /// The revisions a spec declares, borrowed from it.
     #[must_use]
-    pub fn of(spec: &ToolSpec) -> Self {
+    pub fn of(spec: &'static ToolSpec) -> Self {
         let revisions = spec.revisions();
         ContractRevisions {
-            tool: spec.name().to_owned(),
-            input: revisions.input.clone(),
-            output: revisions.output.clone(),
-            effect: revisions.effect.clone(),
-            producer: revisions.producer.clone(),
-            handler: revisions.handler.clone(),
-            policy: revisions.policy.clone(),
+            tool: Cow::Borrowed(spec.name()),
+            input: Cow::Borrowed(&revisions.input),
+            output: Cow::Borrowed(&revisions.output),
+            effect: Cow::Borrowed(&revisions.effect),
+            producer: Cow::Borrowed(&revisions.producer),
+            handler: revisions.handler.as_deref().map(Cow::Borrowed),
+            policy: revisions.policy.as_deref().map(Cow::Borrowed),
         }
     }
 
@@ -149,12 +155,12 @@ impl ContractRevisions {
     pub(crate) fn are_of(&self, spec: &ToolSpec) -> bool {
         let revisions = spec.revisions();
         self.tool == spec.name()
-            && self.input == revisions.input
-            && self.output == revisions.output
-            && self.effect == revisions.effect
-            && self.producer == revisions.producer
-            && self.handler == revisions.handler
-            && self.policy == revisions.policy
+            && self.input == revisions.input.as_str()
+            && self.output == revisions.output.as_str()
+            && self.effect == revisions.effect.as_str()
+            && self.producer == revisions.producer.as_str()
+            && self.handler.as_deref() == revisions.handler.as_deref()
+            && self.policy.as_deref() == revisions.policy.as_deref()
     }
 }
 
