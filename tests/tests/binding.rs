@@ -367,7 +367,8 @@ fn the_three_digests_are_sha256_of_their_canonical_objects_written_independently
 
 #[test]
 fn an_audit_naming_another_provider_turn_or_contract_revision_fails() {
-    type Edit = fn(&mut tool_contract::results::ProtectedAudit);
+    use tool_contract::results::{ContractRevisions, ProtectedAudit};
+    type Edit = fn(&mut ProtectedAudit);
     let context = search_call("1", "refund");
     let result = search(&context, &hits("refund"));
     let provider_edits: [Edit; 4] = [
@@ -376,55 +377,18 @@ fn an_audit_naming_another_provider_turn_or_contract_revision_fails() {
         |audit| audit.provider_context.adapter_revision.push('x'),
         |audit| audit.provider_context.api = tool_contract::providers::Api::AnthropicMessages,
     ];
+    fn contract(audit: &mut ProtectedAudit) -> &mut ContractRevisions {
+        audit.tool_contract.as_mut().unwrap()
+    }
     let contract_edits: [Edit; 8] = [
         |audit| audit.tool_contract = None,
-        |audit| {
-            audit
-                .tool_contract
-                .as_mut()
-                .unwrap()
-                .tool
-                .to_mut()
-                .push('x')
-        },
-        |audit| {
-            audit
-                .tool_contract
-                .as_mut()
-                .unwrap()
-                .input
-                .to_mut()
-                .push('x')
-        },
-        |audit| {
-            audit
-                .tool_contract
-                .as_mut()
-                .unwrap()
-                .output
-                .to_mut()
-                .push('x')
-        },
-        |audit| {
-            audit
-                .tool_contract
-                .as_mut()
-                .unwrap()
-                .effect
-                .to_mut()
-                .push('x')
-        },
-        |audit| {
-            audit
-                .tool_contract
-                .as_mut()
-                .unwrap()
-                .producer
-                .to_mut()
-                .push('x')
-        },
-        |audit| audit.tool_contract.as_mut().unwrap().handler = Some("h".into()),
-        |audit| audit.tool_contract.as_mut().unwrap().policy = Some("p".into()),
+        |audit| contract(audit).tool.to_mut().push('x'),
+        |audit| contract(audit).input.to_mut().push('x'),
+        |audit| contract(audit).output.to_mut().push('x'),
+        |audit| contract(audit).effect.to_mut().push('x'),
+        |audit| contract(audit).producer.to_mut().push('x'),
+        |audit| contract(audit).handler = Some("h".into()),
+        |audit| contract(audit).policy = Some("p".into()),
     ];
     let cases = provider_edits
         .iter()

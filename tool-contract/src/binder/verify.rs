@@ -4,7 +4,7 @@
 use super::{Binder, CallResult};
 use crate::contract::ToolSpec;
 use crate::json::encoding::infallible;
-use crate::results::audit::PROTECTED_AUDIT_SCHEMA_VERSION;
+use crate::results::audit::{ContractRevisions, PROTECTED_AUDIT_SCHEMA_VERSION};
 use crate::results::digest::digests_equal;
 use crate::results::error::CatalogMismatch;
 use crate::results::execution::ProvenanceFault;
@@ -123,12 +123,8 @@ impl Binder<'_> {
             return Err(VerifyError::Principal);
         }
         let spec = self.registry.get(&call.name);
-        let revisions_agree = match (&audit.tool_contract, spec) {
-            (Some(revisions), Some(spec)) => revisions.are_of(spec),
-            (None, None) => true,
-            _ => false,
-        };
-        if !revisions_agree {
+        // Borrowed from the spec: built without a copy.
+        if audit.tool_contract != spec.map(ContractRevisions::of) {
             return Err(VerifyError::ContractRevisions);
         }
         if let Some(fault) = result.model.provenance().faults(spec).first() {

@@ -149,19 +149,6 @@ impl ContractRevisions {
             policy: revisions.policy.as_deref().map(Cow::Borrowed),
         }
     }
-
-    /// Whether these are the revisions `spec` declares: [`of`](Self::of) compared, without
-    /// building it.
-    pub(crate) fn are_of(&self, spec: &ToolSpec) -> bool {
-        let revisions = spec.revisions();
-        self.tool == spec.name()
-            && self.input == revisions.input.as_str()
-            && self.output == revisions.output.as_str()
-            && self.effect == revisions.effect.as_str()
-            && self.producer == revisions.producer.as_str()
-            && self.handler.as_deref() == revisions.handler.as_deref()
-            && self.policy.as_deref() == revisions.policy.as_deref()
-    }
 }
 
 /// What the handler reported of the downstream system it called.
