@@ -310,59 +310,130 @@ fn the_error_code_of_a_tampered_failure_is_checked_too() {
     );
 }
 
-/// The three digests, written here from their definitions with `serde_jcs` and `sha2`
-/// alone: the request, the result and the call binding, each an object whose `domain` names
-/// its kind, with `null` for what a call or a contract does not have.
-#[test]
-fn the_three_digests_are_sha256_of_their_canonical_objects_written_independently() {
+/// The three digests of `result`, a call of `tool` with `arguments` under `revisions`,
+/// written here from their definitions with `serde_jcs` and `sha2` alone: the request, the
+/// result and the call binding, each an object whose `domain` names its kind, with `null` for
+/// what a call or a contract does not have.
+fn independent_digests(
+    revisions: &tool_contract::contract::Revisions,
+    tool: &str,
+    arguments: serde_json::Value,
+    context: &tool_contract::CallContext,
+    result: &CallResult,
+) -> [String; 3] {
     use sha2::{Digest, Sha256};
     let digest = |value: &serde_json::Value| {
         format!("{:x}", Sha256::digest(serde_jcs::to_vec(value).unwrap()))
     };
+    let request_sha256 = digest(&json!({
+        "arguments": arguments,
+        "domain": "tool-contract/request-v1",
+        "effect_revision": revisions.effect,
+        "input_revision": revisions.input,
+        "output_revision": revisions.output,
+        "subject": "alice@acme.example",
+        "tenant": "acme",
+        "tool": tool,
+    }));
+    let result_sha256 = digest(&json!({
+        "domain": "tool-contract/result-v1",
+        "model_result": serde_json::to_value(&result.model).unwrap(),
+    }));
+    let call_binding_sha256 = digest(&json!({
+        "adapter_revision": "openai-responses/2026-08",
+        "api": "openai_responses",
+        "call_id": context.call.call_id,
+        "domain": "tool-contract/call-binding-v1",
+        "effect_revision": revisions.effect,
+        "handler_revision": revisions.handler,
+        "idempotency_key": context.idempotency_key,
+        "input_revision": revisions.input,
+        "operation_id": context.operation_id,
+        "output_revision": revisions.output,
+        "policy_revision": revisions.policy,
+        "producer_revision": revisions.producer,
+        "provider": "openai",
+        "request_sha256": request_sha256,
+        "response_id": context.call.response_id,
+        "result_sha256": result_sha256,
+        "tool": tool,
+    }));
+    [request_sha256, result_sha256, call_binding_sha256]
+}
+
+fn digests_of(result: &CallResult) -> [String; 3] {
+    let binding = &result.audit.binding;
+    [
+        binding.request_sha256.clone(),
+        binding.result_sha256.clone(),
+        binding.call_binding_sha256.clone(),
+    ]
+}
+
+#[test]
+fn the_three_digests_are_sha256_of_their_canonical_objects_written_independently() {
     let revisions = registry().get("search_kb").unwrap().revisions();
+    assert_eq!(revisions.producer, "kb-v1");
     let mut without_ids = search_call("2", "refund");
     without_ids.idempotency_key = None;
     without_ids.call.response_id = None;
     for context in [search_call("1", "refund"), without_ids] {
         let result = search(&context, &hits("refund"));
-        let request_sha256 = digest(&json!({
-            "arguments": { "query": "refund" },
-            "domain": "tool-contract/request-v1",
-            "effect_revision": revisions.effect,
-            "input_revision": revisions.input,
-            "output_revision": revisions.output,
-            "subject": "alice@acme.example",
-            "tenant": "acme",
-            "tool": "search_kb",
-        }));
-        let result_sha256 = digest(&json!({
-            "domain": "tool-contract/result-v1",
-            "model_result": serde_json::to_value(&result.model).unwrap(),
-        }));
-        let call_binding_sha256 = digest(&json!({
-            "adapter_revision": "openai-responses/2026-08",
-            "api": "openai_responses",
-            "call_id": context.call.call_id,
-            "domain": "tool-contract/call-binding-v1",
-            "effect_revision": revisions.effect,
-            "handler_revision": revisions.handler,
-            "idempotency_key": context.idempotency_key,
-            "input_revision": revisions.input,
-            "operation_id": context.operation_id,
-            "output_revision": revisions.output,
-            "policy_revision": revisions.policy,
-            "producer_revision": "kb-v1",
-            "provider": "openai",
-            "request_sha256": request_sha256,
-            "response_id": context.call.response_id,
-            "result_sha256": result_sha256,
-            "tool": "search_kb",
-        }));
-        let binding = &result.audit.binding;
-        assert_eq!(binding.request_sha256, request_sha256);
-        assert_eq!(binding.result_sha256, result_sha256);
-        assert_eq!(binding.call_binding_sha256, call_binding_sha256);
+        let arguments = json!({ "query": "refund" });
+        assert_eq!(
+            digests_of(&result),
+            independent_digests(revisions, "search_kb", arguments, &context, &result)
+        );
     }
+}
+
+/// Reads a label; its revisions are all declared, in text JSON must escape.
+#[derive(Debug, serde::Deserialize, tool_contract::ToolContract)]
+#[tool_contract(output = Label, effect = read_only, source_label = "labels",
+                producer_revision = "labels \"v1\"\\", input_revision = "in\n1",
+                output_revision = "out\t\u{1}", effect_revision = "é\u{7f}",
+                handler_revision = "h\"2", policy_revision = "p\\3")]
+struct ReadLabel {
+    /// The label's id.
+    id: String,
+}
+
+/// A label.
+#[derive(Debug, serde::Serialize, tool_contract::ToolOutput)]
+struct Label {
+    text: String,
+}
+
+#[test]
+fn declared_revisions_that_need_escaping_are_bound_as_canonical_json_writes_them() {
+    use tool_contract::{RawProvenance, RawResult, Registry, ToolContract};
+    let registry: &'static Registry = Box::leak(Box::new(
+        tool_contract::registry![ReadLabel]
+            .into_builder()
+            .all_adapters()
+            .build(),
+    ));
+    let revisions = registry.get("read_label").unwrap().revisions();
+    assert_eq!(revisions.producer, "labels \"v1\"\\");
+    assert_eq!(revisions.handler.as_deref(), Some("h\"2"));
+    let arguments = json!({ "id": "L-1" });
+    let context = tool_contract::CallContext::new(
+        tool_contract_tests::kb::call("call_1", "read_label", &arguments.to_string()),
+        "op-1",
+    );
+    let input = ReadLabel::parse_arguments(&context.call.arguments).unwrap();
+    let raw = RawResult::new(
+        json!({ "text": "fragile" }).to_string(),
+        RawProvenance::new(revisions.producer.clone(), "2026-08-22T09:59:00Z"),
+    );
+    let binder = Binder::new(registry, keys()).with_clock(tool_contract_tests::kb::fixed_clock);
+    let result = binder.project_output(&alice(), &context, &input, raw);
+    assert!(result.model.error().is_none(), "{:?}", result.model);
+    assert_eq!(
+        digests_of(&result),
+        independent_digests(revisions, "read_label", arguments, &context, &result)
+    );
+    assert!(binder.verify(&alice(), &context, &result).is_ok());
 }
 
 #[test]

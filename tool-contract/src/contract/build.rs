@@ -8,7 +8,7 @@ use super::field::ContractField;
 use super::rules::Rules;
 use super::schema;
 use super::shape::{ObjectShape, Shape};
-use super::spec::{Revisions, ToolSpec};
+use super::spec::{CanonicalRevisions, Revisions, ToolSpec};
 use super::traits::{ToolContract, ToolOutput};
 use crate::json::canonical;
 use crate::json::encoding::infallible;
@@ -101,6 +101,7 @@ pub fn build_spec(decl: &'static ContractDecl) -> ToolSpec {
         reconcile: decl.reconcile,
         source_label: decl.source_label,
         source_tier: decl.source_tier,
+        canonical_revisions: CanonicalRevisions::of(&revisions),
         revisions,
         arguments: decl.arguments,
         argument_limits: decl.argument_limits,

@@ -10,9 +10,10 @@ use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
 use super::audit::DigestAlgorithm;
-use crate::contract::spec::{Revisions, ToolSpec};
+use crate::contract::spec::{CanonicalRevisions, ToolSpec};
 use crate::json::canonical;
 use crate::json::encoding::infallible;
+use crate::json::scan::find_string_special;
 use crate::vocabulary::call::{CallContext, Principal};
 use crate::vocabulary::limits::Limits;
 
@@ -207,7 +208,7 @@ impl AuditKeys {
         write_object(
             &mut hasher,
             &[
-                (name!("domain"), Field::Str(PRINCIPAL_DOMAIN)),
+                (name!("domain"), Field::Plain(PRINCIPAL_DOMAIN)),
                 (name!("subject"), Field::Str(&principal.subject)),
                 (name!("tenant"), Field::Str(&principal.tenant)),
             ],
@@ -258,9 +259,9 @@ impl AuditKeys {
         write_object(
             &mut hasher,
             &[
-                (name!("domain"), Field::Str(LEDGER_RECORD_DOMAIN)),
+                (name!("domain"), Field::Plain(LEDGER_RECORD_DOMAIN)),
                 (name!("ledger_key"), Field::Str(ledger_key)),
-                (name!("model_result"), Field::Raw(model_json)),
+                (name!("model_result"), Field::Json(model_json)),
                 (name!("request_sha256"), Field::Str(request_sha256)),
             ],
         );
@@ -275,21 +276,28 @@ impl AuditKeys {
         spec: Option<&ToolSpec>,
         arguments: &[u8],
     ) -> String {
-        let revisions = spec.map(|spec| RequestRevisions::of(spec.revisions()));
+        let revisions = match spec {
+            Some(spec) => {
+                let canonical = spec.canonical_revisions();
+                [&canonical.effect, &canonical.input, &canonical.output]
+                    .map(|json| Field::Json(json.as_bytes()))
+            }
+            None => [NULL, NULL, NULL],
+        };
         // Arguments over the contract's size, or not I-JSON, still bind, by the digest of
         // their exact bytes under a member name no canonical form uses; oversized ones are
         // never parsed, so a refused input costs no more than its own bytes.
         let canonical_arguments = canonical_within(spec, arguments);
         let unparsed_digest;
         let arguments = match &canonical_arguments {
-            Some(canonical) => Field::Raw(canonical),
+            Some(canonical) => Field::Json(canonical),
             None => {
                 unparsed_digest = hex::encode(Sha256::digest(arguments));
-                Field::Str(&unparsed_digest)
+                Field::Plain(&unparsed_digest)
             }
         };
         let mut hasher = self.hasher();
-        write_request(&mut hasher, principal, tool, revisions.as_ref(), arguments);
+        write_request(&mut hasher, principal, tool, revisions, arguments);
         hasher.finish()
     }
 
@@ -299,8 +307,8 @@ impl AuditKeys {
         write_object(
             &mut hasher,
             &[
-                (name!("domain"), Field::Str(RESULT_DOMAIN)),
-                (name!("model_result"), Field::Raw(model_json)),
+                (name!("domain"), Field::Plain(RESULT_DOMAIN)),
+                (name!("model_result"), Field::Json(model_json)),
             ],
         );
         hasher.finish()
@@ -315,9 +323,10 @@ impl AuditKeys {
         result_sha256: &str,
     ) -> String {
         let call = &context.call;
-        let revisions = spec.map(ToolSpec::revisions);
-        let revision =
-            |pick: fn(&Revisions) -> Option<&str>| Field::OptStr(revisions.and_then(pick));
+        let revisions = spec.map(ToolSpec::canonical_revisions);
+        let revision = |pick: fn(&CanonicalRevisions) -> &String| {
+            revisions.map_or(NULL, |revisions| Field::Json(pick(revisions).as_bytes()))
+        };
         let mut hasher = self.hasher();
         write_object(
             &mut hasher,
@@ -326,30 +335,31 @@ impl AuditKeys {
                     name!("adapter_revision"),
                     Field::Str(&call.adapter_revision),
                 ),
-                (name!("api"), Field::Str(call.api.as_str())),
+                (name!("api"), Field::Plain(call.api.as_str())),
                 (name!("call_id"), Field::Str(&call.call_id)),
-                (name!("domain"), Field::Str(CALL_BINDING_DOMAIN)),
-                (name!("effect_revision"), revision(|r| Some(&r.effect))),
-                (
-                    name!("handler_revision"),
-                    revision(|r| r.handler.as_deref()),
-                ),
+                (name!("domain"), Field::Plain(CALL_BINDING_DOMAIN)),
+                (name!("effect_revision"), revision(|r| &r.effect)),
+                (name!("handler_revision"), revision(|r| &r.handler)),
                 (
                     name!("idempotency_key"),
                     Field::OptStr(context.idempotency_key.as_deref()),
                 ),
-                (name!("input_revision"), revision(|r| Some(&r.input))),
+                (name!("input_revision"), revision(|r| &r.input)),
                 (name!("operation_id"), Field::Str(&context.operation_id)),
-                (name!("output_revision"), revision(|r| Some(&r.output))),
-                (name!("policy_revision"), revision(|r| r.policy.as_deref())),
-                (name!("producer_revision"), revision(|r| Some(&r.producer))),
-                (name!("provider"), Field::Str(call.api.provider().as_str())),
-                (name!("request_sha256"), Field::Str(request_sha256)),
+                (name!("output_revision"), revision(|r| &r.output)),
+                (name!("policy_revision"), revision(|r| &r.policy)),
+                (name!("producer_revision"), revision(|r| &r.producer)),
+                (
+                    name!("provider"),
+                    Field::Plain(call.api.provider().as_str()),
+                ),
+                // Digests this binder computed: hex, with nothing to escape.
+                (name!("request_sha256"), Field::Plain(request_sha256)),
                 (
                     name!("response_id"),
                     Field::OptStr(call.response_id.as_deref()),
                 ),
-                (name!("result_sha256"), Field::Str(result_sha256)),
+                (name!("result_sha256"), Field::Plain(result_sha256)),
                 (name!("tool"), Field::Str(&call.name)),
             ],
         );
@@ -366,12 +376,9 @@ pub(crate) struct RequestRevisions<'a> {
 }
 
 impl<'a> RequestRevisions<'a> {
-    pub(crate) fn of(revisions: &'a Revisions) -> Self {
-        RequestRevisions {
-            effect: &revisions.effect,
-            input: &revisions.input,
-            output: &revisions.output,
-        }
+    /// As the request object's fields, in its members' order: escaped as they are written.
+    fn fields(&self) -> [Field<'a>; 3] {
+        [self.effect, self.input, self.output].map(Field::Str)
     }
 }
 
@@ -384,42 +391,34 @@ pub(crate) fn plain_request_digest(
     canonical_arguments: &[u8],
 ) -> String {
     let mut hasher = Hasher::Plain(Sha256::new());
-    let arguments = Field::Raw(canonical_arguments);
-    write_request(&mut hasher, principal, tool, Some(revisions), arguments);
+    let arguments = Field::Json(canonical_arguments);
+    write_request(&mut hasher, principal, tool, revisions.fields(), arguments);
     hasher.finish()
 }
 
-/// The request object, fed to `hasher`: `arguments` is the canonical arguments
-/// ([`Field::Raw`]) or, for arguments that could not be read, their bytes' digest
-/// ([`Field::Str`], under a member name no canonical form uses).
+/// The request object, fed to `hasher`: `revisions` are the effect, input and output
+/// revisions; `arguments` is the canonical arguments ([`Field::Json`]) or, for arguments
+/// that could not be read, their bytes' digest (under a member name no canonical form uses).
 fn write_request(
     hasher: &mut Hasher,
     principal: &Principal,
     tool: &str,
-    revisions: Option<&RequestRevisions<'_>>,
+    revisions: [Field<'_>; 3],
     arguments: Field<'_>,
 ) {
     let arguments = match arguments {
-        Field::Raw(canonical) => (name!("arguments"), Field::Raw(canonical)),
+        Field::Json(canonical) => (name!("arguments"), Field::Json(canonical)),
         other => (name!("arguments_bytes_sha256"), other),
     };
+    let [effect, input, output] = revisions;
     write_object(
         hasher,
         &[
             arguments,
-            (name!("domain"), Field::Str(REQUEST_DOMAIN)),
-            (
-                name!("effect_revision"),
-                Field::OptStr(revisions.map(|r| r.effect)),
-            ),
-            (
-                name!("input_revision"),
-                Field::OptStr(revisions.map(|r| r.input)),
-            ),
-            (
-                name!("output_revision"),
-                Field::OptStr(revisions.map(|r| r.output)),
-            ),
+            (name!("domain"), Field::Plain(REQUEST_DOMAIN)),
+            (name!("effect_revision"), effect),
+            (name!("input_revision"), input),
+            (name!("output_revision"), output),
             (name!("subject"), Field::Str(&principal.subject)),
             (name!("tenant"), Field::Str(&principal.tenant)),
             (name!("tool"), Field::Str(tool)),
@@ -444,12 +443,22 @@ pub(crate) fn digests_equal(a: &str, b: &str) -> bool {
     a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
 
+/// A member's value, by how it becomes canonical JSON.
+#[derive(Clone, Copy)]
 enum Field<'a> {
+    /// Text a call brings: escaped as it is written.
     Str(&'a str),
+    /// Such text, or `null`.
     OptStr(Option<&'a str>),
+    /// Text with nothing to escape (a domain, an API's name, a hex digest): written between
+    /// quotes as it is.
+    Plain(&'a str),
     /// Already canonical JSON.
-    Raw(&'a [u8]),
+    Json(&'a [u8]),
 }
+
+/// `null`, for the revisions of a tool the registry lacks.
+const NULL: Field<'static> = Field::Json(b"null");
 
 enum Hasher {
     Plain(Sha256),
@@ -490,7 +499,8 @@ fn write_object(hasher: &mut Hasher, members: &[(&[u8], Field<'_>)]) {
         members.windows(2).all(|pair| pair[0].0 < pair[1].0),
         "members in canonical order"
     );
-    // Room for the largest object (the call binding) without growing.
+    // Room for the largest object (the call binding) without growing: what would not fit
+    // (a model result, large arguments) goes to the hasher as it is, never copied.
     let mut scratch = Vec::with_capacity(1024);
     scratch.push(b'{');
     for (index, (name, value)) in members.iter().enumerate() {
@@ -498,13 +508,25 @@ fn write_object(hasher: &mut Hasher, members: &[(&[u8], Field<'_>)]) {
             scratch.push(b',');
         }
         scratch.extend_from_slice(name);
-        match value {
+        match *value {
             Field::Str(text) | Field::OptStr(Some(text)) => {
-                canonical::write_str(&mut scratch, text)
+                canonical::write_str(&mut scratch, text);
             }
             Field::OptStr(None) => scratch.extend_from_slice(b"null"),
-            Field::Raw(bytes) => {
-                // Large values go to the hasher as they are, never copied.
+            Field::Plain(text) => {
+                debug_assert_eq!(
+                    find_string_special(text.as_bytes(), 0),
+                    text.len(),
+                    "plain text has nothing to escape"
+                );
+                scratch.push(b'"');
+                scratch.extend_from_slice(text.as_bytes());
+                scratch.push(b'"');
+            }
+            Field::Json(bytes) if scratch.len() + bytes.len() < scratch.capacity() => {
+                scratch.extend_from_slice(bytes);
+            }
+            Field::Json(bytes) => {
                 hasher.update(&scratch);
                 scratch.clear();
                 hasher.update(bytes);
