@@ -137,7 +137,69 @@ pub(crate) fn write_integer(out: &mut Vec<u8>, value: i128) {
 /// ECMAScript `Number.prototype.toString` of a finite double (RFC 8785 section 3.2.2.3).
 pub(crate) fn write_f64(out: &mut Vec<u8>, value: f64) {
     debug_assert!(value.is_finite(), "callers refuse non-finite numbers");
-    out.extend_from_slice(ryu_js::Buffer::new().format_finite(value).as_bytes());
+    if !write_short_decimal(out, value) {
+        out.extend_from_slice(ryu_js::Buffer::new().format_finite(value).as_bytes());
+    }
+}
+
+/// Powers of ten a double holds exactly.
+const POWERS_OF_TEN: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
+
+/// Writes `value` as ECMAScript does when it is a decimal of fewer than 16 significant digits
+/// in fixed notation (at least 1e-6, below 1e15), which is what most data holds (prices,
+/// quantities, coordinates); `false`, writing nothing, for any other, which `ryu_js` writes.
+///
+/// ECMAScript writes the fewest significant digits that read back as `value`. In fixed
+/// notation the fewest fraction digits `f` give the fewest significant digits (two decimals
+/// that read back as one double are within one unit in the last place of each other, so their
+/// exponents differ by at most one). For `f` from 0 up: `m`, the nearest integer to
+/// `value × 10^f`, is the candidate, and `m / 10^f` is the double that reading the decimal
+/// `m × 10^-f` gives (both exact, one correctly rounded division). While `|m| < 10^15` the
+/// double's spacing is below `10^-f / 4`, so at most one such decimal reads back as `value`
+/// (ECMAScript's rule for choosing among several never arises), and the rounding error of
+/// `value × 10^f` is too small to pick a neighbour of it.
+fn write_short_decimal(out: &mut Vec<u8>, value: f64) -> bool {
+    let magnitude = value.abs();
+    if value == 0.0 {
+        // ECMAScript writes both zeros as `0`.
+        out.push(b'0');
+        return true;
+    }
+    if !(1e-6..1e15).contains(&magnitude) {
+        return false;
+    }
+    for (fraction_digits, &power) in POWERS_OF_TEN.iter().enumerate() {
+        let scaled = (value * power).round();
+        if scaled.abs() >= 1e15 {
+            return false;
+        }
+        if scaled / power != value {
+            continue;
+        }
+        // Below 10^15: exact in an i64.
+        let digits_of = scaled.abs() as u64;
+        if value < 0.0 {
+            out.push(b'-');
+        }
+        let mut buffer = itoa::Buffer::new();
+        let digits = buffer.format(digits_of).as_bytes();
+        if fraction_digits == 0 {
+            out.extend_from_slice(digits);
+        } else if digits.len() > fraction_digits {
+            let point = digits.len() - fraction_digits;
+            out.extend_from_slice(&digits[..point]);
+            out.push(b'.');
+            out.extend_from_slice(&digits[point..]);
+        } else {
+            out.extend_from_slice(b"0.");
+            out.resize(out.len() + fraction_digits - digits.len(), b'0');
+            out.extend_from_slice(digits);
+        }
+        return true;
+    }
+    false
 }
 
 /// A JSON string as RFC 8785 section 3.2.2.2 writes it.
@@ -179,4 +241,93 @@ pub fn write_str(out: &mut Vec<u8>, value: &str) {
         run_start = at + 1;
     }
     out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{write_f64, write_short_decimal};
+
+    fn ryu(value: f64) -> String {
+        ryu_js::Buffer::new().format_finite(value).to_owned()
+    }
+
+    fn written(value: f64) -> String {
+        let mut out = Vec::new();
+        write_f64(&mut out, value);
+        String::from_utf8(out).unwrap()
+    }
+
+    /// A fixed sequence of pseudo-random 64-bit words (xorshift64*), so a failure repeats.
+    fn words(count: usize) -> impl Iterator<Item = u64> {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        std::iter::repeat_with(move || {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        })
+        .take(count)
+    }
+
+    #[test]
+    fn short_decimals_are_written_as_ryu_js_writes_them() {
+        let mut short = 0;
+        for (index, word) in words(400_000).enumerate() {
+            // Decimals with up to 15 fraction digits and up to 16 digits in all, both signs.
+            let fraction_digits = (word % 16) as i32;
+            let digits = (word >> 8) % 10_u64.pow(1 + (word >> 4) as u32 % 16);
+            let sign = if index % 2 == 0 { 1.0 } else { -1.0 };
+            let value = sign * digits as f64 / 10_f64.powi(fraction_digits);
+            assert_eq!(written(value), ryu(value), "{digits}e-{fraction_digits}");
+            if write_short_decimal(&mut Vec::new(), value) {
+                short += 1;
+            }
+        }
+        // Most of them take the short way; the test would see it if none did.
+        assert!(short > 200_000, "{short} of 400000 were short");
+    }
+
+    #[test]
+    fn any_double_is_written_as_ryu_js_writes_it() {
+        for word in words(400_000) {
+            let value = f64::from_bits(word);
+            if value.is_finite() {
+                assert_eq!(written(value), ryu(value), "{word:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_edges_of_the_short_way_are_written_as_ryu_js_writes_them() {
+        let edges = [
+            0.0,
+            -0.0,
+            1e-6,
+            -1e-6,
+            9.999_999_999_999_999e-7,
+            1.000_000_000_000_000_2e-6,
+            1e15,
+            999_999_999_999_999.9,
+            999_999_999_999_999.0,
+            1e15 - 0.5,
+            0.1,
+            0.2 + 0.1,
+            1.0 / 3.0,
+            2.0 / 3.0,
+            123_456.789,
+            9_007_199_254_740_993.0,
+            5e-324,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::EPSILON,
+        ];
+        for value in edges {
+            for step in -3..=3_i64 {
+                let near = f64::from_bits(value.to_bits().wrapping_add_signed(step));
+                if near.is_finite() {
+                    assert_eq!(written(near), ryu(near), "{near:e}");
+                }
+            }
+        }
+    }
 }
