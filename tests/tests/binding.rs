@@ -310,6 +310,28 @@ fn the_error_code_of_a_tampered_failure_is_checked_too() {
     );
 }
 
+fn sha256_of_canonical(value: &serde_json::Value) -> String {
+    use sha2::{Digest, Sha256};
+    format!("{:x}", Sha256::digest(serde_jcs::to_vec(value).unwrap()))
+}
+
+/// The contract's digest, written here from its definition.
+fn independent_contract_sha256(
+    tool: &str,
+    revisions: &tool_contract::contract::Revisions,
+) -> String {
+    sha256_of_canonical(&json!({
+        "domain": "tool-contract/contract-v1",
+        "effect_revision": revisions.effect,
+        "handler_revision": revisions.handler,
+        "input_revision": revisions.input,
+        "output_revision": revisions.output,
+        "policy_revision": revisions.policy,
+        "producer_revision": revisions.producer,
+        "tool": tool,
+    }))
+}
+
 /// The three digests of `result`, a call of `tool` with `arguments` under `revisions`,
 /// written here from their definitions with `serde_jcs` and `sha2` alone: the request, the
 /// result and the call binding, each an object whose `domain` names its kind, with `null` for
@@ -321,11 +343,32 @@ fn independent_digests(
     context: &tool_contract::CallContext,
     result: &CallResult,
 ) -> [String; 3] {
-    use sha2::{Digest, Sha256};
-    let digest = |value: &serde_json::Value| {
-        format!("{:x}", Sha256::digest(serde_jcs::to_vec(value).unwrap()))
-    };
-    let request_sha256 = digest(&json!({
+    let [request_sha256, result_sha256] =
+        independent_request_and_result(revisions, tool, arguments, result);
+    let call_binding_sha256 = sha256_of_canonical(&json!({
+        "adapter_revision": "openai-responses/2026-08",
+        "api": "openai_responses",
+        "call_id": context.call.call_id,
+        "contract_sha256": independent_contract_sha256(tool, revisions),
+        "domain": "tool-contract/call-binding-v2",
+        "idempotency_key": context.idempotency_key,
+        "operation_id": context.operation_id,
+        "provider": "openai",
+        "request_sha256": request_sha256,
+        "response_id": context.call.response_id,
+        "result_sha256": result_sha256,
+        "tool": tool,
+    }));
+    [request_sha256, result_sha256, call_binding_sha256]
+}
+
+fn independent_request_and_result(
+    revisions: &tool_contract::contract::Revisions,
+    tool: &str,
+    arguments: serde_json::Value,
+    result: &CallResult,
+) -> [String; 2] {
+    let request_sha256 = sha256_of_canonical(&json!({
         "arguments": arguments,
         "domain": "tool-contract/request-v1",
         "effect_revision": revisions.effect,
@@ -335,11 +378,22 @@ fn independent_digests(
         "tenant": "acme",
         "tool": tool,
     }));
-    let result_sha256 = digest(&json!({
+    let result_sha256 = sha256_of_canonical(&json!({
         "domain": "tool-contract/result-v1",
         "model_result": serde_json::to_value(&result.model).unwrap(),
     }));
-    let call_binding_sha256 = digest(&json!({
+    [request_sha256, result_sha256]
+}
+
+/// The call binding as audits of `tool-protected-audit-v1` define it: each revision a member.
+fn independent_v1_call_binding(
+    revisions: &tool_contract::contract::Revisions,
+    tool: &str,
+    context: &tool_contract::CallContext,
+    request_sha256: &str,
+    result_sha256: &str,
+) -> String {
+    sha256_of_canonical(&json!({
         "adapter_revision": "openai-responses/2026-08",
         "api": "openai_responses",
         "call_id": context.call.call_id,
@@ -357,8 +411,7 @@ fn independent_digests(
         "response_id": context.call.response_id,
         "result_sha256": result_sha256,
         "tool": tool,
-    }));
-    [request_sha256, result_sha256, call_binding_sha256]
+    }))
 }
 
 fn digests_of(result: &CallResult) -> [String; 3] {
@@ -434,6 +487,74 @@ fn declared_revisions_that_need_escaping_are_bound_as_canonical_json_writes_them
         independent_digests(revisions, "read_label", arguments, &context, &result)
     );
     assert!(binder.verify(&alice(), &context, &result).is_ok());
+}
+
+#[test]
+fn the_contract_digest_is_the_same_from_the_spec_the_audit_and_its_definition() {
+    let spec = registry().get("search_kb").unwrap();
+    let result = search(&search_call("1", "refund"), &hits("refund"));
+    let from_audit = result
+        .audit
+        .tool_contract
+        .as_ref()
+        .unwrap()
+        .contract_sha256();
+    assert_eq!(spec.contract_sha256(), from_audit);
+    assert_eq!(
+        spec.contract_sha256(),
+        independent_contract_sha256("search_kb", spec.revisions())
+    );
+    let other = registry().get("get_weather").unwrap();
+    assert_ne!(spec.contract_sha256(), other.contract_sha256());
+}
+
+/// An audit made before `call-binding-v2` (its schema version says so, its call binding names
+/// each revision) still verifies; neither kind of call binding verifies under the other's
+/// schema version, and a schema version the binder does not know is refused.
+#[test]
+fn an_audit_of_the_first_schema_version_still_verifies_by_its_own_call_binding() {
+    use tool_contract::results::{
+        PROTECTED_AUDIT_SCHEMA_VERSION, PROTECTED_AUDIT_SCHEMA_VERSION_V1,
+    };
+    let context = search_call("1", "refund");
+    let result = search(&context, &hits("refund"));
+    assert_eq!(result.audit.schema_version, PROTECTED_AUDIT_SCHEMA_VERSION);
+    let revisions = registry().get("search_kb").unwrap().revisions();
+    let binding = &result.audit.binding;
+    let v1_call_binding = independent_v1_call_binding(
+        revisions,
+        "search_kb",
+        &context,
+        &binding.request_sha256,
+        &binding.result_sha256,
+    );
+    let mut v1 = result.clone();
+    v1.audit.schema_version = PROTECTED_AUDIT_SCHEMA_VERSION_V1.into();
+    v1.audit.binding.call_binding_sha256 = v1_call_binding.clone();
+    assert!(binder().verify(&alice(), &context, &v1).is_ok());
+
+    let mut v1_with_v2_binding = result.clone();
+    v1_with_v2_binding.audit.schema_version = PROTECTED_AUDIT_SCHEMA_VERSION_V1.into();
+    assert_eq!(
+        binder()
+            .verify(&alice(), &context, &v1_with_v2_binding)
+            .unwrap_err(),
+        VerifyError::CallBinding
+    );
+    let mut v2_with_v1_binding = result.clone();
+    v2_with_v1_binding.audit.binding.call_binding_sha256 = v1_call_binding;
+    assert_eq!(
+        binder()
+            .verify(&alice(), &context, &v2_with_v1_binding)
+            .unwrap_err(),
+        VerifyError::CallBinding
+    );
+    let mut unknown = result.clone();
+    unknown.audit.schema_version = "tool-protected-audit-v3".into();
+    assert_eq!(
+        binder().verify(&alice(), &context, &unknown).unwrap_err(),
+        VerifyError::SchemaVersion
+    );
 }
 
 #[test]

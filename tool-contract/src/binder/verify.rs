@@ -4,7 +4,9 @@
 use super::{Binder, CallResult};
 use crate::contract::ToolSpec;
 use crate::json::encoding::infallible;
-use crate::results::audit::{ContractRevisions, PROTECTED_AUDIT_SCHEMA_VERSION};
+use crate::results::audit::{
+    ContractRevisions, PROTECTED_AUDIT_SCHEMA_VERSION, PROTECTED_AUDIT_SCHEMA_VERSION_V1,
+};
 use crate::results::digest::digests_equal;
 use crate::results::error::CatalogMismatch;
 use crate::results::execution::ProvenanceFault;
@@ -53,8 +55,11 @@ impl<'a> Verified<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum VerifyError {
-    /// The audit is of another schema version.
-    #[error("the audit's schema_version is not {PROTECTED_AUDIT_SCHEMA_VERSION}")]
+    /// The audit is of a schema version this binder does not read (it reads
+    /// [`PROTECTED_AUDIT_SCHEMA_VERSION`] and [`PROTECTED_AUDIT_SCHEMA_VERSION_V1`]).
+    #[error(
+        "the audit's schema_version is neither {PROTECTED_AUDIT_SCHEMA_VERSION} nor {PROTECTED_AUDIT_SCHEMA_VERSION_V1}"
+    )]
     SchemaVersion,
     /// The audit names another provider turn or call.
     #[error("the audit's provider context is not this call's")]
@@ -108,9 +113,11 @@ impl Binder<'_> {
     ) -> Result<Verified<'a>, VerifyError> {
         let audit = &result.audit;
         let call = &context.call;
-        if audit.schema_version != PROTECTED_AUDIT_SCHEMA_VERSION {
-            return Err(VerifyError::SchemaVersion);
-        }
+        let schema = match &*audit.schema_version {
+            PROTECTED_AUDIT_SCHEMA_VERSION => CallBindingSchema::Contract,
+            PROTECTED_AUDIT_SCHEMA_VERSION_V1 => CallBindingSchema::EachRevision,
+            _ => return Err(VerifyError::SchemaVersion),
+        };
         if !audit.provider_context.is_of(call) {
             return Err(VerifyError::ProviderContext);
         }
@@ -140,13 +147,22 @@ impl Binder<'_> {
                 return Err(CatalogMismatch::NextTool.into());
             }
         }
-        let model_json = self.check_digests(principal, context, spec, result)?;
+        let model_json = self.check_digests(principal, context, spec, result, schema)?;
         Ok(Verified {
             context,
             result,
             model_json,
         })
     }
+}
+
+/// How an audit's call binding names the contract, by its schema version.
+#[derive(Debug, Clone, Copy)]
+enum CallBindingSchema {
+    /// By the contract's digest ([`PROTECTED_AUDIT_SCHEMA_VERSION`]).
+    Contract,
+    /// By each revision ([`PROTECTED_AUDIT_SCHEMA_VERSION_V1`]).
+    EachRevision,
 }
 
 impl Binder<'_> {
@@ -158,6 +174,7 @@ impl Binder<'_> {
         context: &CallContext,
         spec: Option<&ToolSpec>,
         result: &CallResult,
+        schema: CallBindingSchema,
     ) -> Result<Vec<u8>, VerifyError> {
         let binding = &result.audit.binding;
         let call = &context.call;
@@ -175,9 +192,16 @@ impl Binder<'_> {
         if !digests_equal(&binding.result_sha256, &result_sha256) {
             return Err(VerifyError::ResultDigest);
         }
-        let call_binding_sha256 =
-            self.keys
-                .call_binding_digest(context, spec, &request_sha256, &result_sha256);
+        let call_binding_sha256 = match schema {
+            CallBindingSchema::Contract => {
+                self.keys
+                    .call_binding_digest(context, spec, &request_sha256, &result_sha256)
+            }
+            CallBindingSchema::EachRevision => {
+                self.keys
+                    .call_binding_v1_digest(context, spec, &request_sha256, &result_sha256)
+            }
+        };
         if !digests_equal(&binding.call_binding_sha256, &call_binding_sha256) {
             return Err(VerifyError::CallBinding);
         }

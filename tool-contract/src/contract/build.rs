@@ -8,7 +8,7 @@ use super::field::ContractField;
 use super::rules::Rules;
 use super::schema;
 use super::shape::{ObjectShape, Shape};
-use super::spec::{CanonicalRevisions, Revisions, ToolSpec};
+use super::spec::{CanonicalRevisions, Revisions, ToolSpec, contract_sha256_of};
 use super::traits::{ToolContract, ToolOutput};
 use crate::json::canonical;
 use crate::json::encoding::infallible;
@@ -93,6 +93,7 @@ pub fn build_spec(decl: &'static ContractDecl) -> ToolSpec {
         handler: decl.handler_revision.map(str::to_owned),
         policy: decl.policy_revision.map(str::to_owned),
     };
+    let canonical_revisions = CanonicalRevisions::of(&revisions);
     ToolSpec {
         name: decl.name,
         description: decl.description,
@@ -101,7 +102,8 @@ pub fn build_spec(decl: &'static ContractDecl) -> ToolSpec {
         reconcile: decl.reconcile,
         source_label: decl.source_label,
         source_tier: decl.source_tier,
-        canonical_revisions: CanonicalRevisions::of(&revisions),
+        contract_sha256: contract_sha256_of(decl.name, &canonical_revisions),
+        canonical_revisions,
         revisions,
         arguments: decl.arguments,
         argument_limits: decl.argument_limits,

@@ -24,5 +24,5 @@ pub use field::{BoundField, ContractField};
 pub use registry::{Registry, RegistryBuilder, RegistryError};
 pub use rules::{Pattern, Rules};
 pub use shape::{EnumShape, FieldSpec, ObjectShape, Shape};
-pub use spec::{Revisions, ToolSpec};
+pub use spec::{CONTRACT_DOMAIN, Revisions, ToolSpec, contract_sha256};
 pub use traits::{ReconciledBy, ToolContract, ToolOutput, Validated};

@@ -5,11 +5,18 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::receipt::SignedReceipt;
-use crate::contract::spec::ToolSpec;
+use crate::contract::spec::{Revisions, ToolSpec, contract_sha256};
 use crate::vocabulary::call::{Api, Provider, ToolCall};
 
-/// The `schema_version` of every [`ProtectedAudit`].
-pub const PROTECTED_AUDIT_SCHEMA_VERSION: &str = "tool-protected-audit-v1";
+/// The `schema_version` of every [`ProtectedAudit`] the binder makes: its
+/// `call_binding_sha256` binds the contract by its
+/// [`contract_sha256`](crate::ToolSpec::contract_sha256).
+pub const PROTECTED_AUDIT_SCHEMA_VERSION: &str = "tool-protected-audit-v2";
+
+/// The `schema_version` of audits made before [`PROTECTED_AUDIT_SCHEMA_VERSION`], whose
+/// `call_binding_sha256` names each contract revision in a member of its own. They still
+/// verify.
+pub const PROTECTED_AUDIT_SCHEMA_VERSION_V1: &str = "tool-protected-audit-v1";
 
 /// The audit half of a call: who, which provider turn, which contract, what happened
 /// downstream, and the digests that bind them to the model half.
@@ -19,8 +26,9 @@ pub const PROTECTED_AUDIT_SCHEMA_VERSION: &str = "tool-protected-audit-v1";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProtectedAudit {
-    /// Always [`PROTECTED_AUDIT_SCHEMA_VERSION`] (borrowed from it when the binder makes the
-    /// audit; owned when one is read back).
+    /// [`PROTECTED_AUDIT_SCHEMA_VERSION`] (borrowed from it when the binder makes the audit;
+    /// owned when one is read back), or [`PROTECTED_AUDIT_SCHEMA_VERSION_V1`] for an audit
+    /// made before it.
     pub schema_version: Cow<'static, str>,
     /// A keyed digest of the principal (64 hex): stable for one principal, not reversible
     /// without the key.
@@ -149,6 +157,22 @@ impl ContractRevisions {
             policy: revisions.policy.as_deref().map(Cow::Borrowed),
         }
     }
+
+    /// The [`contract_sha256`](crate::ToolSpec::contract_sha256) these revisions give: what
+    /// an auditor holding only the audit recomputes its call binding with.
+    #[must_use]
+    pub fn contract_sha256(&self) -> String {
+        let owned = |text: &Cow<'static, str>| text.clone().into_owned();
+        let revisions = Revisions {
+            input: owned(&self.input),
+            output: owned(&self.output),
+            effect: owned(&self.effect),
+            producer: owned(&self.producer),
+            handler: self.handler.as_ref().map(owned),
+            policy: self.policy.as_ref().map(owned),
+        };
+        contract_sha256(&self.tool, &revisions)
+    }
 }
 
 /// What the handler reported of the downstream system it called.
@@ -186,8 +210,9 @@ pub struct Binding {
     pub request_sha256: String,
     /// Of the model result exactly as the model sees it.
     pub result_sha256: String,
-    /// Of the provider call, the operation, its key, the adapter and contract revisions, and
-    /// the two digests above.
+    /// Of the provider call, the operation, its key, the adapter revision, the contract (by
+    /// its [`contract_sha256`](crate::ToolSpec::contract_sha256); by each revision in audits
+    /// of [`PROTECTED_AUDIT_SCHEMA_VERSION_V1`]), and the two digests above.
     pub call_binding_sha256: String,
 }
 

@@ -19,7 +19,8 @@ use crate::vocabulary::limits::Limits;
 
 const REQUEST_DOMAIN: &str = "tool-contract/request-v1";
 const RESULT_DOMAIN: &str = "tool-contract/result-v1";
-const CALL_BINDING_DOMAIN: &str = "tool-contract/call-binding-v1";
+const CALL_BINDING_DOMAIN: &str = "tool-contract/call-binding-v2";
+const CALL_BINDING_V1_DOMAIN: &str = "tool-contract/call-binding-v1";
 const PRINCIPAL_DOMAIN: &str = "tool-contract/principal-v1";
 const LEDGER_RECORD_DOMAIN: &str = "tool-contract/ledger-record-v1";
 const DERIVED_KEY_DOMAIN: &str = "tool-contract/derived-key-v1";
@@ -314,8 +315,57 @@ impl AuditKeys {
         hasher.finish()
     }
 
-    /// `call_binding_sha256`: the provider call, the operation, and the two digests.
+    /// `call_binding_sha256`: the provider call, the operation, the contract (by its
+    /// [`contract_sha256`](ToolSpec::contract_sha256), made once per spec), and the two
+    /// digests.
     pub(crate) fn call_binding_digest(
+        &self,
+        context: &CallContext,
+        spec: Option<&ToolSpec>,
+        request_sha256: &str,
+        result_sha256: &str,
+    ) -> String {
+        let call = &context.call;
+        let contract = spec.map_or(NULL, |spec| Field::Plain(spec.contract_sha256()));
+        let mut hasher = self.hasher();
+        write_object(
+            &mut hasher,
+            &[
+                (
+                    name!("adapter_revision"),
+                    Field::Str(&call.adapter_revision),
+                ),
+                (name!("api"), Field::Plain(call.api.as_str())),
+                (name!("call_id"), Field::Str(&call.call_id)),
+                (name!("contract_sha256"), contract),
+                (name!("domain"), Field::Plain(CALL_BINDING_DOMAIN)),
+                (
+                    name!("idempotency_key"),
+                    Field::OptStr(context.idempotency_key.as_deref()),
+                ),
+                (name!("operation_id"), Field::Str(&context.operation_id)),
+                (
+                    name!("provider"),
+                    Field::Plain(call.api.provider().as_str()),
+                ),
+                // Digests this binder computed: hex, with nothing to escape.
+                (name!("request_sha256"), Field::Plain(request_sha256)),
+                (
+                    name!("response_id"),
+                    Field::OptStr(call.response_id.as_deref()),
+                ),
+                (name!("result_sha256"), Field::Plain(result_sha256)),
+                (name!("tool"), Field::Str(&call.name)),
+            ],
+        );
+        hasher.finish()
+    }
+
+    /// `call_binding_sha256` as audits of [`PROTECTED_AUDIT_SCHEMA_VERSION_V1`] computed it,
+    /// with each revision a member of its own: only to verify them.
+    ///
+    /// [`PROTECTED_AUDIT_SCHEMA_VERSION_V1`]: super::audit::PROTECTED_AUDIT_SCHEMA_VERSION_V1
+    pub(crate) fn call_binding_v1_digest(
         &self,
         context: &CallContext,
         spec: Option<&ToolSpec>,
@@ -337,7 +387,7 @@ impl AuditKeys {
                 ),
                 (name!("api"), Field::Plain(call.api.as_str())),
                 (name!("call_id"), Field::Str(&call.call_id)),
-                (name!("domain"), Field::Plain(CALL_BINDING_DOMAIN)),
+                (name!("domain"), Field::Plain(CALL_BINDING_V1_DOMAIN)),
                 (name!("effect_revision"), revision(|r| &r.effect)),
                 (name!("handler_revision"), revision(|r| &r.handler)),
                 (
@@ -353,7 +403,6 @@ impl AuditKeys {
                     name!("provider"),
                     Field::Plain(call.api.provider().as_str()),
                 ),
-                // Digests this binder computed: hex, with nothing to escape.
                 (name!("request_sha256"), Field::Plain(request_sha256)),
                 (
                     name!("response_id"),

@@ -20,7 +20,8 @@ pub(crate) mod schema;
 
 pub use audit::{
     ApprovalRecord, Binding, ContractRevisions, DigestAlgorithm, Downstream,
-    PROTECTED_AUDIT_SCHEMA_VERSION, ProtectedAudit, ProviderContext, Redaction,
+    PROTECTED_AUDIT_SCHEMA_VERSION, PROTECTED_AUDIT_SCHEMA_VERSION_V1, ProtectedAudit,
+    ProviderContext, Redaction,
 };
 pub use catalog::{CATALOG, CatalogEntry, Category, ErrorCode, Recovery, RetryAfter};
 pub use digest::{AuditKeys, KeyTooShort, SecretKey};
