@@ -304,8 +304,6 @@ mod tests {
             -0.0,
             1e-6,
             -1e-6,
-            9.999_999_999_999_999e-7,
-            1.000_000_000_000_000_2e-6,
             1e15,
             999_999_999_999_999.9,
             999_999_999_999_999.0,
@@ -322,7 +320,7 @@ mod tests {
             f64::EPSILON,
         ];
         for value in edges {
-            for step in -3..=3_i64 {
+            for step in -64..=64_i64 {
                 let near = f64::from_bits(value.to_bits().wrapping_add_signed(step));
                 if near.is_finite() {
                     assert_eq!(written(near), ryu(near), "{near:e}");
