@@ -1,10 +1,11 @@
 //! `ModelResult` from the wire, then `Binder::verify`, on changed copies of a sealed result:
-//! a copy verifies only if it means exactly what the sealed one meant, and what goes out is
-//! the bytes that were hashed.
+//! a copy verifies only if it means exactly what the sealed one meant (an audit may also be
+//! its first-schema-version form, which still verifies), and what goes out is the bytes that
+//! were hashed.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tool_contract::results::ProtectedAudit;
+use tool_contract::results::{PROTECTED_AUDIT_SCHEMA_VERSION_V1, ProtectedAudit};
 use tool_contract::{Binder, CallResult, ModelResult};
 use tool_contract_fuzz::sealed::{canonical_form, fixture};
 
@@ -39,6 +40,17 @@ fuzz_target!(|bytes: &[u8]| {
         assert_eq!(
             canonical_form(bytes).as_deref(),
             Some(fixture.model_json.as_slice())
+        );
+    } else if result.audit.schema_version == PROTECTED_AUDIT_SCHEMA_VERSION_V1 {
+        // The same audit as the first schema version writes it: only its version and its call
+        // binding (recomputed by the verifier, so the v1 one) may differ.
+        let mut as_sealed = result.audit.clone();
+        as_sealed.schema_version = fixture.result.audit.schema_version.clone();
+        as_sealed.binding.call_binding_sha256 =
+            fixture.result.audit.binding.call_binding_sha256.clone();
+        assert_eq!(
+            as_sealed, fixture.result.audit,
+            "a changed v1 audit verified"
         );
     } else {
         assert_eq!(
