@@ -35,7 +35,7 @@ pub struct Revisions {
 
 /// Each revision as RFC 8785 writes it: a JSON string, quotes and escapes included, or `null`
 /// for one not declared. Made once when the spec is built, because every call's request and
-/// call-binding digests bind them and none need escape them again.
+/// call-binding digests bind them, and none has to escape them again.
 #[derive(Debug)]
 pub(crate) struct CanonicalRevisions {
     pub(crate) input: String,
