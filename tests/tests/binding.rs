@@ -430,8 +430,17 @@ fn the_three_digests_are_sha256_of_their_canonical_objects_written_independently
     let mut without_ids = search_call("2", "refund");
     without_ids.idempotency_key = None;
     without_ids.call.response_id = None;
-    for context in [search_call("1", "refund"), without_ids] {
-        let result = search(&context, &hits("refund"));
+    // A model result longer than the digest writer's buffer goes to the hasher without a copy.
+    let mut long = hits("refund");
+    long["hits"][0]["text"] = json!("refund ".repeat(250));
+    let cases = [
+        (search_call("1", "refund"), hits("refund")),
+        (without_ids, hits("refund")),
+        (search_call("3", "refund"), long),
+    ];
+    for (context, output) in cases {
+        let result = search(&context, &output);
+        assert!(result.model.error().is_none(), "{:?}", result.model);
         let arguments = json!({ "query": "refund" });
         assert_eq!(
             digests_of(&result),

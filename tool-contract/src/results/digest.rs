@@ -12,8 +12,8 @@ use sha2::{Digest, Sha256};
 use super::audit::DigestAlgorithm;
 use crate::contract::spec::{CanonicalRevisions, ToolSpec};
 use crate::json::canonical;
+use crate::json::canonical::object::{Field, member_name as name, write_object};
 use crate::json::encoding::infallible;
-use crate::json::scan::find_string_special;
 use crate::vocabulary::call::{CallContext, Principal};
 use crate::vocabulary::limits::Limits;
 
@@ -24,15 +24,6 @@ const CALL_BINDING_V1_DOMAIN: &str = "tool-contract/call-binding-v1";
 const PRINCIPAL_DOMAIN: &str = "tool-contract/principal-v1";
 const LEDGER_RECORD_DOMAIN: &str = "tool-contract/ledger-record-v1";
 const DERIVED_KEY_DOMAIN: &str = "tool-contract/derived-key-v1";
-
-/// A member name as RFC 8785 writes it, with its colon: `"name":`. Every name here is plain
-/// ASCII with nothing to escape, so the text is its canonical form, fixed at compile time;
-/// each object lists its members in canonical order (ASCII: byte order is UTF-16 order).
-macro_rules! name {
-    ($name:literal) => {
-        concat!("\"", $name, "\":").as_bytes()
-    };
-}
 
 /// A secret key for HMAC-SHA256: at least 32 bytes. Its `Debug` shows nothing of it.
 ///
@@ -206,7 +197,7 @@ impl AuditKeys {
 
     fn make_principal_ref(&self, principal: &Principal) -> String {
         let mut hasher = Hasher::Keyed(self.principal.mac());
-        write_object(
+        hash_object(
             &mut hasher,
             &[
                 (name!("domain"), Field::Plain(PRINCIPAL_DOMAIN)),
@@ -257,7 +248,7 @@ impl AuditKeys {
     ) -> String {
         let key = self.digest.as_ref().unwrap_or(&self.principal);
         let mut hasher = Hasher::Keyed(key.mac());
-        write_object(
+        hash_object(
             &mut hasher,
             &[
                 (name!("domain"), Field::Plain(LEDGER_RECORD_DOMAIN)),
@@ -283,7 +274,7 @@ impl AuditKeys {
                 [&canonical.effect, &canonical.input, &canonical.output]
                     .map(|json| Field::Json(json.as_bytes()))
             }
-            None => [NULL, NULL, NULL],
+            None => [Field::NULL, Field::NULL, Field::NULL],
         };
         // Arguments over the contract's size, or not I-JSON, still bind, by the digest of
         // their exact bytes under a member name no canonical form uses; oversized ones are
@@ -305,7 +296,7 @@ impl AuditKeys {
     /// `result_sha256`: the model result's canonical bytes, as the model is sent them.
     pub(crate) fn result_digest(&self, model_json: &[u8]) -> String {
         let mut hasher = self.hasher();
-        write_object(
+        hash_object(
             &mut hasher,
             &[
                 (name!("domain"), Field::Plain(RESULT_DOMAIN)),
@@ -326,9 +317,9 @@ impl AuditKeys {
         result_sha256: &str,
     ) -> String {
         let call = &context.call;
-        let contract = spec.map_or(NULL, |spec| Field::Plain(spec.contract_sha256()));
+        let contract = spec.map_or(Field::NULL, |spec| Field::Plain(spec.contract_sha256()));
         let mut hasher = self.hasher();
-        write_object(
+        hash_object(
             &mut hasher,
             &[
                 (
@@ -375,10 +366,12 @@ impl AuditKeys {
         let call = &context.call;
         let revisions = spec.map(ToolSpec::canonical_revisions);
         let revision = |pick: fn(&CanonicalRevisions) -> &String| {
-            revisions.map_or(NULL, |revisions| Field::Json(pick(revisions).as_bytes()))
+            revisions.map_or(Field::NULL, |revisions| {
+                Field::Json(pick(revisions).as_bytes())
+            })
         };
         let mut hasher = self.hasher();
-        write_object(
+        hash_object(
             &mut hasher,
             &[
                 (
@@ -460,7 +453,7 @@ fn write_request(
         other => (name!("arguments_bytes_sha256"), other),
     };
     let [effect, input, output] = revisions;
-    write_object(
+    hash_object(
         hasher,
         &[
             arguments,
@@ -491,23 +484,6 @@ pub(crate) fn digests_equal(a: &str, b: &str) -> bool {
     use subtle::ConstantTimeEq;
     a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
-
-/// A member's value, by how it becomes canonical JSON.
-#[derive(Clone, Copy)]
-enum Field<'a> {
-    /// Text a call brings: escaped as it is written.
-    Str(&'a str),
-    /// Such text, or `null`.
-    OptStr(Option<&'a str>),
-    /// Text with nothing to escape (a domain, an API's name, a hex digest): written between
-    /// quotes as it is.
-    Plain(&'a str),
-    /// Already canonical JSON.
-    Json(&'a [u8]),
-}
-
-/// `null`, for the revisions of a tool the registry lacks.
-const NULL: Field<'static> = Field::Json(b"null");
 
 enum Hasher {
     Plain(Sha256),
@@ -541,49 +517,9 @@ fn lower_hex(bytes: &[u8]) -> String {
     infallible(String::from_utf8(text), "hex digits are ASCII")
 }
 
-/// Feeds the canonical form of an object to `hasher`, in one pass: `members` are its names
-/// (from [`name!`], in canonical order) and values.
-fn write_object(hasher: &mut Hasher, members: &[(&[u8], Field<'_>)]) {
-    debug_assert!(
-        members.windows(2).all(|pair| pair[0].0 < pair[1].0),
-        "members in canonical order"
-    );
-    // Room for the largest object (the call binding) without growing: what would not fit
-    // (a model result, large arguments) goes to the hasher as it is, never copied.
-    let mut scratch = Vec::with_capacity(1024);
-    scratch.push(b'{');
-    for (index, (name, value)) in members.iter().enumerate() {
-        if index > 0 {
-            scratch.push(b',');
-        }
-        scratch.extend_from_slice(name);
-        match *value {
-            Field::Str(text) | Field::OptStr(Some(text)) => {
-                canonical::write_str(&mut scratch, text);
-            }
-            Field::OptStr(None) => scratch.extend_from_slice(b"null"),
-            Field::Plain(text) => {
-                debug_assert_eq!(
-                    find_string_special(text.as_bytes(), 0),
-                    text.len(),
-                    "plain text has nothing to escape"
-                );
-                scratch.push(b'"');
-                scratch.extend_from_slice(text.as_bytes());
-                scratch.push(b'"');
-            }
-            Field::Json(bytes) if scratch.len() + bytes.len() < scratch.capacity() => {
-                scratch.extend_from_slice(bytes);
-            }
-            Field::Json(bytes) => {
-                hasher.update(&scratch);
-                scratch.clear();
-                hasher.update(bytes);
-            }
-        }
-    }
-    scratch.push(b'}');
-    hasher.update(&scratch);
+/// Feeds the canonical form of an object to `hasher` ([`write_object`]).
+fn hash_object(hasher: &mut Hasher, members: &[(&[u8], Field<'_>)]) {
+    write_object(&mut |bytes: &[u8]| hasher.update(bytes), members);
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@
 //! # Ok::<(), canonical::CanonicalError>(())
 //! ```
 
+pub(crate) mod object;
 mod parse;
 pub(crate) mod write;
 
