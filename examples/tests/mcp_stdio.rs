@@ -306,7 +306,7 @@ async fn a_read_answers_the_verified_model_result_and_nothing_of_the_audit() {
 
     // The audit half went to the desk's log, whose chain verifies.
     let log = session.close().await;
-    let head = tool_contract::dispatch::verify_chain(log.as_slice(), &audit_key())
+    let head = tool_contract::control::verify_chain(log.as_slice(), &audit_key())
         .expect("the chain verifies");
     assert_eq!(head.records, 1);
 }

@@ -31,7 +31,7 @@ fn json_replay(provider: &str) -> (Vec<Value>, u64) {
         .find_map(|line| line.strip_prefix("audit log: "))
         .expect("the audit log's path on stderr");
     let log = std::fs::read(path).expect("the audit log");
-    let head = tool_contract::dispatch::verify_chain(log.as_slice(), &audit_key())
+    let head = tool_contract::control::verify_chain(log.as_slice(), &audit_key())
         .expect("the chain verifies");
     (lines, head.records)
 }

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tool_contract::dispatch::{JsonLinesAuditLog, verify_chain};
+use tool_contract::control::{JsonLinesAuditLog, verify_chain};
 use tool_contract_fuzz::sealed::{canonical_form, fixture};
 
 fuzz_target!(|bytes: &[u8]| {

@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use tool_contract::dispatch::{AuditSink, ChainHead, MemoryAuditLog};
+use tool_contract::control::{AuditSink, ChainHead, MemoryAuditLog};
 use tool_contract::json::canonical;
 use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::{

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use tool_contract::dispatch::store::SqliteStore;
-use tool_contract::dispatch::{ControlStore, MemoryStore};
+use tool_contract::control::SqliteStore;
+use tool_contract::control::{ControlStore, MemoryStore};
 
 use crate::postgres::Schema;
 

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use tool_contract::dispatch::store::{
+use tool_contract::control::{
     Advance, Advanced, Claim, Claimed, Purged, Record, Release, StoreFuture,
 };
-use tool_contract::dispatch::{
+use tool_contract::control::{
     ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, Approved, ControlStore,
     PendingApproval, RejectStep, StoreError,
 };

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use tool_contract::dispatch::store::{PostgresOptions, PostgresStore};
+use tool_contract::control::{PostgresOptions, PostgresStore};
 
 /// The variable holding the connection string, e.g. `postgres://postgres@127.0.0.1:5432/test`.
 /// `.ci/run` sets it; without it the PostgreSQL tests say they were skipped.

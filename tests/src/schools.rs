@@ -5,8 +5,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use tool_contract::control::MemoryAuditLog;
 use tool_contract::dispatch::{
-    Dispatch, Dispatcher, DispatcherBuilder, HandlerContext, MemoryAuditLog, RequireNonEmpty, Task,
+    Dispatch, Dispatcher, DispatcherBuilder, HandlerContext, RequireNonEmpty, Task,
 };
 use tool_contract::evidence::GroundingSource;
 use tool_contract::{

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use time::OffsetDateTime;
+use tool_contract::control::{ControlStore, MemoryAuditLog, PendingApproval};
 use tool_contract::dispatch::{
-    ControlStore, Dispatch, Dispatcher, DispatcherBuilder, HandlerContext, MemoryAuditLog,
-    PendingApproval, RetryPolicy, Task, ToolOptions,
+    Dispatch, Dispatcher, DispatcherBuilder, HandlerContext, RetryPolicy, Task, ToolOptions,
 };
 use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::{

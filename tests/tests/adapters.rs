@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use tool_contract::dispatch::{Dispatcher, HandlerContext, MemoryAuditLog, Task};
+use tool_contract::control::MemoryAuditLog;
+use tool_contract::dispatch::{Dispatcher, HandlerContext, Task};
 use tool_contract::providers::{Answer, anthropic, openai};
 use tool_contract::{CallContext, ErrorCode, RawProvenance, RawResult, Registry, Status};
 use tool_contract_tests::tracker::{FindIssue, alice, audit_key, code, context, keys};

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_contract::ErrorCode;
-use tool_contract::dispatch::{ApprovalError, BuildError, Dispatcher, RejectionReason};
+use tool_contract::control::{ApprovalError, RejectionReason};
+use tool_contract::dispatch::{BuildError, Dispatcher};
 use tool_contract::results::{Recovery, Trust};
 use tool_contract_tests::tracker::{
     CreateIssue, Remote, SendMessage, alice, builder, clock, code, message, pending_approval, run,

@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tool_contract::dispatch::{
-    AuditLogError, AuditSink, BrokenLink, ChainHead, JsonLinesAuditLog, Task, verify_chain,
+use tool_contract::control::{
+    AuditLogError, AuditSink, BrokenLink, ChainHead, JsonLinesAuditLog, verify_chain,
 };
+use tool_contract::dispatch::Task;
 use tool_contract_tests::tracker::{self, Remote, audit_key, builder, context};
 
 /// `audit.jsonl` in a directory of its own, emptied.
@@ -103,10 +104,7 @@ async fn the_audit_log_is_a_chain_that_verifies_and_goes_on_after_reopening() {
         head
     );
     let first = record(&lines(&path)[0]);
-    assert_eq!(
-        first["prev_sha256"],
-        tool_contract::dispatch::GENESIS_SHA256
-    );
+    assert_eq!(first["prev_sha256"], tool_contract::control::GENESIS_SHA256);
     assert_eq!(first["seq"], 1);
     assert!(first["model"]["status"].is_string());
     assert!(first["audit"]["binding"]["request_sha256"].is_string());
@@ -361,7 +359,7 @@ fn a_sink_that_fails_is_reported_and_the_result_still_stands() {
             &'a self,
             _: &'a tool_contract::ModelResult,
             _: &'a tool_contract::results::ProtectedAudit,
-        ) -> tool_contract::dispatch::AuditFuture<'a> {
+        ) -> tool_contract::control::AuditFuture<'a> {
             Box::pin(std::future::ready({
                 Err(AuditLogError::Io(std::io::Error::other("disk full")))
             }))
@@ -403,7 +401,7 @@ impl AuditSink for RecordingSink {
         &'a self,
         _: &'a tool_contract::ModelResult,
         _: &'a tool_contract::results::ProtectedAudit,
-    ) -> tool_contract::dispatch::AuditFuture<'a> {
+    ) -> tool_contract::control::AuditFuture<'a> {
         Box::pin(std::future::ready({
             self.0.push("audit");
             Ok(())
@@ -417,7 +415,7 @@ async fn a_write_is_audited_before_its_ledger_record() {
     let remote = Remote::new();
     let dispatcher = builder(&remote)
         .store(Arc::new(tool_contract_tests::hooked::Hooked::new(
-            Arc::new(tool_contract::dispatch::MemoryStore::new()),
+            Arc::new(tool_contract::control::MemoryStore::new()),
             {
                 let steps = steps.clone();
                 move |step| {

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use tool_contract::dispatch::store::PostgresStore;
-use tool_contract::dispatch::{AuditLogError, BrokenLink, PostgresAuditLog, StreamHead};
+use tool_contract::control::PostgresStore;
+use tool_contract::control::{AuditLogError, BrokenLink, PostgresAuditLog, StreamHead};
 use tool_contract::{SecretKey, Status};
 use tool_contract_tests::postgres::Schema;
 use tool_contract_tests::tracker::{Remote, audit_key, builder, create, run};

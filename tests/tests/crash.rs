@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use rand::{RngExt, SeedableRng};
 use serde_json::Value;
 use tool_contract::SecretKey;
-use tool_contract::dispatch::store::SqliteStore;
-use tool_contract::dispatch::{JsonLinesAuditLog, PostgresAuditLog};
+use tool_contract::control::SqliteStore;
+use tool_contract::control::{JsonLinesAuditLog, PostgresAuditLog};
 use tool_contract_tests::postgres::Schema;
 
 const WORKERS: u32 = 4;

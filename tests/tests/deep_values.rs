@@ -5,9 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tool_contract::control::{JsonLinesAuditLog, MemoryStore};
 use tool_contract::dispatch::{
-    Dispatcher, GateCall, GateDecision, HandlerContext, JsonLinesAuditLog, MemoryStore,
-    RetryPolicy, Task, ToolOptions,
+    Dispatcher, GateCall, GateDecision, HandlerContext, RetryPolicy, Task, ToolOptions,
 };
 use tool_contract::json::canonical::canonicalize;
 use tool_contract::providers::{Answer, gemini};

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use time::OffsetDateTime;
+use tool_contract::control::{ApprovalError, MemoryAuditLog, MemoryStore, WriteState};
 use tool_contract::dispatch::{
-    ApprovalError, BuildError, Dispatch, Dispatcher, GateDecision, HandlerContext, MemoryAuditLog,
-    MemoryStore, RequireNonEmpty, Task, WriteState,
+    BuildError, Dispatch, Dispatcher, GateDecision, HandlerContext, RequireNonEmpty, Task,
 };
 use tool_contract::results::{Recovery, Trust};
 use tool_contract::{CallContext, ErrorCode, Principal, RawResult, Status, ToolFailure};

@@ -16,9 +16,8 @@ use std::time::Duration;
 use proptest::prelude::*;
 use serde_json::json;
 use tool_contract::CallContext;
-use tool_contract::dispatch::{
-    Budget, Dispatch, Dispatcher, MemoryStore, PendingApproval, Task, WriteState,
-};
+use tool_contract::control::{MemoryStore, PendingApproval, WriteState};
+use tool_contract::dispatch::{Budget, Dispatch, Dispatcher, Task};
 use tool_contract::results::Outcome;
 use tool_contract_tests::tracker::{
     Fault, Remote, advance_clock, alice, clock, context, dispatcher, sent,

@@ -7,10 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tool_contract::dispatch::{
-    ApprovalError, Approved, BuildError, ControlStore, Dispatcher, DispatcherBuilder,
-    PendingApproval,
-};
+use tool_contract::control::{ApprovalError, Approved, ControlStore, PendingApproval};
+use tool_contract::dispatch::{BuildError, Dispatcher, DispatcherBuilder};
 use tool_contract::{ErrorCode, Status};
 use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
 use tool_contract_tests::postgres::Schema;
@@ -319,7 +317,7 @@ async fn approvals_on_two_replicas_combine(store: &impl Backend) {
 
 #[tokio::test]
 async fn approvals_on_two_replicas_combine_in_memory() {
-    approvals_on_two_replicas_combine(&Memory(tool_contract::dispatch::MemoryStore::new())).await;
+    approvals_on_two_replicas_combine(&Memory(tool_contract::control::MemoryStore::new())).await;
 }
 
 #[tokio::test]

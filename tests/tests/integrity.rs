@@ -5,10 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tool_contract::dispatch::store::SqliteStore;
-use tool_contract::dispatch::{
-    Budget, ControlStore, Dispatcher, HandlerContext, MemoryAuditLog, MemoryStore, Task, WriteState,
-};
+use tool_contract::control::SqliteStore;
+use tool_contract::control::{ControlStore, MemoryAuditLog, MemoryStore, WriteState};
+use tool_contract::dispatch::{Budget, Dispatcher, HandlerContext, Task};
 use tool_contract::results::{Delivery, Outcome};
 use tool_contract::{ErrorCode, Principal, Status};
 use tool_contract_tests::tracker::{
@@ -672,7 +671,8 @@ async fn the_longest_retention_is_kept_as_long_as_a_store_can() {
 /// in the application's code unwound through `dispatch`. Each now fails closed.
 #[tokio::test(start_paused = true)]
 async fn the_applications_code_that_panics_fails_closed_and_never_unwinds_through_dispatch() {
-    use tool_contract::dispatch::{AuditLogError, AuditSink, GateCall, GateDecision};
+    use tool_contract::control::{AuditLogError, AuditSink};
+    use tool_contract::dispatch::{GateCall, GateDecision};
     let remote = Remote::new();
     let read = context("c1", "read_doc", json!({ "doc_id": "d-1" }), "op-1", "k-1");
     let code = |dispatch: &tool_contract::dispatch::Dispatch| {
@@ -727,7 +727,7 @@ async fn the_applications_code_that_panics_fails_closed_and_never_unwinds_throug
             &'a self,
             _: &'a tool_contract::ModelResult,
             _: &'a tool_contract::results::ProtectedAudit,
-        ) -> tool_contract::dispatch::AuditFuture<'a> {
+        ) -> tool_contract::control::AuditFuture<'a> {
             Box::pin(async { panic!("a sink bug") })
         }
     }

@@ -11,7 +11,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tool_contract::dispatch::{ControlStore, MemoryStore};
+use tool_contract::control::{ControlStore, MemoryStore};
 use tool_contract::mcp::McpServer;
 use tool_contract_tests::tracker::{Remote, alice, dispatcher};
 

@@ -11,7 +11,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use tool_contract::dispatch::MemoryStore;
+use tool_contract::control::MemoryStore;
 use tool_contract::mcp::McpServer;
 use tool_contract_tests::tracker::{Remote, alice, dispatcher};
 
@@ -75,7 +75,8 @@ async fn an_unanswered_approval_form_closes_after_the_approval_lifetime() {
 
 #[tokio::test]
 async fn a_registry_that_does_not_accept_mcp_calls_answers_none() {
-    use tool_contract::dispatch::{Dispatcher, HandlerContext, MemoryAuditLog};
+    use tool_contract::control::MemoryAuditLog;
+    use tool_contract::dispatch::{Dispatcher, HandlerContext};
     use tool_contract::{RawResult, ToolFailure};
     use tool_contract_tests::kb::{SearchKb, hits, kb_provenance, keys};
 

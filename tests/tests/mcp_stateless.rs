@@ -17,7 +17,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 use tool_contract::Principal;
-use tool_contract::dispatch::{ControlStore, MemoryStore};
+use tool_contract::control::{ControlStore, MemoryStore};
 use tool_contract::mcp::McpServer;
 use tool_contract_tests::tracker::{
     Remote, SendMessage, advance_clock, alice, builder, dispatcher,

@@ -5,9 +5,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use tool_contract::dispatch::{
-    BuildError, Dispatcher, HandlerContext, MemoryAuditLog, Task, typed,
-};
+use tool_contract::control::MemoryAuditLog;
+use tool_contract::dispatch::{BuildError, Dispatcher, HandlerContext, Task, typed};
 use tool_contract::providers::ToolCall;
 use tool_contract::results::Delivery;
 use tool_contract::{ErrorCode, Status, ToolContract, ToolFailure, ToolOutput};

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use time::OffsetDateTime;
-use tool_contract::dispatch::{Dispatch, Dispatcher, MemoryAuditLog, PendingApproval};
+use tool_contract::control::{MemoryAuditLog, PendingApproval};
+use tool_contract::dispatch::{Dispatch, Dispatcher};
 use tool_contract::results::{
     ApprovalReceipt, KeySet, PublishedKey, ReceiptError, ReceiptSigner, SignedReceipt,
 };
@@ -206,7 +207,7 @@ async fn a_receipt_redeemed_after_its_key_was_rotated_out_is_refused() {
 #[tokio::test]
 async fn a_dispatcher_whose_key_no_longer_signs_runs_nothing_and_keeps_the_grant() {
     let remote = Remote::new();
-    let store = Arc::new(tool_contract::dispatch::MemoryStore::new());
+    let store = Arc::new(tool_contract::control::MemoryStore::new());
     let expired = signer().valid_until(clock() - Duration::from_secs(1));
     let dispatcher = builder(&remote)
         .store(store.clone())

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tool_contract::dispatch::{Dispatch, Dispatcher, WriteState};
+use tool_contract::control::WriteState;
+use tool_contract::dispatch::{Dispatch, Dispatcher};
 use tool_contract::results::Delivery;
 use tool_contract::{ErrorCode, Status};
 use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
@@ -40,7 +41,7 @@ fn code(dispatch: &Dispatch) -> Option<ErrorCode> {
     dispatch.result.model.error().map(|error| error.code())
 }
 
-async fn approve(replica: &Dispatcher, pending: &tool_contract::dispatch::PendingApproval) {
+async fn approve(replica: &Dispatcher, pending: &tool_contract::control::PendingApproval) {
     replica
         .approve(
             &pending.approval_id,
@@ -271,7 +272,7 @@ macro_rules! on_every_store {
             $(
                 #[tokio::test]
                 async fn $case() {
-                    super::$case(&super::Memory(tool_contract::dispatch::MemoryStore::new())).await;
+                    super::$case(&super::Memory(tool_contract::control::MemoryStore::new())).await;
                 }
             )*
         }

@@ -9,9 +9,9 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use serde_json::json;
 use tokio::time::Instant;
+use tool_contract::control::{MemoryStore, WriteState};
 use tool_contract::dispatch::{
-    Budget, Dispatch, Dispatcher, MemoryStore, RetryPolicy, StopReason, Task, ToolOptions,
-    WriteState,
+    Budget, Dispatch, Dispatcher, RetryPolicy, StopReason, Task, ToolOptions,
 };
 use tool_contract::results::Recovery;
 use tool_contract::{ErrorCode, Status};

@@ -4,10 +4,10 @@
 
 use time::OffsetDateTime;
 use tool_contract::Effect;
-use tool_contract::dispatch::store::{
+use tool_contract::control::{
     Advance, Advanced, Claim, Claimed, Lease, Release, SCHEMA_VERSION, SqliteStore,
 };
-use tool_contract::dispatch::{
+use tool_contract::control::{
     ApprovalAsk, ApprovalCheck, ApprovalError, ApprovalGrant, ApproveStep, Approved, ControlStore,
     Invalidity, PendingApproval, Preview, RejectStep, RejectionReason, StoreError, WriteEvent,
     WriteState,
@@ -836,7 +836,7 @@ macro_rules! conformance {
             $(
                 #[tokio::test]
                 async fn $case() {
-                    super::$case(&super::Memory(tool_contract::dispatch::MemoryStore::new())).await;
+                    super::$case(&super::Memory(tool_contract::control::MemoryStore::new())).await;
                 }
             )*
         }
@@ -975,8 +975,7 @@ async fn a_postgres_schema_newer_than_the_code_is_refused() {
         SCHEMA_VERSION + 1
     ));
     let refused =
-        tool_contract::dispatch::store::PostgresStore::connect_with(&schema.url, schema.options())
-            .await;
+        tool_contract::control::PostgresStore::connect_with(&schema.url, schema.options()).await;
     assert!(
         matches!(refused, Err(StoreError::SchemaTooNew { found, .. }) if found == SCHEMA_VERSION + 1),
         "{refused:?}"
@@ -1005,11 +1004,11 @@ async fn replicas_connecting_at_once_migrate_the_schema_once() {
 
 #[tokio::test]
 async fn a_postgres_schema_name_that_is_not_an_identifier_is_refused() {
-    let options = tool_contract::dispatch::store::PostgresOptions {
+    let options = tool_contract::control::PostgresOptions {
         schema: "x; DROP TABLE y".to_owned(),
         ..Default::default()
     };
-    let refused = tool_contract::dispatch::store::PostgresStore::connect_with(
+    let refused = tool_contract::control::PostgresStore::connect_with(
         "postgres://nobody@127.0.0.1:1/none",
         options,
     )

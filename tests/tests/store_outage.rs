@@ -5,10 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tool_contract::dispatch::store::{PostgresOptions, PostgresStore};
-use tool_contract::dispatch::{
-    ApprovalError, Dispatch, Dispatcher, MemoryStore, StoreError, WriteState,
-};
+use tool_contract::control::{ApprovalError, MemoryStore, StoreError, WriteState};
+use tool_contract::control::{PostgresOptions, PostgresStore};
+use tool_contract::dispatch::{Dispatch, Dispatcher};
 use tool_contract::results::{Delivery, Outcome, Recovery};
 use tool_contract::{CallContext, ErrorCode, Status};
 use tool_contract_tests::hooked::Hooked;

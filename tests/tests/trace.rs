@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-use tool_contract::dispatch::{Dispatcher, GateDecision, HandlerContext, MemoryStore, Task};
+use tool_contract::control::MemoryStore;
+use tool_contract::dispatch::{Dispatcher, GateDecision, HandlerContext, Task};
 use tool_contract::{
     AuditKeys, CallContext, FailureKind, Principal, RawProvenance, RawResult, SecretKey,
     ToolFailure,

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use tool_contract::dispatch::{Dispatcher, HandlerContext, MemoryAuditLog, Task, typed};
+use tool_contract::control::MemoryAuditLog;
+use tool_contract::dispatch::{Dispatcher, HandlerContext, Task, typed};
 use tool_contract::{ErrorCode, Status, ToolContract, ToolFailure, ToolOutput};
 use tool_contract_tests::tracker::{alice, audit_key, clock, code, context, keys};
 

@@ -5,10 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tool_contract::dispatch::store::SqliteStore;
-use tool_contract::dispatch::{
-    ControlStore, Dispatch, Dispatcher, MemoryStore, StopReason, Task, WriteState,
-};
+use tool_contract::control::SqliteStore;
+use tool_contract::control::{ControlStore, MemoryStore, WriteState};
+use tool_contract::dispatch::{Dispatch, Dispatcher, StopReason, Task};
 use tool_contract::results::{Delivery, Outcome, Recovery};
 use tool_contract::{ErrorCode, Status};
 use tool_contract_tests::tracker::{

@@ -1,7 +1,7 @@
 //! Issue 4, point 3: writes as an explicit state machine.
 
 use proptest::prelude::*;
-use tool_contract::dispatch::{IllegalTransition, WriteEvent, WriteState};
+use tool_contract::control::{IllegalTransition, WriteEvent, WriteState};
 
 const EVENTS: [WriteEvent; 11] = [
     WriteEvent::RequestApproval,

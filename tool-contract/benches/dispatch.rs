@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use tool_contract::control::{AuditSink, ControlStore, MemoryStore};
 use tool_contract::dispatch::{
-    AuditSink, ControlStore, Dispatcher, GateCall, GateDecision, HandlerContext, MemoryStore, Task,
-    ToolOptions,
+    Dispatcher, GateCall, GateDecision, HandlerContext, Task, ToolOptions,
 };
 use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::results::ProtectedAudit;
@@ -77,7 +77,7 @@ impl AuditSink for Discard {
         &'a self,
         _: &'a ModelResult,
         _: &'a ProtectedAudit,
-    ) -> tool_contract::dispatch::AuditFuture<'a> {
+    ) -> tool_contract::control::AuditFuture<'a> {
         Box::pin(std::future::ready(Ok(())))
     }
 }
@@ -176,8 +176,7 @@ fn bench_write(c: &mut Criterion) {
     {
         let path =
             std::env::temp_dir().join(format!("tool-contract-bench-{}.sqlite", std::process::id()));
-        let ledger =
-            tool_contract::dispatch::store::SqliteStore::open(&path).expect("a ledger file");
+        let ledger = tool_contract::control::SqliteStore::open(&path).expect("a ledger file");
         let sqlite = dispatcher(Arc::new(ledger));
         group.bench_function("dispatch_sqlite", |b| {
             b.iter(|| {

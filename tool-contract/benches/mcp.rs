@@ -24,7 +24,8 @@ use rmcp::{
     ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient, ServerHandler, ServiceExt,
 };
 use serde_json::{Value, json};
-use tool_contract::dispatch::{AuditSink, Dispatcher, HandlerContext, Task};
+use tool_contract::control::AuditSink;
+use tool_contract::dispatch::{Dispatcher, HandlerContext, Task};
 use tool_contract::mcp::McpServer;
 use tool_contract::providers::{Correlation, ToolCall};
 use tool_contract::results::ProtectedAudit;
@@ -68,7 +69,7 @@ impl AuditSink for Discard {
         &'a self,
         _: &'a ModelResult,
         _: &'a ProtectedAudit,
-    ) -> tool_contract::dispatch::AuditFuture<'a> {
+    ) -> tool_contract::control::AuditFuture<'a> {
         Box::pin(std::future::ready(Ok(())))
     }
 }

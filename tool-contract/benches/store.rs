@@ -12,10 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use tool_contract::dispatch::store::{
-    Advance, Claim, Claimed, Lease, PostgresOptions, PostgresStore,
-};
-use tool_contract::dispatch::{ControlStore, MemoryStore, WriteEvent, WriteState};
+use tool_contract::control::{Advance, Claim, Claimed, Lease, PostgresOptions, PostgresStore};
+use tool_contract::control::{ControlStore, MemoryStore, WriteEvent, WriteState};
 
 const CLIENTS: [usize; 3] = [1, 4, 16];
 const SCHEMA: &str = "tool_contract_bench";

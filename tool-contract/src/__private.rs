@@ -12,7 +12,6 @@ pub use crate::contract::build::{
 };
 pub use crate::contract::const_check::ConstMessage;
 pub use crate::contract::fallback::InvalidOutput;
-pub use crate::contract::field::{BoundField, ContractField};
 pub use crate::contract::grounding::GroundingSource;
 pub use crate::contract::reader::{BoundValue, Reader, Stop};
 pub use crate::contract::registry::{Registry, duplicate_tool_name};
@@ -20,6 +19,7 @@ pub use crate::contract::rules::{Pattern, Rules};
 pub use crate::contract::shape::{EnumShape, FieldSpec, ObjectShape, Shape};
 pub use crate::contract::spec::ToolSpec;
 pub use crate::contract::traits::{ReconciledBy, ToolContract, ToolOutput};
+pub use crate::contract::{BoundField, ContractField};
 pub use crate::json::format::Format;
 pub use crate::vocabulary::effect::{Approval, Effect, Reconcile};
 pub use crate::vocabulary::forbidden::is_forbidden_by_default as is_forbidden_key;

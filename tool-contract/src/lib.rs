@@ -80,10 +80,10 @@
 //!
 //! A [`dispatch::Dispatcher`] takes each call from the registry lookup to a sealed result:
 //! exact argument validation, gates, authorization, approvals bound to the exact action, the
-//! idempotency ledger and the approvals in one control-plane store ([`dispatch::MemoryStore`];
+//! idempotency ledger and the approvals in one control-plane store ([`control::MemoryStore`];
 //! `SqliteStore` with the `sqlite` feature; `PostgresStore`, shared by replicas, with the
 //! `postgres` feature), budgets and deadline, the handler under a timeout with cancellation, retries by
-//! effect, projection, the audit sink ([`dispatch::JsonLinesAuditLog`], a keyed chain), and the
+//! effect, projection, the audit sink ([`control::JsonLinesAuditLog`], a keyed chain), and the
 //! ledger record. A write whose outcome is lost is `unknown` and is reconciled, never rerun.
 //!
 //! ## Serving over MCP
@@ -102,19 +102,20 @@
 //!
 //! ## The crate's layers
 //!
-//! Each module is one layer, and imports only from the layers below it (a test reads the
-//! sources and fails on any import that runs upward):
+//! Each module is one layer, and imports only from the layers below it; inside a layer no
+//! files import each other in a circle (a test reads the sources and fails on either):
 //!
 //! | layer | module | holds |
 //! | --- | --- | --- |
 //! | 1 | [`json`] | RFC 8785 canonical JSON, the byte scanner, exact numbers, named formats |
 //! | 2 | [`vocabulary`] | effects, limits, the tool-name rule, source tiers, synthetic-data detectors, forbidden keys, violations; the call types ([`Principal`], [`CallContext`], [`vocabulary::ToolCall`], [`vocabulary::Api`]) |
 //! | 3 | [`contract`] | the traits the derives implement, specs, shapes and rules, the exact reader, bounds, grounding sources, argument and output schemas, the [`Registry`] |
-//! | 4 | [`results`] | execution and provenance, the error catalog, the model result and its schema, the protected audit, keys and digests, arbitration |
+//! | 4 | [`results`] | execution and provenance, the error catalog, the model result and its schema, the protected audit, keys and digests, receipts, arbitration |
 //! | 5 | [`binder`] | what handlers return; projecting, sealing and verifying results |
 //! | 6 | [`providers`] | reading provider responses and streams, writing the next turn |
-//! | 7 | [`dispatch`] | gates, approvals, the idempotency ledger, retries, budgets, handlers, the audit log, the dispatcher |
-//! | 8 | `mcp` | serving a dispatcher over MCP (feature `mcp`) |
+//! | 7 | [`control`] | the control plane: the idempotency ledger, write states, approvals, the stores that keep them, the audit logs |
+//! | 8 | [`dispatch`] | the pipeline: gates, approval rules, retries, budgets, handlers, the dispatcher |
+//! | 9 | `mcp` | serving a dispatcher over MCP (feature `mcp`) |
 //!
 //! The crate root, [`evidence`] and the hidden module generated code calls only re-export.
 #![doc = include_str!("../ATTRIBUTES.md")]
@@ -124,6 +125,7 @@ extern crate self as tool_contract;
 
 pub mod binder;
 pub mod contract;
+pub mod control;
 pub mod dispatch;
 pub mod evidence;
 pub mod json;

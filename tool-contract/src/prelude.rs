@@ -37,10 +37,11 @@
 
 pub use crate::binder::{CallResult, FailureKind, RawProvenance, RawResult, ToolFailure};
 pub use crate::contract::{Registry, ToolSpec};
+pub use crate::control::{
+    ApprovalError, JsonLinesAuditLog, MemoryAuditLog, MemoryStore, PendingApproval, RejectionReason,
+};
 pub use crate::dispatch::{
-    ApprovalError, Budget, Dispatch, Dispatcher, DispatcherBuilder, HandlerContext,
-    JsonLinesAuditLog, MemoryAuditLog, MemoryStore, PendingApproval, RejectionReason, Task,
-    ToolOptions, typed,
+    Budget, Dispatch, Dispatcher, DispatcherBuilder, HandlerContext, Task, ToolOptions, typed,
 };
 pub use crate::providers::{
     Answer, AnthropicMessages, Api, GeminiGenerateContent, GeminiInteractions, OpenAiResponses,

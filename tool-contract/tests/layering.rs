@@ -1,23 +1,32 @@
-//! The runtime's layers hold: no module imports from a layer above its own.
+//! The runtime's layers hold: no module imports from a layer above its own, and no files
+//! import each other in a circle.
 //!
 //! Each file of `src/` belongs to the layer of its top-level module (`src/json/…` to the JSON
 //! core, …, `src/mcp/…` to MCP); `lib.rs`, `__private.rs`, `evidence.rs` and `prelude.rs` are
 //! the facade, above every layer, and only re-export; `bin/` holds the commands, which use
-//! the public API only. Every path that names the crate (`crate::…`, and
-//! `super::…` that leaves the layer) is resolved to the layer it reaches, in `use` items and
-//! in code alike (comments and string literals are passed over); one that reaches higher than
-//! its own file's layer is reported with its file and line.
+//! the public API only. Every path that names the crate (`crate::…`, `super::…`, `self::…` and
+//! a child module's name) is resolved to the layer it reaches, in `use` items and in code alike
+//! (comments and string literals are passed over); one that reaches higher than its own
+//! file's layer is reported with its file and line.
+//!
+//! A file depends on the file that defines each name it uses: a path is followed through the
+//! `pub use` re-exports on its way (`crate::dispatch::Dispatcher` reaches
+//! `dispatch/dispatcher/mod.rs`). A re-export is not a dependency of the file that makes it,
+//! so a `mod.rs` that names its children's items for its readers is no circle; a `mod.rs`
+//! whose own code uses a child that uses it back is one. Unit-test modules are passed over.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers, bottom to top.
-const LAYERS: [&str; 8] = [
+const LAYERS: [&str; 9] = [
     "json",
     "vocabulary",
     "contract",
     "results",
     "binder",
     "providers",
+    "control",
     "dispatch",
     "mcp",
 ];
@@ -117,97 +126,198 @@ fn is_char_literal(text: &str) -> bool {
     )
 }
 
-/// Every path in `code` that starts at `crate` or `super`, with the line it is on, as the
-/// module path it reaches from `module` (one per member of a `{…}` group).
-fn reached_paths(code: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
-    let mut found = Vec::new();
-    let bytes = code.as_bytes();
-    let mut at = 0;
-    while let Some(offset) = code[at..].find(['c', 's']) {
-        let start = at + offset;
-        at = start + 1;
-        let rest = &code[start..];
-        if !(rest.starts_with("crate::") || rest.starts_with("super::")) {
+/// Whether `c` may be part of an identifier.
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// The identifier at the start of `text` (empty when there is none).
+fn ident_at(text: &str) -> &str {
+    &text[..text.find(|c: char| !is_ident(c)).unwrap_or(text.len())]
+}
+
+/// The 1-based line of byte `at` of `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    text[..at].matches('\n').count() + 1
+}
+
+/// One leaf of a `use` tree or a path in code: the path's segments as written, and the name it
+/// binds (its alias, or its last segment).
+type Leaf = (Vec<String>, String);
+
+/// Every leaf of the `use` tree (or path in code) at the start of `text`, and the text after it:
+/// `a::{b::{C, D as E}, self}` has the leaves `a::b::C`, `a::b::D` (bound as `E`) and `a`.
+fn use_tree(text: &str) -> (Vec<Leaf>, &str) {
+    let mut leaves = Vec::new();
+    let rest = subtree(text, &mut Vec::new(), &mut leaves);
+    (leaves, rest)
+}
+
+fn subtree<'t>(text: &'t str, prefix: &mut Vec<String>, leaves: &mut Vec<Leaf>) -> &'t str {
+    let depth = prefix.len();
+    let mut text = text.trim_start();
+    let rest = loop {
+        if let Some(group) = text.strip_prefix('{') {
+            let mut rest = group;
+            loop {
+                rest = rest.trim_start();
+                if let Some(after) = rest.strip_prefix('}') {
+                    break rest = after;
+                }
+                if let Some(after) = rest.strip_prefix(',') {
+                    rest = after;
+                    continue;
+                }
+                let before = rest.len();
+                rest = subtree(rest, prefix, leaves);
+                if rest.len() == before {
+                    // Not a tree (a brace in code): step over one character.
+                    let step = rest.chars().next().map_or(0, char::len_utf8);
+                    if step == 0 {
+                        break;
+                    }
+                    rest = &rest[step..];
+                }
+            }
+            break rest;
+        }
+        if let Some(after) = text.strip_prefix('*') {
+            break after;
+        }
+        let segment = ident_at(text);
+        if segment.is_empty() {
+            // `a::<T>` in code: the path ends at `a`.
+            push_leaf(prefix, depth, None, leaves);
+            break text;
+        }
+        prefix.push(segment.to_owned());
+        text = &text[segment.len()..];
+        if let Some(after) = text.strip_prefix("::") {
+            text = after;
             continue;
         }
-        let before = start.checked_sub(1).map(|at| bytes[at]);
-        if before.is_some_and(|b| b == b'$' || b == b'_' || b == b':' || b.is_ascii_alphanumeric())
-        {
-            continue;
-        }
-        let line = code[..start].matches('\n').count() + 1;
-        let (segments, group) = path_at(rest);
-        let mut reached: Vec<String> = if segments[0] == "crate" {
-            Vec::new()
-        } else {
-            module.to_vec()
-        };
-        let mut segments = segments.into_iter().peekable();
-        if segments.next_if(|segment| segment == "crate").is_none() {
-            while segments.next_if(|segment| segment == "super").is_some() {
-                reached.pop();
+        let after_space = text.trim_start();
+        match after_space.strip_prefix("as ").map(str::trim_start) {
+            Some(alias) => {
+                let alias_name = ident_at(alias);
+                push_leaf(prefix, depth, Some(alias_name), leaves);
+                break &alias[alias_name.len()..];
+            }
+            None => {
+                push_leaf(prefix, depth, None, leaves);
+                break text;
             }
         }
-        reached.extend(segments);
-        match group {
-            None => found.push((line, reached)),
-            Some(members) => found.extend(members.into_iter().map(|member| {
-                let mut path = reached.clone();
-                path.extend(member);
-                (line, path)
-            })),
+    };
+    prefix.truncate(depth);
+    rest
+}
+
+/// Records the leaf `prefix` (a trailing `self` names the module before it) if it grew past
+/// the `depth` its group started at.
+fn push_leaf(prefix: &[String], depth: usize, alias: Option<&str>, leaves: &mut Vec<Leaf>) {
+    if prefix.len() <= depth && depth > 0 || prefix.is_empty() {
+        return;
+    }
+    let mut path = prefix.to_vec();
+    if path.last().is_some_and(|last| last == "self") {
+        path.pop();
+    }
+    let Some(last) = path.last() else { return };
+    let name = alias.map_or_else(|| last.clone(), str::to_owned);
+    leaves.push((path, name));
+}
+
+/// The names of the child modules a file declares (`mod name;`), not inline ones.
+fn child_modules(code: &str) -> Vec<String> {
+    child_declarations(code)
+        .into_iter()
+        .map(|declaration| {
+            let text = code[declaration].trim_end_matches(';').trim_end();
+            text[text.rfind(' ').map_or(0, |space| space + 1)..].to_owned()
+        })
+        .collect()
+}
+
+/// The byte range of each `mod name;` declaration in `code`, from `mod` to `;`.
+fn child_declarations(code: &str) -> Vec<std::ops::Range<usize>> {
+    let mut declarations = Vec::new();
+    let mut at = 0;
+    while let Some(offset) = code[at..].find("mod ") {
+        let start = at + offset;
+        at = start + 4;
+        if start > 0 && code[..start].chars().next_back().is_some_and(is_ident) {
+            continue;
         }
-        at = start + 7;
+        let after_keyword = code[at..].trim_start();
+        let name = ident_at(after_keyword);
+        let after_name = after_keyword[name.len()..].trim_start();
+        if !name.is_empty() && after_name.starts_with(';') {
+            let end = code.len() - after_name.len() + 1;
+            declarations.push(start..end);
+            at = end;
+        }
+    }
+    declarations
+}
+
+/// The module path a path written in `module` (whose file declares `children`) reaches, or
+/// `None` for a path outside the crate: `crate::…` from the root, `super::…` from the parent,
+/// `self::…` and a child's name from the module itself.
+fn absolute(path: &[String], module: &[String], children: &[String]) -> Option<Vec<String>> {
+    let first = path.first()?;
+    let mut reached = match first.as_str() {
+        "crate" => return Some(path[1..].to_vec()),
+        "super" => module.to_vec(),
+        "self" => return Some([module, &path[1..]].concat()),
+        child if children.iter().any(|name| name == child) => {
+            return Some([module, path].concat());
+        }
+        _ => return None,
+    };
+    let mut rest = path.iter().peekable();
+    while rest.next_if(|segment| *segment == "super").is_some() {
+        reached.pop();
+    }
+    reached.extend(rest.cloned());
+    Some(reached)
+}
+
+/// Every path in `code` that names the crate (it starts at `crate`, `super`, `self` or one of
+/// `children`), with the line it is on, as the module path it reaches from `module` (one per
+/// leaf of a `{…}` group).
+fn reached_paths(code: &str, module: &[String], children: &[String]) -> Vec<(usize, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < code.len() {
+        let rest = &code[at..];
+        let word = ident_at(rest);
+        let starts_path = !word.is_empty()
+            && rest[word.len()..].starts_with("::")
+            && !code[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| is_ident(c) || c == '$' || c == ':');
+        if !starts_path {
+            let step = if word.is_empty() {
+                rest.chars().next().map_or(1, char::len_utf8)
+            } else {
+                word.len()
+            };
+            at += step;
+            continue;
+        }
+        let (leaves, after) = use_tree(rest);
+        let line = line_of(code, at);
+        found.extend(
+            leaves
+                .iter()
+                .filter_map(|(path, _)| absolute(path, module, children))
+                .map(|reached| (line, reached)),
+        );
+        at += (rest.len() - after.len()).max(word.len());
     }
     found
-}
-
-/// The `::`-separated segments of the path at the start of `text`, and, when it ends in a
-/// `{…}` group, the leading segments of each of the group's members.
-fn path_at(text: &str) -> (Vec<String>, Option<Vec<Vec<String>>>) {
-    let mut segments = Vec::new();
-    let mut rest = text;
-    loop {
-        let end = rest
-            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
-        if end > 0 {
-            segments.push(rest[..end].to_owned());
-        }
-        rest = &rest[end..];
-        match rest.strip_prefix("::") {
-            Some(after) if after.starts_with('{') => {
-                return (segments, Some(group_members(&after[1..])));
-            }
-            Some(after) => rest = after,
-            None => return (segments, None),
-        }
-    }
-}
-
-/// The leading path of each member of a group whose text starts after its `{`.
-fn group_members(text: &str) -> Vec<Vec<String>> {
-    let (mut depth, mut members, mut current) = (0, Vec::new(), String::new());
-    for c in text.chars() {
-        match c {
-            '{' => depth += 1,
-            '}' if depth == 0 => break,
-            '}' => depth -= 1,
-            ',' if depth == 0 => {
-                members.push(std::mem::take(&mut current));
-                continue;
-            }
-            _ => {}
-        }
-        current.push(c);
-    }
-    members.push(current);
-    members
-        .iter()
-        .map(|member| member.trim())
-        .filter(|member| !member.is_empty() && *member != "self")
-        .map(|member| path_at(member).0)
-        .collect()
 }
 
 /// Every import in `files` (path under `src/`, text) that reaches a higher layer, as
@@ -220,7 +330,8 @@ fn upward_imports(files: &[(String, String)]) -> Vec<String> {
         if own == FACADE {
             continue;
         }
-        for (line, reached) in reached_paths(&code_only(source), &module) {
+        let code = code_only(source);
+        for (line, reached) in reached_paths(&code, &module, &child_modules(&code)) {
             let target = layer_of(&reached);
             if target > own {
                 let name = |layer: usize| LAYERS.get(layer).copied().unwrap_or("the facade");
@@ -234,6 +345,320 @@ fn upward_imports(files: &[(String, String)]) -> Vec<String> {
         }
     }
     upward
+}
+
+/// `code` with each `#[cfg(test)] mod … { … }` blanked out (newlines kept).
+fn without_test_modules(code: &str) -> String {
+    let mut out = code.to_owned();
+    let mut at = 0;
+    while let Some(offset) = code[at..].find("#[cfg(test)]") {
+        let start = at + offset;
+        at = start + 1;
+        let item = code[start + "#[cfg(test)]".len()..].trim_start();
+        let Some(after_mod) = item.strip_prefix("mod ") else {
+            continue;
+        };
+        let Some(open) = after_mod.find(['{', ';']) else {
+            continue;
+        };
+        if after_mod.as_bytes()[open] == b';' {
+            continue;
+        }
+        let body_start = code.len() - after_mod.len() + open;
+        let mut depth = 0;
+        let mut end = code.len();
+        for (index, c) in code[body_start..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = body_start + index + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.replace_range(start..end, &blanked(&code[start..end]));
+        at = end;
+    }
+    out
+}
+
+/// `text` as spaces, its newlines kept.
+fn blanked(text: &str) -> String {
+    text.chars()
+        .map(|c| if c == '\n' { '\n' } else { ' ' })
+        .collect()
+}
+
+/// The `use` items of `code` that re-export (`pub use`, `pub(crate) use`, …): each item's byte
+/// range.
+fn reexport_items(code: &str) -> Vec<std::ops::Range<usize>> {
+    let mut items = Vec::new();
+    let mut at = 0;
+    while let Some(offset) = code[at..].find("use ") {
+        let start = at + offset;
+        at = start + 4;
+        if code[..start].chars().next_back().is_some_and(is_ident) {
+            continue;
+        }
+        let before = code[..start].trim_end();
+        let public = before.ends_with("pub")
+            || (before.ends_with(')') && {
+                let open = before.rfind('(').unwrap_or(0);
+                before[..open].trim_end().ends_with("pub")
+            });
+        if !public {
+            continue;
+        }
+        let end = code[start..]
+            .find(';')
+            .map_or(code.len(), |end| start + end + 1);
+        items.push(start..end);
+        at = end;
+    }
+    items
+}
+
+/// The source files of the crate's layers (the facade left out), as the compiler would look
+/// names up in them.
+struct Layers {
+    files: Vec<LayerFile>,
+}
+
+struct LayerFile {
+    /// The path under `src/`.
+    name: String,
+    module: Vec<String>,
+    children: Vec<String>,
+    /// Code without comments, strings and unit-test modules.
+    code: String,
+    /// The names its items define.
+    defined: BTreeSet<String>,
+    /// The names it re-exports, each with the module path it names.
+    reexported: BTreeMap<String, Vec<String>>,
+}
+
+impl Layers {
+    fn new(files: &[(String, String)]) -> Layers {
+        let files = files
+            .iter()
+            .map(|(name, source)| {
+                let module = module_of(name);
+                let code = without_test_modules(&code_only(source));
+                let children = child_modules(&code);
+                let mut reexported = BTreeMap::new();
+                for item in reexport_items(&code) {
+                    let tree = code[item].trim_start_matches("use ").trim_end_matches(';');
+                    for (path, bound) in use_tree(tree).0 {
+                        if let Some(target) = absolute(&path, &module, &children) {
+                            reexported.insert(bound, target);
+                        }
+                    }
+                }
+                LayerFile {
+                    name: name.clone(),
+                    defined: defined_names(&code),
+                    module,
+                    children,
+                    code,
+                    reexported,
+                }
+            })
+            .collect();
+        Layers { files }
+    }
+
+    fn file_of_module(&self, module: &[String]) -> Option<usize> {
+        self.files.iter().position(|file| file.module == module)
+    }
+
+    /// The file that defines what `path` (from the crate root) names: its modules are walked,
+    /// then its first item is looked up in the last module's file, through its re-exports.
+    fn resolve(&self, path: &[String], hops: usize) -> Option<usize> {
+        let mut module: Vec<String> = Vec::new();
+        for segment in path {
+            let mut child = module.clone();
+            child.push(segment.clone());
+            if self
+                .files
+                .iter()
+                .any(|file| file.module.starts_with(&child))
+            {
+                module = child;
+                continue;
+            }
+            let here = self.file_of_module(&module)?;
+            let file = &self.files[here];
+            if !file.defined.contains(segment)
+                && hops < 16
+                && let Some(target) = file.reexported.get(segment)
+            {
+                return self.resolve(target, hops + 1).or(Some(here));
+            }
+            return Some(here);
+        }
+        self.file_of_module(&module)
+    }
+
+    /// Each file's dependencies on other files of its own layer, by index.
+    fn dependencies(&self) -> Vec<BTreeSet<usize>> {
+        self.files
+            .iter()
+            .enumerate()
+            .map(|(index, file)| {
+                let mut code = file.code.clone();
+                for item in reexport_items(&file.code) {
+                    let blank = blanked(&code[item.clone()]);
+                    code.replace_range(item, &blank);
+                }
+                // A name re-exported and also used by the file's own code is a dependency
+                // (a `mod` declaration of the same name is no use of it).
+                let declarations = child_declarations(&code);
+                for declaration in declarations {
+                    let blank = blanked(&code[declaration.clone()]);
+                    code.replace_range(declaration, &blank);
+                }
+                let used_reexports = file
+                    .reexported
+                    .iter()
+                    .filter(|(name, _)| uses_word(&code, name))
+                    .map(|(_, target)| target.clone());
+                let layer = layer_of(&file.module);
+                reached_paths(&code, &file.module, &file.children)
+                    .into_iter()
+                    .map(|(_, reached)| reached)
+                    .chain(used_reexports)
+                    .filter_map(|reached| self.resolve(&reached, 0))
+                    .filter(|&target| {
+                        target != index && layer_of(&self.files[target].module) == layer
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Every circle of files that import each other, each as `a.rs -> b.rs -> a.rs`, one per
+    /// knot of files that all reach each other.
+    fn cycles(&self) -> Vec<String> {
+        let edges = self.dependencies();
+        let reach = |from: usize| {
+            let mut seen = BTreeSet::from([from]);
+            let mut todo = vec![from];
+            while let Some(at) = todo.pop() {
+                for &next in &edges[at] {
+                    if seen.insert(next) {
+                        todo.push(next);
+                    }
+                }
+            }
+            seen
+        };
+        let reached: Vec<BTreeSet<usize>> = (0..self.files.len()).map(reach).collect();
+        let mut knotted = BTreeSet::new();
+        let mut cycles = Vec::new();
+        for start in 0..self.files.len() {
+            if knotted.contains(&start) {
+                continue;
+            }
+            let knot: BTreeSet<usize> = reached[start]
+                .iter()
+                .copied()
+                .filter(|&other| other != start && reached[other].contains(&start))
+                .collect();
+            if knot.is_empty() {
+                continue;
+            }
+            knotted.extend(knot.iter().copied());
+            knotted.insert(start);
+            cycles.push(self.shortest_cycle(start, &edges));
+        }
+        cycles
+    }
+
+    /// The shortest way from `start` back to itself, as file names joined by ` -> `.
+    fn shortest_cycle(&self, start: usize, edges: &[BTreeSet<usize>]) -> String {
+        let mut came_from: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut queue = std::collections::VecDeque::from([start]);
+        let mut closing = start;
+        while let Some(at) = queue.pop_front() {
+            if edges[at].contains(&start) {
+                closing = at;
+                break;
+            }
+            for &next in &edges[at] {
+                if next != start && !came_from.contains_key(&next) {
+                    came_from.insert(next, at);
+                    queue.push_back(next);
+                }
+            }
+        }
+        let mut way = vec![start];
+        let mut at = closing;
+        while at != start {
+            way.push(at);
+            at = came_from[&at];
+        }
+        way.push(start);
+        way.reverse();
+        way.iter()
+            .map(|&index| self.files[index].name.as_str())
+            .collect::<Vec<_>>()
+            .join(" -> ")
+    }
+}
+
+/// The names `code`'s items define: types, traits, functions, constants, statics, inline
+/// modules and macros.
+fn defined_names(code: &str) -> BTreeSet<String> {
+    const KEYWORDS: [&str; 10] = [
+        "struct ",
+        "enum ",
+        "trait ",
+        "fn ",
+        "type ",
+        "const ",
+        "static ",
+        "union ",
+        "mod ",
+        "macro_rules! ",
+    ];
+    let mut names = BTreeSet::new();
+    for keyword in KEYWORDS {
+        let mut at = 0;
+        while let Some(offset) = code[at..].find(keyword) {
+            let start = at + offset;
+            at = start + keyword.len();
+            if code[..start].chars().next_back().is_some_and(is_ident) {
+                continue;
+            }
+            let name = ident_at(code[at..].trim_start());
+            if !name.is_empty() {
+                names.insert(name.to_owned());
+            }
+        }
+    }
+    names
+}
+
+/// Whether `word` stands as a whole identifier somewhere in `code`.
+fn uses_word(code: &str, word: &str) -> bool {
+    code.match_indices(word).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = code[at + word.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
+/// The crate's layer files (the facade and the commands left out).
+fn layer_files() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &root, &mut files);
+    files.retain(|(name, _)| layer_of(&module_of(name)) != FACADE && !name.starts_with("bin/"));
+    files
 }
 
 fn sources(dir: &Path, root: &Path, files: &mut Vec<(String, String)>) {
@@ -256,9 +681,7 @@ fn sources(dir: &Path, root: &Path, files: &mut Vec<(String, String)>) {
 
 #[test]
 fn no_module_imports_from_a_layer_above_its_own() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&root, &root, &mut files);
+    let files = layer_files();
     assert!(files.len() > 40, "the sources were found: {}", files.len());
     let upward = upward_imports(&files);
     assert!(
@@ -343,4 +766,121 @@ fn super_from_a_layer_top_reaches_the_facade() {
         upward_imports(&files),
         ["src/json/mod.rs:1: json imports from the facade (`Binder`)"]
     );
+}
+
+#[test]
+fn no_files_import_each_other_in_a_circle() {
+    let files = layer_files();
+    assert!(files.len() > 40, "the sources were found: {}", files.len());
+    let cycles = Layers::new(&files).cycles();
+    assert!(
+        cycles.is_empty(),
+        "files that import each other in a circle:\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn two_files_that_import_each_other_are_a_cycle() {
+    let files = [
+        file(
+            "contract/field.rs",
+            "use super::traits::ToolContract;\npub trait ContractField {}\n",
+        ),
+        file(
+            "contract/traits.rs",
+            "use crate::contract::field::ContractField;\npub trait ToolContract {}\n",
+        ),
+        file("contract/mod.rs", "mod field;\nmod traits;\n"),
+    ];
+    assert_eq!(
+        Layers::new(&files).cycles(),
+        ["contract/field.rs -> contract/traits.rs -> contract/field.rs"]
+    );
+}
+
+#[test]
+fn a_cycle_is_followed_through_reexports_and_paths_in_code() {
+    let files = [
+        file(
+            "dispatch/store/mod.rs",
+            "mod memory;\npub use memory::MemoryStore;\npub struct Lease;\n\
+             fn f() -> crate::dispatch::Approved { todo!() }\n",
+        ),
+        file("dispatch/store/memory.rs", "pub struct MemoryStore;\n"),
+        file(
+            "dispatch/mod.rs",
+            "mod approval;\npub mod store;\npub use approval::{Approved as Approved};\n",
+        ),
+        file(
+            "dispatch/approval.rs",
+            "use super::store::{self, Lease};\npub enum Approved {}\n",
+        ),
+    ];
+    assert_eq!(
+        Layers::new(&files).cycles(),
+        ["dispatch/store/mod.rs -> dispatch/approval.rs -> dispatch/store/mod.rs"]
+    );
+}
+
+#[test]
+fn a_reexport_the_file_also_uses_is_a_dependency() {
+    let files = [
+        file(
+            "control/audit_log/mod.rs",
+            "mod record;\nmod verifier;\npub(crate) use record::Verifier;\npub use verifier::verifier;\n\
+             pub struct ChainHead;\n\
+             pub fn verify() { Verifier::new(); }\n",
+        ),
+        file(
+            "control/audit_log/record.rs",
+            "use super::ChainHead;\npub struct Verifier;\n",
+        ),
+        // Re-exported under its module's name, and not used: no dependency.
+        file(
+            "control/audit_log/verifier.rs",
+            "use super::ChainHead;\npub fn verifier() {}\n",
+        ),
+    ];
+    assert_eq!(
+        Layers::new(&files).cycles(),
+        ["control/audit_log/mod.rs -> control/audit_log/record.rs -> control/audit_log/mod.rs"]
+    );
+}
+
+#[test]
+fn a_mod_rs_that_reexports_its_children_and_their_tests_make_no_cycle() {
+    let files = [
+        file(
+            "results/mod.rs",
+            "mod audit;\nmod digest;\npub use audit::Audit;\npub(crate) use digest::{self, Digest};\n",
+        ),
+        file(
+            "results/audit.rs",
+            "use super::Digest;\npub struct Audit;\n",
+        ),
+        file(
+            "results/digest.rs",
+            "pub struct Digest;\n#[cfg(test)]\nmod tests {\n    use super::super::Audit;\n}\n",
+        ),
+    ];
+    assert_eq!(Layers::new(&files).cycles(), Vec::<String>::new());
+}
+
+#[test]
+fn the_files_of_two_layers_are_no_cycle() {
+    // An upward import is reported by its own check; the circle it closes is not a
+    // circle inside a layer.
+    let files = [
+        file(
+            "json/scan.rs",
+            "use crate::results::Audit;\npub fn scan() {}\n",
+        ),
+        file("results/mod.rs", "mod audit;\npub use audit::Audit;\n"),
+        file(
+            "results/audit.rs",
+            "use crate::json::scan::scan;\npub struct Audit;\n",
+        ),
+    ];
+    assert_eq!(Layers::new(&files).cycles(), Vec::<String>::new());
 }

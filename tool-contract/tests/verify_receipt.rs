@@ -6,7 +6,8 @@ use std::process::Command;
 use std::sync::Arc;
 
 use time::OffsetDateTime;
-use tool_contract::dispatch::{Dispatcher, HandlerContext, MemoryAuditLog, Task};
+use tool_contract::control::MemoryAuditLog;
+use tool_contract::dispatch::{Dispatcher, HandlerContext, Task};
 use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::results::{KeySet, ReceiptSigner, SignedReceipt};
 use tool_contract::{

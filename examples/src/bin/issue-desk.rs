@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tool_contract::dispatch::store::SqliteStore;
+use tool_contract::control::SqliteStore;
 use tool_contract::prelude::*;
 
 // -- contracts --

@@ -13,9 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tool_contract::dispatch::{
-    Dispatch, Dispatcher, HandlerContext, MemoryAuditLog, Task, ToolOptions, verify_chain,
-};
+use tool_contract::control::{MemoryAuditLog, verify_chain};
+use tool_contract::dispatch::{Dispatch, Dispatcher, HandlerContext, Task, ToolOptions};
 use tool_contract::evidence::{Arbitration, Fact, GroundingSource, SourceTier, arbitrate};
 use tool_contract::providers::{Answer, Turn, anthropic, gemini, interactions, openai};
 use tool_contract::{

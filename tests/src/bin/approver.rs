@@ -8,8 +8,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tool_contract::dispatch::Approved;
-use tool_contract::dispatch::store::{PostgresOptions, PostgresStore};
+use tool_contract::control::Approved;
+use tool_contract::control::{PostgresOptions, PostgresStore};
 use tool_contract_tests::tracker::{Remote, builder, clock};
 
 #[tokio::main(flavor = "current_thread")]

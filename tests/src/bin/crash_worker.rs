@@ -11,11 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::{RngExt, SeedableRng};
-use tool_contract::dispatch::store::{PostgresOptions, PostgresStore, SqliteStore};
-use tool_contract::dispatch::{
-    AuditSink, ControlStore, Dispatcher, HandlerContext, JsonLinesAuditLog, PostgresAuditLog,
-    RetryPolicy, Task, ToolOptions,
-};
+use tool_contract::control::{AuditSink, ControlStore, JsonLinesAuditLog, PostgresAuditLog};
+use tool_contract::control::{PostgresOptions, PostgresStore, SqliteStore};
+use tool_contract::dispatch::{Dispatcher, HandlerContext, RetryPolicy, Task, ToolOptions};
 use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::{
     AuditKeys, CallContext, ErrorCode, FailureKind, Principal, RawProvenance, RawResult, SecretKey,

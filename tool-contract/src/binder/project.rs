@@ -4,7 +4,7 @@
 use super::outcome::{RawOutput, RawProvenance, RawResult, ToolFailure};
 use super::seal::Seal;
 use super::{Binder, CallResult};
-use crate::contract::field::ContractField;
+use crate::contract::ContractField;
 use crate::contract::spec::ToolSpec;
 use crate::contract::traits::ToolContract;
 use crate::json::encoding::infallible;

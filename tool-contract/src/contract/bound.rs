@@ -37,7 +37,7 @@ pub struct BoundDecl {
 /// The compile-time check of the `bound`s inside one field type, at any depth, against the
 /// input of a contract: evaluating `CHECK` fails at the `bound` that names no input field, or
 /// one of another kind, so that the error stands at that `bound`. Each field type names its
-/// check as [`ContractField::__Check`](super::field::ContractField).
+/// check as [`ContractField::__Check`](super::traits::ContractField).
 pub trait BoundCheck {
     /// `()`, or a compile error at the first wrong `bound`.
     const CHECK: ();

@@ -4,11 +4,11 @@
 use sha2::{Digest, Sha256};
 
 use super::bound::BoundCheck;
-use super::field::ContractField;
 use super::rules::Rules;
 use super::schema;
 use super::shape::{ObjectShape, Shape};
 use super::spec::{CanonicalRevisions, Revisions, ToolSpec, contract_sha256_of};
+use super::traits::ContractField;
 use super::traits::{ToolContract, ToolOutput};
 use crate::json::canonical;
 use crate::json::encoding::infallible;

@@ -1,9 +1,9 @@
 //! The stand-in the derive names when a contract's output type cannot be accepted.
 
-use super::field::ContractField;
 use super::reader::{Reader, Stop};
 use super::rules::Rules;
 use super::shape::Shape;
+use super::traits::ContractField;
 use super::traits::ToolOutput;
 use crate::vocabulary::limits::Limits;
 

@@ -3,10 +3,10 @@
 
 use serde::Serialize;
 
-use super::field::ContractField;
 use super::reader::{self, NoBoundInputs, Reader, Stop};
 use super::rules::Rules;
 use super::shape::{EnumShape, Shape};
+use super::traits::ContractField;
 use super::traits::ToolOutput;
 use crate::json::canonical::write as canonical;
 use crate::json::encoding::infallible;

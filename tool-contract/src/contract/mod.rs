@@ -20,9 +20,9 @@ pub(crate) mod shape;
 pub(crate) mod spec;
 pub(crate) mod traits;
 
-pub use field::{BoundField, ContractField};
+pub use field::BoundField;
 pub use registry::{Registry, RegistryBuilder, RegistryError};
 pub use rules::{Pattern, Rules};
 pub use shape::{EnumShape, FieldSpec, ObjectShape, Shape};
 pub use spec::{CONTRACT_DOMAIN, Revisions, ToolSpec, contract_sha256};
-pub use traits::{ReconciledBy, ToolContract, ToolOutput, Validated};
+pub use traits::{ContractField, ReconciledBy, ToolContract, ToolOutput, Validated};

@@ -6,10 +6,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::field::ContractField;
 use super::grounding::GroundingSource;
 use super::rules::Rules;
 use super::shape::{ObjectShape, Shape};
+use super::traits::ContractField;
 use crate::json::format::Format;
 
 /// The schema of a contract's arguments.

@@ -1,13 +1,13 @@
 //! The traits the derives implement: `ToolContract` for a tool's arguments, `ToolOutput` for
-//! what it returns.
+//! what it returns, and `ContractField` for every type either may hold.
 
 use serde::Serialize;
 use serde_json::Value;
 
-use super::bound::InputFieldDecl;
-use super::field::ContractField;
+use super::bound::{BoundCheck, InputFieldDecl};
 use super::reader::{self, BoundInputs, BoundValue, NoBoundInputs, Reader, Stop};
 use super::rules::Rules;
+use super::shape::Shape;
 use super::spec::ToolSpec;
 use crate::json::encoding::infallible;
 use crate::vocabulary::effect::Effect;
@@ -212,4 +212,44 @@ pub trait ToolOutput: ContractField + Serialize {
         self.__write_canonical(&mut out);
         out
     }
+}
+
+/// A type that can be a field of a tool's arguments or output.
+///
+/// Implemented for `String`, `bool`, `i8`–`i64`, `u8`–`u64`, `f64`, `Option<T>`, `Vec<T>`,
+/// `time::OffsetDateTime`, `serde_json::Value` (only with the `free_form` opt-in), and every
+/// type that derives [`ToolOutput`](crate::ToolOutput). Its methods are for generated code.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a field of a tool contract",
+    label = "unsupported field type",
+    note = "fields may be String, bool, i8..i64, u8..u64, f64, Option<T>, Vec<T>, \
+            time::OffsetDateTime, serde_json::Value (with `free_form`), or a type that \
+            derives `ToolOutput`"
+)]
+pub trait ContractField: Sized {
+    #[doc(hidden)]
+    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop>;
+
+    #[doc(hidden)]
+    fn __shape() -> Shape;
+
+    /// Writes the value as RFC 8785 canonical JSON, exactly as `serde_json::to_value` and
+    /// [`canonical::to_vec`](crate::json::canonical::to_vec) would, in one pass and with no `Value`.
+    #[doc(hidden)]
+    fn __write_canonical(&self, out: &mut Vec<u8>);
+
+    /// The compile-time check of the `bound`s inside this type against the input of the
+    /// contract `I` (see [`BoundCheck`]).
+    #[doc(hidden)]
+    type __Check<I: ToolContract>: BoundCheck;
+
+    /// Whether the type is a struct with a `Vec<GroundingSource>` field, which `grounded`
+    /// requires to be non-empty (through `Option` and `Vec`, of the type inside).
+    #[doc(hidden)]
+    const __HOLDS_SOURCES: bool = false;
+
+    /// Whether a `SourceTier` (as in every `GroundingSource`) appears anywhere inside, so
+    /// that the contract must declare the `source_tier` it is checked against.
+    #[doc(hidden)]
+    const __CLAIMS_TIER: bool = false;
 }

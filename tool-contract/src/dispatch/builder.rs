@@ -9,9 +9,10 @@ use std::time::Duration;
 use time::OffsetDateTime;
 
 use crate::contract::{ReconciledBy, Registry, ToolContract};
-use crate::dispatch::audit_log::AuditSink;
+use crate::control::AuditSink;
 #[cfg(doc)]
-use crate::dispatch::audit_log::MemoryAuditLog;
+use crate::control::MemoryAuditLog;
+use crate::control::{ControlStore, MemoryStore};
 use crate::dispatch::dispatcher::{Dispatcher, Parts};
 use crate::dispatch::gate::Gate;
 #[cfg(doc)]
@@ -21,7 +22,6 @@ use crate::dispatch::handler::{
     erase_status_input,
 };
 use crate::dispatch::options::{Authorizer, ToolOptions};
-use crate::dispatch::store::{ControlStore, MemoryStore};
 use crate::results::{AuditKeys, ReceiptSigner};
 use crate::vocabulary::{Approval, ForbiddenKeys, Reconcile};
 
@@ -136,7 +136,8 @@ impl Dispatcher {
     /// ```
     /// # use tool_contract::{ToolContract, ToolOutput};
     /// use std::sync::Arc;
-    /// use tool_contract::dispatch::{Dispatcher, HandlerContext, MemoryAuditLog, Task};
+    /// use tool_contract::dispatch::{Dispatcher, HandlerContext, Task};
+    /// use tool_contract::control::MemoryAuditLog;
     /// use tool_contract::providers::{Api, Correlation, ToolCall};
     /// use tool_contract::{AuditKeys, CallContext, Principal, RawProvenance, RawResult, SecretKey, Status, ToolFailure};
     ///
@@ -496,7 +497,7 @@ impl DispatcherBuilder {
         self
     }
 
-    /// Where audits go (required): [`JsonLinesAuditLog`](crate::dispatch::JsonLinesAuditLog)
+    /// Where audits go (required): [`JsonLinesAuditLog`](crate::control::JsonLinesAuditLog)
     /// is the embedded, hash-chained file; [`MemoryAuditLog`] keeps the same chain in memory.
     #[must_use]
     pub fn audit_sink(mut self, sink: Arc<dyn AuditSink>) -> Self {

@@ -176,7 +176,8 @@ mod sealed {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tool_contract::dispatch::{Dispatcher, HandlerContext, MemoryAuditLog, typed};
+/// use tool_contract::dispatch::{Dispatcher, HandlerContext, typed};
+/// use tool_contract::control::MemoryAuditLog;
 /// use tool_contract::{AuditKeys, SecretKey, ToolContract, ToolFailure, ToolOutput};
 ///
 /// /// Read an issue.

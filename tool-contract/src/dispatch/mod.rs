@@ -1,4 +1,5 @@
-//! The dispatch pipeline: the trusted control plane around every tool call.
+//! The dispatch pipeline: every tool call from lookup to a sealed result, over the state the
+//! [`control`](crate::control) plane keeps.
 //!
 //! [`Dispatcher::dispatch`] takes one call from lookup to a sealed result, in this order:
 //!
@@ -12,7 +13,7 @@
 //!    `IDEMPOTENCY_CONFLICT`, a running one `OPERATION_IN_PROGRESS`, an unknown one goes to
 //!    reconciliation; then approval (a grant for exactly this request digest, tool, principal
 //!    and operation, consumed once; else `APPROVAL_REQUIRED` / `APPROVAL_INVALID` with a fresh
-//!    [`Preview`]), authorization again, and the atomic claim of the key;
+//!    [`Preview`](crate::control::Preview)), authorization again, and the atomic claim of the key;
 //! 6. budget and deadline, checked before each attempt they would pay for
 //!    (`BUDGET_EXHAUSTED`, `TIMEOUT_BEFORE_EXECUTE`);
 //! 7. the handler, under a timeout, with a cancellation signal, its panics caught; transient
@@ -31,8 +32,6 @@
 //! Arguments, results and keys appear only as 12-digit digest prefixes; principals and
 //! secrets never.
 
-pub(crate) mod approval;
-mod audit_log;
 mod budget;
 mod builder;
 mod dispatcher;
@@ -40,20 +39,8 @@ mod gate;
 mod handler;
 mod options;
 mod retry;
-mod state;
-pub mod store;
 mod telemetry;
 
-pub use approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep, Approved,
-    GivenApproval, Invalidity, PendingApproval, Preview, RejectStep, RejectionReason,
-};
-pub use audit_log::{
-    AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256,
-    JsonLinesAuditLog, LogEvent, MemoryAuditLog, SegmentReason, verify_chain,
-};
-#[cfg(feature = "postgres")]
-pub use audit_log::{PostgresAuditLog, StreamHead};
 pub use budget::{Budget, Remaining, StopReason, Task};
 pub use builder::{BuildError, BuildErrors, DispatcherBuilder};
 pub use dispatcher::{Dispatch, Dispatcher, PURGE_EVERY};
@@ -61,6 +48,4 @@ pub use gate::{Gate, GateCall, GateDecision, RequireNonEmpty};
 pub use handler::{Handler, HandlerContext, HandlerResult, typed};
 pub use options::{Authorizer, ToolOptions};
 pub use retry::RetryPolicy;
-pub use state::{IllegalTransition, UnknownWriteState, WriteEvent, WriteState};
-pub use store::{ControlStore, MemoryStore, StoreError};
 pub use telemetry::UNREGISTERED_TOOL;

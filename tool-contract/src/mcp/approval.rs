@@ -19,7 +19,7 @@ use rmcp::model::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::dispatch::{PendingApproval, RejectionReason};
+use crate::control::{PendingApproval, RejectionReason};
 
 /// The form field a person answers an approval with.
 const APPROVE_FIELD: &str = "approve";

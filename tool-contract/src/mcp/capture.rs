@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
 
 use rmcp::model::{NumberOrString, RequestId};
+use rmcp::service::{RequestContext, RoleServer};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -178,6 +179,22 @@ impl<R: AsyncRead + Unpin> AsyncRead for Capturing<R> {
         this.feed(&buf.filled()[before..]);
         Poll::Ready(Ok(()))
     }
+}
+
+/// The arguments the HTTP transport kept for this request, when it came over HTTP.
+#[cfg(feature = "mcp-http")]
+pub(super) fn kept_over_http(request_context: &RequestContext<RoleServer>) -> Option<Vec<u8>> {
+    request_context
+        .extensions
+        .get::<http::request::Parts>()?
+        .extensions
+        .get::<Kept>()?
+        .of_request(&request_context.id)
+}
+
+#[cfg(not(feature = "mcp-http"))]
+pub(super) fn kept_over_http(_request_context: &RequestContext<RoleServer>) -> Option<Vec<u8>> {
+    None
 }
 
 #[cfg(test)]

@@ -16,7 +16,6 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
@@ -120,14 +119,4 @@ fn refusal(status: StatusCode, text: &'static str) -> Response<BoxBody<Bytes, In
     let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
     *response.status_mut() = status;
     response
-}
-
-/// The arguments the HTTP layer kept for this request, if it came over HTTP.
-pub(super) fn kept_arguments(request_context: &RequestContext<RoleServer>) -> Option<Vec<u8>> {
-    request_context
-        .extensions
-        .get::<http::request::Parts>()?
-        .extensions
-        .get::<Kept>()?
-        .of_request(&request_context.id)
 }

@@ -20,12 +20,10 @@ use tracing::Instrument;
 
 use super::ADAPTER;
 use super::approval::{ApprovalState, CONFIRMATION_KEY, Decision, Expected, StateRefusal};
-use super::capture::{Captured, Capturing};
+use super::capture::{Captured, Capturing, kept_over_http};
 use crate::contract::ToolSpec;
-use crate::dispatch::approval::{later_by, unix_ms};
-use crate::dispatch::{
-    ApprovalError, Dispatch, Dispatcher, PendingApproval, RejectionReason, Task,
-};
+use crate::control::{ApprovalError, PendingApproval, RejectionReason, later_by, unix_ms};
+use crate::dispatch::{Dispatch, Dispatcher, Task};
 use crate::results::Status;
 use crate::results::digest::canonical_within;
 use crate::vocabulary::Effect;
@@ -480,17 +478,6 @@ impl McpServer {
         }
         Ok(result)
     }
-}
-
-/// The arguments kept by the HTTP transport, when the request came over it.
-#[cfg(feature = "mcp-http")]
-fn kept_over_http(request_context: &RequestContext<RoleServer>) -> Option<Vec<u8>> {
-    super::http::kept_arguments(request_context)
-}
-
-#[cfg(not(feature = "mcp-http"))]
-fn kept_over_http(_request_context: &RequestContext<RoleServer>) -> Option<Vec<u8>> {
-    None
 }
 
 /// The pending approval as a result's `_meta` carries it, for a host to show.

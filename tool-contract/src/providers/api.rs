@@ -4,18 +4,18 @@
 use serde_json::Value;
 
 use super::emit::{self, Answer, EmitError};
-use super::{ProviderError, Turn, anthropic, gemini, interactions, openai};
+use super::{ProviderError, Turn};
 use crate::binder::{Binder, Verified};
-use crate::vocabulary::call::{Adapter, Api, Principal};
+use crate::vocabulary::call::{Adapter, Principal};
 
 /// One provider API: the adapter that reads and writes it, a whole response or a stream read
 /// into a [`Turn`], and the next request's results written from verified results only.
 ///
-/// The four APIs are [`OpenAiResponses`](openai::OpenAiResponses),
-/// [`AnthropicMessages`](anthropic::AnthropicMessages),
-/// [`GeminiGenerateContent`](gemini::GeminiGenerateContent) and
-/// [`GeminiInteractions`](interactions::GeminiInteractions); [`provider_api`] finds one by its
-/// [`Api`]. Each module's free functions (`openai::parse_response`, …) are the same calls.
+/// The four APIs are [`OpenAiResponses`](super::OpenAiResponses),
+/// [`AnthropicMessages`](super::AnthropicMessages),
+/// [`GeminiGenerateContent`](super::GeminiGenerateContent) and
+/// [`GeminiInteractions`](super::GeminiInteractions); [`provider_api`](super::provider_api) finds one by its
+/// [`Api`](super::Api). Each module's free functions (`openai::parse_response`, …) are the same calls.
 ///
 /// ```
 /// use tool_contract::providers::{Api, provider_api};
@@ -151,16 +151,3 @@ macro_rules! impl_provider_api {
 }
 
 pub(super) use impl_provider_api;
-
-/// The provider API that `api` names, if this crate reads it (MCP calls are served by
-/// `mcp::McpServer`, not read from a response).
-#[must_use]
-pub fn provider_api(api: Api) -> Option<&'static dyn ProviderApi> {
-    match api {
-        Api::OpenAiResponses => Some(&openai::OpenAiResponses),
-        Api::AnthropicMessages => Some(&anthropic::AnthropicMessages),
-        Api::GeminiGenerateContent => Some(&gemini::GeminiGenerateContent),
-        Api::GeminiInteractions => Some(&interactions::GeminiInteractions),
-        Api::McpToolsCall => None,
-    }
-}

@@ -20,16 +20,18 @@ mod emit;
 pub mod gemini;
 pub mod interactions;
 pub mod openai;
+mod provider_api;
 mod wire;
 
 pub use anthropic::AnthropicMessages;
-pub use api::{ProviderApi, StreamAssembler, provider_api};
+pub use api::{ProviderApi, StreamAssembler};
 pub use declarations::{DeclarationError, tool_declarations};
 pub use emit::{Answer, EmitError};
 
 pub use gemini::GeminiGenerateContent;
 pub use interactions::GeminiInteractions;
 pub use openai::OpenAiResponses;
+pub use provider_api::provider_api;
 use std::sync::Arc;
 
 pub use crate::vocabulary::call::{ADAPTERS, Adapter, Api, Correlation, Provider, ToolCall};

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
+use super::digest::DigestAlgorithm;
 use super::receipt::SignedReceipt;
 use crate::contract::spec::{Revisions, ToolSpec, contract_sha256};
 use crate::vocabulary::call::{Api, Provider, ToolCall};
@@ -185,17 +186,6 @@ pub struct Downstream {
     pub receipt: Option<String>,
     /// An opaque handle a status query can use later.
     pub status_ref: Option<String>,
-}
-
-/// How the digests were computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DigestAlgorithm {
-    /// Plain SHA-256: anyone can recompute it, so it shows tampering only where the record
-    /// itself cannot be rewritten.
-    Sha256,
-    /// HMAC-SHA256 under a key the verifier holds, for stores an attacker may write to.
-    HmacSha256,
 }
 
 /// The three digests that bind a call's request, result and call together (64 lowercase hex

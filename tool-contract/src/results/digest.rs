@@ -7,15 +7,26 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::audit::DigestAlgorithm;
 use crate::contract::spec::{CanonicalRevisions, ToolSpec};
 use crate::json::canonical;
 use crate::json::canonical::object::{Field, member_name as name, write_object};
 use crate::json::encoding::infallible;
 use crate::vocabulary::call::{CallContext, Principal};
 use crate::vocabulary::limits::Limits;
+
+/// How the digests were computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DigestAlgorithm {
+    /// Plain SHA-256: anyone can recompute it, so it shows tampering only where the record
+    /// itself cannot be rewritten.
+    Sha256,
+    /// HMAC-SHA256 under a key the verifier holds, for stores an attacker may write to.
+    HmacSha256,
+}
 
 const REQUEST_DOMAIN: &str = "tool-contract/request-v1";
 const RESULT_DOMAIN: &str = "tool-contract/result-v1";

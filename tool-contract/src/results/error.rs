@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{Category, ErrorCode, Recovery};
-use crate::contract::field::ContractField;
+use crate::contract::ContractField;
 use crate::contract::reader::{Reader, Stop};
 use crate::contract::rules::Rules;
 use crate::contract::shape::Shape;

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use tool_contract_derive::ToolOutput;
 
-use crate::contract::field::ContractField;
+use crate::contract::ContractField;
 use crate::contract::shape::{FieldSpec, Shape};
 use crate::contract::spec::ToolSpec;
 use crate::json::names::wire_names;

@@ -19,12 +19,11 @@ pub(crate) mod receipt;
 pub(crate) mod schema;
 
 pub use audit::{
-    ApprovalRecord, Binding, ContractRevisions, DigestAlgorithm, Downstream,
-    PROTECTED_AUDIT_SCHEMA_VERSION, PROTECTED_AUDIT_SCHEMA_VERSION_V1, ProtectedAudit,
-    ProviderContext, Redaction,
+    ApprovalRecord, Binding, ContractRevisions, Downstream, PROTECTED_AUDIT_SCHEMA_VERSION,
+    PROTECTED_AUDIT_SCHEMA_VERSION_V1, ProtectedAudit, ProviderContext, Redaction,
 };
 pub use catalog::{CATALOG, CatalogEntry, Category, ErrorCode, Recovery, RetryAfter};
-pub use digest::{AuditKeys, KeyTooShort, SecretKey};
+pub use digest::{AuditKeys, DigestAlgorithm, KeyTooShort, SecretKey};
 pub use error::{CatalogMismatch, ModelError};
 pub use execution::{
     CONTROL_PRODUCER_REVISION, CONTROL_SOURCE_LABEL, Delivery, Execution, Outcome, Provenance,

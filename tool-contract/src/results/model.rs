@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 
 use super::error::ModelError;
 use super::execution::{Delivery, Execution, Outcome, Provenance, Status, Trust};
-use crate::contract::field::ContractField;
+use crate::contract::ContractField;
 use crate::contract::reader::{self, NoBoundInputs, Reader, Stop};
 use crate::contract::rules::Rules;
 use crate::contract::shape::Shape;

@@ -16,8 +16,7 @@ use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::audit::DigestAlgorithm;
-use super::digest::{RequestRevisions, plain_request_digest};
+use super::digest::{DigestAlgorithm, RequestRevisions, plain_request_digest};
 use crate::json::canonical;
 use crate::json::depth;
 use crate::json::encoding::infallible;

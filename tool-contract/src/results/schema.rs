@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 use super::catalog::{CATALOG, CatalogEntry, ErrorCode};
 use super::error::ModelError;
 use super::model::{Envelope, MODEL_RESULT_SCHEMA_VERSION};
-use crate::contract::field::ContractField;
+use crate::contract::ContractField;
 use crate::contract::rules::Rules;
 use crate::contract::schema::shape_schema;
 use crate::contract::spec::ToolSpec;

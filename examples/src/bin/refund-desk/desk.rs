@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use tool_contract::dispatch::{
-    AuditSink, ControlStore, Dispatcher, DispatcherBuilder, HandlerContext, ToolOptions,
-};
+use tool_contract::control::{AuditSink, ControlStore};
+use tool_contract::dispatch::{Dispatcher, DispatcherBuilder, HandlerContext, ToolOptions};
 use tool_contract::evidence::{GroundingSource, SourceTier};
 use tool_contract::results::ReceiptSigner;
 use tool_contract::{

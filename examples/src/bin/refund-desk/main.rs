@@ -19,8 +19,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use tool_contract::Principal;
-use tool_contract::dispatch::store::{PostgresStore, SqliteStore};
-use tool_contract::dispatch::{ControlStore, JsonLinesAuditLog};
+use tool_contract::control::{ControlStore, JsonLinesAuditLog};
+use tool_contract::control::{PostgresStore, SqliteStore};
 use tool_contract::mcp::McpServer;
 use tool_contract::providers::tool_declarations;
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tool_contract::dispatch::{Dispatch, JsonLinesAuditLog, Task, verify_chain};
+use tool_contract::control::{JsonLinesAuditLog, verify_chain};
+use tool_contract::dispatch::{Dispatch, Task};
 use tool_contract::providers::{
     Answer, AnthropicMessages, Api, GeminiGenerateContent, GeminiInteractions, OpenAiResponses,
     ProviderApi, ProviderError, ToolCall, Turn,
@@ -367,7 +368,7 @@ async fn replay(
     let dispatcher = desk::four_eyes_dispatcher(
         &desk,
         audit,
-        Arc::new(tool_contract::dispatch::MemoryStore::new()),
+        Arc::new(tool_contract::control::MemoryStore::new()),
     )?;
     let binder = dispatcher.binder();
     // What the desk publishes: an auditor needs nothing else to check a receipt.

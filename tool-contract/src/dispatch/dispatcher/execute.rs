@@ -13,10 +13,10 @@ use tracing::{debug, info, warn};
 use super::write::WriteKey;
 use super::{Call, Dispatcher, Ended, Valid, duration_ms};
 use crate::binder::{CallResult, FailureKind, RawResult, ToolFailure};
+use crate::control::{WriteEvent, WriteState};
 use crate::dispatch::budget::StopReason;
 use crate::dispatch::handler::HandlerContext;
 use crate::dispatch::retry::{Transient, may_retry};
-use crate::dispatch::state::{WriteEvent, WriteState};
 use crate::dispatch::telemetry::{self, Guardrail, Verdict};
 use crate::results::{ApprovalRecord, ErrorCode, ModelError, Status};
 

@@ -27,17 +27,17 @@ use tracing::{Instrument, Span, debug, info, warn};
 
 use crate::binder::{Binder, CallResult, ToolFailure};
 use crate::contract::{Registry, ToolSpec};
-use crate::dispatch::approval::{
+use crate::control::Guarded;
+use crate::control::{Advanced, ControlStore, Lease, Purged, Record, StoreError};
+use crate::control::{
     ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep, RejectionReason, later_by,
 };
-use crate::dispatch::audit_log::{AuditLogError, AuditSink};
+use crate::control::{AuditLogError, AuditSink};
+use crate::control::{WriteEvent, WriteState};
 use crate::dispatch::budget::{StopReason, Task};
 use crate::dispatch::gate::Gate;
 use crate::dispatch::handler::{ApprovalPolicy, KeyRule, ToolEntry};
 use crate::dispatch::options::Authorizer;
-use crate::dispatch::state::{WriteEvent, WriteState};
-use crate::dispatch::store::guarded::Guarded;
-use crate::dispatch::store::{Advanced, ControlStore, Lease, Purged, Record, StoreError};
 use crate::dispatch::telemetry;
 use crate::providers::{Answer, Turn};
 use crate::results::digest::canonical_within;

@@ -10,7 +10,7 @@ use super::write::{WriteKey, application_key};
 use super::{Call, Dispatcher, Ended, Valid};
 use crate::binder::FailureKind;
 use crate::contract::ToolSpec;
-use crate::dispatch::state::{WriteEvent, WriteState};
+use crate::control::{WriteEvent, WriteState};
 use crate::results::{Delivery, ErrorCode, ModelError, ModelResult, Provenance, Status, Trust};
 
 impl Dispatcher {

@@ -13,13 +13,13 @@ use tracing::{Instrument, debug, warn};
 use super::{Call, Dispatcher, Ended, PURGE_EVERY, Valid, duration_ms, prefix, sha256_hex};
 use crate::binder::{CallResult, FailureKind, RawProvenance, RawResult, Seal, ToolFailure};
 use crate::contract::ToolSpec;
-use crate::dispatch::approval::{
+use crate::control::{Advance, Advanced, Claim, Claimed, Lease, Record, Release};
+use crate::control::{
     ApprovalAsk, ApprovalCheck, ApprovalGrant, PendingApproval, Preview, RejectionReason, unix_ms,
 };
+use crate::control::{WriteEvent, WriteState};
 use crate::dispatch::handler::{ArgumentRule, BoxFuture, HandlerContext};
 use crate::dispatch::options::ToolOptions;
-use crate::dispatch::state::{WriteEvent, WriteState};
-use crate::dispatch::store::{Advance, Advanced, Claim, Claimed, Lease, Record, Release};
 use crate::dispatch::telemetry::{self, Guardrail, Verdict};
 use crate::json::encoding::infallible;
 use crate::results::digest::digests_equal;

@@ -27,43 +27,17 @@
 //! # Ok::<(), canonical::CanonicalError>(())
 //! ```
 
+mod error;
 pub(crate) mod object;
+mod order;
 mod parse;
 pub(crate) mod write;
 
-use std::cmp::Ordering;
-
 use serde_json::Value;
 
+pub use error::CanonicalError;
+pub use order::cmp_utf16;
 pub(crate) use write::{write_str, write_value};
-
-/// Why a JSON text or value has no canonical form.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CanonicalError {
-    /// The text is not JSON, or not I-JSON: bad syntax, invalid UTF-8, a lone surrogate, a
-    /// number beyond the range of a double, or nesting deeper than
-    /// [`MAX_NESTING`](crate::json::MAX_NESTING) levels.
-    #[error("not I-JSON at line {line}, column {column}: {reason}")]
-    Invalid {
-        /// 1-based line of the fault.
-        line: usize,
-        /// 1-based column of the fault.
-        column: usize,
-        /// What is wrong there.
-        reason: String,
-    },
-    /// An object names one member twice; I-JSON leaves no way to choose between them.
-    #[error("an object has the member name {name:?} twice")]
-    DuplicateKey {
-        /// The repeated name.
-        name: String,
-    },
-    /// A number that is not a finite double (only possible in a `Value` built with
-    /// serde_json's `arbitrary_precision`).
-    #[error("the number {0} is not a finite IEEE-754 double")]
-    NonFiniteNumber(String),
-}
 
 /// The canonical form of a JSON text.
 ///
@@ -89,29 +63,4 @@ pub fn to_vec(value: &Value) -> Result<Vec<u8>, CanonicalError> {
     let mut out = Vec::with_capacity(256);
     write_value(&mut out, value)?;
     Ok(out)
-}
-
-/// Orders member names as RFC 8785 does: by UTF-16 code units.
-///
-/// UTF-8 bytes order strings by code point, which agrees with UTF-16 except between a
-/// character in U+E000..=U+FFFF and one above U+FFFF (UTF-16 writes the latter with
-/// surrogates, which sort below U+E000). Such characters start with a byte of 0xEE or more, so
-/// byte order decides unless the first differing bytes include one.
-///
-/// ```
-/// use std::cmp::Ordering;
-/// use tool_contract::json::canonical::cmp_utf16;
-///
-/// // U+1F600 is written with surrogates (0xD83D...), below U+FF61 in UTF-16.
-/// assert_eq!(cmp_utf16("\u{1F600}", "\u{FF61}"), Ordering::Less);
-/// assert_eq!(cmp_utf16("a", "b"), Ordering::Less);
-/// ```
-#[must_use]
-pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
-    let (x, y) = (a.as_bytes(), b.as_bytes());
-    match x.iter().zip(y).position(|(p, q)| p != q) {
-        Some(at) if x[at] >= 0xEE || y[at] >= 0xEE => a.encode_utf16().cmp(b.encode_utf16()),
-        Some(at) => x[at].cmp(&y[at]),
-        None => x.len().cmp(&y.len()),
-    }
 }

@@ -10,7 +10,8 @@ use std::fmt;
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::{CanonicalError, cmp_utf16};
+use super::error::CanonicalError;
+use super::order::cmp_utf16;
 use crate::json::depth::{self, Deep};
 
 /// A parsed JSON value; strings borrow from the input when they hold no escape.

@@ -2,8 +2,9 @@
 
 use serde_json::{Map, Number, Value};
 
+use super::error::CanonicalError;
+use super::order::cmp_utf16;
 use super::parse::Node;
-use super::{CanonicalError, cmp_utf16};
 use crate::json::scan::find_string_special;
 
 /// 2^53: below it every integer is a double written exactly as its decimal digits.

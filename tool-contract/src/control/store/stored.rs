@@ -5,10 +5,10 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::{Lease, StoreError};
-use crate::dispatch::approval::{
+use crate::control::approval::{
     ApprovalEntry, ApprovalGrant, GivenApproval, PendingApproval, Preview, RejectionReason,
 };
+use crate::control::{Lease, StoreError};
 use crate::json::depth;
 
 /// An approval entry as its columns hold it.

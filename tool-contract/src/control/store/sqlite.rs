@@ -13,14 +13,14 @@ use super::rows::{self, Fence, Rows};
 use super::stored::{
     ApprovalRow, PENDING, ReadApprovalRow, approval_entry, approval_row, from_sql_u64, to_sql_u64,
 };
-use super::{
-    Advance, Advanced, Claim, Claimed, ControlStore, Lease, Purged, Record, Release,
-    SCHEMA_VERSION, StoreError, StoreFuture,
-};
-use crate::dispatch::WriteState;
-use crate::dispatch::approval::{
+use crate::control::WriteState;
+use crate::control::approval::{
     ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
     PendingApproval, RejectStep,
+};
+use crate::control::{
+    Advance, Advanced, Claim, Claimed, ControlStore, Lease, Purged, Record, Release,
+    SCHEMA_VERSION, StoreError, StoreFuture,
 };
 
 /// Version 1: the ledger with lease generations, and the approvals. A file from before

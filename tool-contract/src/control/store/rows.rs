@@ -4,15 +4,15 @@
 use std::future::Future;
 
 use super::decide::{record_expired, unredeem};
-use super::{
-    Advance, Advanced, Claim, ClaimDecision, Claimed, Lease, Record, Release, StoreError,
-    decide_advance, decide_approval, decide_approve, decide_claim, decide_redeem, decide_reject,
-};
-use crate::dispatch::approval::{
+use crate::control::approval::{
     ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved, RejectStep,
     unix_ms,
 };
-use crate::dispatch::state::WriteState;
+use crate::control::state::WriteState;
+use crate::control::{
+    Advance, Advanced, Claim, ClaimDecision, Claimed, Lease, Record, Release, StoreError,
+    decide_advance, decide_approval, decide_approve, decide_claim, decide_redeem, decide_reject,
+};
 
 /// What a record must still be for a fenced write to apply: its state and lease as read.
 #[derive(Debug, Clone, PartialEq, Eq)]

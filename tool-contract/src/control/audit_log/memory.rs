@@ -11,7 +11,7 @@ use crate::results::{ModelResult, ProtectedAudit, SecretKey};
 ///
 /// ```
 /// use tool_contract::SecretKey;
-/// use tool_contract::dispatch::{MemoryAuditLog, verify_chain};
+/// use tool_contract::control::{MemoryAuditLog, verify_chain};
 ///
 /// let key = SecretKey::new([3; 32])?;
 /// let log = MemoryAuditLog::new(key.clone());

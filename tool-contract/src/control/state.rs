@@ -22,7 +22,7 @@ wire_names! {
     /// left only by reconciliation (a status query or a person), never by running the write again.
     ///
     /// ```
-    /// use tool_contract::dispatch::{WriteEvent, WriteState};
+    /// use tool_contract::control::{WriteEvent, WriteState};
     ///
     /// let state = WriteState::Draft.next(WriteEvent::Execute)?;
     /// let state = state.next(WriteEvent::LoseTrack)?;
@@ -30,7 +30,7 @@ wire_names! {
     /// // An unknown write cannot be executed again, only reconciled.
     /// assert!(state.next(WriteEvent::Execute).is_err());
     /// assert_eq!(state.next(WriteEvent::ReconcileFound)?, WriteState::Succeeded);
-    /// # Ok::<(), tool_contract::dispatch::IllegalTransition>(())
+    /// # Ok::<(), tool_contract::control::IllegalTransition>(())
     /// ```
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
     pub enum WriteState {
@@ -141,7 +141,7 @@ impl WriteState {
     /// compile time, so that none is set outside the diagram.
     ///
     /// ```
-    /// use tool_contract::dispatch::{IllegalTransition, WriteEvent, WriteState};
+    /// use tool_contract::control::{IllegalTransition, WriteEvent, WriteState};
     ///
     /// const APPROVED: Result<WriteState, IllegalTransition> =
     ///     WriteState::reached(&[WriteEvent::RequestApproval, WriteEvent::Approve]);

@@ -14,7 +14,6 @@ mod postgres;
 mod record;
 
 use std::future::Future;
-use std::io::BufRead;
 use std::path::PathBuf;
 use std::pin::Pin;
 
@@ -24,9 +23,9 @@ pub use file::JsonLinesAuditLog;
 pub use memory::MemoryAuditLog;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresAuditLog, StreamHead};
-pub(crate) use record::Verifier;
+pub use record::verify_chain;
 
-use crate::results::{ModelResult, ProtectedAudit, SecretKey};
+use crate::results::{ModelResult, ProtectedAudit};
 
 /// What [`AuditSink::append`] returns: boxed, so the trait stays object safe.
 pub type AuditFuture<'a> = Pin<Box<dyn Future<Output = Result<(), AuditLogError>> + Send + 'a>>;
@@ -100,7 +99,7 @@ pub enum AuditLogError {
     },
     /// The database holding the log failed.
     #[error("the audit log's database failed")]
-    Database(#[source] crate::dispatch::store::StoreError),
+    Database(#[source] crate::control::StoreError),
     /// The file changed under the open log (written or cut by something else), in a way
     /// that cannot be carried on as a new segment.
     #[error("the audit log {path} was changed by another program")]
@@ -191,21 +190,4 @@ pub enum SegmentReason {
     /// The file was emptied by something else (`copytruncate` rotation, an operator): the
     /// records before this one are wherever that put them.
     EmptiedOutside,
-}
-
-/// Checks one segment of a chain, line by line, and returns its head.
-///
-/// The first record is the genesis record (`seq` 1), or a
-/// [`SegmentStarted`](LogEvent::SegmentStarted) event going on from a previous segment.
-///
-/// # Errors
-///
-/// [`AuditLogError::Broken`] at the first record that does not follow, or
-/// [`AuditLogError::Io`].
-pub fn verify_chain(reader: impl BufRead, key: &SecretKey) -> Result<ChainHead, AuditLogError> {
-    let mut verifier = Verifier::new(key, None);
-    for line in reader.split(b'\n') {
-        verifier.next(&line?)?;
-    }
-    Ok(verifier.head().clone())
 }

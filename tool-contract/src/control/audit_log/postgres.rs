@@ -9,7 +9,7 @@ use tokio_postgres::Transaction;
 
 use super::record::{Entry, Verifier, next_line};
 use super::{AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead};
-use crate::dispatch::store::{PostgresStore, StoreError};
+use crate::control::{PostgresStore, StoreError};
 use crate::results::digest::digests_equal;
 use crate::results::{ModelResult, ProtectedAudit, SecretKey};
 

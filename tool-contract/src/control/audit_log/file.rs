@@ -43,7 +43,7 @@ const CHECKPOINT_DOMAIN: &[u8] = b"tool-contract/audit-checkpoint-v1\n";
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use tool_contract::SecretKey;
-/// use tool_contract::dispatch::{AuditLogError, JsonLinesAuditLog};
+/// use tool_contract::control::{AuditLogError, JsonLinesAuditLog};
 ///
 /// let dir = std::env::temp_dir().join(format!("audit-doc-{}", std::process::id()));
 /// # let _ = std::fs::remove_dir_all(&dir);

@@ -1,5 +1,7 @@
 //! One record of the chain: its line, written from canonical parts, and read back and checked
-//! against the record before it.
+//! against the record before it; a whole segment checked record by record.
+
+use std::io::BufRead;
 
 use hmac::Mac;
 use serde_json::{Map, Value};
@@ -208,4 +210,21 @@ fn read_record(line: &[u8]) -> Option<(Map<String, Value>, ReadEntry)> {
         return None;
     };
     Some((record, entry))
+}
+
+/// Checks one segment of a chain, line by line, and returns its head.
+///
+/// The first record is the genesis record (`seq` 1), or a
+/// [`SegmentStarted`](LogEvent::SegmentStarted) event going on from a previous segment.
+///
+/// # Errors
+///
+/// [`AuditLogError::Broken`] at the first record that does not follow, or
+/// [`AuditLogError::Io`].
+pub fn verify_chain(reader: impl BufRead, key: &SecretKey) -> Result<ChainHead, AuditLogError> {
+    let mut verifier = Verifier::new(key, None);
+    for line in reader.split(b'\n') {
+        verifier.next(&line?)?;
+    }
+    Ok(verifier.head().clone())
 }

@@ -1,12 +1,12 @@
 //! The decisions every store makes, written once: what a step writes and answers, given the
 //! rows it read. Pure functions: a store reads rows, calls one of these, writes what it says.
 
-use super::{Advance, Advanced, Claim, Claimed, Lease, Record, StoreError};
-use crate::dispatch::approval::{
+use crate::control::approval::{
     ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
     GivenApproval, RejectStep, grant_covers, unix_ms,
 };
-use crate::dispatch::state::{WriteEvent, WriteState};
+use crate::control::state::{WriteEvent, WriteState};
+use crate::control::{Advance, Advanced, Claim, Claimed, Lease, Record, StoreError};
 
 /// What a store does with a claim, given the record it holds at that key.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
-use crate::dispatch::store::{Lease, StoreError};
+use super::error::StoreError;
+use super::ledger::Lease;
 use crate::json::canonical;
 use crate::json::encoding::infallible;
 use crate::json::visible::escape_hidden;
@@ -48,7 +49,7 @@ impl Preview {
     /// what is shown is exactly what runs.
     ///
     /// ```
-    /// use tool_contract::dispatch::Preview;
+    /// use tool_contract::control::Preview;
     /// use tool_contract::Effect;
     ///
     /// let preview = Preview {

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 
-use super::{
+use crate::control::approval::{
+    ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep,
+};
+use crate::control::{
     Advance, Advanced, Claim, Claimed, ControlStore, Purged, Record, Release, StoreError,
     StoreFuture,
-};
-use crate::dispatch::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep,
 };
 
 /// The store the dispatcher holds: `inner`, its panics turned into

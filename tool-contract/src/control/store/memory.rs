@@ -8,13 +8,13 @@ use futures_util::FutureExt;
 
 use super::decide::{approval_expired, record_expired};
 use super::rows::{self, Fence, Rows};
-use super::{
-    Advance, Advanced, Claim, Claimed, ControlStore, Purged, Record, Release, StoreError,
-    StoreFuture,
-};
-use crate::dispatch::approval::{
+use crate::control::approval::{
     ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
     PendingApproval, RejectStep,
+};
+use crate::control::{
+    Advance, Advanced, Claim, Claimed, ControlStore, Purged, Record, Release, StoreError,
+    StoreFuture,
 };
 
 /// A store in this process's memory. Clones share one state, so a dispatcher built again over

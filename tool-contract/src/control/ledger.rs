@@ -1,0 +1,125 @@
+//! The idempotency ledger's rows and steps: one record per logical write, leased to the
+//! execution that claimed it, and the requests a store answers about it.
+
+use super::state::{WriteEvent, WriteState};
+
+/// Who holds an in-flight record: the dispatcher (`owner`, one per process) and which of its
+/// claims (`generation`, never reused by that owner).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Lease {
+    /// The dispatcher's owner id.
+    pub owner: String,
+    /// The claim's number, unique for the owner.
+    pub generation: u64,
+}
+
+/// A request to run one operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The ledger key: scoped to the principal, so two tenants never share one.
+    pub key: String,
+    /// The request digest of the exact action.
+    pub request_sha256: String,
+    /// The tool.
+    pub tool: String,
+    /// Who runs it.
+    pub lease: Lease,
+    /// Now, in milliseconds since the Unix epoch.
+    pub now_ms: u64,
+    /// How long the owner holds the claim without an outcome.
+    pub lease_ms: u64,
+    /// How long a finished record is kept (and replayed) after its last change.
+    pub retention_ms: u64,
+    /// The approval whose grant this execution redeems, for a write that needs one.
+    pub redeem: Option<String>,
+}
+
+/// One stored operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The ledger key.
+    pub key: String,
+    /// The request digest it was claimed with.
+    pub request_sha256: String,
+    /// The tool.
+    pub tool: String,
+    /// Where it stands.
+    pub state: WriteState,
+    /// Who claimed it last.
+    pub lease: Lease,
+    /// Until when the lease holds while in flight (ms since the epoch).
+    pub lease_until_ms: u64,
+    /// When a finished record may be purged (ms since the epoch).
+    pub expires_at_ms: u64,
+    /// The result to replay, once there is one: opaque to the store. The dispatcher writes
+    /// a keyed seal, a newline and the model result's canonical JSON, and replays only what
+    /// its seal still covers.
+    pub result: Option<String>,
+}
+
+/// The answer to a [`Claim`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// The caller owns a new `executing` record: it may run the operation once.
+    Fresh,
+    /// The operation finished with this request: replay its stored result.
+    Replay(Record),
+    /// The key is taken by a different request.
+    Conflict(Record),
+    /// Another execution holds the key and its lease is running.
+    InFlight(Record),
+    /// It may have happened: reconcile, never run it again.
+    Unknown(Record),
+    /// The claim would be fresh, but the grant it redeems is spent or gone (redeemed by
+    /// another execution, or replaced by a newer request): nothing was written.
+    GrantSpent,
+}
+
+/// The end of a claim under which nothing was done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Release {
+    /// The ledger key.
+    pub key: String,
+    /// The lease that claimed it.
+    pub lease: Lease,
+    /// Whether the grant the claim redeemed stands again: only when no attempt was made
+    /// (an attempt the service refused, such as a rate limit, still spent it).
+    pub return_grant: bool,
+}
+
+/// A state change of one record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Advance {
+    /// The ledger key.
+    pub key: String,
+    /// The lease making the change (checked for in-flight records).
+    pub lease: Lease,
+    /// The state the record must still be in.
+    pub from: WriteState,
+    /// What happened.
+    pub event: WriteEvent,
+    /// The model result's JSON to store, if the change brings one.
+    pub result: Option<String>,
+    /// Now, in milliseconds since the Unix epoch.
+    pub now_ms: u64,
+    /// How long the record is kept after this change.
+    pub retention_ms: u64,
+}
+
+/// The answer to an [`Advance`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Advanced {
+    /// Done; the record as it now stands.
+    Applied(Record),
+    /// Someone else moved it first (or the record is gone); it stands as given.
+    Stale(Option<Record>),
+}
+
+/// What [`ControlStore::purge_expired`](crate::control::ControlStore::purge_expired) removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Purged {
+    /// Finished ledger records.
+    pub records: u64,
+    /// Approvals (pending, granted or rejected) past their expiry.
+    pub approvals: u64,
+}

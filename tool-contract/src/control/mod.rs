@@ -1,0 +1,45 @@
+//! The control plane: the state that makes a write safe across processes.
+//!
+//! Everything a replica must agree on with every other lives here, below the pipeline that
+//! uses it: the idempotency ledger (one [`Record`] per logical write, claimed atomically and
+//! leased to one execution), the life of a write ([`WriteState`]), the pending approvals,
+//! grants and rejections, all kept by one [`ControlStore`] ([`MemoryStore`]; `SqliteStore`
+//! with the `sqlite` feature; `PostgresStore` with the `postgres` feature), and the audit
+//! logs, whose keyed chains show an edited, dropped or forged record
+//! ([`JsonLinesAuditLog`], [`MemoryAuditLog`]; `PostgresAuditLog` with the `postgres`
+//! feature).
+//!
+//! What each store step decides is a pure function written once (`decide_*`), so every
+//! store decides alike; a store only reads and writes rows.
+
+mod approval;
+mod audit_log;
+mod error;
+mod ledger;
+mod state;
+mod store;
+
+pub use approval::{
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep, Approved,
+    GivenApproval, Invalidity, PendingApproval, Preview, RejectStep, RejectionReason,
+};
+pub(crate) use approval::{later_by, unix_ms};
+pub use audit_log::{
+    AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256,
+    JsonLinesAuditLog, LogEvent, MemoryAuditLog, SegmentReason, verify_chain,
+};
+#[cfg(feature = "postgres")]
+pub use audit_log::{PostgresAuditLog, StreamHead};
+pub use error::StoreError;
+pub use ledger::{Advance, Advanced, Claim, Claimed, Lease, Purged, Record, Release};
+pub use state::{IllegalTransition, UnknownWriteState, WriteEvent, WriteState};
+pub(crate) use store::Guarded;
+#[cfg(feature = "sqlite")]
+pub use store::SqliteStore;
+pub use store::{
+    AdvanceDecision, ApprovalDecision, ClaimDecision, ControlStore, MemoryStore, SCHEMA_VERSION,
+    StoreFuture, decide_advance, decide_approval, decide_approve, decide_claim, decide_redeem,
+    decide_reject,
+};
+#[cfg(feature = "postgres")]
+pub use store::{PostgresOptions, PostgresStore};

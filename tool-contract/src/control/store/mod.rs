@@ -1,0 +1,103 @@
+//! The control-plane store: everything that makes a write safe across processes, in one
+//! place: the idempotency ledger (one record per logical write, claimed atomically), the
+//! pending approvals, grants and rejections, and the redemption of each grant.
+//!
+//! A store implements atomic steps, each a read and a conditional write under one lock or
+//! transaction, never a read followed by a separate write. What each step decides is
+//! written once ([`decide_claim`], [`decide_advance`], [`decide_approval`],
+//! [`decide_approve`], [`decide_reject`], [`decide_redeem`]), so every store decides alike;
+//! a store only reads and writes rows. Three stores come with the crate:
+//!
+//! | store | shared by | survives a restart |
+//! | --- | --- | --- |
+//! | [`MemoryStore`] | one process | no |
+//! | `SqliteStore` (feature `sqlite`) | the processes of one host | yes |
+//! | `PostgresStore` (feature `postgres`) | every replica | yes |
+//!
+//! A record in flight is leased to one execution: its owner (one id per dispatcher) and a
+//! lease generation (one per claim). Every write to an in-flight record names both, and the
+//! store checks them in the same statement that writes, so an owner whose lease lapsed and
+//! was settled by someone else never writes over the record when it wakes up.
+
+mod decide;
+mod guarded;
+mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod rows;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod stored;
+
+use std::future::Future;
+use std::pin::Pin;
+
+pub use decide::{
+    AdvanceDecision, ApprovalDecision, ClaimDecision, decide_advance, decide_approval,
+    decide_approve, decide_claim, decide_redeem, decide_reject,
+};
+pub(crate) use guarded::Guarded;
+pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresStore};
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;
+
+use super::approval::{
+    ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep,
+};
+use super::error::StoreError;
+use super::ledger::{Advance, Advanced, Claim, Claimed, Purged, Record, Release};
+
+/// What a [`ControlStore`] step returns: boxed, so the trait stays object safe.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// The version of the schema this build of the crate writes. A database holding a newer
+/// one is refused ([`StoreError::SchemaTooNew`]), never downgraded.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The shared state of writes: ledger records and approvals, by the operation's ledger key.
+///
+/// Implementations must make each step atomic with respect to every other step on the same
+/// key, across every process that shares the store.
+pub trait ControlStore: Send + Sync {
+    /// Claims `claim.key` for one execution: inserts an `executing` record leased to
+    /// `claim.lease`, or says why not (see [`decide_claim`]). With `claim.redeem`, the grant
+    /// of that approval is redeemed in the same step, or nothing is written
+    /// ([`Claimed::GrantSpent`]).
+    fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, Claimed>;
+
+    /// Moves the record at `step.key` by `step.event`, if it is still in `step.from` (and, for
+    /// an in-flight record, still leased to `step.lease`).
+    fn advance<'a>(&'a self, step: &'a Advance) -> StoreFuture<'a, Advanced>;
+
+    /// Removes the `executing` record at `release.key` leased to `release.lease`: nothing
+    /// was sent, so the operation may start again under the same key. With
+    /// `release.return_grant`, a grant it redeemed may be redeemed again. Returns whether a
+    /// record was removed.
+    fn release<'a>(&'a self, release: &'a Release) -> StoreFuture<'a, bool>;
+
+    /// The record at `key`, if any.
+    fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Record>>;
+
+    /// Removes what no replica needs any more: terminal records whose retention ended at or
+    /// before `now_ms`, and approvals (pending, granted, rejected) whose own expiry did.
+    /// `unknown` and in-flight records are never purged: they wait for reconciliation.
+    fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged>;
+
+    /// The approval stage of one request (see [`decide_approval`]).
+    fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck>;
+
+    /// A person's approval of a pending write (see [`decide_approve`]).
+    fn approve<'a>(
+        &'a self,
+        step: &'a ApproveStep,
+    ) -> StoreFuture<'a, Result<Approved, ApprovalError>>;
+
+    /// A person's rejection of a pending write (see [`decide_reject`]).
+    fn reject<'a>(&'a self, step: &'a RejectStep) -> StoreFuture<'a, Result<(), ApprovalError>>;
+
+    /// The approvals still pending at `now_ms`, oldest first.
+    fn pending_approvals(&self, now_ms: u64) -> StoreFuture<'_, Vec<PendingApproval>>;
+}
