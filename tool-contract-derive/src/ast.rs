@@ -8,7 +8,8 @@ use syn::{Data, DeriveInput, Fields, Ident};
 use crate::attr::{self, ContractAttrs, FieldAttrs, Limits, SerdeAttrs, SerdePlace};
 use crate::case::snake_case;
 use crate::ctxt::Ctxt;
-use crate::symbol::{TOOL_CONTRACT, TOOL_OUTPUT};
+use crate::model::ToolName;
+use crate::symbol::Namespace;
 use crate::ty::FieldType;
 
 /// A struct that derives `ToolContract`: the tool's arguments.
@@ -57,26 +58,26 @@ pub struct Variant<'a> {
 impl<'a> Contract<'a> {
     /// The tool name, explicit or the struct's name in snake_case. Whether it fits every
     /// provider is checked where the runtime's own rule can run: a `const` check.
-    pub fn tool_name(&self) -> String {
-        self.attrs.name.as_ref().map_or_else(
-            || snake_case(&self.original.ident.to_string()),
-            syn::LitStr::value,
-        )
-    }
-
-    /// The tokens that chose the tool name: the `name = "..."` literal, or the struct's name.
-    pub fn tool_name_tokens(&self) -> TokenStream {
+    pub fn tool_name(&self) -> ToolName {
         match &self.attrs.name {
-            Some(lit) => lit.to_token_stream(),
-            None => self.original.ident.to_token_stream(),
+            Some(lit) => ToolName {
+                value: lit.value(),
+                explicit: true,
+                tokens: lit.to_token_stream(),
+            },
+            None => ToolName {
+                value: snake_case(&self.original.ident.to_string()),
+                explicit: false,
+                tokens: self.original.ident.to_token_stream(),
+            },
         }
     }
 
     pub fn from_ast(cx: &Ctxt, input: &'a DeriveInput) -> Option<Self> {
         let attrs = ContractAttrs::from_ast(cx, &input.attrs);
         let serde = attr::serde_attrs(cx, SerdePlace::Container, &input.attrs);
-        let fields = named_struct_fields(cx, input, "ToolContract")?;
-        let fields = fields_from_ast(cx, TOOL_CONTRACT, fields, &serde);
+        let fields = named_struct_fields(cx, input, Namespace::Contract)?;
+        let fields = fields_from_ast(cx, Namespace::Contract, fields, &serde);
         Some(Contract {
             original: input,
             attrs,
@@ -90,11 +91,11 @@ impl<'a> Output<'a> {
     pub fn from_ast(cx: &Ctxt, input: &'a DeriveInput) -> Option<Self> {
         let attrs = attr::output_container(cx, &input.attrs);
         let serde = attr::serde_attrs(cx, SerdePlace::Container, &input.attrs);
-        reject_generics(cx, input, "ToolOutput");
+        reject_generics(cx, input, Namespace::Output);
         let data = match &input.data {
             Data::Struct(_) => {
-                let fields = named_struct_fields(cx, input, "ToolOutput")?;
-                OutputData::Struct(fields_from_ast(cx, TOOL_OUTPUT, fields, &serde))
+                let fields = named_struct_fields(cx, input, Namespace::Output)?;
+                OutputData::Struct(fields_from_ast(cx, Namespace::Output, fields, &serde))
             }
             Data::Enum(data) => {
                 let mut variants = Vec::new();
@@ -151,7 +152,8 @@ impl<'a> Output<'a> {
     }
 }
 
-fn reject_generics(cx: &Ctxt, input: &DeriveInput, derive: &str) {
+fn reject_generics(cx: &Ctxt, input: &DeriveInput, namespace: Namespace) {
+    let derive = namespace.derive();
     if !input.generics.params.is_empty() {
         cx.error_spanned_by(
             &input.generics,
@@ -166,11 +168,13 @@ fn reject_generics(cx: &Ctxt, input: &DeriveInput, derive: &str) {
 fn named_struct_fields<'a>(
     cx: &Ctxt,
     input: &'a DeriveInput,
-    derive: &str,
+    namespace: Namespace,
 ) -> Option<&'a syn::FieldsNamed> {
-    if derive == "ToolContract" {
-        reject_generics(cx, input, derive);
+    // An output's generics are refused with its enums, before the struct is looked at.
+    if namespace == Namespace::Contract {
+        reject_generics(cx, input, namespace);
     }
+    let derive = namespace.derive();
     match &input.data {
         Data::Struct(data) => match &data.fields {
             Fields::Named(fields) => Some(fields),
@@ -196,7 +200,7 @@ fn named_struct_fields<'a>(
 
 fn fields_from_ast<'a>(
     cx: &Ctxt,
-    namespace: &'static str,
+    namespace: Namespace,
     fields: &'a syn::FieldsNamed,
     container: &SerdeAttrs,
 ) -> Vec<Field<'a>> {

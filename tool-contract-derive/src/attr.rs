@@ -13,20 +13,24 @@ use syn::{Attribute, Ident, LitInt, LitStr, Token};
 use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
 use crate::symbol::*;
+use crate::value::{
+    Approval, BuiltinDetector, Detector, Effect, Format, Reconcile, SourceTier, Synthetic,
+};
 
 /// A value set at most once, remembering the tokens that set it.
 struct Attr<'c, T> {
     cx: &'c Ctxt,
-    namespace: &'static str,
+    /// The attribute the key sits in (`tool_contract`, `serde`, `free_form`, …).
+    within: &'static str,
     name: &'static str,
     value: Option<(TokenStream, T)>,
 }
 
 impl<'c, T> Attr<'c, T> {
-    fn none(cx: &'c Ctxt, namespace: &'static str, name: &'static str) -> Self {
+    fn none(cx: &'c Ctxt, within: &'static str, name: &'static str) -> Self {
         Attr {
             cx,
-            namespace,
+            within,
             name,
             value: None,
         }
@@ -37,7 +41,7 @@ impl<'c, T> Attr<'c, T> {
         if self.value.is_some() {
             let message = format!(
                 "duplicate `#[{}({})]` key; give it once",
-                self.namespace, self.name
+                self.within, self.name
             );
             self.cx.error_spanned_by(tokens, message);
         } else {
@@ -59,109 +63,6 @@ impl<'c, T> Attr<'c, T> {
 pub struct Spanned<T> {
     pub tokens: TokenStream,
     pub value: T,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
-    Pure,
-    ReadOnly,
-    IdempotentWrite,
-    NonIdempotentWrite,
-}
-
-impl Effect {
-    const CHOICES: &[(&str, Effect)] = &[
-        ("pure", Effect::Pure),
-        ("read_only", Effect::ReadOnly),
-        ("idempotent_write", Effect::IdempotentWrite),
-        ("non_idempotent_write", Effect::NonIdempotentWrite),
-    ];
-
-    pub fn is_write(self) -> bool {
-        matches!(self, Effect::IdempotentWrite | Effect::NonIdempotentWrite)
-    }
-
-    pub fn variant(self) -> &'static str {
-        match self {
-            Effect::Pure => "Pure",
-            Effect::ReadOnly => "ReadOnly",
-            Effect::IdempotentWrite => "IdempotentWrite",
-            Effect::NonIdempotentWrite => "NonIdempotentWrite",
-        }
-    }
-}
-
-#[derive(Clone, Copy)]
-pub enum Approval {
-    Required,
-    NotRequired,
-}
-
-pub enum Reconcile {
-    Manual,
-    Tool(syn::Path),
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Rfc3339,
-    Rfc3339Utc,
-    HttpsUrl,
-}
-
-impl Format {
-    const CHOICES: &[(&str, Format)] = &[
-        ("rfc3339", Format::Rfc3339),
-        ("rfc3339_utc", Format::Rfc3339Utc),
-        ("https_url", Format::HttpsUrl),
-    ];
-
-    pub fn variant(self) -> &'static str {
-        match self {
-            Format::Rfc3339 => "Rfc3339",
-            Format::Rfc3339Utc => "Rfc3339Utc",
-            Format::HttpsUrl => "HttpsUrl",
-        }
-    }
-}
-
-#[derive(Clone, Copy)]
-pub enum SourceTier {
-    Official,
-    AuthoritativeDatabase,
-    WebSearch,
-    Community,
-}
-
-impl SourceTier {
-    const CHOICES: &[(&str, SourceTier)] = &[
-        ("official", SourceTier::Official),
-        ("authoritative_database", SourceTier::AuthoritativeDatabase),
-        ("web_search", SourceTier::WebSearch),
-        ("community", SourceTier::Community),
-    ];
-
-    pub fn variant(self) -> &'static str {
-        match self {
-            SourceTier::Official => "Official",
-            SourceTier::AuthoritativeDatabase => "AuthoritativeDatabase",
-            SourceTier::WebSearch => "WebSearch",
-            SourceTier::Community => "Community",
-        }
-    }
-}
-
-/// What `reject_synthetic(...)` or `strip_synthetic(...)` declares on a field.
-pub struct Synthetic {
-    pub strip: bool,
-    pub detectors: Vec<Detector>,
-}
-
-pub enum Detector {
-    /// A built-in detector: the name of its `Detector` constant.
-    Builtin(&'static str),
-    /// `with = path`: a `fn(&str) -> bool` of the user's.
-    Custom(syn::Path),
 }
 
 #[derive(Clone, Copy)]
@@ -201,7 +102,7 @@ pub struct ContractAttrs {
 
 impl ContractAttrs {
     pub fn from_ast(cx: &Ctxt, attrs: &[Attribute]) -> Self {
-        let ns = TOOL_CONTRACT;
+        let ns = Namespace::Contract.attribute();
         let mut output = Attr::none(cx, ns, OUTPUT);
         let mut effect = Attr::none(cx, ns, EFFECT);
         let mut source_label = Attr::none(cx, ns, SOURCE_LABEL);
@@ -235,13 +136,8 @@ impl ContractAttrs {
                     }
                 } else if path.is_ident(APPROVAL) {
                     let ident: Ident = meta.value()?.parse()?;
-                    match ident.to_string().as_str() {
-                        "required" => approval.set(&ident, Approval::Required),
-                        "not_required" => approval.set(&ident, Approval::NotRequired),
-                        _ => cx.error_spanned_by(
-                            &ident,
-                            "unknown approval; expected `required` or `not_required`",
-                        ),
+                    if let Some(value) = parse_choice(cx, &ident, "approval", Approval::CHOICES) {
+                        approval.set(&ident, value);
                     }
                 } else if path.is_ident(SOURCE_TIER) {
                     let ident: Ident = meta.value()?.parse()?;
@@ -399,28 +295,29 @@ pub struct FieldAttrs {
 
 impl FieldAttrs {
     /// Parses the field attributes of `namespace`; `bound` only exists in `tool_output`.
-    pub fn from_ast(cx: &Ctxt, namespace: &'static str, attrs: &[Attribute]) -> Self {
-        let mut max_len = Attr::none(cx, namespace, MAX_LEN);
-        let mut min_len = Attr::none(cx, namespace, MIN_LEN);
-        let mut pattern = Attr::none(cx, namespace, PATTERN);
-        let mut format = Attr::none(cx, namespace, FORMAT);
-        let mut max_items = Attr::none(cx, namespace, MAX_ITEMS);
-        let mut minimum = Attr::none(cx, namespace, MINIMUM);
-        let mut maximum = Attr::none(cx, namespace, MAXIMUM);
-        let mut free_form = Attr::none(cx, namespace, FREE_FORM);
-        let mut bound = Attr::none(cx, namespace, BOUND);
-        let mut grounded = Attr::none(cx, namespace, GROUNDED);
-        let mut allow_forbidden_key = Attr::none(cx, namespace, ALLOW_FORBIDDEN_KEY);
+    pub fn from_ast(cx: &Ctxt, namespace: Namespace, attrs: &[Attribute]) -> Self {
+        let within = namespace.attribute();
+        let mut max_len = Attr::none(cx, within, MAX_LEN);
+        let mut min_len = Attr::none(cx, within, MIN_LEN);
+        let mut pattern = Attr::none(cx, within, PATTERN);
+        let mut format = Attr::none(cx, within, FORMAT);
+        let mut max_items = Attr::none(cx, within, MAX_ITEMS);
+        let mut minimum = Attr::none(cx, within, MINIMUM);
+        let mut maximum = Attr::none(cx, within, MAXIMUM);
+        let mut free_form = Attr::none(cx, within, FREE_FORM);
+        let mut bound = Attr::none(cx, within, BOUND);
+        let mut grounded = Attr::none(cx, within, GROUNDED);
+        let mut allow_forbidden_key = Attr::none(cx, within, ALLOW_FORBIDDEN_KEY);
         // One slot for both, so that declaring both is the duplicate it is.
-        let mut synthetic = Attr::none(cx, namespace, "reject_synthetic/strip_synthetic");
-        let output = namespace == TOOL_OUTPUT;
+        let mut synthetic = Attr::none(cx, within, "reject_synthetic/strip_synthetic");
+        let output = namespace == Namespace::Output;
         let keys = if output {
             OUTPUT_FIELD_KEYS
         } else {
             INPUT_FIELD_KEYS
         };
 
-        for attr in attrs.iter().filter(|attr| attr.path().is_ident(namespace)) {
+        for attr in attrs.iter().filter(|attr| attr.path().is_ident(within)) {
             let result = attr.parse_nested_meta(|meta| {
                 let path = meta.path.clone();
                 if path.is_ident(MAX_LEN) {
@@ -457,7 +354,7 @@ impl FieldAttrs {
                     let strip = path.is_ident(STRIP_SYNTHETIC);
                     synthetic.set(&path, parse_synthetic(cx, &meta, strip)?);
                 } else {
-                    unknown_key(cx, &meta, namespace, keys)?;
+                    unknown_key(cx, &meta, within, keys)?;
                 }
                 Ok(())
             });
@@ -485,7 +382,10 @@ impl FieldAttrs {
 
 /// `reject_synthetic(placeholder_email, with = crate::looks_made_up)`.
 fn parse_synthetic(cx: &Ctxt, meta: &ParseNestedMeta, strip: bool) -> syn::Result<Synthetic> {
-    let builtin: Vec<&str> = DETECTORS.iter().map(|(name, _)| *name).collect();
+    let builtin: Vec<&str> = BuiltinDetector::CHOICES
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
     let key = if strip {
         STRIP_SYNTHETIC
     } else {
@@ -514,10 +414,11 @@ fn parse_synthetic(cx: &Ctxt, meta: &ParseNestedMeta, strip: bool) -> syn::Resul
         if inner.path.is_ident(WITH) {
             let path: syn::Path = inner.value()?.parse()?;
             detectors.push(Detector::Custom(path));
-        } else if let Some((_, constant)) =
-            DETECTORS.iter().find(|(name, _)| inner.path.is_ident(name))
+        } else if let Some((_, detector)) = BuiltinDetector::CHOICES
+            .iter()
+            .find(|(name, _)| inner.path.is_ident(name))
         {
-            detectors.push(Detector::Builtin(constant));
+            detectors.push(Detector::Builtin(*detector));
         } else {
             let key = inner.path.to_token_stream().to_string().replace(' ', "");
             let message = format!(
@@ -592,15 +493,10 @@ fn parse_number(input: ParseStream) -> syn::Result<f64> {
 
 /// Records an unknown key (suggesting a close one) and skips its value, so that the keys after
 /// it are still checked.
-fn unknown_key(
-    cx: &Ctxt,
-    meta: &ParseNestedMeta,
-    namespace: &str,
-    known: &[&str],
-) -> syn::Result<()> {
+fn unknown_key(cx: &Ctxt, meta: &ParseNestedMeta, within: &str, known: &[&str]) -> syn::Result<()> {
     let key = meta.path.to_token_stream().to_string().replace(' ', "");
     let message = format!(
-        "unknown `{namespace}` attribute `{key}`{}",
+        "unknown `{within}` attribute `{key}`{}",
         did_you_mean(&key, known)
     );
     cx.error_spanned_by(&meta.path, message);

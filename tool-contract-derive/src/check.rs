@@ -6,17 +6,43 @@ use std::collections::HashMap;
 use quote::ToTokens;
 
 use crate::ast::{Contract, Field, Output, OutputData};
-use crate::attr::{Effect, Format, Limits};
+use crate::attr::Limits;
 use crate::ctxt::Ctxt;
+use crate::model::{CheckedContract, Revisions};
 use crate::symbol::{APPROVAL, EFFECT, OUTPUT, PRODUCER_REVISION, RECONCILE, SOURCE_LABEL};
 use crate::ty::{FieldType, is_sources_list};
+use crate::value::{Effect, Format};
 
-pub fn check_contract(cx: &Ctxt, contract: &Contract) {
+/// Checks every rule of a contract, and gives the checked model when its required keys and
+/// description are all there (when one is not, an error says so).
+pub fn check_contract<'a>(cx: &Ctxt, contract: &'a Contract<'a>) -> Option<CheckedContract<'a>> {
     check_required_keys(cx, contract);
     check_description(cx, contract);
     check_write_declarations(cx, contract);
     check_limits(cx, &contract.attrs.limits);
     check_fields(cx, &contract.fields, false);
+    let attrs = &contract.attrs;
+    Some(CheckedContract {
+        ident: &contract.original.ident,
+        name: contract.tool_name(),
+        description: contract.doc.as_deref()?,
+        output: attrs.output.as_ref()?,
+        effect: attrs.effect.as_ref()?.value,
+        source_label: attrs.source_label.as_ref()?,
+        producer_revision: attrs.producer_revision.as_ref()?,
+        approval: attrs.approval.as_ref().map(|approval| approval.value),
+        reconcile: attrs.reconcile.as_ref().map(|reconcile| &reconcile.value),
+        source_tier: attrs.source_tier.as_ref().map(|tier| tier.value),
+        revisions: Revisions {
+            input: attrs.input_revision.as_ref(),
+            output: attrs.output_revision.as_ref(),
+            effect: attrs.effect_revision.as_ref(),
+            handler: attrs.handler_revision.as_ref(),
+            policy: attrs.policy_revision.as_ref(),
+        },
+        limits: &attrs.limits,
+        fields: &contract.fields,
+    })
 }
 
 pub fn check_output(cx: &Ctxt, output: &Output) {
@@ -43,9 +69,9 @@ pub fn check_output(cx: &Ctxt, output: &Output) {
     }
 }
 
-// A grounded type holds its sources in one `Vec<GroundingSource>` field, which validation
-// requires to be non-empty: `#[tool_output(grounded)] struct Advisor { name: String,
-// sources: Vec<GroundingSource> }`. A type with no such field cannot be grounded.
+/// A grounded type holds its sources in one `Vec<GroundingSource>` field, which validation
+/// requires to be non-empty: `#[tool_output(grounded)] struct Advisor { name: String,
+/// sources: Vec<GroundingSource> }`. A type with no such field cannot be grounded.
 fn check_grounded_output(cx: &Ctxt, output: &Output) {
     let fields = match &output.data {
         OutputData::Struct(fields) => fields.as_slice(),
@@ -80,9 +106,9 @@ fn check_grounded_output(cx: &Ctxt, output: &Output) {
     }
 }
 
-// Every contract names its output, effect, source label and producer revision:
-// `#[tool_contract(output = OrderView, effect = read_only, source_label = "orders",
-// producer_revision = "orders-v2")]`.
+/// Every contract names its output, effect, source label and producer revision:
+/// `#[tool_contract(output = OrderView, effect = read_only, source_label = "orders",
+/// producer_revision = "orders-v2")]`.
 fn check_required_keys(cx: &Ctxt, contract: &Contract) {
     let attrs = &contract.attrs;
     let absent = |key: &str| !attrs.given.iter().any(|given| given == key);
@@ -120,7 +146,7 @@ fn check_required_keys(cx: &Ctxt, contract: &Contract) {
     }
 }
 
-// The struct's doc comment is the description the model reads to choose the tool.
+/// The struct's doc comment is the description the model reads to choose the tool.
 fn check_description(cx: &Ctxt, contract: &Contract) {
     if contract.doc.is_none() {
         cx.error_spanned_by(
@@ -130,8 +156,8 @@ fn check_description(cx: &Ctxt, contract: &Contract) {
     }
 }
 
-// Writes declare approval; a non-idempotent write also declares how an unknown outcome is
-// reconciled (`reconcile = GetRefundStatus` or `reconcile = manual`). Reads declare neither.
+/// Writes declare approval; a non-idempotent write also declares how an unknown outcome is
+/// reconciled (`reconcile = GetRefundStatus` or `reconcile = manual`). Reads declare neither.
 fn check_write_declarations(cx: &Ctxt, contract: &Contract) {
     let attrs = &contract.attrs;
     let Some(effect) = &attrs.effect else {
@@ -170,8 +196,8 @@ fn check_write_declarations(cx: &Ctxt, contract: &Contract) {
 /// keeps the stack small on any thread (256 levels stay far below a 2 MiB stack).
 const MAX_DEPTH_LIMIT: usize = 256;
 
-// `max_depth = 0` would refuse every object and `max_bytes = 0` every document; a depth over
-// 256 would let hostile input run the reader's stack deep.
+/// `max_depth = 0` would refuse every object and `max_bytes = 0` every document; a depth over
+/// 256 would let hostile input run the reader's stack deep.
 fn check_limits(cx: &Ctxt, limits: &Limits) {
     for limit in [&limits.max_depth, &limits.max_bytes].into_iter().flatten() {
         if limit.value == 0 {
@@ -216,9 +242,9 @@ fn check_fields(cx: &Ctxt, fields: &[Field], output: bool) {
     }
 }
 
-// Each rule applies to the type under every `Option` and `Vec`: `max_len` to a String,
-// `minimum` to a number, `max_items` to a Vec. `#[tool_contract(max_len = 3)] n: u32` is
-// a mistake.
+/// Each rule applies to the type under every `Option` and `Vec`: `max_len` to a String,
+/// `minimum` to a number, `max_items` to a Vec. `#[tool_contract(max_len = 3)] n: u32` is
+/// a mistake.
 fn check_rules(cx: &Ctxt, field: &Field) {
     let rules = &field.rules;
     let inner = field.ty.innermost();
@@ -291,9 +317,9 @@ fn check_rules(cx: &Ctxt, field: &Field) {
     check_synthetic(cx, field);
 }
 
-// `#[tool_output(grounded)]` on a field: the field is the sources (`Vec<GroundingSource>`,
-// then non-empty), or holds entities that carry them (a struct with such a field, alone or
-// under `Option`/`Vec`; checked at compile time where the field's type is known).
+/// `#[tool_output(grounded)]` on a field: the field is the sources (`Vec<GroundingSource>`,
+/// then non-empty), or holds entities that carry them (a struct with such a field, alone or
+/// under `Option`/`Vec`; checked at compile time where the field's type is known).
 fn check_grounded_field(cx: &Ctxt, field: &Field) {
     let Some(grounded) = &field.rules.grounded else {
         return;
@@ -311,8 +337,8 @@ fn check_grounded_field(cx: &Ctxt, field: &Field) {
     );
 }
 
-// `reject_synthetic(...)` runs on strings; `strip_synthetic(...)` must have somewhere to drop
-// the value to: `Option<String>` becomes null, an item of `Vec<String>` goes.
+/// `reject_synthetic(...)` runs on strings; `strip_synthetic(...)` must have somewhere to drop
+/// the value to: `Option<String>` becomes null, an item of `Vec<String>` goes.
 fn check_synthetic(cx: &Ctxt, field: &Field) {
     let Some(synthetic) = &field.rules.synthetic else {
         return;
@@ -336,8 +362,8 @@ fn check_synthetic(cx: &Ctxt, field: &Field) {
     }
 }
 
-// A free-form `serde_json::Value` is accepted only with explicit limits:
-// `#[tool_output(free_form(max_depth = 4, max_bytes = 4096))] extra: serde_json::Value`.
+/// A free-form `serde_json::Value` is accepted only with explicit limits:
+/// `#[tool_output(free_form(max_depth = 4, max_bytes = 4096))] extra: serde_json::Value`.
 fn check_free_form(cx: &Ctxt, field: &Field) {
     let is_json = matches!(field.ty.innermost(), FieldType::Json);
     if let Some(free_form) = &field.rules.free_form
@@ -362,9 +388,9 @@ fn check_free_form(cx: &Ctxt, field: &Field) {
     }
 }
 
-// `#[serde(with = ...)]` could give a field any JSON shape; it is accepted only where it sets
-// the RFC 3339 form of a `time::OffsetDateTime`, which an output field needs:
-// `#[serde(with = "time::serde::rfc3339")] observed_at: OffsetDateTime`.
+/// `#[serde(with = ...)]` could give a field any JSON shape; it is accepted only where it sets
+/// the RFC 3339 form of a `time::OffsetDateTime`, which an output field needs:
+/// `#[serde(with = "time::serde::rfc3339")] observed_at: OffsetDateTime`.
 fn check_serde_with(cx: &Ctxt, field: &Field, output: bool) {
     let is_time = matches!(field.ty.innermost(), FieldType::DateTime);
     match (&field.serde.with, is_time) {
@@ -383,8 +409,8 @@ fn check_serde_with(cx: &Ctxt, field: &Field, output: bool) {
     }
 }
 
-// `bound = order_ref` compares the output value with the input's: it needs a String, bool or
-// integer on this side (the input side is checked where the contract meets its output).
+/// `bound = order_ref` compares the output value with the input's: it needs a String, bool or
+/// integer on this side (the input side is checked where the contract meets its output).
 fn check_bound_type(cx: &Ctxt, field: &Field) {
     if let Some(bound) = &field.rules.bound
         && field.ty.bound_kind().is_none()

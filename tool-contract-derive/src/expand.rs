@@ -6,35 +6,21 @@ use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
-use crate::ast::{Contract, Field, Output, OutputData, Variant};
-use crate::attr::{Approval, Detector, Limits, Reconcile};
+use crate::ast::{Field, Output, OutputData, Variant};
+use crate::attr::Limits;
+use crate::model::{CheckedContract, ToolName};
 use crate::ty::is_sources_list;
+use crate::value::{Detector, Reconcile};
 
-pub fn contract(contract: &Contract) -> TokenStream {
-    let ident = &contract.original.ident;
-    let attrs = &contract.attrs;
-    let Some(output_ty) = &attrs.output else {
-        return TokenStream::new();
-    };
-    let Some(effect) = &attrs.effect else {
-        return TokenStream::new();
-    };
-    let name = contract.tool_name();
-    let name_check = tool_name_check(contract, &name);
-    let description = contract.doc.clone().unwrap_or_default();
-    let effect = format_ident!("{}", effect.value.variant());
-    let approval = match attrs.approval.as_ref().map(|approval| approval.value) {
-        Some(Approval::Required) => quote!(::core::option::Option::Some(
-            ::tool_contract::__private::Approval::Required
-        )),
-        Some(Approval::NotRequired) => {
-            quote!(::core::option::Option::Some(
-                ::tool_contract::__private::Approval::NotRequired
-            ))
-        }
-        None => quote!(::core::option::Option::None),
-    };
-    let (reconcile, reconcile_check) = match attrs.reconcile.as_ref().map(|r| &r.value) {
+pub fn contract(contract: &CheckedContract) -> TokenStream {
+    let ident = contract.ident;
+    let output_ty = contract.output;
+    let name = &contract.name.value;
+    let name_check = tool_name_check(&contract.name);
+    let description = contract.description;
+    let effect = contract.effect;
+    let approval = option_tokens(contract.approval);
+    let (reconcile, reconcile_check) = match contract.reconcile {
         Some(Reconcile::Manual) => (
             quote!(::core::option::Option::Some(
                 ::tool_contract::__private::Reconcile::Manual
@@ -69,24 +55,19 @@ pub fn contract(contract: &Contract) -> TokenStream {
         }
         None => (quote!(::core::option::Option::None), TokenStream::new()),
     };
-    let source_label = &attrs.source_label;
-    let producer_revision = &attrs.producer_revision;
-    let input_revision = option_lit(attrs.input_revision.as_ref());
-    let output_revision = option_lit(attrs.output_revision.as_ref());
-    let effect_revision = option_lit(attrs.effect_revision.as_ref());
-    let handler_revision = option_lit(attrs.handler_revision.as_ref());
-    let policy_revision = option_lit(attrs.policy_revision.as_ref());
-    let argument_limits = limits(&attrs.limits);
-    let source_tier = match &attrs.source_tier {
-        Some(tier) => {
-            let variant = format_ident!("{}", tier.value.variant());
-            quote!(::core::option::Option::Some(::tool_contract::__private::SourceTier::#variant))
-        }
-        None => quote!(::core::option::Option::None),
-    };
+    let source_label = contract.source_label;
+    let producer_revision = contract.producer_revision;
+    let revisions = &contract.revisions;
+    let input_revision = option_tokens(revisions.input);
+    let output_revision = option_tokens(revisions.output);
+    let effect_revision = option_tokens(revisions.effect);
+    let handler_revision = option_tokens(revisions.handler);
+    let policy_revision = option_tokens(revisions.policy);
+    let argument_limits = limits(contract.limits);
+    let source_tier = option_tokens(contract.source_tier);
     // Sources are checked against the contract's tier; without one, they could claim only the
     // lowest, which is a mistake better caught here.
-    let tier_check = attrs.source_tier.is_none().then(|| {
+    let tier_check = contract.source_tier.is_none().then(|| {
         let message = format!(
             "the output of `{ident}` carries grounding sources, so the contract must declare \
              how far they are trusted: add `source_tier = official`, `authoritative_database`, \
@@ -99,19 +80,13 @@ pub fn contract(contract: &Contract) -> TokenStream {
         }
     });
 
-    let statics = field_statics(&contract.fields, None);
-    let read_arguments = read_object(&contract.fields, &quote!(false), None);
+    let statics = field_statics(contract.fields, None);
+    let read_arguments = read_object(contract.fields, &quote!(false), None);
     let type_name = ident.to_string();
 
     let input_fields = contract.fields.iter().map(|field| {
         let name = field.ident.unraw().to_string();
-        let kind = match field.ty.bound_kind() {
-            Some(kind) => {
-                let kind = format_ident!("{kind}");
-                quote!(::core::option::Option::Some(::tool_contract::__private::BoundKind::#kind))
-            }
-            None => quote!(::core::option::Option::None),
-        };
+        let kind = option_tokens(field.ty.bound_kind());
         quote!(::tool_contract::__private::InputFieldDecl { name: #name, kind: #kind })
     });
     let bound_values = contract
@@ -145,14 +120,14 @@ pub fn contract(contract: &Contract) -> TokenStream {
             impl ::tool_contract::__private::ToolContract for #ident {
                 #output_assoc
                 const NAME: &'static str = #name;
-                const EFFECT: ::tool_contract::__private::Effect = ::tool_contract::__private::Effect::#effect;
+                const EFFECT: ::tool_contract::__private::Effect = #effect;
 
                 fn spec() -> &'static ::tool_contract::__private::ToolSpec {
                     static DECL: ::tool_contract::__private::ContractDecl =
                         ::tool_contract::__private::ContractDecl {
                             name: #name,
                             description: #description,
-                            effect: ::tool_contract::__private::Effect::#effect,
+                            effect: #effect,
                             approval: #approval,
                             reconcile: #reconcile,
                             source_label: #source_label,
@@ -212,7 +187,7 @@ pub fn contract(contract: &Contract) -> TokenStream {
 pub fn output(output: &Output) -> TokenStream {
     let ident = &output.original.ident;
     let type_name = ident.to_string();
-    let description = option_str(output.doc.as_deref());
+    let description = option_tokens(output.doc.as_deref());
     let output_limits = limits(&output.limits);
     let (statics, read, shape, bounds, name_checks, write) = match &output.data {
         OutputData::Struct(fields) => {
@@ -355,8 +330,8 @@ fn field_statics(fields: &[Field], grounded_sources: Option<usize>) -> TokenStre
             rules.extend(quote!(.with_pattern(&#static_name)));
         }
         if let Some(format) = &rule_fields.format {
-            let variant = format_ident!("{}", format.value.variant());
-            rules.extend(quote!(.with_format(::tool_contract::__private::Format::#variant)));
+            let format = format.value;
+            rules.extend(quote!(.with_format(#format)));
         }
         if let Some(max_items) = &rule_fields.max_items {
             let n = max_items.value;
@@ -391,10 +366,7 @@ fn field_statics(fields: &[Field], grounded_sources: Option<usize>) -> TokenStre
                 .detectors
                 .iter()
                 .map(|detector| match detector {
-                    Detector::Builtin(constant) => {
-                        let constant = format_ident!("{constant}");
-                        quote!(::tool_contract::__private::Detector::#constant)
-                    }
+                    Detector::Builtin(detector) => detector.to_token_stream(),
                     Detector::Custom(path) => {
                         let name = path.to_token_stream().to_string().replace(' ', "");
                         quote_spanned!(path.span()=> ::tool_contract::__private::Detector::new(#name, #path))
@@ -419,10 +391,10 @@ fn field_statics(fields: &[Field], grounded_sources: Option<usize>) -> TokenStre
         }
         let key = &field.key;
         let rust_name = field.ident.unraw().to_string();
-        let description = option_str(field.doc.as_deref());
+        let description = option_tokens(field.doc.as_deref());
         let ty = &field.original.ty;
         let shape = quote_spanned!(ty.span()=> <#ty as ::tool_contract::__private::ContractField>::__shape);
-        let bound = option_str(field.rules.bound.as_ref().map(|b| b.unraw().to_string()).as_deref());
+        let bound = option_tokens(field.rules.bound.as_ref().map(|b| b.unraw().to_string()));
         quote! {
             ::tool_contract::__private::FieldSpec::new(#key, #rust_name, #description, #shape, #rules, #bound)
         }
@@ -691,7 +663,7 @@ fn output_bound_check(type_name: &str, fields: &[Field]) -> TokenStream {
     let own = fields.iter().filter_map(|field| {
         let bound = field.rules.bound.as_ref()?;
         let input_field = bound.unraw().to_string();
-        let kind = format_ident!("{}", field.ty.bound_kind()?);
+        let kind = field.ty.bound_kind()?;
         let at = format!(
             "`#[tool_output(bound = {input_field})]` on `{type_name}::{}`",
             field.ident.unraw()
@@ -705,7 +677,7 @@ fn output_bound_check(type_name: &str, fields: &[Field]) -> TokenStream {
             if let ::core::option::Option::Some(message) = ::tool_contract::__private::bound_error(
                 &[::tool_contract::__private::BoundDecl {
                     input_field: #input_field,
-                    kind: ::tool_contract::__private::BoundKind::#kind,
+                    kind: #kind,
                     missing: #missing,
                     mismatch: #mismatch,
                 }],
@@ -783,19 +755,22 @@ fn grounding_checks(type_name: &str, fields: &[Field], sources: Option<usize>) -
 
 /// A compile-time refusal of a tool name some provider would refuse, by the runtime's own rule
 /// (`vocabulary::is_tool_name`), at the tokens that chose the name.
-pub fn tool_name_check(contract: &Contract, name: &str) -> TokenStream {
+pub fn tool_name_check(name: &ToolName) -> TokenStream {
     let rule = "a tool name must match `^[A-Za-z_][A-Za-z0-9_-]{0,63}$` to fit every provider";
-    let message = match &contract.attrs.name {
-        Some(_) => rule.to_owned(),
-        None => format!("the default name `{name}` does not fit: {rule}; set `name = \"...\"`"),
+    let value = &name.value;
+    let message = if name.explicit {
+        rule.to_owned()
+    } else {
+        format!("the default name `{value}` does not fit: {rule}; set `name = \"...\"`")
     };
-    let span = contract
-        .tool_name_tokens()
+    let span = name
+        .tokens
+        .clone()
         .into_iter()
         .next()
         .map_or_else(Span::call_site, |token| token.span());
     quote_spanned! {span=>
-        const _: () = if !::tool_contract::__private::is_tool_name(#name) {
+        const _: () = if !::tool_contract::__private::is_tool_name(#value) {
             ::core::panic!("{}", #message)
         };
     }
@@ -861,16 +836,9 @@ fn limits(limits: &Limits) -> TokenStream {
     quote!(::tool_contract::__private::Limits { max_bytes: #max_bytes, max_depth: #max_depth })
 }
 
-fn option_lit(lit: Option<&syn::LitStr>) -> TokenStream {
-    match lit {
-        Some(lit) => quote!(::core::option::Option::Some(#lit)),
-        None => quote!(::core::option::Option::None),
-    }
-}
-
-fn option_str(text: Option<&str>) -> TokenStream {
-    match text {
-        Some(text) => quote!(::core::option::Option::Some(#text)),
+fn option_tokens(value: Option<impl ToTokens>) -> TokenStream {
+    match value {
+        Some(value) => quote!(::core::option::Option::Some(#value)),
         None => quote!(::core::option::Option::None),
     }
 }

@@ -8,8 +8,10 @@ mod check;
 mod ctxt;
 mod expand;
 mod fallback;
+mod model;
 mod symbol;
 mod ty;
+mod value;
 
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
@@ -31,17 +33,26 @@ pub fn derive_tool_output(input: TokenStream) -> TokenStream {
 fn derive_contract(input: &DeriveInput) -> proc_macro2::TokenStream {
     let cx = ctxt::Ctxt::new();
     let contract = ast::Contract::from_ast(&cx, input);
-    if let Some(contract) = &contract {
-        check::check_contract(&cx, contract);
-    }
-    match cx.check() {
-        Ok(()) => contract.as_ref().map(expand::contract).unwrap_or_default(),
-        Err(errors) => {
+    let checked = contract
+        .as_ref()
+        .and_then(|contract| check::check_contract(&cx, contract));
+    match (cx.check(), checked) {
+        (Ok(()), Some(checked)) => expand::contract(&checked),
+        (result, _) => {
+            // `check` gives no model only after reporting why; should that ever not hold, the
+            // user still reads an error rather than an impl that is silently missing.
+            let errors = result.err().unwrap_or_else(|| {
+                syn::Error::new_spanned(
+                    &input.ident,
+                    "tool-contract-derive found no error yet could not check this contract; \
+                     please report it",
+                )
+            });
             let output = contract.as_ref().and_then(|c| c.attrs.output.as_ref());
             // The name's own check still runs, so every mistake shows in one build.
             let name_check = contract
                 .as_ref()
-                .map(|c| expand::tool_name_check(c, &c.tool_name()))
+                .map(|c| expand::tool_name_check(&c.tool_name()))
                 .unwrap_or_default();
             let mut tokens = fallback::contract(input, output, errors);
             tokens.extend(name_check);

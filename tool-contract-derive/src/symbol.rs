@@ -2,6 +2,33 @@
 
 pub const TOOL_CONTRACT: &str = "tool_contract";
 pub const TOOL_OUTPUT: &str = "tool_output";
+
+/// The two derives, each with its own attribute namespace.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Namespace {
+    /// `#[derive(ToolContract)]`, `#[tool_contract(...)]`.
+    Contract,
+    /// `#[derive(ToolOutput)]`, `#[tool_output(...)]`.
+    Output,
+}
+
+impl Namespace {
+    /// The attribute's name, as users write it.
+    pub fn attribute(self) -> &'static str {
+        match self {
+            Namespace::Contract => TOOL_CONTRACT,
+            Namespace::Output => TOOL_OUTPUT,
+        }
+    }
+
+    /// The derive's name.
+    pub fn derive(self) -> &'static str {
+        match self {
+            Namespace::Contract => "ToolContract",
+            Namespace::Output => "ToolOutput",
+        }
+    }
+}
 pub const SERDE: &str = "serde";
 pub const DOC: &str = "doc";
 
@@ -77,11 +104,4 @@ pub const OUTPUT_FIELD_KEYS: &[&str] = &[
     REJECT_SYNTHETIC,
     STRIP_SYNTHETIC,
     ALLOW_FORBIDDEN_KEY,
-];
-
-/// The built-in synthetic-data detectors, and the runtime constant each names.
-pub const DETECTORS: &[(&str, &str)] = &[
-    ("placeholder_email", "PLACEHOLDER_EMAIL"),
-    ("placeholder_phone", "PLACEHOLDER_PHONE"),
-    ("lorem_ipsum", "LOREM_IPSUM"),
 ];

@@ -2,6 +2,8 @@
 
 use syn::{GenericArgument, PathArguments, Type};
 
+use crate::value::BoundKind;
+
 /// The JSON meaning of a field's type.
 pub enum FieldType<'a> {
     String,
@@ -102,11 +104,11 @@ impl<'a> FieldType<'a> {
     }
 
     /// The kind a `bound` compares, for a type that can be bound at all.
-    pub fn bound_kind(&self) -> Option<&'static str> {
+    pub fn bound_kind(&self) -> Option<BoundKind> {
         match self {
-            FieldType::String => Some("Str"),
-            FieldType::Int => Some("Int"),
-            FieldType::Bool => Some("Bool"),
+            FieldType::String => Some(BoundKind::Str),
+            FieldType::Int => Some(BoundKind::Int),
+            FieldType::Bool => Some(BoundKind::Bool),
             _ => None,
         }
     }

@@ -120,6 +120,8 @@
 //! The crate root, [`evidence`] and the hidden module generated code calls only re-export.
 #![doc = include_str!("../ATTRIBUTES.md")]
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 // The derives name `::tool_contract::…`; this lets the crate derive its own output types.
 extern crate self as tool_contract;
 
@@ -149,8 +151,3 @@ pub use tool_contract_derive::ToolContract;
 
 /// Derives [`ToolOutput`] for a tool's output struct or unit-only enum; see the crate docs.
 pub use tool_contract_derive::ToolOutput;
-
-/// The repository's README, whose every Rust snippet runs as a doctest so that none rots.
-#[cfg(all(doctest, feature = "mcp"))]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;
