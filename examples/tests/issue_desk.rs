@@ -20,10 +20,10 @@ fn the_issue_desk_asks_runs_the_approved_close_once_and_hands_each_turn_back() {
     assert_eq!(
         calls,
         [
-            "  get_issue: succeeded ",
-            "  label_issue: succeeded ",
-            "  close_issue: failed APPROVAL_REQUIRED",
-            "  close_issue: succeeded ",
+            "  get_issue: succeeded, delivery fresh",
+            "  label_issue: succeeded, delivery fresh",
+            "  close_issue: failed, APPROVAL_REQUIRED, recovery request_approval, delivery fresh",
+            "  close_issue: succeeded, delivery fresh",
         ],
         "{stdout}"
     );
@@ -40,10 +40,10 @@ fn the_issue_desk_asks_runs_the_approved_close_once_and_hands_each_turn_back() {
 }
 
 #[test]
-fn the_issue_desk_is_at_most_120_lines_outside_its_contracts() {
+fn the_issue_desk_is_at_most_100_lines_of_code_outside_its_contracts() {
     let source = include_str!("../src/bin/issue-desk.rs");
     let mut in_contracts = false;
-    let outside = source
+    let code = source
         .lines()
         .filter(|line| {
             let marker = line.starts_with("// -- contracts --")
@@ -51,8 +51,10 @@ fn the_issue_desk_is_at_most_120_lines_outside_its_contracts() {
             if marker {
                 in_contracts = !in_contracts;
             }
-            !marker && !in_contracts
+            let text = line.trim();
+            // Lines of code: neither blank nor a comment.
+            !marker && !in_contracts && !text.is_empty() && !text.starts_with("//")
         })
         .count();
-    assert!(outside <= 120, "{outside} lines outside the contracts");
+    assert!(code <= 100, "{code} lines of code outside the contracts");
 }

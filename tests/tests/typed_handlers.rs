@@ -9,6 +9,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tool_contract::control::MemoryAuditLog;
 use tool_contract::dispatch::{Dispatcher, HandlerContext, Task, typed};
+use tool_contract::providers::{OpenAiResponses, ProviderApi};
 use tool_contract::{ErrorCode, Status, ToolContract, ToolFailure, ToolOutput};
 use tool_contract_tests::tracker::{alice, audit_key, clock, code, context, keys};
 
@@ -144,5 +145,79 @@ async fn a_typed_output_outside_its_contract_is_refused_like_raw_bytes() {
         code(&refused),
         Some(ErrorCode::OutputContractViolation),
         "{refused:?}"
+    );
+}
+
+/// A recorded OpenAI Responses turn calling `add_note` and then `read_note` with a field the
+/// contract does not have.
+const TWO_CALLS: &str = r#"{"id":"resp_1","object":"response","status":"completed","output":[
+    {"id":"fc_1","type":"function_call","status":"completed","call_id":"call_add","name":"add_note","arguments":"{\"text\":\"buy milk\"}"},
+    {"id":"fc_2","type":"function_call","status":"completed","call_id":"call_read","name":"read_note","arguments":"{\"number\":0,\"page\":2}"}
+]}"#;
+
+#[tokio::test]
+async fn a_dispatched_turns_answers_are_what_write_results_takes() {
+    let book = Arc::new(Notebook::default());
+    let dispatcher = notes_dispatcher(&book);
+    let turn = OpenAiResponses.parse(TWO_CALLS.as_bytes()).unwrap();
+    let dispatched = dispatcher
+        .dispatch_turn(&alice(), &turn, &Task::unlimited())
+        .await;
+    assert_eq!(dispatched.len(), 2);
+    let ids: Vec<&str> = dispatched
+        .iter()
+        .map(|(answer, _)| answer.context.call.call_id.as_str())
+        .collect();
+    assert_eq!(ids, ["call_add", "call_read"], "in call order");
+    for (answer, dispatch) in &dispatched {
+        assert_eq!(
+            answer.result, dispatch.result,
+            "each answer beside its dispatch"
+        );
+    }
+    assert_eq!(dispatched.pending_approvals().count(), 0);
+    let next = OpenAiResponses
+        .write_results(&dispatcher.binder(), &alice(), &turn, dispatched.answers())
+        .unwrap();
+    let items = OpenAiResponses.result_items(&next);
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0]["call_id"], "call_add");
+    assert_eq!(items[1]["call_id"], "call_read");
+}
+
+#[tokio::test]
+async fn a_model_result_reads_as_one_line_of_status_code_paths_recovery_and_delivery() {
+    let book = Arc::new(Notebook::default());
+    let dispatcher = notes_dispatcher(&book);
+    let task = Task::unlimited();
+    let added = dispatcher
+        .dispatch(
+            &alice(),
+            &call("c1", "add_note", json!({ "text": "tea" })),
+            &task,
+        )
+        .await;
+    assert_eq!(added.result.model.to_string(), "succeeded, delivery fresh");
+    let replayed = dispatcher
+        .dispatch(
+            &alice(),
+            &call("c1", "add_note", json!({ "text": "tea" })),
+            &task,
+        )
+        .await;
+    assert_eq!(
+        replayed.result.model.to_string(),
+        "succeeded, delivery local_replay"
+    );
+    let refused = dispatcher
+        .dispatch(
+            &alice(),
+            &call("c2", "read_note", json!({ "number": 5000, "page": 2 })),
+            &task,
+        )
+        .await;
+    assert_eq!(
+        refused.result.model.to_string(),
+        "failed, INVALID_ARGUMENTS at /number, /page, recovery correct_input, delivery fresh"
     );
 }

@@ -100,6 +100,21 @@
 //! value among candidates from several sources, or hands a tie to a person. A handler that
 //! cannot read its source fails fast with its [`FailureKind`], never with made-up data.
 //!
+//! ## Cargo features
+//!
+//! No feature is on by default: the crate alone validates, projects, binds, dispatches and
+//! writes the four provider APIs, with the in-memory store and the file and memory audit logs.
+//!
+//! | feature | gives |
+//! | --- | --- |
+//! | `sqlite` | `control::SqliteStore`: the control-plane store on an embedded SQLite file (compiled from source, nothing to install), shared by the processes of one host, surviving a restart |
+//! | `postgres` | `control::PostgresStore` and `control::PostgresAuditLog`: the store and an audit log that replicas share on PostgreSQL |
+//! | `mcp` | `mcp::McpServer`: a dispatcher's registry served over MCP (stdio or any byte stream; protocol revisions 2024-11-05 to 2026-07-28) |
+//! | `mcp-http` | `McpServer::serve_http`: the same over MCP's Streamable HTTP transport (implies `mcp`) |
+//! | `otel` | the MCP server's `tools/call` spans parented from the trace context in the request's `_meta`, through the application's OpenTelemetry propagator |
+//!
+//! Items behind a feature say so in these docs.
+//!
 //! ## The crate's layers
 //!
 //! Each module is one layer, and imports only from the layers below it; inside a layer no
@@ -119,7 +134,6 @@
 //!
 //! The crate root, [`evidence`] and the hidden module generated code calls only re-export.
 #![doc = include_str!("../ATTRIBUTES.md")]
-
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The derives name `::tool_contract::…`; this lets the crate derive its own output types.

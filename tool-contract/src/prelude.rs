@@ -38,10 +38,12 @@
 pub use crate::binder::{CallResult, FailureKind, RawProvenance, RawResult, ToolFailure};
 pub use crate::contract::{Registry, ToolSpec};
 pub use crate::control::{
-    ApprovalError, JsonLinesAuditLog, MemoryAuditLog, MemoryStore, PendingApproval, RejectionReason,
+    ApprovalError, Approved, JsonLinesAuditLog, MemoryAuditLog, MemoryStore, PendingApproval,
+    RejectionReason,
 };
 pub use crate::dispatch::{
-    Budget, Dispatch, Dispatcher, DispatcherBuilder, HandlerContext, Task, ToolOptions, typed,
+    Budget, Dispatch, DispatchedTurn, Dispatcher, DispatcherBuilder, HandlerContext, Task,
+    ToolOptions, typed,
 };
 pub use crate::providers::{
     Answer, AnthropicMessages, Api, GeminiGenerateContent, GeminiInteractions, OpenAiResponses,

@@ -144,23 +144,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let dispatched = dispatcher
             .dispatch_turn(&principal, &turn, &Task::unlimited())
             .await;
-        for (dispatch, answer) in &dispatched {
-            let model = &dispatch.result.model;
-            let code = model.error().map_or("", |error| error.code().as_str());
-            let name = &answer.context.call.name;
-            println!("  {name}: {} {code}", model.status().as_str());
+        for (answer, dispatch) in &dispatched {
+            println!("  {}: {}", answer.context.call.name, answer.result.model);
             if let Some(pending) = &dispatch.pending_approval {
                 // The maintainer reads the preview and approves exactly it, in one call.
                 println!("  maintainer approves:\n{}", pending.preview.to_text());
                 let ten_minutes = Duration::from_secs(600);
-                let _ = dispatcher
+                dispatcher
                     .approve_pending(pending, "maintainer", ten_minutes)
                     .await?;
             }
         }
-        let answers: Vec<Answer> = dispatched.into_iter().map(|(_, answer)| answer).collect();
+        let answers = dispatched.answers();
         let next =
-            OpenAiResponses.write_results(&dispatcher.binder(), &principal, &turn, &answers)?;
+            OpenAiResponses.write_results(&dispatcher.binder(), &principal, &turn, answers)?;
         println!("  next turn's input: {next}");
     }
     let issue = tracker.0.lock().unwrap()[&7].clone();

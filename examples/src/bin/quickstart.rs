@@ -383,15 +383,8 @@ fn dispatch_path() {
     };
     let show_dispatch = |label: &str, dispatch: &Dispatch| {
         let model = &dispatch.result.model;
-        let error = model.error().map_or(String::new(), |error| {
-            format!(" {} (recovery {})", error.code(), error.recovery().as_str())
-        });
-        println!(
-            "  {label}: status {}{error}, delivery {}, write state {}",
-            model.status().as_str(),
-            model.execution().delivery.as_str(),
-            dispatch.write_state.map_or("-", |state| state.as_str()),
-        );
+        let state = dispatch.write_state.map_or("-", |state| state.as_str());
+        println!("  {label}: {model}, write state {state}");
         if let Some(data) = model.data_json() {
             println!("    data: {data}");
         }

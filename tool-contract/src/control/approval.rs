@@ -123,8 +123,10 @@ pub struct GivenApproval {
 
 /// What an approval came to: the grant, once every approval needed is given, or the pending
 /// approval with this one counted.
+///
+/// The approval is recorded either way, so a caller that only approves may drop it; read it
+/// to learn whether more people must approve ([`still_needed`](Self::still_needed)).
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[must_use]
 pub enum Approved {
     /// Every approval needed is given: the write may run, once.
     Granted(ApprovalGrant),

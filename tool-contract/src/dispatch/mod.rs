@@ -38,14 +38,16 @@ mod dispatcher;
 mod gate;
 mod handler;
 mod options;
+mod outcome;
 mod retry;
 mod telemetry;
 
 pub use budget::{Budget, Remaining, StopReason, Task};
 pub use builder::{BuildError, BuildErrors, DispatcherBuilder};
-pub use dispatcher::{Dispatch, Dispatcher, PURGE_EVERY};
+pub use dispatcher::{Dispatcher, PURGE_EVERY};
 pub use gate::{Gate, GateCall, GateDecision, RequireNonEmpty};
 pub use handler::{Handler, HandlerContext, HandlerResult, typed};
 pub use options::{Authorizer, ToolOptions};
+pub use outcome::{Dispatch, DispatchedTurn};
 pub use retry::RetryPolicy;
 pub use telemetry::UNREGISTERED_TOOL;

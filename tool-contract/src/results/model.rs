@@ -273,6 +273,44 @@ impl ModelResult {
     }
 }
 
+/// One line for a person reading a log: the status; for an error its code, the paths it
+/// names, its recovery and how long to wait; then the delivery.
+///
+/// ```
+/// use tool_contract::ModelResult;
+///
+/// let text = br#"{"schema_version":"tool-model-result-v2","status":"failed","data":null,
+///     "error":{"code":"RATE_LIMIT","category":"transient",
+///              "message":"The tool is rate limited. Nothing happened; call again after the wait.",
+///              "recovery":"retry_after","retry_after_ms":45000,"paths":[]},
+///     "execution":{"outcome":"not_started","delivery":"fresh","complete":false,"truncated":false},
+///     "provenance":{"source_label":"tool-contract","producer_revision":"tool-contract-control-v1",
+///                   "resource_revision":null,"observed_at":"2026-12-01T10:00:00Z","trust":"trusted_control"}}"#;
+/// let result = ModelResult::from_json(text)?;
+/// assert_eq!(
+///     result.to_string(),
+///     "failed, RATE_LIMIT, recovery retry_after after 45000 ms, delivery fresh"
+/// );
+/// # Ok::<(), tool_contract::results::ModelResultError>(())
+/// ```
+impl std::fmt::Display for ModelResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.status().as_str())?;
+        if let Some(error) = self.error() {
+            write!(f, ", {}", error.code().as_str())?;
+            for (index, path) in error.paths().iter().enumerate() {
+                f.write_str(if index == 0 { " at " } else { ", " })?;
+                f.write_str(path)?;
+            }
+            write!(f, ", recovery {}", error.recovery().as_str())?;
+            if let Some(ms) = error.retry_after_ms() {
+                write!(f, " after {ms} ms")?;
+            }
+        }
+        write!(f, ", delivery {}", self.execution().delivery.as_str())
+    }
+}
+
 impl Envelope {
     /// Whether the members agree, as [`ModelResult`] says they must.
     fn check(&self) -> Result<(), Inconsistency> {

@@ -568,36 +568,10 @@ fn check_receipt(
     Ok(Some(text))
 }
 
-/// The call, its status and, for an error, its code and recovery.
+/// The call and its outcome: status, error code, paths and recovery, delivery.
 fn print_call(call: &ToolCall, dispatch: &Dispatch) {
     let model = &dispatch.result.model;
-    let status = model.status().as_str();
-    match model.error() {
-        None => println!(
-            "  {} [{}]: {status}, delivery {}",
-            call.name,
-            call.call_id,
-            model.execution().delivery.as_str()
-        ),
-        Some(error) => {
-            let mut recovery = error.recovery().as_str().to_owned();
-            if let Some(ms) = error.retry_after_ms() {
-                recovery.push_str(&format!(" after {ms} ms"));
-            }
-            let paths: Vec<&str> = error.paths().iter().map(String::as_str).collect();
-            let at = if paths.is_empty() {
-                String::new()
-            } else {
-                format!(" at {}", paths.join(", "))
-            };
-            println!(
-                "  {} [{}]: {status}, {}{at}, recovery {recovery}",
-                call.name,
-                call.call_id,
-                error.code().as_str()
-            );
-        }
-    }
+    println!("  {} [{}]: {model}", call.name, call.call_id);
 }
 
 /// One line: the call, the tool, the model result and this call's item of the next-turn

@@ -38,6 +38,7 @@ use crate::dispatch::budget::{StopReason, Task};
 use crate::dispatch::gate::Gate;
 use crate::dispatch::handler::{ApprovalPolicy, KeyRule, ToolEntry};
 use crate::dispatch::options::Authorizer;
+use crate::dispatch::outcome::{Dispatch, DispatchedTurn};
 use crate::dispatch::telemetry;
 use crate::providers::{Answer, Turn};
 use crate::results::digest::canonical_within;
@@ -102,25 +103,6 @@ impl std::fmt::Debug for Dispatcher {
             .field("owner", &self.owner)
             .finish_non_exhaustive()
     }
-}
-
-/// What one dispatch did: the call's result (model half and audit half), and what the
-/// application needs to go on.
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct Dispatch {
-    /// The result, sealed: send `result.model` on through a provider adapter.
-    pub result: CallResult,
-    /// For writes, where the operation stands after this dispatch.
-    pub write_state: Option<WriteState>,
-    /// For writes that wait for a person: what to show them and approve.
-    pub pending_approval: Option<PendingApproval>,
-    /// Handler attempts made by this dispatch.
-    pub attempts: u32,
-    /// Why the dispatcher stopped short, if it did.
-    pub stop: Option<StopReason>,
-    /// The audit sink's failure, if it failed (the result stands; the audit is missing).
-    pub audit_error: Option<AuditLogError>,
 }
 
 /// The call one dispatch serves: what every stage reads, and none changes.
@@ -296,20 +278,22 @@ impl Dispatcher {
     }
 
     /// Runs every call of `turn`, in order, each under the context
-    /// [`context`](Self::context) gives it: each call's dispatch, and its answer for the
-    /// provider's next turn ([`ProviderApi::write_results`](crate::providers::ProviderApi::write_results)).
+    /// [`context`](Self::context) gives it: each call's answer for the provider's next turn
+    /// ([`DispatchedTurn::answers`], what
+    /// [`ProviderApi::write_results`](crate::providers::ProviderApi::write_results) takes),
+    /// beside its dispatch.
     pub async fn dispatch_turn(
         &self,
         principal: &Principal,
         turn: &Turn,
         task: &Task,
-    ) -> Vec<(Dispatch, Answer)> {
-        let mut dispatched = Vec::with_capacity(turn.calls.len());
+    ) -> DispatchedTurn {
+        let mut dispatched = DispatchedTurn::with_capacity(turn.calls.len());
         for call in &turn.calls {
             let context = self.context(call.clone());
             let dispatch = self.dispatch(principal, &context, task).await;
             let result = dispatch.result.clone();
-            dispatched.push((dispatch, Answer { context, result }));
+            dispatched.push(Answer { context, result }, dispatch);
         }
         dispatched
     }
