@@ -244,3 +244,111 @@ fn a_policy_for_a_tool_the_registry_does_not_hold_is_a_build_error() {
         "{errors:?}"
     );
 }
+
+/// Mail outside the organisation needs two people; inside, one.
+fn outside_needs_two(message: &SendMessage) -> bool {
+    !message.to.ends_with("@acme.example")
+}
+
+async fn approve_edit(
+    dispatcher: &Dispatcher,
+    pending: &tool_contract::control::PendingApproval,
+    edited: &Value,
+    approver: &str,
+) -> Result<tool_contract::control::Approved, ApprovalError> {
+    dispatcher
+        .approve_with_edits(
+            &pending.approval_id,
+            &pending.preview_sha256,
+            edited,
+            approver,
+            clock() + Duration::from_secs(3600),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn an_edit_that_needs_more_approvers_waits_for_them() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .approvers_when(2, outside_needs_two)
+        .build()
+        .unwrap();
+    let call = message("m1", "carol@acme.example");
+    let pending = pending_approval(&dispatcher, &call).await;
+    assert_eq!(pending.approvals_required, 1, "inside: one person");
+
+    // One person sends it outside instead: that needs two.
+    let edited = json!({ "to": "bob@globex.example", "text": "hello" });
+    let first = approve_edit(&dispatcher, &pending, &edited, "ana")
+        .await
+        .expect("recorded");
+    assert_eq!(first.still_needed(), 1, "the edit needs a second person");
+    let dispatch = run(&dispatcher, &call).await;
+    assert_eq!(code(&dispatch), Some(ErrorCode::ApprovalRequired));
+    assert_eq!(remote.all_requests(), 0, "one person alone ran nothing");
+    let waiting = dispatcher.pending_approvals().await.unwrap();
+    assert_eq!(
+        waiting[0].approvals_required, 2,
+        "the pending approval says so"
+    );
+
+    // The second person approves the same edit: now it runs, as edited.
+    let second = approve_edit(&dispatcher, &pending, &edited, "ben")
+        .await
+        .expect("granted");
+    assert!(second.grant().is_some());
+    let ran = run(&dispatcher, &call).await;
+    assert_eq!(code(&ran), Some(ErrorCode::ApprovedWithChanges));
+    assert_eq!(remote.arrivals(), ["bob@globex.example|hello"]);
+}
+
+#[tokio::test]
+async fn an_edit_never_lowers_the_approvers_a_request_needs() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .approvers_when(2, outside_needs_two)
+        .build()
+        .unwrap();
+    let call = message("m1", "bob@globex.example");
+    let pending = pending_approval(&dispatcher, &call).await;
+    assert_eq!(pending.approvals_required, 2);
+    let edited = json!({ "to": "carol@acme.example", "text": "hello" });
+    let first = approve_edit(&dispatcher, &pending, &edited, "ana")
+        .await
+        .expect("recorded");
+    assert_eq!(first.still_needed(), 1, "asked of two, still two");
+    run(&dispatcher, &call).await;
+    assert_eq!(remote.all_requests(), 0);
+}
+
+#[tokio::test]
+async fn an_edit_a_gate_refuses_never_runs() {
+    use tool_contract::dispatch::{GateCall, GateDecision};
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .gate(|call: &GateCall<'_>| {
+            if call.arguments["to"] == "eve@evil.example" {
+                GateDecision::Block {
+                    reason: "a recipient no one may write to".to_owned(),
+                }
+            } else {
+                GateDecision::Proceed
+            }
+        })
+        .build()
+        .unwrap();
+    let call = message("m1", "bob@globex.example");
+    let pending = pending_approval(&dispatcher, &call).await;
+    let edited = json!({ "to": "eve@evil.example", "text": "hello" });
+    approve_edit(&dispatcher, &pending, &edited, "ana")
+        .await
+        .expect("the approval is recorded")
+        .grant()
+        .expect("one person grants it");
+    for _ in 0..2 {
+        let dispatch = run(&dispatcher, &call).await;
+        assert_eq!(code(&dispatch), Some(ErrorCode::Blocked), "{dispatch:?}");
+        assert_eq!(remote.all_requests(), 0, "the edited call never ran");
+    }
+}

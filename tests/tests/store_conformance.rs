@@ -478,6 +478,7 @@ fn approval(id: &str, request: &str, now_ms: u64) -> ApproveStep {
         expires_at: at(now_ms + LEASE),
         now: at(now_ms),
         edited_arguments: None,
+        approvals_required: 0,
     }
 }
 

@@ -322,6 +322,10 @@ pub struct ApproveStep {
     /// The arguments as the person changed them (canonical JSON), when they approved with
     /// edits: the grant then runs these, never the ones asked about.
     pub edited_arguments: Option<String>,
+    /// How many different people the approved arguments need (0: as the pending approval
+    /// says). An edit is asked of the approval policy again; what it needs can raise the
+    /// pending approval's count, never lower it.
+    pub approvals_required: u32,
 }
 
 /// A person's rejection of the pending approval `approval_id`.

@@ -196,8 +196,9 @@ pub fn decide_approval(
 /// The one decision every store makes for an approval, given the entry it holds under the
 /// approval's ledger key: the entry to write. Approvals lapsed by now no longer count; one by
 /// a person who already approved counts once; the grant forms when as many different people
-/// as the pending approval requires have approved the same preview (and the same edits), and
-/// lapses with the first of their approvals.
+/// as the pending approval requires (raised to what `step`'s arguments need, for an approval
+/// with edits) have approved the same preview (and the same edits), and lapses with the first
+/// of their approvals.
 ///
 /// # Errors
 ///
@@ -226,6 +227,7 @@ pub fn decide_approve(
         return Err(ApprovalError::Expired);
     }
     let mut pending = pending.clone();
+    pending.approvals_required = pending.approvals_required.max(step.approvals_required);
     pending
         .approvals
         .retain(|given| given.expires_at > step.now);

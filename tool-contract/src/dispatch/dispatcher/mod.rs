@@ -369,11 +369,19 @@ impl Dispatcher {
     }
 
     /// Approves a pending write with the person's changes: the execution the grant allows
-    /// runs `edited_arguments` (checked against the tool's input contract now, and again
-    /// when it runs), never the arguments the person was asked about. The model's own call,
-    /// sent again, redeems the grant; it reads `APPROVED_WITH_CHANGES` (the action happened,
-    /// as changed) instead of the output, and the audit holds both the edited run and what
-    /// the model was told.
+    /// runs `edited_arguments`, never the arguments the person was asked about. An edit is
+    /// an approval of its own arguments: they are checked against the tool's input contract
+    /// now, and the approval policy ([`DispatcherBuilder::approval_when`],
+    /// [`DispatcherBuilder::approvers_when`]) is asked again of them, so an edit that needs
+    /// more approvers than the request did waits for them (every one approving the same
+    /// edits). When the grant is redeemed, the edited call passes the contract, the gates,
+    /// the authorizer and that count again, or nothing runs. The model's own call, sent
+    /// again, redeems the grant; it reads `APPROVED_WITH_CHANGES` (the action happened, as
+    /// changed) instead of the output, and the audit holds both the edited run and what the
+    /// model was told.
+    ///
+    /// [`DispatcherBuilder::approval_when`]: crate::dispatch::DispatcherBuilder::approval_when
+    /// [`DispatcherBuilder::approvers_when`]: crate::dispatch::DispatcherBuilder::approvers_when
     ///
     /// # Errors
     ///
@@ -397,14 +405,17 @@ impl Dispatcher {
             .ok_or(ApprovalError::NotPending)?;
         let edited = crate::json::canonical::to_vec(edited_arguments)
             .map_err(|error| ApprovalError::InvalidEdit(error.to_string()))?;
-        let entry = self
-            .tools
-            .get(pending.preview.tool.as_str())
-            .ok_or(ApprovalError::NotPending)?;
+        let (Some(spec), Some(entry)) = (
+            self.registry.get(&pending.preview.tool),
+            self.tools.get(pending.preview.tool.as_str()),
+        ) else {
+            return Err(ApprovalError::NotPending);
+        };
         entry
             .tool
             .validate(&edited, self.registry.forbidden_keys())
             .map_err(|violations| ApprovalError::InvalidEdit(violations.to_string()))?;
+        let approvals_required = self.approvals_required(spec, &edited);
         let edited = String::from_utf8(edited)
             .map_err(|error| ApprovalError::InvalidEdit(error.to_string()))?;
         self.approve_as(
@@ -412,7 +423,7 @@ impl Dispatcher {
             preview_sha256,
             approver,
             expires_at,
-            Some(edited),
+            Some((edited, approvals_required)),
         )
         .await
     }
@@ -423,7 +434,7 @@ impl Dispatcher {
         preview_sha256: &str,
         approver: &str,
         expires_at: OffsetDateTime,
-        edited_arguments: Option<String>,
+        edits: Option<(String, u32)>,
     ) -> Result<Approved, ApprovalError> {
         // The audit records the expiry as RFC 3339, which has four-digit years only.
         if expires_at.format(&Rfc3339).is_err() {
@@ -435,7 +446,8 @@ impl Dispatcher {
             approver: approver.to_owned(),
             expires_at,
             now: (self.clock)(),
-            edited_arguments,
+            approvals_required: edits.as_ref().map_or(0, |(_, required)| *required),
+            edited_arguments: edits.map(|(edited, _)| edited),
         };
         let approved = self
             .store

@@ -79,7 +79,7 @@ impl Dispatcher {
             }
             Ok(_) => {}
         }
-        let approvals_required = self.approvals_required(call, valid);
+        let approvals_required = self.approvals_required(valid.spec, &call.context.call.arguments);
         if approvals_required == 0 {
             let ended = self
                 .claim_and_run(call, valid, &key, None, None, None)
@@ -214,8 +214,20 @@ impl Dispatcher {
             edited_from: Some(call.context),
             ..self.call(call.principal, context, call.task)
         };
+        // Everything a call must pass, asked again of the edited call: its contract, the
+        // gates, the authorizer, and as many approvers as its own arguments call for.
         let checked = self.lookup_and_validate(&edited).and_then(|edited_valid| {
+            self.gates(&edited, &edited_valid)?;
             self.authorize(&edited, &edited_valid)?;
+            let needed = self.approvals_required(edited_valid.spec, &context.call.arguments);
+            let given = redeem.map_or(0, |grant| grant.approvals.len());
+            if usize::try_from(needed).unwrap_or(usize::MAX) > given {
+                let error = ModelError::new(ErrorCode::ApprovalInvalid);
+                let detail = format!(
+                    "the edited arguments need {needed} different approvers; the grant has {given}"
+                );
+                return Err(Box::new(self.control(&edited, error, &detail)));
+            }
             Ok(edited_valid)
         });
         let edited_valid = match checked {
@@ -430,17 +442,16 @@ impl Dispatcher {
         )
     }
 
-    /// How many different people must approve this write (0: it runs at once): none unless
-    /// its contract says `approval = required`; then one, or what the application's policy
-    /// for the tool says of these arguments.
-    fn approvals_required(&self, call: &Call<'_>, valid: &Valid<'_>) -> u32 {
-        if valid.spec.approval() != Some(Approval::Required) {
+    /// How many different people must approve a write of `spec` with `arguments` (0: it runs
+    /// at once): none unless its contract says `approval = required`; then one, or what the
+    /// application's policy for the tool says of these arguments.
+    pub(super) fn approvals_required(&self, spec: &ToolSpec, arguments: &[u8]) -> u32 {
+        if spec.approval() != Some(Approval::Required) {
             return 0;
         }
-        let Some(policy) = self.approval_policies.get(valid.spec.name()) else {
+        let Some(policy) = self.approval_policies.get(spec.name()) else {
             return 1;
         };
-        let arguments = &call.context.call.arguments;
         let forbidden = self.registry.forbidden_keys();
         // A rule that panics holds: the application's code fails toward asking.
         let holds = |rule: &ArgumentRule| {
