@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use tool_contract::control::{
-    Advance, Advanced, Claim, Claimed, Purged, Record, Release, StoreFuture,
+    Advance, Advanced, Claim, Claimed, Purged, Record, Release, RowSeal, StoreFuture,
 };
 use tool_contract::control::{
     ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, Approved, ControlStore,
@@ -84,7 +84,13 @@ impl ControlStore for Hooked {
     fn reject<'a>(&'a self, step: &'a RejectStep) -> StoreFuture<'a, Result<(), ApprovalError>> {
         self.step("reject", || self.inner.reject(step))
     }
-    fn pending_approvals(&self, now_ms: u64) -> StoreFuture<'_, Vec<PendingApproval>> {
-        self.step("pending_approvals", || self.inner.pending_approvals(now_ms))
+    fn pending_approvals<'a>(
+        &'a self,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<PendingApproval>> {
+        self.step("pending_approvals", || {
+            self.inner.pending_approvals(now_ms, seal)
+        })
     }
 }

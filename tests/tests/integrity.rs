@@ -757,3 +757,138 @@ async fn a_read_the_timeout_stopped_mid_run_is_not_said_never_to_have_run() {
     assert!(!error.message().contains("before the tool ran"));
     assert_eq!(remote.reads(), 3, "every attempt ran");
 }
+
+// Issue 29: approval rows are sealed like ledger rows. A row edited or inserted in the
+// database by anything but the store's own steps is refused, nothing runs, and the refusal is
+// audited; on SQLite and PostgreSQL (the memory store runs the same steps, but nothing outside
+// the process can reach its rows).
+
+/// Where the approval rows of a test live, and a way to write to them behind the store.
+enum Tables {
+    Sqlite(std::path::PathBuf),
+    Postgres(tool_contract_tests::postgres::Schema),
+}
+
+impl Tables {
+    async fn store(&self) -> Arc<dyn ControlStore> {
+        match self {
+            Tables::Sqlite(path) => Arc::new(SqliteStore::open(path).unwrap()),
+            Tables::Postgres(schema) => Arc::new(schema.store().await),
+        }
+    }
+
+    fn execute(&self, sql: &str) {
+        match self {
+            Tables::Sqlite(path) => {
+                rusqlite::Connection::open(path)
+                    .unwrap()
+                    .execute_batch(sql)
+                    .unwrap();
+            }
+            Tables::Postgres(schema) => {
+                let qualified = sql.replace(
+                    "tool_contract_approvals",
+                    &format!("{}.tool_contract_approvals", schema.name),
+                );
+                schema.execute(&qualified);
+            }
+        }
+    }
+
+    /// Both backends, PostgreSQL when it is configured.
+    fn both(test: &str) -> Vec<Tables> {
+        let mut tables = vec![Tables::Sqlite(fresh_db(test))];
+        tables.extend(tool_contract_tests::postgres::Schema::new(test).map(Tables::Postgres));
+        tables
+    }
+}
+
+/// A message outside the organisation: it waits for a person.
+fn outside(id: &str) -> tool_contract::CallContext {
+    tool_contract_tests::tracker::message(id, "bob@globex.example")
+}
+
+#[tokio::test]
+async fn a_granted_row_inserted_behind_the_store_runs_nothing_and_is_audited() {
+    for tables in Tables::both("sealed_grant") {
+        let remote = Remote::new();
+        let dispatcher = tool_contract_tests::tracker::builder(&remote)
+            .store(tables.store().await)
+            .build()
+            .unwrap();
+        let call = outside("m1");
+        let pending = tool_contract_tests::tracker::pending_approval(&dispatcher, &call).await;
+        // A grant nobody gave, in the stored form, named after an approver nobody heard of.
+        let at = "2026-08-22T10:00:00Z";
+        let body = json!({
+            "approval_id": pending.approval_id,
+            "request_sha256": pending.request_sha256,
+            "preview_sha256": pending.preview_sha256,
+            "tool": "send_message",
+            "principal_ref": pending.principal_ref,
+            "operation_id": pending.operation_id,
+            "approvals": [{ "approver": "mallory", "approved_at": at, "expires_at": "2099-01-01T00:00:00Z" }],
+            "expires_at": "2099-01-01T00:00:00Z",
+            "ledger_key": pending.ledger_key,
+        });
+        tables.execute(&format!(
+            "UPDATE tool_contract_approvals SET state = 'granted', body = '{body}' \
+             WHERE approval_id = '{}'",
+            pending.approval_id
+        ));
+        let dispatch = run(&dispatcher, &call).await;
+        assert_eq!(
+            dispatch.result.model.error().map(|error| error.code()),
+            Some(ErrorCode::Blocked),
+            "{:?}",
+            dispatch.result.model
+        );
+        assert_eq!(remote.all_requests(), 0, "the forged grant ran nothing");
+        assert!(
+            dispatch.result.audit.approval.is_none(),
+            "no approval recorded"
+        );
+        assert!(detail(&dispatch).contains("seal"), "{}", detail(&dispatch));
+        assert!(
+            dispatch.audit_error.is_none(),
+            "the refusal is in the audit log"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_pending_row_edited_to_need_one_approver_is_refused() {
+    use tool_contract::control::{ApprovalError, StoreError};
+    for tables in Tables::both("sealed_pending") {
+        let remote = Remote::new();
+        let dispatcher = tool_contract_tests::tracker::builder(&remote)
+            .approvers::<tool_contract_tests::tracker::SendMessage>(2)
+            .store(tables.store().await)
+            .build()
+            .unwrap();
+        let call = outside("m1");
+        let pending = tool_contract_tests::tracker::pending_approval(&dispatcher, &call).await;
+        assert_eq!(pending.approvals_required, 2);
+        tables.execute(
+            "UPDATE tool_contract_approvals \
+             SET body = replace(body, ',\"approvals_required\":2', '')",
+        );
+        let approved = dispatcher
+            .approve_pending(&pending, "ana", Duration::from_secs(600))
+            .await;
+        assert!(
+            matches!(approved, Err(ApprovalError::Store(StoreError::Unsealed(_)))),
+            "{approved:?}"
+        );
+        assert!(
+            dispatcher.pending_approvals().await.is_err(),
+            "the queue fails closed"
+        );
+        let dispatch = run(&dispatcher, &call).await;
+        assert_eq!(
+            dispatch.result.model.error().map(|error| error.code()),
+            Some(ErrorCode::Blocked)
+        );
+        assert_eq!(remote.all_requests(), 0);
+    }
+}

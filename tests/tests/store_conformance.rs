@@ -5,7 +5,7 @@
 use time::OffsetDateTime;
 use tool_contract::Effect;
 use tool_contract::control::{
-    Advance, Advanced, Claim, Claimed, Lease, Release, SCHEMA_VERSION, SqliteStore,
+    Advance, Advanced, Claim, Claimed, Lease, Release, RowSeal, SCHEMA_VERSION, SqliteStore,
 };
 use tool_contract::control::{
     ApprovalAsk, ApprovalCheck, ApprovalError, ApprovalGrant, ApproveStep, Approved, ControlStore,
@@ -19,6 +19,11 @@ const LEASE: u64 = 60_000;
 const RETENTION: u64 = 3_600_000;
 const T0: u64 = 1_787_392_800_000;
 
+/// The seal of approval rows, as the tests' dispatchers make it.
+fn seal() -> RowSeal {
+    RowSeal::new(&tool_contract_tests::tracker::keys())
+}
+
 fn lease(owner: &str) -> Lease {
     Lease {
         owner: owner.to_owned(),
@@ -31,6 +36,7 @@ fn release(owner: &str, return_grant: bool) -> Release {
         key: "k".to_owned(),
         lease: lease(owner),
         return_grant,
+        seal: seal(),
     }
 }
 
@@ -44,6 +50,7 @@ fn claim(key: &str, request: &str, owner: &str, now_ms: u64) -> Claim {
         lease_ms: LEASE,
         retention_ms: RETENTION,
         redeem: None,
+        seal: seal(),
     }
 }
 
@@ -467,6 +474,7 @@ fn ask(request: &str, fresh_id: &str, now_ms: u64) -> ApprovalAsk {
         now: at(now_ms),
         fresh: pending(fresh_id, "k", request),
         retention_ms: RETENTION,
+        seal: seal(),
     }
 }
 
@@ -479,6 +487,7 @@ fn approval(id: &str, request: &str, now_ms: u64) -> ApproveStep {
         now: at(now_ms),
         edited_arguments: None,
         approvals_required: 0,
+        seal: seal(),
     }
 }
 
@@ -497,7 +506,7 @@ async fn a_pending_approval_is_the_same_whoever_asks_again(store: &impl Backend)
     let again = b.check_approval(&ask("r1", "apr_b", T0 + 1)).await.unwrap();
     assert_eq!(again, ApprovalCheck::Required(pending("apr_a", "k", "r1")));
     assert_eq!(
-        b.pending_approvals(T0 + 1).await.unwrap(),
+        b.pending_approvals(T0 + 1, &seal()).await.unwrap(),
         vec![pending("apr_a", "k", "r1")],
         "the preview, with its hidden character and numbers, reads back as written"
     );
@@ -513,7 +522,7 @@ async fn an_approval_given_on_one_replica_is_redeemed_on_another_once(store: &im
             .unwrap(),
     );
     assert_eq!(grant.approvers().collect::<Vec<_>>(), ["supervisor"]);
-    assert!(a.pending_approvals(T0).await.unwrap().is_empty());
+    assert!(a.pending_approvals(T0, &seal()).await.unwrap().is_empty());
     let seen = b.check_approval(&ask("r1", "apr_b", T0 + 1)).await.unwrap();
     assert_eq!(seen, ApprovalCheck::Proceed(grant.clone()));
     assert_eq!(
@@ -528,7 +537,12 @@ async fn an_approval_given_on_one_replica_is_redeemed_on_another_once(store: &im
         a.claim(&redeeming("a", "apr_a", T0 + 2)).await.unwrap(),
         Claimed::InFlight(_)
     ));
-    assert!(a.pending_approvals(T0 + 2).await.unwrap().is_empty());
+    assert!(
+        a.pending_approvals(T0 + 2, &seal())
+            .await
+            .unwrap()
+            .is_empty()
+    );
     b.advance(&step(
         "k",
         "b",
@@ -724,6 +738,7 @@ async fn a_rejection_holds_on_every_replica(store: &impl Backend) {
         reason: Some(RejectionReason::WrongDetails),
         now: at(T0),
         retention_ms: RETENTION,
+        seal: seal(),
     };
     assert!(b.reject(&reject).await.unwrap().is_ok());
     assert!(matches!(

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use tool_contract::control::{Advance, Claim, Claimed, Lease, PostgresOptions, PostgresStore};
-use tool_contract::control::{ControlStore, MemoryStore, WriteEvent, WriteState};
+use tool_contract::control::{ControlStore, MemoryStore, RowSeal, WriteEvent, WriteState};
+use tool_contract::{AuditKeys, SecretKey};
 
 const CLIENTS: [usize; 3] = [1, 4, 16];
 const SCHEMA: &str = "tool_contract_bench";
@@ -39,6 +40,7 @@ async fn one_write(store: &dyn ControlStore, owner: &str) {
         lease_ms: 60_000,
         retention_ms: 3_600_000,
         redeem: None,
+        seal: RowSeal::new(&AuditKeys::new(SecretKey::from([7; 32]))),
     };
     assert_eq!(store.claim(&claim).await.unwrap(), Claimed::Fresh);
     let step = Advance {

@@ -284,63 +284,6 @@ impl RejectionReason {
     }
 }
 
-/// The facts of one request at the approval stage, and the pending approval to write
-/// should it need a new one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApprovalAsk {
-    /// The operation's ledger key.
-    pub ledger_key: String,
-    /// The request digest of the exact action.
-    pub request_sha256: String,
-    /// The tool.
-    pub tool: String,
-    /// The keyed reference of the principal who asks.
-    pub principal_ref: String,
-    /// The logical operation.
-    pub operation_id: String,
-    /// Now.
-    pub now: OffsetDateTime,
-    /// The pending approval written when none covers the request.
-    pub fresh: PendingApproval,
-    /// How long a pending approval waits for a person.
-    pub retention_ms: u64,
-}
-
-/// A person's approval of the pending approval `approval_id`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApproveStep {
-    /// The pending approval.
-    pub approval_id: String,
-    /// The preview the person saw.
-    pub preview_sha256: String,
-    /// Who approves.
-    pub approver: String,
-    /// Until when.
-    pub expires_at: OffsetDateTime,
-    /// Now.
-    pub now: OffsetDateTime,
-    /// The arguments as the person changed them (canonical JSON), when they approved with
-    /// edits: the grant then runs these, never the ones asked about.
-    pub edited_arguments: Option<String>,
-    /// How many different people the approved arguments need (0: as the pending approval
-    /// says). An edit is asked of the approval policy again; what it needs can raise the
-    /// pending approval's count, never lower it.
-    pub approvals_required: u32,
-}
-
-/// A person's rejection of the pending approval `approval_id`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RejectStep {
-    /// The pending approval.
-    pub approval_id: String,
-    /// Why, if the person said.
-    pub reason: Option<RejectionReason>,
-    /// Now.
-    pub now: OffsetDateTime,
-    /// How long the rejection is remembered.
-    pub retention_ms: u64,
-}
-
 /// What the store holds of one operation's approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalEntry {
@@ -409,21 +352,4 @@ pub(crate) fn later_by(at: OffsetDateTime, lifetime: std::time::Duration) -> Off
         .ok()
         .and_then(|lifetime| at.checked_add(lifetime))
         .map_or(last, |later| later.min(last))
-}
-
-pub(crate) fn grant_covers(grant: &ApprovalGrant, asked: &ApprovalAsk) -> Result<(), Invalidity> {
-    if grant.tool != asked.tool
-        || grant.principal_ref != asked.principal_ref
-        || grant.operation_id != asked.operation_id
-        || grant.ledger_key != asked.ledger_key
-    {
-        return Err(Invalidity::Moved);
-    }
-    if grant.request_sha256 != asked.request_sha256 {
-        return Err(Invalidity::RequestChanged);
-    }
-    if grant.expires_at <= asked.now {
-        return Err(Invalidity::Expired);
-    }
-    Ok(())
 }

@@ -14,6 +14,10 @@ pub enum StoreError {
     /// A stored row cannot be read back.
     #[error("the control-plane store holds a corrupt row: {0}")]
     Corrupt(String),
+    /// A stored approval row does not carry this application's seal: it was edited,
+    /// inserted or moved outside the store's own steps. Nothing is decided on it.
+    #[error("the control-plane store holds a row its seal does not cover: {0}")]
+    Unsealed(String),
     /// The event has no move from the record's state.
     #[error(transparent)]
     Illegal(#[from] IllegalTransition),

@@ -1,7 +1,7 @@
 //! The idempotency ledger's rows and steps: one record per logical write, leased to the
 //! execution that claimed it, and the requests a store answers about it.
 
-use super::state::{WriteEvent, WriteState};
+use super::state::WriteState;
 
 /// Who holds an in-flight record: the dispatcher (`owner`, one per process) and which of its
 /// claims (`generation`, never reused by that owner).
@@ -11,27 +11,6 @@ pub struct Lease {
     pub owner: String,
     /// The claim's number, unique for the owner.
     pub generation: u64,
-}
-
-/// A request to run one operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Claim {
-    /// The ledger key: scoped to the principal, so two tenants never share one.
-    pub key: String,
-    /// The request digest of the exact action.
-    pub request_sha256: String,
-    /// The tool.
-    pub tool: String,
-    /// Who runs it.
-    pub lease: Lease,
-    /// Now, in milliseconds since the Unix epoch.
-    pub now_ms: u64,
-    /// How long the owner holds the claim without an outcome.
-    pub lease_ms: u64,
-    /// How long a finished record is kept (and replayed) after its last change.
-    pub retention_ms: u64,
-    /// The approval whose grant this execution redeems, for a write that needs one.
-    pub redeem: Option<String>,
 }
 
 /// One stored operation.
@@ -57,7 +36,7 @@ pub struct Record {
     pub result: Option<String>,
 }
 
-/// The answer to a [`Claim`].
+/// The answer to a [`Claim`](crate::control::Claim).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claimed {
     /// The caller owns a new `executing` record: it may run the operation once.
@@ -75,38 +54,7 @@ pub enum Claimed {
     GrantSpent,
 }
 
-/// The end of a claim under which nothing was done.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Release {
-    /// The ledger key.
-    pub key: String,
-    /// The lease that claimed it.
-    pub lease: Lease,
-    /// Whether the grant the claim redeemed stands again: only when no attempt was made
-    /// (an attempt the service refused, such as a rate limit, still spent it).
-    pub return_grant: bool,
-}
-
-/// A state change of one record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Advance {
-    /// The ledger key.
-    pub key: String,
-    /// The lease making the change (checked for in-flight records).
-    pub lease: Lease,
-    /// The state the record must still be in.
-    pub from: WriteState,
-    /// What happened.
-    pub event: WriteEvent,
-    /// The model result's JSON to store, if the change brings one.
-    pub result: Option<String>,
-    /// Now, in milliseconds since the Unix epoch.
-    pub now_ms: u64,
-    /// How long the record is kept after this change.
-    pub retention_ms: u64,
-}
-
-/// The answer to an [`Advance`].
+/// The answer to an [`Advance`](crate::control::Advance).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Advanced {
     /// Done; the record as it now stands.

@@ -17,11 +17,12 @@ mod audit_log;
 mod error;
 mod ledger;
 mod state;
+mod step;
 mod store;
 
 pub use approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep, Approved,
-    GivenApproval, Invalidity, PendingApproval, Preview, RejectStep, RejectionReason,
+    ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, Approved, GivenApproval,
+    Invalidity, PendingApproval, Preview, RejectionReason,
 };
 pub(crate) use approval::{later_by, unix_ms};
 pub use audit_log::{
@@ -31,15 +32,16 @@ pub use audit_log::{
 #[cfg(feature = "postgres")]
 pub use audit_log::{PostgresAuditLog, StreamHead};
 pub use error::StoreError;
-pub use ledger::{Advance, Advanced, Claim, Claimed, Lease, Purged, Record, Release};
+pub use ledger::{Advanced, Claimed, Lease, Purged, Record};
 pub use state::{IllegalTransition, UnknownWriteState, WriteEvent, WriteState};
+pub use step::{Advance, ApprovalAsk, ApproveStep, Claim, RejectStep, Release};
 pub(crate) use store::Guarded;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteStore;
 pub use store::{
-    AdvanceDecision, ApprovalDecision, ClaimDecision, ControlStore, MemoryStore, SCHEMA_VERSION,
-    StoreFuture, decide_advance, decide_approval, decide_approve, decide_claim, decide_redeem,
-    decide_reject,
+    AdvanceDecision, ApprovalDecision, ClaimDecision, ControlStore, MemoryStore, RowSeal,
+    SCHEMA_VERSION, StoreFuture, decide_advance, decide_approval, decide_approve, decide_claim,
+    decide_redeem, decide_reject,
 };
 #[cfg(feature = "postgres")]
 pub use store::{PostgresOptions, PostgresStore};

@@ -1,12 +1,12 @@
 //! The decisions every store makes, written once: what a step writes and answers, given the
 //! rows it read. Pure functions: a store reads rows, calls one of these, writes what it says.
 
-use crate::control::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
-    GivenApproval, RejectStep, grant_covers, unix_ms,
-};
 use crate::control::state::{WriteEvent, WriteState};
 use crate::control::{Advance, Advanced, Claim, Claimed, Lease, Record, StoreError};
+use crate::control::{
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
+    GivenApproval, Invalidity, RejectStep, unix_ms,
+};
 
 /// What a store does with a claim, given the record it holds at that key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -345,4 +345,21 @@ pub(crate) fn approval_expired(entry: &ApprovalEntry, now_ms: u64) -> bool {
 /// Whether `record` is finished and past its retention (what a purge removes).
 pub(crate) fn record_expired(record: &Record, now_ms: u64) -> bool {
     record.state.is_terminal() && record.expires_at_ms <= now_ms
+}
+
+pub(crate) fn grant_covers(grant: &ApprovalGrant, asked: &ApprovalAsk) -> Result<(), Invalidity> {
+    if grant.tool != asked.tool
+        || grant.principal_ref != asked.principal_ref
+        || grant.operation_id != asked.operation_id
+        || grant.ledger_key != asked.ledger_key
+    {
+        return Err(Invalidity::Moved);
+    }
+    if grant.request_sha256 != asked.request_sha256 {
+        return Err(Invalidity::RequestChanged);
+    }
+    if grant.expires_at <= asked.now {
+        return Err(Invalidity::Expired);
+    }
+    Ok(())
 }

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 
-use crate::control::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep,
-};
+use crate::control::RowSeal;
 use crate::control::{
     Advance, Advanced, Claim, Claimed, ControlStore, Purged, Record, Release, StoreError,
     StoreFuture,
+};
+use crate::control::{
+    ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep,
 };
 
 /// The store the dispatcher holds: `inner`, its panics turned into
@@ -67,7 +68,11 @@ impl ControlStore for Guarded {
         guarded(|| self.0.reject(step))
     }
 
-    fn pending_approvals(&self, now_ms: u64) -> StoreFuture<'_, Vec<PendingApproval>> {
-        guarded(|| self.0.pending_approvals(now_ms))
+    fn pending_approvals<'a>(
+        &'a self,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<PendingApproval>> {
+        guarded(|| self.0.pending_approvals(now_ms, seal))
     }
 }

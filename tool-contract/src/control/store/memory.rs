@@ -8,13 +8,13 @@ use futures_util::FutureExt;
 
 use super::decide::{approval_expired, record_expired};
 use super::rows::{self, Fence, Rows};
-use crate::control::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
-    PendingApproval, RejectStep,
+use crate::control::{
+    Advance, Advanced, Claim, Claimed, ControlStore, Purged, Record, Release, RowSeal, StoreError,
+    StoreFuture,
 };
 use crate::control::{
-    Advance, Advanced, Claim, Claimed, ControlStore, Purged, Record, Release, StoreError,
-    StoreFuture,
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
+    PendingApproval, RejectStep,
 };
 
 /// A store in this process's memory. Clones share one state, so a dispatcher built again over
@@ -29,7 +29,8 @@ pub struct MemoryStore {
 #[derive(Debug, Default)]
 struct State {
     records: HashMap<String, Record>,
-    approvals: HashMap<String, ApprovalEntry>,
+    /// Each approval entry with the seal it was written with.
+    approvals: HashMap<String, (ApprovalEntry, String)>,
 }
 
 impl MemoryStore {
@@ -102,8 +103,15 @@ impl Rows for MemoryRows<'_> {
         Ok(holds)
     }
 
-    async fn approval(&mut self, key: &str) -> Result<Option<ApprovalEntry>, StoreError> {
-        Ok(self.0.approvals.get(key).cloned())
+    async fn approval(
+        &mut self,
+        key: &str,
+    ) -> Result<Option<(ApprovalEntry, Option<String>)>, StoreError> {
+        Ok(self
+            .0
+            .approvals
+            .get(key)
+            .map(|(entry, seal)| (entry.clone(), Some(seal.clone()))))
     }
 
     async fn approval_key(&mut self, approval_id: &str) -> Result<Option<String>, StoreError> {
@@ -111,12 +119,19 @@ impl Rows for MemoryRows<'_> {
             .0
             .approvals
             .iter()
-            .find(|(_, entry)| entry.approval_id() == approval_id)
+            .find(|(_, (entry, _))| entry.approval_id() == approval_id)
             .map(|(key, _)| key.clone()))
     }
 
-    async fn put_approval(&mut self, key: &str, entry: &ApprovalEntry) -> Result<(), StoreError> {
-        self.0.approvals.insert(key.to_owned(), entry.clone());
+    async fn put_approval(
+        &mut self,
+        key: &str,
+        entry: &ApprovalEntry,
+        seal: &str,
+    ) -> Result<(), StoreError> {
+        self.0
+            .approvals
+            .insert(key.to_owned(), (entry.clone(), seal.to_owned()));
         Ok(())
     }
 }
@@ -155,7 +170,7 @@ impl ControlStore for MemoryStore {
             .retain(|_, record| !record_expired(record, now_ms));
         state
             .approvals
-            .retain(|_, entry| !approval_expired(entry, now_ms));
+            .retain(|_, (entry, _)| !approval_expired(entry, now_ms));
         answered(Ok(Purged {
             records: (records - state.records.len()) as u64,
             approvals: (approvals - state.approvals.len()) as u64,
@@ -186,23 +201,16 @@ impl ControlStore for MemoryStore {
         )))
     }
 
-    fn pending_approvals(&self, now_ms: u64) -> StoreFuture<'_, Vec<PendingApproval>> {
+    fn pending_approvals<'a>(
+        &'a self,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<PendingApproval>> {
         let state = self.state();
-        let mut pending: Vec<(u64, PendingApproval)> = state
+        let entries = state
             .approvals
-            .values()
-            .filter_map(|entry| match entry {
-                ApprovalEntry::Pending {
-                    pending,
-                    expires_at_ms,
-                } if *expires_at_ms > now_ms => Some((*expires_at_ms, pending.clone())),
-                _ => None,
-            })
-            .collect();
-        pending.sort_by(|a, b| (a.0, &a.1.approval_id).cmp(&(b.0, &b.1.approval_id)));
-        answered(Ok(pending
-            .into_iter()
-            .map(|(_, pending)| pending)
-            .collect()))
+            .iter()
+            .map(|(key, (entry, sealed))| (key.clone(), entry.clone(), Some(sealed.clone())));
+        answered(rows::opened_pending(entries, now_ms, seal))
     }
 }

@@ -25,9 +25,9 @@ mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod rows;
+mod seal;
 #[cfg(feature = "sqlite")]
 mod sqlite;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod stored;
 
 use std::future::Future;
@@ -41,21 +41,21 @@ pub(crate) use guarded::Guarded;
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
+pub use seal::RowSeal;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 
-use super::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep,
-};
+use super::approval::{ApprovalCheck, ApprovalError, Approved, PendingApproval};
 use super::error::StoreError;
-use super::ledger::{Advance, Advanced, Claim, Claimed, Purged, Record, Release};
+use super::ledger::{Advanced, Claimed, Purged, Record};
+use super::step::{Advance, ApprovalAsk, ApproveStep, Claim, RejectStep, Release};
 
 /// What a [`ControlStore`] step returns: boxed, so the trait stays object safe.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
 /// The version of the schema this build of the crate writes. A database holding a newer
 /// one is refused ([`StoreError::SchemaTooNew`]), never downgraded.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The shared state of writes: ledger records and approvals, by the operation's ledger key.
 ///
@@ -98,6 +98,11 @@ pub trait ControlStore: Send + Sync {
     /// A person's rejection of a pending write (see [`decide_reject`]).
     fn reject<'a>(&'a self, step: &'a RejectStep) -> StoreFuture<'a, Result<(), ApprovalError>>;
 
-    /// The approvals still pending at `now_ms`, oldest first.
-    fn pending_approvals(&self, now_ms: u64) -> StoreFuture<'_, Vec<PendingApproval>>;
+    /// The approvals still pending at `now_ms`, oldest first, each row opened with `seal`
+    /// (one that does not open fails the step: [`StoreError::Unsealed`]).
+    fn pending_approvals<'a>(
+        &'a self,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<PendingApproval>>;
 }

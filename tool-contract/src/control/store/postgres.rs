@@ -13,16 +13,16 @@ use tokio_postgres::{Config, NoTls, Row, Transaction};
 
 use super::rows::{self, Fence, Rows};
 use super::stored::{
-    ApprovalRow, PENDING, ReadApprovalRow, approval_entry, approval_row, from_sql_u64, to_sql_u64,
+    ApprovalRow, PENDING, ReadApprovalRow, approval_row, from_sql_u64, sealed_entry, to_sql_u64,
 };
 use crate::control::WriteState;
-use crate::control::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
-    PendingApproval, RejectStep,
+use crate::control::{
+    Advance, Advanced, Claim, Claimed, ControlStore, Lease, Purged, Record, Release, RowSeal,
+    SCHEMA_VERSION, StoreError, StoreFuture,
 };
 use crate::control::{
-    Advance, Advanced, Claim, Claimed, ControlStore, Lease, Purged, Record, Release,
-    SCHEMA_VERSION, StoreError, StoreFuture,
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
+    PendingApproval, RejectStep,
 };
 
 type Manager = PostgresConnectionManager<NoTls>;
@@ -172,6 +172,17 @@ impl PostgresStore {
         }
         if found < 1 {
             tx.batch_execute(&schema_v1(schema)).await.map_err(store)?;
+        }
+        if found < 2 {
+            // Version 2: each approval row carries its seal ([`RowSeal`]); rows written
+            // before have none, and are refused when read.
+            tx.batch_execute(&format!(
+                "ALTER TABLE {schema}.tool_contract_approvals ADD COLUMN seal TEXT"
+            ))
+            .await
+            .map_err(store)?;
+        }
+        if found < SCHEMA_VERSION {
             tx.execute(
                 &format!(
                     "INSERT INTO {schema}.tool_contract_schema (version) VALUES ($1)
@@ -264,7 +275,7 @@ struct InvalidSchema(String);
 const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation, \
                        lease_until_ms, expires_at_ms, result";
 const APPROVAL_COLUMNS: &str =
-    "state, approval_id, expires_at_ms, body, redeemed_owner, redeemed_generation";
+    "state, approval_id, expires_at_ms, body, redeemed_owner, redeemed_generation, seal";
 
 /// The statements, written once for the store's schema.
 struct Sql {
@@ -310,18 +321,18 @@ impl Sql {
             approval_key: format!("SELECT key FROM {approvals} WHERE approval_id = $1"),
             put_approval: format!(
                 "INSERT INTO {approvals} (key, {APPROVAL_COLUMNS}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (key) DO UPDATE SET \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (key) DO UPDATE SET \
                  state = EXCLUDED.state, approval_id = EXCLUDED.approval_id, \
                  expires_at_ms = EXCLUDED.expires_at_ms, body = EXCLUDED.body, \
                  redeemed_owner = EXCLUDED.redeemed_owner, \
-                 redeemed_generation = EXCLUDED.redeemed_generation"
+                 redeemed_generation = EXCLUDED.redeemed_generation, seal = EXCLUDED.seal"
             ),
             purge_records: format!(
                 "DELETE FROM {ledger} WHERE expires_at_ms <= $1 AND state IN ($2, $3, $4, $5)"
             ),
             purge_approvals: format!("DELETE FROM {approvals} WHERE expires_at_ms <= $1"),
             pending: format!(
-                "SELECT {APPROVAL_COLUMNS} FROM {approvals} WHERE state = $1 \
+                "SELECT {APPROVAL_COLUMNS}, key FROM {approvals} WHERE state = $1 \
                  AND expires_at_ms > $2 ORDER BY expires_at_ms, approval_id"
             ),
         }
@@ -407,14 +418,17 @@ impl Rows for PostgresRows<'_> {
         Ok(removed == 1)
     }
 
-    async fn approval(&mut self, key: &str) -> Result<Option<ApprovalEntry>, StoreError> {
+    async fn approval(
+        &mut self,
+        key: &str,
+    ) -> Result<Option<(ApprovalEntry, Option<String>)>, StoreError> {
         let row = self
             .tx
             .query_typed_opt(&self.sql.approval, &[(&key, Type::TEXT)])
             .await
             .map_err(store)?;
         row.as_ref()
-            .map(|row| approval_entry(approval_row_of(row)?))
+            .map(|row| sealed_entry(approval_row_of(row)?))
             .transpose()
     }
 
@@ -427,7 +441,12 @@ impl Rows for PostgresRows<'_> {
         row.map(|row| row.try_get(0).map_err(store)).transpose()
     }
 
-    async fn put_approval(&mut self, key: &str, entry: &ApprovalEntry) -> Result<(), StoreError> {
+    async fn put_approval(
+        &mut self,
+        key: &str,
+        entry: &ApprovalEntry,
+        seal: &str,
+    ) -> Result<(), StoreError> {
         let ApprovalRow {
             approval_id,
             state,
@@ -450,6 +469,7 @@ impl Rows for PostgresRows<'_> {
                     (&body, Type::TEXT),
                     (&redeemed_owner, Type::TEXT),
                     (&redeemed_generation, Type::INT8),
+                    (&seal, Type::TEXT),
                 ],
             )
             .await
@@ -544,7 +564,11 @@ impl ControlStore for PostgresStore {
         Box::pin(async move { in_transaction!(self, |rows| rows::reject(&mut rows, step)) })
     }
 
-    fn pending_approvals(&self, now_ms: u64) -> StoreFuture<'_, Vec<PendingApproval>> {
+    fn pending_approvals<'a>(
+        &'a self,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<PendingApproval>> {
         Box::pin(async move {
             let connection = self.connection().await?;
             let rows = connection
@@ -554,15 +578,13 @@ impl ControlStore for PostgresStore {
                 )
                 .await
                 .map_err(store)?;
-            let mut pending = Vec::with_capacity(rows.len());
+            let mut entries = Vec::with_capacity(rows.len());
             for row in &rows {
-                if let ApprovalEntry::Pending { pending: one, .. } =
-                    approval_entry(approval_row_of(row)?)?
-                {
-                    pending.push(one);
-                }
+                let key: String = row.try_get(7).map_err(store)?;
+                let (entry, sealed) = sealed_entry(approval_row_of(row)?)?;
+                entries.push((key, entry, sealed));
             }
-            Ok(pending)
+            rows::opened_pending(entries, now_ms, seal)
         })
     }
 }
@@ -616,6 +638,7 @@ fn approval_row_of(row: &Row) -> Result<ReadApprovalRow, StoreError> {
         body: row.try_get(3).map_err(store)?,
         redeemed_owner: row.try_get(4).map_err(store)?,
         redeemed_generation: row.try_get(5).map_err(store)?,
+        seal: row.try_get(6).map_err(store)?,
     })
 }
 

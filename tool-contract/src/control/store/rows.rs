@@ -4,14 +4,15 @@
 use std::future::Future;
 
 use super::decide::{record_expired, unredeem};
-use crate::control::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved, RejectStep,
-    unix_ms,
-};
+use super::seal::RowSeal;
 use crate::control::state::WriteState;
 use crate::control::{
     Advance, Advanced, Claim, ClaimDecision, Claimed, Lease, Record, Release, StoreError,
     decide_advance, decide_approval, decide_approve, decide_claim, decide_redeem, decide_reject,
+};
+use crate::control::{
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved, RejectStep,
+    unix_ms,
 };
 
 /// What a record must still be for a fenced write to apply: its state and lease as read.
@@ -57,10 +58,11 @@ pub(crate) trait Rows {
         fence: &Fence,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
+    /// The approval entry at `key`, with the seal its row carries (`None`: it has none).
     fn approval(
         &mut self,
         key: &str,
-    ) -> impl Future<Output = Result<Option<ApprovalEntry>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Option<(ApprovalEntry, Option<String>)>, StoreError>> + Send;
 
     /// The ledger key of the approval `approval_id`, if one is stored.
     fn approval_key(
@@ -68,12 +70,37 @@ pub(crate) trait Rows {
         approval_id: &str,
     ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
 
-    /// Writes `entry` under `key`, in place of what is there.
+    /// Writes `entry` under `key` with its `seal`, in place of what is there.
     fn put_approval(
         &mut self,
         key: &str,
         entry: &ApprovalEntry,
+        seal: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// The approval entry at `key`, its seal checked: a row that does not open fails the step.
+async fn opened_approval(
+    rows: &mut impl Rows,
+    key: &str,
+    seal: &RowSeal,
+) -> Result<Option<ApprovalEntry>, StoreError> {
+    let Some((entry, stored_seal)) = rows.approval(key).await? else {
+        return Ok(None);
+    };
+    seal.open(key, &entry, stored_seal.as_deref())?;
+    Ok(Some(entry))
+}
+
+/// Writes `entry` under `key`, sealed.
+async fn put_sealed(
+    rows: &mut impl Rows,
+    key: &str,
+    entry: &ApprovalEntry,
+    seal: &RowSeal,
+) -> Result<(), StoreError> {
+    let sealed = seal.seal(key, entry)?;
+    rows.put_approval(key, entry, &sealed).await
 }
 
 fn written(applied: bool) -> Result<(), StoreError> {
@@ -93,7 +120,7 @@ pub(crate) async fn claim(rows: &mut impl Rows, claim: &Claim) -> Result<Claimed
             let redeemed = match &claim.redeem {
                 None => None,
                 Some(approval_id) => {
-                    let entry = rows.approval(&claim.key).await?;
+                    let entry = opened_approval(rows, &claim.key, &claim.seal).await?;
                     match decide_redeem(entry.as_ref(), approval_id, &claim.lease) {
                         Some(redeemed) => Some(redeemed),
                         None => return Ok(Claimed::GrantSpent),
@@ -102,7 +129,7 @@ pub(crate) async fn claim(rows: &mut impl Rows, claim: &Claim) -> Result<Claimed
             };
             written(rows.put_record(&record, fence.as_ref()).await?)?;
             if let Some(redeemed) = redeemed {
-                rows.put_approval(&claim.key, &redeemed).await?;
+                put_sealed(rows, &claim.key, &redeemed, &claim.seal).await?;
             }
             Ok(Claimed::Fresh)
         }
@@ -137,9 +164,9 @@ pub(crate) async fn release(rows: &mut impl Rows, release: &Release) -> Result<b
         return Ok(false);
     }
     if release.return_grant {
-        let entry = rows.approval(&release.key).await?;
+        let entry = opened_approval(rows, &release.key, &release.seal).await?;
         if let Some(restored) = unredeem(entry.as_ref(), &release.lease) {
-            rows.put_approval(&release.key, &restored).await?;
+            put_sealed(rows, &release.key, &restored, &release.seal).await?;
         }
     }
     Ok(true)
@@ -150,7 +177,7 @@ pub(crate) async fn check_approval(
     ask: &ApprovalAsk,
 ) -> Result<ApprovalCheck, StoreError> {
     rows.lock_key(&ask.ledger_key).await?;
-    let existing = rows.approval(&ask.ledger_key).await?;
+    let existing = opened_approval(rows, &ask.ledger_key, &ask.seal).await?;
     let now_ms = unix_ms(ask.now);
     let claimed = rows
         .record(&ask.ledger_key)
@@ -158,7 +185,7 @@ pub(crate) async fn check_approval(
         .is_some_and(|record| !record_expired(&record, now_ms));
     let decision = decide_approval(existing.as_ref(), ask, claimed);
     if let Some(entry) = &decision.write {
-        rows.put_approval(&ask.ledger_key, entry).await?;
+        put_sealed(rows, &ask.ledger_key, entry, &ask.seal).await?;
     }
     Ok(decision.answer)
 }
@@ -171,12 +198,12 @@ pub(crate) async fn approve(
         return Ok(Err(ApprovalError::NotPending));
     };
     rows.lock_key(&key).await?;
-    let existing = rows.approval(&key).await?;
+    let existing = opened_approval(rows, &key, &step.seal).await?;
     let entry = match decide_approve(existing.as_ref(), step) {
         Ok(entry) => entry,
         Err(error) => return Ok(Err(error)),
     };
-    rows.put_approval(&key, &entry).await?;
+    put_sealed(rows, &key, &entry, &step.seal).await?;
     match entry {
         ApprovalEntry::Granted { grant, .. } => Ok(Ok(Approved::Granted(grant))),
         ApprovalEntry::Pending { pending, .. } => Ok(Ok(Approved::Awaiting(pending))),
@@ -194,12 +221,35 @@ pub(crate) async fn reject(
         return Ok(Err(ApprovalError::NotPending));
     };
     rows.lock_key(&key).await?;
-    let existing = rows.approval(&key).await?;
+    let existing = opened_approval(rows, &key, &step.seal).await?;
     match decide_reject(existing.as_ref(), step) {
         Ok(entry) => {
-            rows.put_approval(&key, &entry).await?;
+            put_sealed(rows, &key, &entry, &step.seal).await?;
             Ok(Ok(()))
         }
         Err(error) => Ok(Err(error)),
     }
+}
+
+/// Each pending approval of `entries` (with its row's ledger key and seal) that is still
+/// pending at `now_ms`, its seal checked, oldest first.
+pub(crate) fn opened_pending(
+    entries: impl IntoIterator<Item = (String, ApprovalEntry, Option<String>)>,
+    now_ms: u64,
+    seal: &RowSeal,
+) -> Result<Vec<crate::control::PendingApproval>, StoreError> {
+    let mut pending = Vec::new();
+    for (key, entry, stored_seal) in entries {
+        seal.open(&key, &entry, stored_seal.as_deref())?;
+        if let ApprovalEntry::Pending {
+            pending: one,
+            expires_at_ms,
+        } = entry
+            && expires_at_ms > now_ms
+        {
+            pending.push((expires_at_ms, one));
+        }
+    }
+    pending.sort_by(|a, b| (a.0, &a.1.approval_id).cmp(&(b.0, &b.1.approval_id)));
+    Ok(pending.into_iter().map(|(_, pending)| pending).collect())
 }

@@ -11,16 +11,16 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehav
 use super::memory::at_once;
 use super::rows::{self, Fence, Rows};
 use super::stored::{
-    ApprovalRow, PENDING, ReadApprovalRow, approval_entry, approval_row, from_sql_u64, to_sql_u64,
+    ApprovalRow, PENDING, ReadApprovalRow, approval_row, from_sql_u64, sealed_entry, to_sql_u64,
 };
 use crate::control::WriteState;
-use crate::control::approval::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
-    PendingApproval, RejectStep,
+use crate::control::{
+    Advance, Advanced, Claim, Claimed, ControlStore, Lease, Purged, Record, Release, RowSeal,
+    SCHEMA_VERSION, StoreError, StoreFuture,
 };
 use crate::control::{
-    Advance, Advanced, Claim, Claimed, ControlStore, Lease, Purged, Record, Release,
-    SCHEMA_VERSION, StoreError, StoreFuture,
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
+    PendingApproval, RejectStep,
 };
 
 /// Version 1: the ledger with lease generations, and the approvals. A file from before
@@ -49,6 +49,10 @@ CREATE TABLE IF NOT EXISTS tool_contract_approvals (
 ) STRICT;
 CREATE INDEX IF NOT EXISTS tool_contract_approvals_expiry ON tool_contract_approvals (expires_at_ms);
 ";
+
+/// Version 2: each approval row carries its seal ([`RowSeal`]). Rows written before have
+/// none, and are refused when read.
+const SCHEMA_V2: &str = "ALTER TABLE tool_contract_approvals ADD COLUMN seal TEXT;";
 
 const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation, \
                        lease_until_ms, expires_at_ms, result";
@@ -157,6 +161,11 @@ fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
                 .execute_batch("ALTER TABLE tool_contract_ledger ADD COLUMN lease_generation INTEGER NOT NULL DEFAULT 0")
                 .map_err(store)?;
         }
+    }
+    if found < 2 {
+        transaction.execute_batch(SCHEMA_V2).map_err(store)?;
+    }
+    if found < SCHEMA_VERSION {
         transaction
             .pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(store)?;
@@ -232,17 +241,20 @@ impl SqliteRows<'_, '_> {
         Ok(removed == 1)
     }
 
-    fn read_approval(&self, key: &str) -> Result<Option<ApprovalEntry>, StoreError> {
+    fn read_approval(
+        &self,
+        key: &str,
+    ) -> Result<Option<(ApprovalEntry, Option<String>)>, StoreError> {
         self.0
             .query_row(
                 "SELECT state, approval_id, expires_at_ms, body, redeemed_owner, \
-                 redeemed_generation FROM tool_contract_approvals WHERE key = ?1",
+                 redeemed_generation, seal FROM tool_contract_approvals WHERE key = ?1",
                 params![key],
                 read_approval_row,
             )
             .optional()
             .map_err(store)?
-            .map(approval_entry)
+            .map(sealed_entry)
             .transpose()
     }
 
@@ -257,7 +269,12 @@ impl SqliteRows<'_, '_> {
             .map_err(store)
     }
 
-    fn write_approval(&self, key: &str, entry: &ApprovalEntry) -> Result<(), StoreError> {
+    fn write_approval(
+        &self,
+        key: &str,
+        entry: &ApprovalEntry,
+        seal: &str,
+    ) -> Result<(), StoreError> {
         let ApprovalRow {
             approval_id,
             state,
@@ -268,8 +285,8 @@ impl SqliteRows<'_, '_> {
         self.0
             .execute(
                 "INSERT OR REPLACE INTO tool_contract_approvals (key, approval_id, state, \
-                 expires_at_ms, body, redeemed_owner, redeemed_generation) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                 expires_at_ms, body, redeemed_owner, redeemed_generation, seal) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     key,
                     approval_id,
@@ -280,6 +297,7 @@ impl SqliteRows<'_, '_> {
                     redeemed_by
                         .as_ref()
                         .map(|lease| to_sql_u64(lease.generation)),
+                    seal,
                 ],
             )
             .map_err(store)?;
@@ -320,7 +338,8 @@ impl Rows for SqliteRows<'_, '_> {
     fn approval(
         &mut self,
         key: &str,
-    ) -> impl Future<Output = Result<Option<ApprovalEntry>, StoreError>> + Send {
+    ) -> impl Future<Output = Result<Option<(ApprovalEntry, Option<String>)>, StoreError>> + Send
+    {
         ready(self.read_approval(key))
     }
 
@@ -335,8 +354,9 @@ impl Rows for SqliteRows<'_, '_> {
         &mut self,
         key: &str,
         entry: &ApprovalEntry,
+        seal: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        ready(self.write_approval(key, entry))
+        ready(self.write_approval(key, entry, seal))
     }
 }
 
@@ -406,27 +426,32 @@ impl ControlStore for SqliteStore {
         self.run(move |tx| at_once(rows::reject(&mut SqliteRows(tx), &step)))
     }
 
-    fn pending_approvals(&self, now_ms: u64) -> StoreFuture<'_, Vec<PendingApproval>> {
+    fn pending_approvals<'a>(
+        &'a self,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<PendingApproval>> {
+        let seal = seal.clone();
         self.run(move |tx| {
             let mut statement = tx
                 .prepare(
                     "SELECT state, approval_id, expires_at_ms, body, redeemed_owner, \
-                     redeemed_generation FROM tool_contract_approvals \
+                     redeemed_generation, seal, key FROM tool_contract_approvals \
                      WHERE state = ?1 AND expires_at_ms > ?2 ORDER BY expires_at_ms, approval_id",
                 )
                 .map_err(store)?;
             let rows = statement
-                .query_map(params![PENDING, to_sql_u64(now_ms)], read_approval_row)
+                .query_map(params![PENDING, to_sql_u64(now_ms)], |row| {
+                    Ok((row.get::<_, String>(7)?, read_approval_row(row)?))
+                })
                 .map_err(store)?;
-            let mut pending = Vec::new();
+            let mut entries = Vec::new();
             for row in rows {
-                if let ApprovalEntry::Pending { pending: one, .. } =
-                    approval_entry(row.map_err(store)?)?
-                {
-                    pending.push(one);
-                }
+                let (key, row) = row.map_err(store)?;
+                let (entry, sealed) = sealed_entry(row)?;
+                entries.push((key, entry, sealed));
             }
-            Ok(pending)
+            rows::opened_pending(entries, now_ms, &seal)
         })
     }
 }
@@ -451,6 +476,7 @@ fn read_approval_row(row: &Row<'_>) -> rusqlite::Result<ReadApprovalRow> {
         body: row.get(3)?,
         redeemed_owner: row.get(4)?,
         redeemed_generation: row.get(5)?,
+        seal: row.get(6)?,
     })
 }
 

@@ -1,11 +1,14 @@
 //! How the SQL stores write an approval entry: a few columns to select and purge by, and the
-//! rest as one JSON document.
+//! rest as one JSON document. Every store seals an entry in this written form.
+
+// Reading rows back is the SQL stores' alone.
+#![cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::control::approval::{
+use crate::control::{
     ApprovalEntry, ApprovalGrant, GivenApproval, PendingApproval, Preview, RejectionReason,
 };
 use crate::control::{Lease, StoreError};
@@ -28,6 +31,8 @@ pub(crate) struct ReadApprovalRow {
     pub(crate) body: String,
     pub(crate) redeemed_owner: Option<String>,
     pub(crate) redeemed_generation: Option<i64>,
+    /// The row's seal (none in a row written before approval rows were sealed).
+    pub(crate) seal: Option<String>,
 }
 
 pub(crate) const PENDING: &str = "pending";
@@ -177,6 +182,14 @@ pub(crate) fn approval_row(entry: &ApprovalEntry) -> Result<ApprovalRow, StoreEr
     })
 }
 
+/// The entry a row holds, with the seal it carries.
+pub(crate) fn sealed_entry(
+    mut row: ReadApprovalRow,
+) -> Result<(ApprovalEntry, Option<String>), StoreError> {
+    let seal = row.seal.take();
+    Ok((approval_entry(row)?, seal))
+}
+
 pub(crate) fn approval_entry(row: ReadApprovalRow) -> Result<ApprovalEntry, StoreError> {
     let expires_at_ms = u64::try_from(row.expires_at_ms).map_err(corrupt)?;
     match row.state.as_str() {
@@ -258,6 +271,7 @@ mod tests {
             body: body.to_owned(),
             redeemed_owner: None,
             redeemed_generation: None,
+            seal: None,
         }
     }
 

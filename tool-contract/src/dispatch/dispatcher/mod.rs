@@ -28,7 +28,7 @@ use tracing::{Instrument, Span, debug, info, warn};
 use crate::binder::{Binder, CallResult, ToolFailure};
 use crate::contract::{Registry, ToolSpec};
 use crate::control::Guarded;
-use crate::control::{Advanced, ControlStore, Lease, Purged, Record, StoreError};
+use crate::control::{Advanced, ControlStore, Lease, Purged, Record, RowSeal, StoreError};
 use crate::control::{
     ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep, RejectionReason, later_by,
 };
@@ -52,6 +52,8 @@ type Exit = Box<CallResult>;
 pub struct Dispatcher {
     registry: Registry,
     keys: AuditKeys,
+    /// The seal of approval rows, from `keys`.
+    row_seal: RowSeal,
     clock: fn() -> OffsetDateTime,
     tools: HashMap<&'static str, ToolEntry>,
     gates: Vec<Box<dyn Gate>>,
@@ -184,6 +186,7 @@ impl Dispatcher {
         }
         Dispatcher {
             registry: parts.registry,
+            row_seal: RowSeal::new(&parts.keys),
             keys: parts.keys,
             clock: parts.clock,
             tools: parts.tools,
@@ -448,12 +451,13 @@ impl Dispatcher {
             now: (self.clock)(),
             approvals_required: edits.as_ref().map_or(0, |(_, required)| *required),
             edited_arguments: edits.map(|(edited, _)| edited),
+            seal: self.row_seal.clone(),
         };
         let approved = self
             .store
             .approve(&step)
             .await
-            .map_err(ApprovalError::Store)??;
+            .map_err(|error| self.approval_store_failed(error))??;
         match &approved {
             Approved::Granted(_) => info!(stage = "approval", state = "approved", "write approved"),
             Approved::Awaiting(pending) => info!(
@@ -501,13 +505,20 @@ impl Dispatcher {
             reason,
             now: (self.clock)(),
             retention_ms: duration_ms(self.retention),
+            seal: self.row_seal.clone(),
         };
         self.store
             .reject(&step)
             .await
-            .map_err(ApprovalError::Store)??;
+            .map_err(|error| self.approval_store_failed(error))??;
         info!(stage = "approval", state = "rejected", "write rejected");
         Ok(())
+    }
+
+    /// A person's decision the store could not take: reported, and kept in the trace.
+    fn approval_store_failed(&self, error: StoreError) -> ApprovalError {
+        warn!(stage = "approval", error = %error, "the store refused a decision; nothing was recorded");
+        ApprovalError::Store(error)
     }
 
     /// The approvals waiting for a person, across every replica sharing the store, oldest
@@ -517,7 +528,9 @@ impl Dispatcher {
     ///
     /// [`StoreError`] when the store fails.
     pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, StoreError> {
-        self.store.pending_approvals(self.now_ms()).await
+        self.store
+            .pending_approvals(self.now_ms(), &self.row_seal)
+            .await
     }
 
     /// Asks a running write to stop. The answer is `cancel_requested` until the handler
@@ -663,13 +676,20 @@ impl Dispatcher {
     /// The store failed before anything ran: the write does not run (it is never run
     /// without a claim), and the model may try again later.
     fn store_failed(&self, call: &Call<'_>, error: &StoreError) -> CallResult {
-        warn!(stage = "ledger", error = %error, "store failed; nothing was run");
         let error_text = chain(error);
-        self.control(
-            call,
-            ModelError::new(ErrorCode::TimeoutBeforeExecute),
-            &error_text,
-        )
+        let code = match error {
+            // A row no step of this application wrote: nothing is decided on it, and a
+            // retry would meet the same row; a person must look.
+            StoreError::Unsealed(_) => {
+                warn!(stage = "ledger", error = %error, "an unsealed store row; nothing was run");
+                ErrorCode::Blocked
+            }
+            _ => {
+                warn!(stage = "ledger", error = %error, "store failed; nothing was run");
+                ErrorCode::TimeoutBeforeExecute
+            }
+        };
+        self.control(call, ModelError::new(code), &error_text)
     }
 
     /// Sends `result` to the audit sink, with the approval it ran on; returns the sink's

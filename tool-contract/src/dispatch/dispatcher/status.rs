@@ -40,6 +40,7 @@ impl Dispatcher {
                 .downstream_key(call.principal, application_key(call.context)),
             request_sha256: record.request_sha256,
             lease: record.lease,
+            seal: self.row_seal.clone(),
         };
         debug!(
             stage = "reconcile",

@@ -13,7 +13,7 @@ use tracing::{Instrument, debug, warn};
 use super::{Call, Dispatcher, Ended, PURGE_EVERY, Valid, duration_ms, prefix, sha256_hex};
 use crate::binder::{CallResult, FailureKind, RawProvenance, RawResult, Seal, ToolFailure};
 use crate::contract::ToolSpec;
-use crate::control::{Advance, Advanced, Claim, Claimed, Lease, Record, Release};
+use crate::control::{Advance, Advanced, Claim, Claimed, Lease, Record, Release, RowSeal};
 use crate::control::{
     ApprovalAsk, ApprovalCheck, ApprovalGrant, PendingApproval, Preview, RejectionReason, unix_ms,
 };
@@ -43,6 +43,8 @@ pub(super) struct WriteKey {
     pub(super) request_sha256: String,
     /// The lease this dispatch claims the key under (its own generation).
     pub(super) lease: Lease,
+    /// The seal of the write's approval row.
+    pub(super) seal: RowSeal,
 }
 
 impl WriteKey {
@@ -52,6 +54,7 @@ impl WriteKey {
             key: self.ledger_key.clone(),
             lease: self.lease.clone(),
             return_grant,
+            seal: self.seal.clone(),
         }
     }
 }
@@ -498,6 +501,7 @@ impl Dispatcher {
             now: (self.clock)(),
             fresh,
             retention_ms: duration_ms(self.retention),
+            seal: key.seal.clone(),
         };
         let guardrail = Guardrail::Approval.span(call.context);
         let checked = match self
@@ -869,6 +873,7 @@ impl Dispatcher {
                 &context.call.arguments,
             ),
             lease: self.new_lease(),
+            seal: self.row_seal.clone(),
         }
     }
 
@@ -891,6 +896,7 @@ impl Dispatcher {
             lease_ms: lease_ms(&valid.entry.options, self.lease_grace),
             retention_ms: duration_ms(self.retention),
             redeem: None,
+            seal: key.seal.clone(),
         }
     }
 

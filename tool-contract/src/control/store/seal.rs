@@ -1,0 +1,168 @@
+//! Approval rows sealed as the ledger's results are: each row a store writes carries an
+//! HMAC-SHA256, under a key derived from the application's audit keys, of its content and the
+//! ledger key it is stored under. A row edited, inserted or moved by anything that does not
+//! hold the keys (a database user, a restored backup of another row) is refused when read,
+//! and the step that read it fails closed.
+
+use std::fmt;
+
+use hmac::{Hmac, Mac};
+use serde::Serialize;
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
+
+use super::stored::approval_row;
+use crate::control::approval::ApprovalEntry;
+use crate::control::{Lease, StoreError};
+use crate::results::AuditKeys;
+use crate::results::digest::digests_equal;
+
+/// What the seal's key is derived for: no other key of the application is this one.
+const PURPOSE: &str = "tool-contract/approval-row-seal-v1";
+
+/// The key approval rows are sealed with. Every process holding the same [`AuditKeys`]
+/// derives the same one, so replicas read each other's rows; a store step is handed it with
+/// the request ([`ApprovalAsk`](crate::control::ApprovalAsk), …) and checks every approval
+/// row it reads with it.
+#[derive(Clone)]
+pub struct RowSeal {
+    key: [u8; 32],
+}
+
+/// The members a seal covers, in a fixed order.
+#[derive(Serialize)]
+struct Sealed<'a> {
+    ledger_key: &'a str,
+    approval_id: &'a str,
+    state: &'a str,
+    expires_at_ms: u64,
+    body: &'a str,
+    redeemed_by: Option<(&'a str, u64)>,
+}
+
+impl RowSeal {
+    /// The seal of the application that holds `keys`.
+    #[must_use]
+    pub fn new(keys: &AuditKeys) -> Self {
+        RowSeal {
+            key: keys.derived_key(PURPOSE),
+        }
+    }
+
+    /// The seal of `entry`, stored under `ledger_key`: 64 lowercase hex.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Corrupt`] when the entry has no stored form (an expiry RFC 3339 cannot
+    /// write).
+    pub fn seal(&self, ledger_key: &str, entry: &ApprovalEntry) -> Result<String, StoreError> {
+        let row = approval_row(entry)?;
+        let sealed = Sealed {
+            ledger_key,
+            approval_id: &row.approval_id,
+            state: row.state,
+            expires_at_ms: row.expires_at_ms,
+            body: &row.body,
+            redeemed_by: row
+                .redeemed_by
+                .as_ref()
+                .map(|Lease { owner, generation }| (owner.as_str(), *generation)),
+        };
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.key)
+            .map_err(|_| StoreError::Corrupt("a seal key HMAC refuses".into()))?;
+        let members = serde_json::to_vec(&sealed).map_err(|error| {
+            StoreError::Corrupt(format!("an approval row does not encode: {error}"))
+        })?;
+        mac.update(PURPOSE.as_bytes());
+        mac.update(b"\n");
+        mac.update(&members);
+        Ok(hex::encode(mac.finalize().into_bytes()))
+    }
+
+    /// Checks that `seal` is this application's seal of `entry` under `ledger_key`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unsealed`] when there is no seal or it is another's: the row was edited,
+    /// inserted or moved outside the store's own steps.
+    pub fn open(
+        &self,
+        ledger_key: &str,
+        entry: &ApprovalEntry,
+        seal: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let expected = self.seal(ledger_key, entry)?;
+        match seal {
+            Some(seal) if digests_equal(seal, &expected) => Ok(()),
+            _ => Err(StoreError::Unsealed(format!(
+                "the approval row of {} ({})",
+                entry.approval_id(),
+                if seal.is_some() {
+                    "its seal does not match"
+                } else {
+                    "it has no seal"
+                }
+            ))),
+        }
+    }
+}
+
+impl fmt::Debug for RowSeal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RowSeal(..)")
+    }
+}
+
+impl PartialEq for RowSeal {
+    fn eq(&self, other: &Self) -> bool {
+        self.key.ct_eq(&other.key).into()
+    }
+}
+
+impl Eq for RowSeal {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::SecretKey;
+
+    fn rejection(id: &str) -> ApprovalEntry {
+        ApprovalEntry::Rejected {
+            approval_id: id.to_owned(),
+            reason: None,
+            expires_at_ms: 7,
+        }
+    }
+
+    fn seal_of(key: u8) -> RowSeal {
+        RowSeal::new(&AuditKeys::new(SecretKey::from([key; 32])))
+    }
+
+    #[test]
+    fn a_row_opens_under_its_own_key_with_its_own_seal_only() {
+        let seal = seal_of(1);
+        let entry = rejection("apr_1");
+        let sealed = seal.seal("p:k", &entry).unwrap();
+        assert_eq!(sealed.len(), 64);
+        seal.open("p:k", &entry, Some(&sealed)).unwrap();
+        for (key, entry, with) in [
+            ("p:other", rejection("apr_1"), Some(sealed.as_str())),
+            ("p:k", rejection("apr_2"), Some(sealed.as_str())),
+            ("p:k", rejection("apr_1"), None),
+        ] {
+            assert!(matches!(
+                seal.open(key, &entry, with),
+                Err(StoreError::Unsealed(_))
+            ));
+        }
+        assert!(matches!(
+            seal_of(2).open("p:k", &entry, Some(&sealed)),
+            Err(StoreError::Unsealed(_))
+        ));
+    }
+
+    #[test]
+    fn the_key_never_shows_in_debug() {
+        assert_eq!(format!("{:?}", seal_of(1)), "RowSeal(..)");
+    }
+}
