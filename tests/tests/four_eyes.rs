@@ -395,3 +395,59 @@ async fn approvals_given_in_two_processes_on_postgres_combine() {
     );
     assert_eq!(remote.all_requests(), 1);
 }
+
+#[tokio::test]
+async fn one_person_is_one_approver_however_the_name_is_spelled() {
+    let remote = Remote::new();
+    let dispatcher = two_for_outside(&remote).build().unwrap();
+    let call = message("m1", "bob@globex.example");
+    let pending = pending_approval(&dispatcher, &call).await;
+    approve_as(&dispatcher, &pending, "carol@acme.example").await;
+    for spelled in [
+        "Carol@acme.example",
+        "carol@ACME.EXAMPLE",
+        "carol@acme.example ",
+        "carol@acme.example\t",
+        "car\u{200b}ol@acme.example",
+        "\u{feff}carol@acme.example",
+        "ｃａｒｏｌ@acme.example",
+        "c\u{430}rol@acme.example",
+    ] {
+        let again = approve_as(&dispatcher, &pending, spelled).await;
+        assert_eq!(
+            again.still_needed(),
+            1,
+            "{spelled:?} counted as a second person"
+        );
+    }
+    assert_eq!(remote.all_requests(), 0);
+
+    // José, composed and decomposed, is one person too.
+    let call = message("m2", "bob@globex.example");
+    let pending = pending_approval(&dispatcher, &call).await;
+    approve_as(&dispatcher, &pending, "jos\u{e9}@acme.example").await;
+    let again = approve_as(&dispatcher, &pending, "jose\u{301}@acme.example").await;
+    assert_eq!(again.still_needed(), 1);
+
+    // A different person still completes the rule.
+    let granted = approve_as(&dispatcher, &pending, "dave@acme.example").await;
+    assert!(granted.grant().is_some());
+}
+
+#[tokio::test]
+async fn a_name_of_nothing_but_spaces_and_invisible_characters_approves_nothing() {
+    let remote = Remote::new();
+    let dispatcher = two_for_outside(&remote).build().unwrap();
+    let pending = pending_approval(&dispatcher, &message("m1", "bob@globex.example")).await;
+    let refused = approve_seen(
+        &dispatcher,
+        &pending,
+        &pending.preview_sha256,
+        " \u{200b}\t",
+    )
+    .await;
+    assert!(
+        matches!(refused, Err(ApprovalError::NoApprover)),
+        "{refused:?}"
+    );
+}

@@ -110,7 +110,8 @@ impl PendingApproval {
 /// One person's approval of a pending action, as the store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GivenApproval {
-    /// Who approved (the application's own name for the person).
+    /// Who approved (the application's own name for the person, as given; approvals are
+    /// counted by its [`ApproverIdentity`](crate::control::ApproverIdentity)).
     pub approver: String,
     /// When they approved.
     pub approved_at: OffsetDateTime,
@@ -215,6 +216,10 @@ pub enum ApprovalError {
     /// record it.
     #[error("the approval's expiry is out of range")]
     ExpiryOutOfRange,
+    /// The approver's name is empty once normalized (whitespace or invisible characters
+    /// only): it names nobody.
+    #[error("the approver's name names nobody")]
+    NoApprover,
     /// The control-plane store failed: nothing was recorded.
     #[error("the approval could not be recorded")]
     Store(#[source] StoreError),

@@ -13,6 +13,7 @@
 //! store decides alike; a store only reads and writes rows.
 
 mod approval;
+mod approver;
 mod audit_log;
 mod error;
 mod ledger;
@@ -25,6 +26,7 @@ pub use approval::{
     Invalidity, PendingApproval, Preview, RejectionReason,
 };
 pub(crate) use approval::{later_by, unix_ms};
+pub use approver::ApproverIdentity;
 pub use audit_log::{
     AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256,
     JsonLinesAuditLog, LogEvent, MemoryAuditLog, SegmentReason, verify_chain,

@@ -1,6 +1,7 @@
 //! The decisions every store makes, written once: what a step writes and answers, given the
 //! rows it read. Pure functions: a store reads rows, calls one of these, writes what it says.
 
+use crate::control::approver::{ApproverIdentity, same_approver};
 use crate::control::state::{WriteEvent, WriteState};
 use crate::control::{Advance, Advanced, Claim, Claimed, Lease, Record, StoreError};
 use crate::control::{
@@ -195,7 +196,8 @@ pub fn decide_approval(
 
 /// The one decision every store makes for an approval, given the entry it holds under the
 /// approval's ledger key: the entry to write. Approvals lapsed by now no longer count; one by
-/// a person who already approved counts once; the grant forms when as many different people
+/// a person who already approved counts once, however their name is spelled
+/// ([`ApproverIdentity`]); the grant forms when as many different people
 /// as the pending approval requires (raised to what `step`'s arguments need, for an approval
 /// with edits) have approved the same preview (and the same edits), and lapses with the first
 /// of their approvals.
@@ -205,7 +207,8 @@ pub fn decide_approval(
 /// [`ApprovalError::NotPending`] unless that entry is the pending approval `step` names;
 /// [`ApprovalError::PreviewMismatch`] when the person saw another preview;
 /// [`ApprovalError::Expired`] when the expiry is not after now;
-/// [`ApprovalError::EditsDiffer`] when another approver approved other edits (or none).
+/// [`ApprovalError::EditsDiffer`] when another approver approved other edits (or none);
+/// [`ApprovalError::NoApprover`] when the approver's name is empty once normalized.
 pub fn decide_approve(
     existing: Option<&ApprovalEntry>,
     step: &ApproveStep,
@@ -219,6 +222,9 @@ pub fn decide_approve(
     };
     if pending.approval_id != step.approval_id {
         return Err(ApprovalError::NotPending);
+    }
+    if ApproverIdentity::of(&step.approver).is_none() {
+        return Err(ApprovalError::NoApprover);
     }
     if pending.preview_sha256 != step.preview_sha256 {
         return Err(ApprovalError::PreviewMismatch);
@@ -241,7 +247,7 @@ pub fn decide_approve(
     if !pending
         .approvals
         .iter()
-        .any(|given| given.approver == step.approver)
+        .any(|given| same_approver(&given.approver, &step.approver))
     {
         pending.approvals.push(GivenApproval {
             approver: step.approver.clone(),
