@@ -561,6 +561,44 @@ async fn confirm(
 async fn a_four_eyes_confirmation_says_how_many_approvals_are_still_needed() {
     let remote = Remote::new();
     let store = memory();
+    let dispatcher = Arc::new(
+        builder(&remote)
+            .approvers::<SendMessage>(2)
+            .store(store.clone())
+            .build()
+            .unwrap(),
+    );
+    let carol = connect(
+        McpServer::new(dispatcher.clone(), alice()),
+        Person::approving(),
+    )
+    .await;
+    let call = params("send_message", message());
+
+    let after_one = confirm(&carol, &call, "2 more people must approve", 2).await;
+    assert_eq!(status(&after_one), "failed", "{after_one:?}");
+    assert_eq!(remote.all_requests(), 0, "one approval ran nothing");
+    // The second person approves in the application (the session's principal has had its
+    // say); the model's next call runs the write.
+    let pending = dispatcher.pending_approvals().await.unwrap();
+    assert_eq!(pending[0].approvals_still_needed(), 1);
+    dispatcher
+        .approve_pending(
+            &pending[0],
+            "dave@acme.example",
+            std::time::Duration::from_secs(600),
+        )
+        .await
+        .unwrap();
+    let ran = completed(carol.call_tool_once(call.clone()).await);
+    assert_eq!(status(&ran), "succeeded", "{ran:?}");
+    assert_eq!(remote.all_requests(), 1);
+}
+
+#[tokio::test]
+async fn one_principal_answering_twice_under_two_client_names_is_one_approval() {
+    let remote = Remote::new();
+    let store = memory();
     let server = || {
         let dispatcher = builder(&remote)
             .approvers::<SendMessage>(2)
@@ -576,11 +614,32 @@ async fn a_four_eyes_confirmation_says_how_many_approvals_are_still_needed() {
     let carol = connect(server(), approving("carol")).await;
     let dave = connect(server(), approving("dave")).await;
     let call = params("send_message", message());
+    let state = ask(&carol, &call).await.request_state.expect("a state");
 
-    let after_one = confirm(&carol, &call, "2 more people must approve", 2).await;
-    assert_eq!(status(&after_one), "failed", "{after_one:?}");
-    assert_eq!(remote.all_requests(), 0, "one approval ran nothing");
-    let ran = confirm(&dave, &call, "1 more person must approve", 1).await;
-    assert_eq!(status(&ran), "succeeded", "{ran:?}");
-    assert_eq!(remote.all_requests(), 1);
+    let first = completed(carol.call_tool_once(answered(&call, &state, yes())).await);
+    assert_eq!(status(&first), "failed", "{first:?}");
+    // The same state, answered again by a client calling itself someone else.
+    assert_eq!(
+        refusal(dave.call_tool_once(answered(&call, &state, yes())).await),
+        "replayed"
+    );
+    assert_eq!(
+        remote.all_requests(),
+        0,
+        "one principal never meets a two-person rule"
+    );
+    let pending = dispatcher(&remote, store)
+        .pending_approvals()
+        .await
+        .unwrap();
+    let approvers: Vec<&str> = pending[0]
+        .approvals
+        .iter()
+        .map(|given| given.approver.as_str())
+        .collect();
+    assert_eq!(
+        approvers,
+        ["mcp:acme/alice"],
+        "recorded as the session's principal"
+    );
 }

@@ -25,7 +25,10 @@
 //!   tool or changed arguments is refused with a JSON-RPC `invalid_params` error whose
 //!   `data.reason` is a [`StateRefusal`] code, and nothing is recorded. Either way, accept
 //!   approves exactly the previewed request, decline rejects it (the model reads `BLOCKED`),
-//!   cancel leaves it pending. A client without elicitation reads `APPROVAL_REQUIRED`, and
+//!   cancel leaves it pending. An answer is recorded as an approval by the principal the
+//!   server acts for (`mcp:{tenant}/{subject}`), never by the name the client gives itself:
+//!   one principal supplies one approval to a rule, and a state it answered already is
+//!   refused as replayed. A client without elicitation reads `APPROVAL_REQUIRED`, and
 //!   the result's `_meta` carries the pending approval (id, preview, preview digest) for the
 //!   host to show; an approval given out of band through
 //!   [`Dispatcher::approve`](crate::dispatch::Dispatcher::approve) then lets a repeated call

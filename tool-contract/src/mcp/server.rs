@@ -22,7 +22,9 @@ use super::ADAPTER;
 use super::approval::{ApprovalState, CONFIRMATION_KEY, Decision, Expected, StateRefusal};
 use super::capture::{Captured, Capturing, kept_over_http};
 use crate::contract::ToolSpec;
-use crate::control::{ApprovalError, PendingApproval, RejectionReason, later_by, unix_ms};
+use crate::control::{
+    ApprovalError, ApproverIdentity, PendingApproval, RejectionReason, later_by, unix_ms,
+};
 use crate::dispatch::{Dispatch, Dispatcher, Task};
 use crate::results::Status;
 use crate::results::digest::canonical_within;
@@ -282,8 +284,7 @@ impl McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let answered = match request.request_state.as_deref() {
             Some(sealed) => {
-                self.record_answer(sealed, request, request_context, context)
-                    .await?;
+                self.record_answer(sealed, request, context).await?;
                 true
             }
             None => false,
@@ -326,7 +327,6 @@ impl McpServer {
         &self,
         sealed: &str,
         request: &CallToolRequestParams,
-        request_context: &RequestContext<RoleServer>,
         context: &CallContext,
     ) -> Result<(), ErrorData> {
         let keys = self.dispatcher.binder().keys().clone();
@@ -348,7 +348,12 @@ impl McpServer {
         let state = ApprovalState::open(&self.request_state, sealed, &expected).map_err(refused)?;
         let recorded = match Decision::among(request.input_responses.as_ref()) {
             Decision::Approve => {
-                let approver = approver(request_context.client_info().map(|info| info.name));
+                let approver = approver(&self.principal);
+                if self.approved_already(&state.approval_id, &approver).await {
+                    // This principal answered this approval already: whatever the client
+                    // calls itself, a second answer is not a second person.
+                    return Err(refused(StateRefusal::Replayed));
+                }
                 self.dispatcher
                     .approve(
                         &state.approval_id,
@@ -421,7 +426,7 @@ impl McpServer {
         };
         match Decision::of(&answer) {
             Decision::Approve => {
-                let approver = approver(peer.peer_info().map(|info| info.client_info.name.clone()));
+                let approver = approver(&self.principal);
                 let expires_at = later_by(self.dispatcher.now(), self.approval_ttl);
                 self.dispatcher
                     .approve(
@@ -436,6 +441,19 @@ impl McpServer {
             Decision::Reject(reason) => self.reject(&pending.approval_id, reason).await.is_ok(),
             Decision::Undecided => false,
         }
+    }
+
+    /// Whether `approver` has approved the pending approval `approval_id` already.
+    async fn approved_already(&self, approval_id: &str, approver: &str) -> bool {
+        let Ok(pending) = self.dispatcher.pending_approvals().await else {
+            // The store will refuse the approval itself, and say why.
+            return false;
+        };
+        pending
+            .iter()
+            .filter(|pending| pending.approval_id == approval_id)
+            .flat_map(|pending| &pending.approvals)
+            .any(|given| ApproverIdentity::of(&given.approver) == ApproverIdentity::of(approver))
     }
 
     /// Records a person's rejection, for `reason` if they gave one.
@@ -497,12 +515,12 @@ fn pending_meta(pending: &PendingApproval) -> MetaObject {
     meta
 }
 
-/// The approver an MCP answer is recorded under: the client that relayed it.
-fn approver(client_name: Option<String>) -> String {
-    client_name.map_or_else(
-        || "mcp-client".to_owned(),
-        |name| format!("mcp-client:{name}"),
-    )
+/// The approver an MCP answer is recorded under: the principal the session acts for, never
+/// the name the client gives itself (`clientInfo.name` is the client's to choose). Until
+/// approvers are authenticated, every answer over one session is one approval by that
+/// principal, so one principal never supplies two of the approvals a rule needs.
+fn approver(principal: &Principal) -> String {
+    format!("mcp:{}/{}", principal.tenant, principal.subject)
 }
 
 /// A refused `requestState`, as the JSON-RPC error the client reads.
