@@ -157,7 +157,7 @@ async fn a_commit_after_its_record_was_settled_otherwise_is_a_status_conflict() 
     assert_eq!(error, Some(ErrorCode::StatusConflict), "{late:?}");
     assert_eq!(late.result.model.execution().outcome, Outcome::Unknown);
     assert!(
-        detail(&late).contains("committed after"),
+        detail(&late).contains("after its record was settled"),
         "{}",
         detail(&late)
     );

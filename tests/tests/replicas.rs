@@ -227,8 +227,8 @@ async fn a_lapsed_owner_that_wakes_up_never_writes_over_the_record(backend: &imp
     assert_eq!(code(&woken), Some(ErrorCode::StatusConflict));
     assert_eq!(
         b.write_state(&alice(), &call).await.unwrap(),
-        Some(WriteState::Failed),
-        "the late commit did not write over the settled record"
+        Some(WriteState::Disputed),
+        "the late commit neither wrote over the settled record nor left it saying never happened"
     );
 }
 

@@ -54,6 +54,17 @@ fn claim(key: &str, request: &str, owner: &str, now_ms: u64) -> Claim {
     }
 }
 
+/// A claim of a later execution: its lease generation (the fencing token) above the first's.
+fn later_claim(key: &str, request: &str, owner: &str, now_ms: u64) -> Claim {
+    Claim {
+        lease: Lease {
+            owner: owner.to_owned(),
+            generation: 2,
+        },
+        ..claim(key, request, owner, now_ms)
+    }
+}
+
 fn step(
     key: &str,
     owner: &str,
@@ -341,6 +352,26 @@ async fn a_claim_is_released_only_by_its_owner_before_anything_was_sent(store: &
     );
 }
 
+async fn a_new_execution_after_the_retention_needs_a_higher_fencing_token(store: &impl Backend) {
+    let ledger = store.open().await;
+    finished(&*ledger, "done", "a", WriteEvent::Commit, Some("{}")).await;
+    // The same generation as the last execution's: its token would not fence that one out.
+    assert!(matches!(
+        ledger
+            .claim(&claim("done", "r2", "b", T0 + RETENTION))
+            .await
+            .unwrap(),
+        Claimed::InFlight(_)
+    ));
+    assert_eq!(
+        ledger
+            .claim(&later_claim("done", "r2", "b", T0 + RETENTION))
+            .await
+            .unwrap(),
+        Claimed::Fresh
+    );
+}
+
 async fn keys_expire_after_the_retention_and_unknown_ones_never_do(store: &impl Backend) {
     let ledger = store.open().await;
     finished(&*ledger, "done", "a", WriteEvent::Commit, Some("{}")).await;
@@ -355,7 +386,7 @@ async fn keys_expire_after_the_retention_and_unknown_ones_never_do(store: &impl 
     // Past the retention the key is free for a new intent.
     assert_eq!(
         ledger
-            .claim(&claim("done", "r2", "b", T0 + RETENTION))
+            .claim(&later_claim("done", "r2", "b", T0 + RETENTION))
             .await
             .unwrap(),
         Claimed::Fresh
@@ -555,7 +586,7 @@ async fn an_approval_given_on_one_replica_is_redeemed_on_another_once(store: &im
     .unwrap();
     // Once the record is gone, the grant is spent: a claim naming it again writes nothing,
     // and the next ask needs a new approval.
-    let expired_record = claim("k", "r1", "a", T0 + 2 + RETENTION);
+    let expired_record = later_claim("k", "r1", "a", T0 + 2 + RETENTION);
     assert!(matches!(
         a.claim(&Claim {
             redeem: Some("apr_a".to_owned()),
@@ -889,6 +920,7 @@ conformance!(
     an_unknown_write_is_settled_only_by_reconciliation,
     a_claim_is_released_only_by_its_owner_before_anything_was_sent,
     keys_expire_after_the_retention_and_unknown_ones_never_do,
+    a_new_execution_after_the_retention_needs_a_higher_fencing_token,
     purge_removes_only_finished_records_past_their_retention,
     concurrent_claims_of_one_key_give_exactly_one_fresh,
     a_pending_approval_is_the_same_whoever_asks_again,

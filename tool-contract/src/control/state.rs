@@ -16,10 +16,16 @@ wire_names! {
     ///   └──────────────(no approval needed)──────►│
     ///                                cancel_requested ─► cancelled (the handler confirmed it never ran)
     ///                                                ─► succeeded | failed | unknown
+    /// failed | cancelled ─► disputed (an execution that may have acted ended after that)
     /// ```
     ///
-    /// `succeeded`, `failed`, `rejected` and `cancelled` are terminal and absorbing. `unknown` is
-    /// left only by reconciliation (a status query or a person), never by running the write again.
+    /// `succeeded`, `failed`, `rejected` and `cancelled` are terminal: nothing runs for the
+    /// write any more. They are absorbing but for one move: an execution that may have acted
+    /// (a success, a timeout after sending) that ends after its record was settled as never
+    /// having happened (its lease lapsed, a status query found nothing) turns `failed` or
+    /// `cancelled` into `disputed`, for a person, never left saying "never happened". `unknown`
+    /// is left only by reconciliation (a status query or a person), never by running the write
+    /// again.
     ///
     /// ```
     /// use tool_contract::control::{WriteEvent, WriteState};
@@ -54,6 +60,9 @@ wire_names! {
         Rejected = "rejected",
         /// The handler confirmed it never acted.
         Cancelled = "cancelled",
+        /// Settled as never having happened, then an execution that may have acted ended: what
+        /// happened is in dispute, and a person decides.
+        Disputed = "disputed",
     }
 }
 
@@ -83,6 +92,9 @@ pub enum WriteEvent {
     ReconcileFound,
     /// A status query found that the action never happened.
     ReconcileAbsent,
+    /// An execution that may have acted ended after the write was settled as never having
+    /// happened (its lease had lapsed).
+    ActedAfterSettled,
 }
 
 /// A move the state machine does not have.
@@ -97,7 +109,7 @@ pub struct IllegalTransition {
 
 impl WriteState {
     /// Every state, in declaration order.
-    pub const ALL: [WriteState; 10] = [
+    pub const ALL: [WriteState; 11] = [
         WriteState::Draft,
         WriteState::PendingApproval,
         WriteState::Approved,
@@ -108,6 +120,7 @@ impl WriteState {
         WriteState::Unknown,
         WriteState::Rejected,
         WriteState::Cancelled,
+        WriteState::Disputed,
     ];
 
     /// The state after `event`, or why there is none.
@@ -131,6 +144,7 @@ impl WriteState {
             (S::Executing | S::CancelRequested, E::LoseTrack) => S::Unknown,
             (S::Unknown, E::ReconcileFound) => S::Succeeded,
             (S::Unknown, E::ReconcileAbsent) => S::Failed,
+            (S::Failed | S::Cancelled, E::ActedAfterSettled) => S::Disputed,
             (from, event) => return Err(IllegalTransition { from, event }),
         };
         Ok(next)
@@ -174,7 +188,8 @@ impl WriteState {
         }
     }
 
-    /// Whether nothing can happen to the write any more.
+    /// Whether nothing runs for the write any more (a `disputed` write waits for a person,
+    /// and is never purged).
     #[must_use]
     pub const fn is_terminal(self) -> bool {
         matches!(

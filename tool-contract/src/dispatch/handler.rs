@@ -26,6 +26,15 @@ pub struct HandlerContext {
     pub(crate) cancel: watch::Receiver<bool>,
     pub(crate) reconciling: Option<&'static str>,
     pub(crate) clock: fn() -> OffsetDateTime,
+    /// For a write, the lease its execution holds the record under.
+    pub(crate) lease: Option<HeldLease>,
+}
+
+/// The lease a write's execution holds: until when, and the claim's fencing token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HeldLease {
+    pub(crate) until: OffsetDateTime,
+    pub(crate) fencing_token: u64,
 }
 
 impl HandlerContext {
@@ -41,6 +50,7 @@ impl HandlerContext {
             cancel,
             reconciling: None,
             clock: OffsetDateTime::now_utc,
+            lease: None,
         }
     }
 
@@ -82,6 +92,42 @@ impl HandlerContext {
     #[must_use]
     pub fn attempt(&self) -> u32 {
         self.attempt
+    }
+
+    /// For a write, until when its execution holds the record (by the dispatcher's clock).
+    /// Past it another replica may find the lease lapsed, mark the write unknown and settle
+    /// it by its status query, so a handler that has not acted yet should stop rather than
+    /// act late: a write that acts after being settled as never having happened is
+    /// `disputed`, for a person. `None` for reads and status queries.
+    ///
+    /// ```
+    /// # use tool_contract::{FailureKind, ToolFailure};
+    /// # use tool_contract::dispatch::HandlerContext;
+    /// fn still_mine(cx: &HandlerContext) -> Result<(), ToolFailure> {
+    ///     match cx.lease_deadline() {
+    ///         Some(until) if cx.now() >= until => Err(ToolFailure::new(
+    ///             FailureKind::Failed,
+    ///             "the lease lapsed before the write was sent: nothing was done",
+    ///         )),
+    ///         _ => Ok(()),
+    ///     }
+    /// }
+    /// assert!(still_mine(&HandlerContext::detached("op", "key")).is_ok());
+    /// ```
+    #[must_use]
+    pub fn lease_deadline(&self) -> Option<OffsetDateTime> {
+        self.lease.map(|lease| lease.until)
+    }
+
+    /// For a write, the fencing token of its execution: the lease generation of its claim,
+    /// which grows with every claim of the operation's record (each later execution's is
+    /// higher, for as long as the store keeps the record). Send it with the write; a
+    /// downstream that keeps the highest token it has seen for the operation and refuses a
+    /// lower one turns away a writer that stalled past its lease after a newer execution
+    /// began (Kleppmann's fencing tokens). `None` for reads and status queries.
+    #[must_use]
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.lease.map(|lease| lease.fencing_token)
     }
 
     /// Whether someone asked to cancel the call.

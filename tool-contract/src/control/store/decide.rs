@@ -26,7 +26,9 @@ pub enum ClaimDecision {
 /// - in flight with its lease over (the owner crashed or vanished): now `unknown`, whoever
 ///   asks → `Unknown` for the same request, `Conflict` for another;
 /// - a record of another request digest → `Conflict`, whatever its state;
-/// - finished (`succeeded`, `failed`, `cancelled`, `rejected`) → `Replay`;
+/// - finished (`succeeded`, `failed`, `cancelled`, `rejected`) or `disputed` → `Replay`;
+/// - a finished record past its retention whose lease generation is not below the claim's
+///   (the claim's fencing token would not be above the last execution's) → `InFlight`;
 /// - in flight with its lease running → `InFlight`;
 /// - `unknown` → `Unknown`.
 ///
@@ -48,6 +50,11 @@ pub fn decide_claim(existing: Option<&Record>, claim: &Claim) -> ClaimDecision {
         return ClaimDecision::Write(fresh());
     };
     if record.state.is_terminal() && record.expires_at_ms <= claim.now_ms {
+        if claim.lease.generation <= record.lease.generation {
+            // The lease generation is the operation's fencing token: a new execution's must
+            // be above the last one's. The claimant reads the record and asks again.
+            return ClaimDecision::Answer(Claimed::InFlight(record.clone()));
+        }
         return ClaimDecision::Write(fresh());
     }
     let same_request = record.request_sha256 == claim.request_sha256 && record.tool == claim.tool;
@@ -69,7 +76,10 @@ pub fn decide_claim(existing: Option<&Record>, claim: &Claim) -> ClaimDecision {
         return ClaimDecision::Answer(Claimed::Conflict(record.clone()));
     }
     match record.state {
-        state if state.is_terminal() => ClaimDecision::Answer(Claimed::Replay(record.clone())),
+        // A disputed write's answer is its dispute, stored like a finished one's.
+        state if state.is_terminal() || state == WriteState::Disputed => {
+            ClaimDecision::Answer(Claimed::Replay(record.clone()))
+        }
         state if state.is_in_flight() => ClaimDecision::Answer(Claimed::InFlight(record.clone())),
         _ => ClaimDecision::Answer(Claimed::Unknown(record.clone())),
     }

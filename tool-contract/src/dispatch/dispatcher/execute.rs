@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -15,7 +16,7 @@ use super::{Call, Dispatcher, Ended, Valid, duration_ms};
 use crate::binder::{CallResult, FailureKind, RawResult, ToolFailure};
 use crate::control::{WriteEvent, WriteState};
 use crate::dispatch::budget::StopReason;
-use crate::dispatch::handler::HandlerContext;
+use crate::dispatch::handler::{HandlerContext, HeldLease};
 use crate::dispatch::retry::{Transient, may_retry};
 use crate::dispatch::telemetry::{self, Guardrail, Verdict};
 use crate::results::{ApprovalRecord, ErrorCode, ModelError, Status};
@@ -85,10 +86,13 @@ impl Dispatcher {
             }
             Some(event) => {
                 let state = self.ledger_record(key, event, &ended.result).await;
-                if event == WriteEvent::Commit
-                    && !matches!(state, Some(WriteState::Succeeded | WriteState::Unknown))
-                {
-                    return self.settled_otherwise(call, ended, state).await;
+                let may_have_acted = matches!(event, WriteEvent::Commit | WriteEvent::LoseTrack);
+                let settled_otherwise = matches!(
+                    state,
+                    None | Some(WriteState::Failed | WriteState::Cancelled | WriteState::Disputed)
+                );
+                if may_have_acted && settled_otherwise {
+                    return self.settled_otherwise(call, key, ended, state).await;
                 }
                 state
             }
@@ -96,12 +100,15 @@ impl Dispatcher {
         ended
     }
 
-    /// A write that committed after its record was settled otherwise (reconciled as never
-    /// having happened, or gone): `STATUS_CONFLICT` for a person. Its output is not dropped:
-    /// the audit already holds it, and now holds the conflict too.
+    /// A write that may have acted (committed, or timed out after sending) and ended after
+    /// its record was settled otherwise (its lease lapsed and it was reconciled as never
+    /// having happened, or the record is gone): `STATUS_CONFLICT` for a person, and the record
+    /// `disputed`, so that no later call reads "never happened" while the effect may exist.
+    /// Its output is not dropped: the audit already holds it, and now holds the conflict too.
     async fn settled_otherwise(
         &self,
         call: &Call<'_>,
+        key: &WriteKey,
         mut ended: Ended,
         state: Option<WriteState>,
     ) -> Ended {
@@ -109,19 +116,24 @@ impl Dispatcher {
         warn!(
             stage = "ledger",
             state = settled,
-            "a write committed after it was settled"
+            "a write that may have acted ended after it was settled"
         );
         let detail = format!(
-            "the write committed after its record was settled otherwise ({settled}); its \
-             output is the audit record before this one: a person must reconcile the two"
+            "the write may have acted after its record was settled otherwise ({settled}); \
+             what it did is the audit record before this one: a person must reconcile the two"
         );
         let error = ModelError::new(ErrorCode::StatusConflict);
         let mut conflict = self.control(call, error, &detail);
         let audit_error = self.audit(&mut conflict, ended.approval.as_ref()).await;
         let first_error = ended.audited.take().flatten();
         ended.audited = Some(first_error.or(audit_error));
+        ended.write_state = match state {
+            Some(from @ (WriteState::Failed | WriteState::Cancelled)) => {
+                self.dispute(key, from, &conflict).await
+            }
+            other => other,
+        };
         ended.result = conflict;
-        ended.write_state = state;
         ended
     }
 
@@ -216,6 +228,13 @@ impl Dispatcher {
             cancel: cancel.clone(),
             reconciling: call.status_of,
             clock: self.clock,
+            // A write's own execution holds a lease; a status query only reads.
+            lease: key
+                .filter(|_| call.status_of.is_none())
+                .map(|key| HeldLease {
+                    until: at_ms(key.lease_until_ms.load(Ordering::Relaxed)),
+                    fencing_token: key.lease.generation,
+                }),
         };
         let started = tokio::time::Instant::now();
         let running = AssertUnwindSafe(valid.entry.tool.attempt(
@@ -495,4 +514,10 @@ enum AttemptAnswer {
     Done(AttemptOutcome),
     /// A transient failure, with the server's retry-after if it gave one.
     Transient(Transient, Option<Duration>),
+}
+
+/// The instant `ms` milliseconds after the Unix epoch (the epoch itself if out of range).
+fn at_ms(ms: u64) -> time::OffsetDateTime {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
 }

@@ -204,7 +204,9 @@ impl Dispatcher {
             in_flight: Mutex::new(HashMap::new()),
             status_tools,
             rng: Mutex::new(rng),
-            sequence: AtomicU64::new(0),
+            // Lease generations are fencing tokens: started from the clock, a dispatcher
+            // started later begins above one started earlier.
+            sequence: AtomicU64::new(start_of_sequence()),
             writes: AtomicU64::new(0),
         }
     }
@@ -799,4 +801,11 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// The first 12 hex digits: enough to correlate traces, too few to matter as a digest.
 fn prefix(digest: &str) -> &str {
     digest.get(..12).unwrap_or(digest)
+}
+
+/// Where a dispatcher's sequence starts: microseconds since the Unix epoch, by the system
+/// clock (0 before it).
+fn start_of_sequence() -> u64 {
+    let micros = OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000;
+    u64::try_from(micros).unwrap_or(0)
 }

@@ -2,6 +2,8 @@
 //! the call's operation holds that write's unknown outcome, the read runs under the write's
 //! key, and what it finds settles the write.
 
+use std::sync::atomic::AtomicU64;
+
 use tokio::sync::watch;
 use tracing::debug;
 
@@ -41,6 +43,7 @@ impl Dispatcher {
             request_sha256: record.request_sha256,
             lease: record.lease,
             seal: self.row_seal.clone(),
+            lease_until_ms: AtomicU64::new(0),
         };
         debug!(
             stage = "reconcile",

@@ -2,7 +2,7 @@
 //! its end, and reconciliation of an unknown outcome.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -45,6 +45,8 @@ pub(super) struct WriteKey {
     pub(super) lease: Lease,
     /// The seal of the write's approval row.
     pub(super) seal: RowSeal,
+    /// Until when the claim holds the record (ms since the epoch), once claimed.
+    pub(super) lease_until_ms: AtomicU64,
 }
 
 impl WriteKey {
@@ -67,7 +69,7 @@ impl Dispatcher {
             // Housekeeping only: a failure here changes no answer.
             let _ = self.purge_expired().await;
         }
-        let key = self.write_key(call, valid.spec);
+        let mut key = self.write_key(call, valid.spec);
         debug!(
             stage = "ledger",
             request_sha256 = prefix(&key.request_sha256),
@@ -75,12 +77,19 @@ impl Dispatcher {
         );
         match self.store.get(&key.ledger_key).await {
             Err(error) => return Ended::new(self.store_failed(call, &error)),
-            Ok(Some(record)) if !expired(&record, self.now_ms()) => {
-                if let Some(ended) = self.settled(call, valid, &key, record).await {
+            Ok(Some(record)) => {
+                // The fencing token grows with every claim of the operation: this one's is
+                // above every claim the record has seen.
+                self.sequence
+                    .fetch_max(record.lease.generation.saturating_add(1), Ordering::Relaxed);
+                key.lease = self.new_lease();
+                if !expired(&record, self.now_ms())
+                    && let Some(ended) = self.settled(call, valid, &key, record).await
+                {
                     return ended;
                 }
             }
-            Ok(_) => {}
+            Ok(None) => {}
         }
         let approvals_required = self.approvals_required(valid.spec, &call.context.call.arguments);
         if approvals_required == 0 {
@@ -699,6 +708,32 @@ impl Dispatcher {
         None
     }
 
+    /// Marks a record settled as never having happened `disputed`, storing `conflict` as the
+    /// answer every later call replays; where it stands after.
+    pub(super) async fn dispute(
+        &self,
+        key: &WriteKey,
+        from: WriteState,
+        conflict: &CallResult,
+    ) -> Option<WriteState> {
+        let stored = Some(self.stored(key, &conflict.model));
+        let step = self.advance(
+            &key.ledger_key,
+            &key.lease,
+            from,
+            WriteEvent::ActedAfterSettled,
+            stored,
+        );
+        match self.store.advance(&step).await {
+            Ok(Advanced::Applied(record) | Advanced::Stale(Some(record))) => Some(record.state),
+            Ok(Advanced::Stale(None)) => None,
+            Err(error) => {
+                warn!(stage = "ledger", error = %error, "recording the dispute failed");
+                Some(from)
+            }
+        }
+    }
+
     /// Moves an unknown record by what reconciliation learned; where it stands after (`None`:
     /// the record is gone).
     pub(super) async fn settle_unknown(
@@ -767,6 +802,7 @@ impl Dispatcher {
             cancel,
             reconciling: Some(valid.spec.name()),
             clock: self.clock,
+            lease: None,
         };
         let query = status_tool.tool.attempt_input(input, context);
         let timeout = status_tool.options.timeout;
@@ -874,6 +910,7 @@ impl Dispatcher {
             ),
             lease: self.new_lease(),
             seal: self.row_seal.clone(),
+            lease_until_ms: AtomicU64::new(0),
         }
     }
 
@@ -887,13 +924,17 @@ impl Dispatcher {
     }
 
     fn claim(&self, valid: &Valid<'_>, key: &WriteKey) -> Claim {
+        let now_ms = self.now_ms();
+        let lease_ms = lease_ms(&valid.entry.options, self.lease_grace);
+        key.lease_until_ms
+            .store(now_ms.saturating_add(lease_ms), Ordering::Relaxed);
         Claim {
             key: key.ledger_key.clone(),
             request_sha256: key.request_sha256.clone(),
             tool: valid.spec.name().to_owned(),
             lease: key.lease.clone(),
-            now_ms: self.now_ms(),
-            lease_ms: lease_ms(&valid.entry.options, self.lease_grace),
+            now_ms,
+            lease_ms,
             retention_ms: duration_ms(self.retention),
             redeem: None,
             seal: key.seal.clone(),

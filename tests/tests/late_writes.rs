@@ -1,0 +1,303 @@
+//! A late write is seen (issue 29, point 5): a replica stalled past its lease, whose write was
+//! settled elsewhere as never having happened, never leaves the books saying so once it acts;
+//! and the handler learns its lease, so that it can stop, and a downstream can fence it out.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tool_contract::control::{ControlStore, MemoryAuditLog, MemoryStore, SqliteStore, WriteState};
+use tool_contract::dispatch::{
+    Dispatch, Dispatcher, HandlerContext, RetryPolicy, Task, ToolOptions, typed,
+};
+use tool_contract::{CallContext, ErrorCode, FailureKind, ToolContract, ToolFailure, ToolOutput};
+use tool_contract_tests::postgres::Schema;
+use tool_contract_tests::tracker::{advance_clock, alice, audit_key, clock, context, keys};
+
+/// Pay an invoice.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Payment, effect = non_idempotent_write, approval = not_required,
+                reconcile = FindPayment, source_label = "bank", producer_revision = "bank-1")]
+struct PayInvoice {
+    #[tool_contract(max_len = 20)]
+    invoice: String,
+}
+
+/// Find the payment of an invoice.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Payment, effect = read_only, source_label = "bank",
+                producer_revision = "bank-1")]
+struct FindPayment {
+    #[tool_contract(max_len = 20)]
+    invoice: String,
+}
+
+#[derive(Debug, serde::Serialize, ToolOutput)]
+struct Payment {
+    #[tool_output(bound = invoice)]
+    invoice: String,
+}
+
+/// The downstream: it pays once per accepted write, and keeps the highest fencing token it
+/// has seen for each invoice, refusing a lower one.
+#[derive(Default)]
+struct Bank {
+    paid: Mutex<Vec<String>>,
+    highest_token: Mutex<HashMap<String, u64>>,
+    /// The tokens of the writes it accepted, and of the ones it refused.
+    accepted: Mutex<Vec<u64>>,
+    refused: Mutex<Vec<u64>>,
+    /// Holds the next write until released, once.
+    hold: Mutex<Option<Arc<Notify>>>,
+    /// Told when a held write has arrived.
+    arrived: Notify,
+    /// Whether the handler stops, rather than act, once its lease has lapsed.
+    stop_at_deadline: bool,
+}
+
+async fn pay(
+    bank: Arc<Bank>,
+    input: PayInvoice,
+    cx: HandlerContext,
+) -> Result<Payment, ToolFailure> {
+    let hold = bank.hold.lock().unwrap().take();
+    if let Some(hold) = hold {
+        bank.arrived.notify_one();
+        hold.notified().await;
+    }
+    let token = cx
+        .fencing_token()
+        .expect("a write's execution has a fencing token");
+    if bank.stop_at_deadline
+        && let Some(until) = cx.lease_deadline()
+        && cx.now() >= until
+    {
+        return Err(ToolFailure::new(
+            FailureKind::Failed,
+            "the lease lapsed before the payment was sent: nothing was done",
+        ));
+    }
+    {
+        let mut highest = bank.highest_token.lock().unwrap();
+        let seen = highest.entry(input.invoice.clone()).or_default();
+        if token < *seen {
+            bank.refused.lock().unwrap().push(token);
+            return Err(ToolFailure::new(
+                FailureKind::Failed,
+                "a newer execution of this payment holds the invoice: refused, nothing paid",
+            ));
+        }
+        *seen = token;
+    }
+    bank.accepted.lock().unwrap().push(token);
+    bank.paid.lock().unwrap().push(input.invoice.clone());
+    Ok(Payment {
+        invoice: input.invoice,
+    })
+}
+
+async fn find(
+    bank: Arc<Bank>,
+    input: FindPayment,
+    _: HandlerContext,
+) -> Result<Payment, ToolFailure> {
+    if bank.paid.lock().unwrap().contains(&input.invoice) {
+        Ok(Payment {
+            invoice: input.invoice,
+        })
+    } else {
+        Err(ToolFailure::new(FailureKind::NotFound, "no payment"))
+    }
+}
+
+/// The lease a payment holds, by the dispatchers' clock: its timeout (60 s, one attempt, no
+/// retry wait) and the grace (1 s). The tests move that clock past it at once; the handler's
+/// own timeout, in real time, is never reached.
+const LEASE: Duration = Duration::from_secs(61);
+const RETENTION: Duration = Duration::from_secs(3600);
+
+/// One replica over `store`.
+fn replica(bank: &Arc<Bank>, store: &Arc<dyn ControlStore>) -> Arc<Dispatcher> {
+    let options = ToolOptions {
+        timeout: Duration::from_secs(60),
+        retry: RetryPolicy {
+            max_total_wait: Duration::ZERO,
+            ..RetryPolicy::NEVER
+        },
+        ..ToolOptions::DEFAULT
+    };
+    Arc::new(
+        Dispatcher::builder(tool_contract::registry![PayInvoice, FindPayment], keys())
+            .clock(clock)
+            .write_handler::<PayInvoice>(
+                typed(bank, pay),
+                |pay: &PayInvoice| FindPayment {
+                    invoice: pay.invoice.clone(),
+                },
+                options,
+            )
+            .handler::<FindPayment>(typed(bank, find))
+            .lease_grace(Duration::from_secs(1))
+            .retention(RETENTION)
+            .store(store.clone())
+            .audit_sink(Arc::new(MemoryAuditLog::new(audit_key())))
+            .build()
+            .unwrap(),
+    )
+}
+
+fn pay_call() -> CallContext {
+    context(
+        "c1",
+        "pay_invoice",
+        serde_json::json!({ "invoice": "INV-7" }),
+        "pay-7",
+        "pay-7",
+    )
+}
+
+fn code(dispatch: &Dispatch) -> Option<ErrorCode> {
+    dispatch.result.model.error().map(|error| error.code())
+}
+
+/// The three stores, PostgreSQL when it is configured.
+async fn stores(test: &str) -> Vec<(&'static str, Arc<dyn ControlStore>, Option<Schema>)> {
+    let path = std::env::temp_dir().join(format!("{test}-{}.db", std::process::id()));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    let mut stores: Vec<(&'static str, Arc<dyn ControlStore>, Option<Schema>)> = vec![
+        ("memory", Arc::new(MemoryStore::new()), None),
+        ("sqlite", Arc::new(SqliteStore::open(&path).unwrap()), None),
+    ];
+    if let Some(schema) = Schema::new(test) {
+        let store = schema.store().await;
+        stores.push(("postgres", Arc::new(store), Some(schema)));
+    }
+    stores
+}
+
+/// Replica `a` starts the payment and stalls inside its handler past its lease; replica `b`,
+/// asked the same call, finds the lease lapsed and settles the write by its status query
+/// (nothing paid: never happened). Returns `a`'s dispatch, still running, and `b`'s answer.
+async fn stall_and_settle_elsewhere(
+    bank: &Arc<Bank>,
+    a: &Arc<Dispatcher>,
+    b: &Arc<Dispatcher>,
+) -> (tokio::task::JoinHandle<Dispatch>, Arc<Notify>, Dispatch) {
+    let hold = Arc::new(Notify::new());
+    *bank.hold.lock().unwrap() = Some(hold.clone());
+    let stalled = {
+        let a = a.clone();
+        tokio::spawn(async move { a.dispatch(&alice(), &pay_call(), &Task::unlimited()).await })
+    };
+    bank.arrived.notified().await;
+    advance_clock(LEASE + Duration::from_secs(1));
+    let settled = b.dispatch(&alice(), &pay_call(), &Task::unlimited()).await;
+    (stalled, hold, settled)
+}
+
+#[tokio::test]
+async fn a_write_that_acts_after_it_was_settled_as_never_happened_is_disputed_for_good() {
+    for (name, store, _schema) in stores("late_write_disputed").await {
+        let bank = Arc::new(Bank::default());
+        let (a, b) = (replica(&bank, &store), replica(&bank, &store));
+        let (stalled, hold, settled) = stall_and_settle_elsewhere(&bank, &a, &b).await;
+        assert_eq!(
+            settled.write_state,
+            Some(WriteState::Failed),
+            "{name}: {settled:?}"
+        );
+
+        // The stalled replica wakes up and pays: the books must not say "never happened".
+        hold.notify_one();
+        let late = stalled.await.unwrap();
+        assert_eq!(bank.paid.lock().unwrap().len(), 1, "{name}");
+        assert_eq!(
+            code(&late),
+            Some(ErrorCode::StatusConflict),
+            "{name}: {late:?}"
+        );
+        assert_eq!(late.write_state, Some(WriteState::Disputed), "{name}");
+        let ledger_key = format!("{}:pay-7", keys().principal_ref(&alice()));
+        let record = store.get(&ledger_key).await.unwrap().expect("the record");
+        assert_eq!(record.state, WriteState::Disputed, "{name}");
+
+        // Every later call, on either replica, reads the dispute, and nothing runs again.
+        for replica in [&a, &b, &a] {
+            let again = replica
+                .dispatch(&alice(), &pay_call(), &Task::unlimited())
+                .await;
+            assert_eq!(
+                code(&again),
+                Some(ErrorCode::StatusConflict),
+                "{name}: {again:?}"
+            );
+            assert_eq!(again.write_state, Some(WriteState::Disputed), "{name}");
+        }
+        assert_eq!(bank.paid.lock().unwrap().len(), 1, "{name}: paid once");
+    }
+}
+
+#[tokio::test]
+async fn a_handler_that_checks_its_lease_deadline_stops_and_the_books_stay_true() {
+    for (name, store, _schema) in stores("late_write_stops").await {
+        let bank = Arc::new(Bank {
+            stop_at_deadline: true,
+            ..Bank::default()
+        });
+        let (a, b) = (replica(&bank, &store), replica(&bank, &store));
+        let (stalled, hold, settled) = stall_and_settle_elsewhere(&bank, &a, &b).await;
+        assert_eq!(settled.write_state, Some(WriteState::Failed), "{name}");
+        hold.notify_one();
+        let late = stalled.await.unwrap();
+        assert!(bank.paid.lock().unwrap().is_empty(), "{name}: it stopped");
+        assert_eq!(
+            late.write_state,
+            Some(WriteState::Failed),
+            "{name}: {late:?}"
+        );
+        let again = b.dispatch(&alice(), &pay_call(), &Task::unlimited()).await;
+        assert_eq!(again.write_state, Some(WriteState::Failed), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn a_downstream_that_keeps_the_highest_fencing_token_refuses_a_stalled_writer() {
+    for (name, store, _schema) in stores("late_write_fenced").await {
+        let bank = Arc::new(Bank::default());
+        // `b` starts first: its own count of claims is behind `a`'s, so only the record
+        // can tell it that a newer claim must be above `a`'s.
+        let b = replica(&bank, &store);
+        std::thread::sleep(Duration::from_millis(5));
+        let a = replica(&bank, &store);
+        let (stalled, hold, settled) = stall_and_settle_elsewhere(&bank, &a, &b).await;
+        assert_eq!(settled.write_state, Some(WriteState::Failed), "{name}");
+
+        // Long after, the record is past its retention, and the same payment runs afresh
+        // under a newer claim, whose token is higher.
+        advance_clock(RETENTION + Duration::from_secs(1));
+        let fresh = b.dispatch(&alice(), &pay_call(), &Task::unlimited()).await;
+        assert_eq!(
+            fresh.write_state,
+            Some(WriteState::Succeeded),
+            "{name}: {fresh:?}"
+        );
+
+        // The stalled writer wakes up with its old token: the downstream turns it away.
+        hold.notify_one();
+        let late = stalled.await.unwrap();
+        let accepted = bank.accepted.lock().unwrap().clone();
+        let refused = bank.refused.lock().unwrap().clone();
+        assert_eq!(accepted.len(), 1, "{name}");
+        assert_eq!(refused.len(), 1, "{name}");
+        assert!(
+            refused[0] < accepted[0],
+            "{name}: tokens grow with every claim"
+        );
+        assert_eq!(bank.paid.lock().unwrap().len(), 1, "{name}: paid once");
+        assert_ne!(code(&late), None, "{name}: the stalled writer did nothing");
+        assert_ne!(late.write_state, Some(WriteState::Disputed), "{name}");
+    }
+}
