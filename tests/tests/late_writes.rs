@@ -119,6 +119,17 @@ const RETENTION: Duration = Duration::from_secs(3600);
 
 /// One replica over `store`.
 fn replica(bank: &Arc<Bank>, store: &Arc<dyn ControlStore>) -> Arc<Dispatcher> {
+    replica_with(bank, store, |pay: &PayInvoice| FindPayment {
+        invoice: pay.invoice.clone(),
+    })
+}
+
+/// One replica over `store`, whose status query's input `status_input` builds.
+fn replica_with(
+    bank: &Arc<Bank>,
+    store: &Arc<dyn ControlStore>,
+    status_input: fn(&PayInvoice) -> FindPayment,
+) -> Arc<Dispatcher> {
     let options = ToolOptions {
         timeout: Duration::from_secs(60),
         retry: RetryPolicy {
@@ -130,13 +141,7 @@ fn replica(bank: &Arc<Bank>, store: &Arc<dyn ControlStore>) -> Arc<Dispatcher> {
     Arc::new(
         Dispatcher::builder(tool_contract::registry![PayInvoice, FindPayment], keys())
             .clock(clock)
-            .write_handler::<PayInvoice>(
-                typed(bank, pay),
-                |pay: &PayInvoice| FindPayment {
-                    invoice: pay.invoice.clone(),
-                },
-                options,
-            )
+            .write_handler::<PayInvoice>(typed(bank, pay), status_input, options)
             .handler::<FindPayment>(typed(bank, find))
             .lease_grace(Duration::from_secs(1))
             .retention(RETENTION)
@@ -300,4 +305,20 @@ async fn a_downstream_that_keeps_the_highest_fencing_token_refuses_a_stalled_wri
         assert_ne!(code(&late), None, "{name}: the stalled writer did nothing");
         assert_ne!(late.write_state, Some(WriteState::Disputed), "{name}");
     }
+}
+
+#[tokio::test]
+async fn a_status_input_builder_that_panics_leaves_the_write_unknown_and_dispatch_returns() {
+    let store: Arc<dyn ControlStore> = Arc::new(MemoryStore::new());
+    let bank = Arc::new(Bank::default());
+    let a = replica(&bank, &store);
+    let b = replica_with(&bank, &store, |_: &PayInvoice| {
+        panic!("the application's own bug in the status query's input")
+    });
+    // `a` stalls past its lease; `b` is asked the same call and must build the status query.
+    let (stalled, hold, asked) = stall_and_settle_elsewhere(&bank, &a, &b).await;
+    assert_eq!(code(&asked), Some(ErrorCode::OutcomeUnknown), "{asked:?}");
+    assert_eq!(asked.write_state, Some(WriteState::Unknown));
+    hold.notify_one();
+    stalled.await.unwrap();
 }

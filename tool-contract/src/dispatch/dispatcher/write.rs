@@ -779,10 +779,22 @@ impl Dispatcher {
         };
         let forbidden = self.registry.forbidden_keys();
         let arguments = &call.context.call.arguments;
-        let (Some(status_tool), Some(input)) = (
-            status_tool,
-            valid.entry.tool.status_input(arguments, forbidden),
-        ) else {
+        // The application's builder of the status query's input, guarded like every closure
+        // of the application's: one that panics leaves the write unknown, as one that fails.
+        let built = catch_unwind(AssertUnwindSafe(|| {
+            valid.entry.tool.status_input(arguments, forbidden)
+        }))
+        .unwrap_or_else(|_| {
+            warn!(
+                stage = "reconcile",
+                "the status query's input builder panicked"
+            );
+            Some(Err(ToolFailure::new(
+                FailureKind::Failed,
+                "the status query's input builder panicked",
+            )))
+        });
+        let (Some(status_tool), Some(input)) = (status_tool, built) else {
             return unknown("no status query: a person must check").approved(approval);
         };
         let Ok(input) = input else {
