@@ -713,7 +713,7 @@ async fn the_applications_code_that_panics_fails_closed_and_never_unwinds_throug
         .unwrap();
     let write = create("c2", "Printer", "jammed", "k-2");
     let refused = run(&stored, &write).await;
-    assert_eq!(code(&refused), Some(ErrorCode::TimeoutBeforeExecute));
+    assert_eq!(code(&refused), Some(ErrorCode::StoreUnavailable));
     assert!(
         detail(&refused).contains("panicked"),
         "{}",

@@ -24,7 +24,7 @@ fn code(dispatch: &Dispatch) -> Option<ErrorCode> {
 fn assert_refused_safely(dispatch: &Dispatch) {
     let error = dispatch.result.model.error().expect("an error");
     let entry = error.code().entry();
-    assert_eq!(error.code(), ErrorCode::TimeoutBeforeExecute);
+    assert_eq!(error.code(), ErrorCode::StoreUnavailable);
     assert_eq!(entry.outcome, Outcome::NotStarted);
     assert_eq!(entry.recovery, Recovery::RetryAfter);
 }
@@ -35,7 +35,7 @@ fn assert_refused_safely(dispatch: &Dispatch) {
 async fn run_once_the_store_is_back(dispatcher: &Dispatcher, call: &CallContext) -> Dispatch {
     let mut dispatch = run(dispatcher, call).await;
     for _ in 0..20 {
-        if code(&dispatch) != Some(ErrorCode::TimeoutBeforeExecute) {
+        if code(&dispatch) != Some(ErrorCode::StoreUnavailable) {
             break;
         }
         assert_refused_safely(&dispatch);

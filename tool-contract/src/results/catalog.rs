@@ -68,6 +68,8 @@ wire_names! {
         RejectedDuplicate = "REJECTED_DUPLICATE",
         /// A person approved the write with changed arguments, and it ran as changed.
         ApprovedWithChanges = "APPROVED_WITH_CHANGES",
+        /// The service's control-plane store could not answer; nothing happened.
+        StoreUnavailable = "STORE_UNAVAILABLE",
     }
 }
 
@@ -180,7 +182,7 @@ const fn retrying(mut entry: CatalogEntry, default_ms: u64, max_ms: u64) -> Cata
 /// assert_eq!(entry.recovery, Recovery::QueryStatus);
 /// assert!(CATALOG.iter().all(|entry| entry.message.len() < 120));
 /// ```
-pub const CATALOG: [CatalogEntry; 26] = {
+pub const CATALOG: [CatalogEntry; 27] = {
     use Category as C;
     use ErrorCode as E;
     use Outcome::{Committed, NotStarted, Unknown};
@@ -390,13 +392,24 @@ pub const CATALOG: [CatalogEntry; 26] = {
             R::None,
             "A person approved this action with changed arguments and it ran as changed. Do not call it again; tell the user.",
         ),
+        retrying(
+            entry(
+                E::StoreUnavailable,
+                C::Transient,
+                NotStarted,
+                R::RetryAfter,
+                "The service's state store could not be reached. Nothing happened; call again after the wait.",
+            ),
+            1_000,
+            60_000,
+        ),
     ]
 };
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 26] = {
-        let mut all = [ErrorCode::UnknownTool; 26];
+    pub const ALL: [ErrorCode; CATALOG.len()] = {
+        let mut all = [ErrorCode::UnknownTool; CATALOG.len()];
         let mut index = 0;
         while index < CATALOG.len() {
             all[index] = CATALOG[index].code;

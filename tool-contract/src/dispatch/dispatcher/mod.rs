@@ -688,7 +688,7 @@ impl Dispatcher {
             }
             _ => {
                 warn!(stage = "ledger", error = %error, "store failed; nothing was run");
-                ErrorCode::TimeoutBeforeExecute
+                ErrorCode::StoreUnavailable
             }
         };
         self.control(call, ModelError::new(code), &error_text)
