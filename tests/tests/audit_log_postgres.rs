@@ -247,3 +247,48 @@ async fn records_under_another_key_do_not_verify() {
         "{refused:?}"
     );
 }
+
+#[tokio::test]
+async fn a_tail_cut_with_its_head_row_set_back_passes_alone_and_shows_against_an_exported_head() {
+    let Some(schema) = Schema::new("audit_pg_rolled_back") else {
+        return;
+    };
+    let store = schema.store().await;
+    let sink = Arc::new(PostgresAuditLog::new(&store, audit_key()));
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .store(Arc::new(store.clone()))
+        .audit_sink(sink)
+        .build()
+        .unwrap();
+    for key in ["k1", "k2"] {
+        run(&dispatcher, &create("c", "Printer", key, key)).await;
+    }
+    // A database writer keeps a copy of the head row as it is at record 2.
+    tamper(
+        &schema,
+        "CREATE TABLE $S.kept AS SELECT * FROM $S.tool_contract_audit_heads",
+    );
+    run(&dispatcher, &create("c", "Printer", "k3", "k3")).await;
+    let exported = PostgresAuditLog::verify(&store, &audit_key(), &[])
+        .await
+        .unwrap();
+    assert_eq!(exported[0].head.records, 3);
+    // Record 3 deleted, the head row set back to the copy.
+    tamper(
+        &schema,
+        "DELETE FROM $S.tool_contract_audit WHERE seq = 3; \
+         UPDATE $S.tool_contract_audit_heads AS head SET records = kept.records, \
+         head_sha256 = kept.head_sha256, seal = kept.seal FROM $S.kept AS kept \
+         WHERE head.stream = kept.stream",
+    );
+    let alone = PostgresAuditLog::verify(&store, &audit_key(), &[])
+        .await
+        .expect("no check inside the database sees it");
+    assert_eq!(alone[0].head.records, 2);
+    let error = verdict(&store, &exported).await;
+    assert!(
+        matches!(error, AuditLogError::BehindCheckpoint { .. }),
+        "{error:?}"
+    );
+}

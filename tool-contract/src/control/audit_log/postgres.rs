@@ -72,6 +72,15 @@ impl PostgresAuditLog {
     /// Each stream in `known` (heads exported earlier, kept where the database's writers
     /// cannot rewrite them) must still be there and reach at least as far.
     ///
+    /// What no check inside one database can see: a writer of the database who kept a copy
+    /// of a stream's head row as it was at record N can delete the records after N and set
+    /// the head row back to that copy. Everything left is then exactly what the log held at
+    /// N, sealed with the key, and verifies: with `known` empty, such a cut tail passes. Only
+    /// a head kept outside that writer's reach shows it: pass the heads exported last (this
+    /// function's answer, stored elsewhere) as `known`, and the cut stream is
+    /// [`AuditLogError::BehindCheckpoint`]. Signed checkpoints published outside the
+    /// database are that anchor in general.
+    ///
     /// # Errors
     ///
     /// [`AuditLogError::Stream`] naming the first stream that does not verify, with why:
