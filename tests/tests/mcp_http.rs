@@ -64,12 +64,26 @@ fn message() -> Value {
 /// `body` POSTed to `address` as a `tools/call` of `tool`, with the headers 2026-07-28 asks of
 /// an HTTP request (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`).
 async fn send(address: &str, body: Vec<u8>, tool: &str) -> http::Response<hyper::body::Incoming> {
+    send_from(address, body, tool, None).await
+}
+
+/// [`send`], as a browser page of `origin` would.
+async fn send_from(
+    address: &str,
+    body: Vec<u8>,
+    tool: &str,
+    origin: Option<&str>,
+) -> http::Response<hyper::body::Incoming> {
     let stream = tokio::net::TcpStream::connect(address).await.unwrap();
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .unwrap();
     tokio::spawn(connection);
-    let request = http::Request::post("/")
+    let mut request = http::Request::post("/");
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    let request = request
         .header("host", address)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
@@ -163,5 +177,48 @@ async fn a_body_past_the_largest_argument_limit_is_refused_unread() {
         after["result"]["structuredContent"]["status"], "succeeded",
         "{after}"
     );
+    assert_eq!(remote.all_requests(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_origin_is_refused_with_403_and_an_allowed_one_is_served() {
+    let remote = Remote::new();
+    let store: Arc<dyn ControlStore> = Arc::new(MemoryStore::new());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let dispatcher = Arc::new(dispatcher(&remote, store));
+    let server = McpServer::new(dispatcher.clone(), alice())
+        .with_allowed_origins(["https://desk.acme.example"]);
+    tokio::spawn(server.serve_http(listener));
+    let call = tools_call(1, "send_message", message(), json!({}));
+    let body = || call.to_string().into_bytes();
+
+    let foreign = send_from(
+        &address,
+        body(),
+        "send_message",
+        Some("https://evil.example"),
+    )
+    .await;
+    assert_eq!(foreign.status(), http::StatusCode::FORBIDDEN);
+    assert!(
+        dispatcher.pending_approvals().await.unwrap().is_empty(),
+        "nothing reached the dispatcher"
+    );
+
+    for origin in [
+        Some("https://desk.acme.example"),
+        Some("http://localhost:5173"),
+        Some("http://127.0.0.1"),
+        None,
+    ] {
+        let served = send_from(&address, body(), "send_message", origin).await;
+        assert!(
+            served.status().is_success(),
+            "{origin:?}: {}",
+            served.status()
+        );
+    }
+    assert_eq!(dispatcher.pending_approvals().await.unwrap().len(), 1);
     assert_eq!(remote.all_requests(), 0);
 }

@@ -28,9 +28,11 @@ type HttpService = StreamableHttpService<McpServer, LocalSessionManager>;
 impl McpServer {
     /// Serves the registry over MCP's Streamable HTTP transport on `listener`, one task per
     /// connection, until accepting fails. Only loopback `Host` headers are accepted (rmcp's
-    /// default, against DNS rebinding); put a proxy that authenticates in front of anything
-    /// else. A request body longer than the registry's largest argument limit and 64 KiB more
-    /// is refused with `413` before it is read further.
+    /// default, against DNS rebinding), and a request whose `Origin` is neither a loopback
+    /// origin nor one of [`with_allowed_origins`](Self::with_allowed_origins) is refused with
+    /// `403`; put a proxy that authenticates in front of anything else. A request body longer
+    /// than the registry's largest argument limit and 64 KiB more is refused with `413` before
+    /// it is read further.
     ///
     /// ```no_run
     /// # use std::sync::Arc;
@@ -51,6 +53,7 @@ impl McpServer {
     /// [`McpServeError::Accept`] when the listener fails.
     pub async fn serve_http(self, listener: TcpListener) -> Result<(), McpServeError> {
         let max_body = self.max_message_bytes();
+        let allowed_origins = self.allowed_origins.clone();
         let mut config = StreamableHttpServerConfig::default();
         // A plain JSON answer for a plain call; rmcp falls back to a stream when the handler
         // sends anything first.
@@ -68,10 +71,20 @@ impl McpServer {
                 .await
                 .map_err(|error| McpServeError::Accept(Box::new(error)))?;
             let service = service.clone();
+            let allowed_origins = allowed_origins.clone();
             tokio::spawn(async move {
                 let serve = hyper::service::service_fn(move |request: Request<Incoming>| {
                     let service = service.clone();
-                    async move { Ok::<_, Infallible>(kept_then(service, request, max_body).await) }
+                    let allowed_origins = allowed_origins.clone();
+                    async move {
+                        if !origin_allowed(&request, &allowed_origins) {
+                            return Ok::<_, Infallible>(refusal(
+                                StatusCode::FORBIDDEN,
+                                "the request's Origin is not allowed",
+                            ));
+                        }
+                        Ok(kept_then(service, request, max_body).await)
+                    }
                 });
                 // A connection that fails (the client went away) ends only itself.
                 let _ = hyper::server::conn::http1::Builder::new()
@@ -113,6 +126,29 @@ async fn kept_then(
         Ok(response) => response,
         Err(never) => match never {},
     }
+}
+
+/// Whether `request` may be served by its `Origin`: none (not from a browser), a loopback
+/// origin, or one of `allowed` (lowercase, without a trailing `/`).
+fn origin_allowed(request: &Request<Incoming>, allowed: &[String]) -> bool {
+    let Some(origin) = request.headers().get(http::header::ORIGIN) else {
+        return true;
+    };
+    let Ok(origin) = origin.to_str() else {
+        return false;
+    };
+    let origin = origin.trim_end_matches('/').to_ascii_lowercase();
+    if allowed.contains(&origin) {
+        return true;
+    }
+    let Some((scheme, authority)) = origin.split_once("://") else {
+        return false;
+    };
+    let host = match authority.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    matches!(scheme, "http" | "https") && matches!(host, "localhost" | "127.0.0.1" | "::1")
 }
 
 fn refusal(status: StatusCode, text: &'static str) -> Response<BoxBody<Bytes, Infallible>> {

@@ -71,6 +71,8 @@ pub struct McpServer {
     request_state: RequestStateCodec,
     /// The arguments as the client sent them, once the server reads its own session.
     captured: Option<Arc<Captured>>,
+    /// The browser origins Streamable HTTP accepts besides loopback ones, lowercase.
+    pub(super) allowed_origins: Arc<Vec<String>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -119,7 +121,26 @@ impl McpServer {
             approval_ttl: Duration::from_secs(600),
             request_state,
             captured: None,
+            allowed_origins: Arc::new(Vec::new()),
         }
+    }
+
+    /// The browser origins (`scheme://host[:port]`, as a browser sends them in `Origin`) whose
+    /// pages may call this server over Streamable HTTP, besides loopback ones. A request with
+    /// any other `Origin` is refused with `403` before it is read (MCP's transport requires
+    /// the check, against DNS rebinding); a request without one (not from a browser) is
+    /// served.
+    #[must_use]
+    pub fn with_allowed_origins(
+        mut self,
+        origins: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        let origins = origins
+            .into_iter()
+            .map(|origin| origin.into().trim_end_matches('/').to_ascii_lowercase())
+            .collect();
+        self.allowed_origins = Arc::new(origins);
+        self
     }
 
     /// The budget every call of the session draws on.
