@@ -810,6 +810,7 @@ fn ascii_form(key: &str) -> String {
     let mut ascii = String::with_capacity(key.len());
     let mut buffer = [0; 4];
     for character in key.nfkc() {
+        let character = disguised_letter(character).unwrap_or(character);
         if character.is_ascii() {
             ascii.push(character);
             continue;
@@ -822,6 +823,30 @@ fn ascii_form(key: &str) -> String {
         }
     }
     ascii
+}
+
+/// The letter a character neither NFKC nor the skeleton maps stands for, as the runtime's
+/// `vocabulary::forbidden` reads it (the same ranges and table): tag characters, negative
+/// circled and squared capitals, small capitals.
+fn disguised_letter(character: char) -> Option<char> {
+    let code = u32::from(character);
+    let shifted = |from: u32, first: u8| {
+        u8::try_from(code - from)
+            .ok()
+            .map(|offset| char::from(first + offset))
+    };
+    match code {
+        0xE0030..=0xE0039 => shifted(0xE0030, b'0'),
+        0xE0041..=0xE005A => shifted(0xE0041, b'a'),
+        0xE0061..=0xE007A => shifted(0xE0061, b'a'),
+        0x1F150..=0x1F169 => shifted(0x1F150, b'a'),
+        0x1F170..=0x1F189 => shifted(0x1F170, b'a'),
+        _ => "\u{1D00}\u{0299}\u{1D04}\u{1D05}\u{1D07}\u{A730}\u{0262}\u{029C}\u{026A}\u{1D0A}\u{1D0B}\u{029F}\u{1D0D}\u{0274}\u{1D0F}\u{1D18}\u{A7AF}\u{0280}\u{A731}\u{1D1B}\u{1D1C}\u{1D20}\u{1D21}\u{028F}\u{1D22}"
+            .chars()
+            .zip("abcdefghijklmnopqrstuvwyz".chars())
+            .find(|(small, _)| *small == character)
+            .map(|(_, letter)| letter),
+    }
 }
 
 fn limits(limits: &Limits) -> TokenStream {

@@ -116,18 +116,37 @@ const fn holds(key: &[u8], word: &[u8], whole: bool) -> bool {
     false
 }
 
+/// Whether the last word of `key` (ASCII) is `word` in the plural (`word` and an `s`): as a
+/// run of whole words (`whole`), or ending that last word. Only the last word, the thing a key
+/// names: `access_tokens` names tokens, `tokens_used` a count.
+const fn ends_with_plural(key: &[u8], word: &[u8], whole: bool) -> bool {
+    let mut end = key.len();
+    while end > 0 && !key[end - 1].is_ascii_alphanumeric() {
+        end -= 1;
+    }
+    if end < 2 || key[end - 1].to_ascii_lowercase() != b's' || word_starts_at(key, end - 1) {
+        return false;
+    }
+    match spelled_before(key, end - 1, word) {
+        Some(start) => !whole || word_starts_at(key, start),
+        None => false,
+    }
+}
+
 /// Whether the default lists forbid the ASCII key `key`; other bytes separate words.
 const fn is_forbidden_ascii(key: &[u8]) -> bool {
     let mut i = 0;
     while i < FORBIDDEN_KEYS.len() {
-        if holds(key, FORBIDDEN_KEYS[i].as_bytes(), true) {
+        let word = FORBIDDEN_KEYS[i].as_bytes();
+        if holds(key, word, true) || ends_with_plural(key, word, true) {
             return true;
         }
         i += 1;
     }
     let mut i = 0;
     while i < FORBIDDEN_KEY_SUFFIXES.len() {
-        if holds(key, FORBIDDEN_KEY_SUFFIXES[i].as_bytes(), false) {
+        let word = FORBIDDEN_KEY_SUFFIXES[i].as_bytes();
+        if holds(key, word, false) || ends_with_plural(key, word, false) {
             return true;
         }
         i += 1;
@@ -153,6 +172,7 @@ fn ascii_form(key: &str) -> Cow<'_, str> {
     let mut ascii = String::with_capacity(key.len());
     let mut buffer = [0; 4];
     for character in key.nfkc() {
+        let character = disguised_letter(character).unwrap_or(character);
         if character.is_ascii() {
             ascii.push(character);
             continue;
@@ -166,6 +186,60 @@ fn ascii_form(key: &str) -> Cow<'_, str> {
     }
     Cow::Owned(ascii)
 }
+
+/// The ASCII letter or digit a character that neither NFKC nor the confusables skeleton maps
+/// stands for, where it spells one plainly: Unicode tag characters (U+E0020..U+E007E, the
+/// ASCII block shifted), negative circled and negative squared capitals (U+1F150..U+1F169,
+/// U+1F170..U+1F189) and the small capitals of the IPA and phonetic blocks (their names,
+/// `LATIN LETTER SMALL CAPITAL X`, in the Unicode Character Database).
+fn disguised_letter(character: char) -> Option<char> {
+    let code = u32::from(character);
+    let shifted = |from: u32, first: u8| {
+        u8::try_from(code - from)
+            .ok()
+            .map(|offset| char::from(first + offset))
+    };
+    match code {
+        0xE0030..=0xE0039 => shifted(0xE0030, b'0'),
+        0xE0041..=0xE005A => shifted(0xE0041, b'a'),
+        0xE0061..=0xE007A => shifted(0xE0061, b'a'),
+        0x1F150..=0x1F169 => shifted(0x1F150, b'a'),
+        0x1F170..=0x1F189 => shifted(0x1F170, b'a'),
+        _ => SMALL_CAPITALS
+            .iter()
+            .find(|(small, _)| *small == character)
+            .map(|(_, letter)| *letter),
+    }
+}
+
+/// Each `LATIN LETTER SMALL CAPITAL` with the letter it is.
+const SMALL_CAPITALS: [(char, char); 25] = [
+    ('\u{1D00}', 'a'),
+    ('\u{0299}', 'b'),
+    ('\u{1D04}', 'c'),
+    ('\u{1D05}', 'd'),
+    ('\u{1D07}', 'e'),
+    ('\u{A730}', 'f'),
+    ('\u{0262}', 'g'),
+    ('\u{029C}', 'h'),
+    ('\u{026A}', 'i'),
+    ('\u{1D0A}', 'j'),
+    ('\u{1D0B}', 'k'),
+    ('\u{029F}', 'l'),
+    ('\u{1D0D}', 'm'),
+    ('\u{0274}', 'n'),
+    ('\u{1D0F}', 'o'),
+    ('\u{1D18}', 'p'),
+    ('\u{A7AF}', 'q'),
+    ('\u{0280}', 'r'),
+    ('\u{A731}', 's'),
+    ('\u{1D1B}', 't'),
+    ('\u{1D1C}', 'u'),
+    ('\u{1D20}', 'v'),
+    ('\u{1D21}', 'w'),
+    ('\u{028F}', 'y'),
+    ('\u{1D22}', 'z'),
+];
 
 /// `name` as the lists hold words: its ASCII form's letters and digits, lowercase.
 fn word_of(name: &str) -> String {
@@ -308,6 +382,61 @@ mod tests {
             "\u{441}ookie",
             "ca\u{200b}ll_id",
             "secret\u{fe0f}",
+        ] {
+            assert!(forbidden(key), "{key:?}");
+        }
+    }
+
+    #[test]
+    fn the_plural_of_a_listed_word_ending_a_key_is_caught() {
+        for key in [
+            "secrets",
+            "passwords",
+            "api_keys",
+            "apiKeys",
+            "access_tokens",
+            "cookies",
+            "private_keys",
+            "session_ids",
+            "call_ids",
+            "client_secrets",
+            "jwts",
+            "AccessTokens",
+        ] {
+            assert!(is_forbidden_by_default(key), "{key}");
+            assert!(forbidden(key), "{key}");
+        }
+        for key in [
+            "tokens_used",
+            "secrets_count",
+            "recall_ids",
+            "keys",
+            "monkeys",
+        ] {
+            assert!(!forbidden(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn letters_in_disguise_spelling_a_listed_word_are_caught() {
+        let tags: String = "token"
+            .chars()
+            .map(|c| char::from_u32(0xE0000 + u32::from(c)).unwrap())
+            .collect();
+        let negative_circled: String = "TOKEN"
+            .chars()
+            .map(|c| char::from_u32(0x1F150 + u32::from(c) - 0x41).unwrap())
+            .collect();
+        let negative_squared: String = "SECRET"
+            .chars()
+            .map(|c| char::from_u32(0x1F170 + u32::from(c) - 0x41).unwrap())
+            .collect();
+        for key in [
+            tags.as_str(),
+            negative_circled.as_str(),
+            negative_squared.as_str(),
+            "\u{1D1B}\u{1D0F}\u{1D0B}\u{1D07}\u{0274}",
+            "\u{1D18}\u{1D00}\u{A731}\u{A731}\u{1D21}\u{1D0F}\u{0280}\u{1D05}",
         ] {
             assert!(forbidden(key), "{key:?}");
         }
