@@ -124,7 +124,7 @@ const fn ends_with_plural(key: &[u8], word: &[u8], whole: bool) -> bool {
     while end > 0 && !key[end - 1].is_ascii_alphanumeric() {
         end -= 1;
     }
-    if end < 2 || key[end - 1].to_ascii_lowercase() != b's' || word_starts_at(key, end - 1) {
+    if end < 2 || !key[end - 1].eq_ignore_ascii_case(&b's') || word_starts_at(key, end - 1) {
         return false;
     }
     match spelled_before(key, end - 1, word) {
