@@ -114,9 +114,40 @@ async fn a_receipt_verifies_offline_with_the_published_key_and_covers_the_call()
     receipt
         .check_call(&alice(), arguments(&call))
         .expect("it covers the model's call");
-    // Pretty-printed, it says the same and still verifies.
+}
+
+#[tokio::test]
+async fn only_the_canonical_bytes_that_were_signed_verify() {
+    let (ran, _, _) = approved_run(signer()).await;
+    let text = receipt_of(&ran).to_json();
     let pretty = serde_json::to_string_pretty(&receipt_of(&ran)).unwrap();
-    assert_eq!(published().verify(pretty.as_bytes()).unwrap(), receipt);
+    // The same members, signature first: the same meaning in another order.
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let reordered = format!(
+        "{{\"signature\":{},\"receipt\":{}}}",
+        value["signature"], value["receipt"]
+    );
+    // A letter of the receipt written as a JSON escape.
+    let escaped = text.replacen("\"tool-contract/", "\"\\u0074ool-contract/", 1);
+    assert_ne!(escaped, text);
+    for copy in [
+        pretty,
+        reordered,
+        escaped,
+        format!("{text}\n"),
+        format!(" {text}"),
+    ] {
+        assert!(
+            matches!(
+                published().verify(copy.as_bytes()),
+                Err(ReceiptError::NotCanonical)
+            ),
+            "{copy}"
+        );
+    }
+    published()
+        .verify(text.as_bytes())
+        .expect("the signed bytes verify");
 }
 
 #[tokio::test]

@@ -387,17 +387,22 @@ impl KeySet {
         )
     }
 
-    /// Checks a receipt's text: read exactly (unknown or duplicate members refused), signed
-    /// by the key it names, redeemed while that key signed. Returns what it says.
+    /// Checks a receipt's text: read exactly (unknown or duplicate members refused), exactly
+    /// the RFC 8785 canonical bytes [`SignedReceipt::to_json`] writes (a pretty-printed,
+    /// reordered or differently escaped copy is refused, though it would mean the same),
+    /// signed by the key it names, redeemed while that key signed. Returns what it says.
     ///
     /// # Errors
     ///
-    /// [`ReceiptError`] for a receipt that is malformed, of another version, names a key this
-    /// set does not hold or one that did not sign at its time, or whose signature does not
-    /// verify.
+    /// [`ReceiptError`] for a receipt that is malformed, not in its canonical bytes, of
+    /// another version, names a key this set does not hold or one that did not sign at its
+    /// time, or whose signature does not verify.
     pub fn verify(&self, receipt_json: &[u8]) -> Result<ApprovalReceipt, ReceiptError> {
         let signed: SignedReceipt = depth::from_slice(receipt_json)
             .map_err(|error| ReceiptError::Malformed(error.to_string()))?;
+        if signed.to_json().as_bytes() != receipt_json {
+            return Err(ReceiptError::NotCanonical);
+        }
         self.verify_signed(&signed)?;
         Ok(signed.receipt)
     }
@@ -493,6 +498,11 @@ pub enum ReceiptError {
     /// not RFC 3339.
     #[error("not a well-formed receipt: {0}")]
     Malformed(String),
+    /// The text is a receipt, but not in the canonical bytes that were signed (pretty-printed,
+    /// members reordered, characters escaped otherwise, anything around it): only those bytes
+    /// are accepted.
+    #[error("the receipt is not in its canonical (RFC 8785) bytes")]
+    NotCanonical,
     /// A receipt of another version or kind.
     #[error("the receipt is of another version")]
     OtherVersion,
