@@ -83,8 +83,9 @@ async fn call(replica: &Replica, tool: &str, arguments: Value, extra: Value) -> 
     serde_json::from_str(json).unwrap_or_else(|_| panic!("not JSON: {text}"))
 }
 
+/// A refund one supervisor approves (40.00 and under).
 fn refund() -> Value {
-    json!({ "order_ref": "ORDER-1001", "amount_cents": 4990, "reason": "Mug arrived broken" })
+    json!({ "order_ref": "ORDER-1001", "amount_cents": 3990, "reason": "Mug arrived broken" })
 }
 
 #[tokio::test]

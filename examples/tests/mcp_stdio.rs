@@ -169,8 +169,9 @@ fn audit_key() -> tool_contract::SecretKey {
     tool_contract::SecretKey::new(*b"refund desk audit key not secret").unwrap()
 }
 
+/// A refund one supervisor approves (40.00 and under).
 fn refund(reason: &str) -> Value {
-    json!({ "order_ref": "ORDER-1001", "amount_cents": 4990, "reason": reason })
+    json!({ "order_ref": "ORDER-1001", "amount_cents": 3990, "reason": reason })
 }
 
 fn code(result: &CallToolResult) -> Option<&str> {
@@ -508,4 +509,53 @@ async fn a_finished_write_is_replayed_after_the_desk_restarts_on_its_store() {
         path.push(suffix);
         let _ = std::fs::remove_file(path);
     }
+}
+
+#[tokio::test]
+async fn a_refund_above_forty_needs_two_approvals_over_mcp_as_in_the_replay() {
+    let person = Person::answering(ElicitationAction::Accept, true);
+    let session = connect(person.clone()).await;
+    let large = json!({ "order_ref": "ORDER-1001", "amount_cents": 4990, "reason": "broken" });
+    let asked = session.call("create_refund_draft", large.clone()).await;
+    assert_eq!(code(&asked), Some("APPROVAL_REQUIRED"), "{}", text(&asked));
+    let forms = person.forms_shown();
+    assert!(forms[0].contains("2 different approvers"), "{}", forms[0]);
+    // The person at the client approved once; the session's principal cannot approve twice.
+    let again = session.call("create_refund_draft", large).await;
+    assert_eq!(code(&again), Some("APPROVAL_REQUIRED"), "{}", text(&again));
+    let read = session
+        .call("get_refund_draft", json!({ "order_ref": "ORDER-1001" }))
+        .await;
+    assert_eq!(code(&read), Some("NOT_FOUND"), "nothing was drafted");
+    session.close().await;
+}
+
+#[test]
+fn a_session_that_only_discovers_and_closes_ends_the_desk_cleanly() {
+    use std::io::Write;
+    let store = store_file();
+    let mut desk = std::process::Command::new(env!("CARGO_BIN_EXE_refund-desk"))
+        .arg("mcp")
+        .arg("--store")
+        .arg(&store)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the desk starts");
+    let discover = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "server/discover",
+        "params": { "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": { "name": "probe", "version": "1" }
+        } }
+    });
+    let mut stdin = desk.stdin.take().expect("stdin is piped");
+    writeln!(stdin, "{discover}").unwrap();
+    drop(stdin);
+    let output = desk.wait_with_output().expect("the desk ends");
+    let answer = String::from_utf8_lossy(&output.stdout);
+    assert!(answer.contains("supportedVersions"), "{answer}");
+    assert!(output.status.success(), "{:?}", output.status);
 }

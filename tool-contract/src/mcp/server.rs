@@ -10,7 +10,9 @@ use rmcp::model::{
     MetaObject, PaginatedRequestParams, ProtocolVersion, RequestStateCodec, ServerCapabilities,
     ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::{ElicitationMode, RequestContext, RoleServer, RunningService};
+use rmcp::service::{
+    ElicitationMode, RequestContext, RoleServer, RunningService, ServerInitializeError,
+};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
@@ -186,9 +188,20 @@ impl McpServer {
     ///
     /// [`McpServeError`] when the handshake fails or the session ends abnormally.
     pub async fn serve_stdio(self) -> Result<(), McpServeError> {
-        let running = self
-            .serve_io(tokio::io::stdin(), tokio::io::stdout())
-            .await?;
+        let running = match self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await {
+            Ok(running) => running,
+            // A 2026-07-28 client has no handshake: one that sent `server/discover` (and any
+            // stateless requests) and closed its end has ended its session cleanly.
+            Err(McpServeError::Initialize(error))
+                if matches!(
+                    error.downcast_ref::<ServerInitializeError>(),
+                    Some(ServerInitializeError::ConnectionClosed(_))
+                ) =>
+            {
+                return Ok(());
+            }
+            Err(error) => return Err(error),
+        };
         running
             .waiting()
             .await

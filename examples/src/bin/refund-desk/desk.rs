@@ -421,19 +421,10 @@ pub fn receipt_signer() -> Result<ReceiptSigner, String> {
     Ok(ReceiptSigner::new("refund-desk-2026", RECEIPT_SEED, since))
 }
 
-/// The dispatcher of `desk`: every tool with its handler, the refund draft reconciled by its
-/// key, the audit records to `audit`.
-pub fn dispatcher(
-    desk: &Arc<Desk>,
-    audit: Arc<dyn AuditSink>,
-    store: Arc<dyn ControlStore>,
-) -> Result<Dispatcher, String> {
-    built(builder(desk, audit, store)?)
-}
 
-/// [`dispatcher`] with the desk's stricter rules, as the replay runs it: two supervisors for a
-/// refund above [`TWO_SUPERVISORS_ABOVE_CENTS`], and a signed receipt for each approval
-/// redeemed.
+/// The desk's dispatcher, as the replay and `mcp` run it: its handlers, the audit to
+/// `audit`, the store `store`, two supervisors for a refund above
+/// [`TWO_SUPERVISORS_ABOVE_CENTS`], and a signed receipt for each approval redeemed.
 pub fn four_eyes_dispatcher(
     desk: &Arc<Desk>,
     audit: Arc<dyn AuditSink>,

@@ -207,7 +207,8 @@ fn serve_mcp(store: &Store, http: Option<&str>) -> Result<(), String> {
             ),
         };
         let desk = Arc::new(desk::Desk::seeded());
-        let dispatcher = desk::dispatcher(&desk, audit, control)?;
+        // The same rules as the replay: two supervisors above 40.00, receipts signed.
+        let dispatcher = desk::four_eyes_dispatcher(&desk, audit, control)?;
         let server = McpServer::new(
             Arc::new(dispatcher),
             Principal::new("acme-shop", "mcp:refund-desk"),
