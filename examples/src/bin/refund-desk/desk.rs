@@ -421,7 +421,6 @@ pub fn receipt_signer() -> Result<ReceiptSigner, String> {
     Ok(ReceiptSigner::new("refund-desk-2026", RECEIPT_SEED, since))
 }
 
-
 /// The desk's dispatcher, as the replay and `mcp` run it: its handlers, the audit to
 /// `audit`, the store `store`, two supervisors for a refund above
 /// [`TWO_SUPERVISORS_ABOVE_CENTS`], and a signed receipt for each approval redeemed.
