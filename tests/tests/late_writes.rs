@@ -322,3 +322,117 @@ async fn a_status_input_builder_that_panics_leaves_the_write_unknown_and_dispatc
     hold.notify_one();
     stalled.await.unwrap();
 }
+
+#[tokio::test]
+async fn a_person_settles_a_dispute_as_done_and_every_later_call_follows() {
+    use tool_contract::dispatch::Settlement;
+    for (name, store, _schema) in stores("late_write_settled").await {
+        let bank = Arc::new(Bank::default());
+        let (a, b) = (replica(&bank, &store), replica(&bank, &store));
+        let (stalled, hold, _) = stall_and_settle_elsewhere(&bank, &a, &b).await;
+        hold.notify_one();
+        assert_eq!(
+            stalled.await.unwrap().write_state,
+            Some(WriteState::Disputed)
+        );
+
+        // An output the contract refuses (another invoice than this call's) settles nothing.
+        let wrong = serde_json::json!({ "invoice": "INV-8" });
+        let refused = b
+            .settle(
+                &alice(),
+                &pay_call(),
+                Settlement::Done(wrong),
+                "ops@acme.example",
+            )
+            .await;
+        assert!(
+            matches!(
+                refused,
+                Err(tool_contract::dispatch::SettleError::InvalidOutput(_))
+            ),
+            "{name}: {refused:?}"
+        );
+        let output = serde_json::json!({ "invoice": "INV-7" });
+        let settled = b
+            .settle(
+                &alice(),
+                &pay_call(),
+                Settlement::Done(output),
+                "ops@acme.example",
+            )
+            .await
+            .expect("settled");
+        assert_eq!(settled.write_state, Some(WriteState::Succeeded), "{name}");
+        assert!(
+            settled
+                .result
+                .audit
+                .detail
+                .as_deref()
+                .unwrap_or_default()
+                .contains("ops@acme.example"),
+            "{name}: the audit names who settled it"
+        );
+        for replica in [&a, &b] {
+            let again = replica
+                .dispatch(&alice(), &pay_call(), &Task::unlimited())
+                .await;
+            assert_eq!(code(&again), None, "{name}: {again:?}");
+            assert_eq!(again.write_state, Some(WriteState::Succeeded), "{name}");
+        }
+        // Settled once: a second settlement is refused.
+        let twice = b
+            .settle(
+                &alice(),
+                &pay_call(),
+                Settlement::NeverHappened,
+                "ops@acme.example",
+            )
+            .await;
+        assert!(
+            matches!(
+                twice,
+                Err(tool_contract::dispatch::SettleError::NotUnsettled(
+                    WriteState::Succeeded
+                ))
+            ),
+            "{name}: {twice:?}"
+        );
+        assert_eq!(bank.paid.lock().unwrap().len(), 1, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn a_person_settles_an_unknown_write_as_never_happened_and_retries_follow() {
+    use tool_contract::dispatch::Settlement;
+    let store: Arc<dyn ControlStore> = Arc::new(MemoryStore::new());
+    let bank = Arc::new(Bank {
+        stop_at_deadline: true,
+        ..Bank::default()
+    });
+    let a = replica(&bank, &store);
+    // `b` cannot ask the status query: the write stays unknown, for a person.
+    let b = replica_with(&bank, &store, |_: &PayInvoice| {
+        panic!("no status query here")
+    });
+    let (stalled, hold, asked) = stall_and_settle_elsewhere(&bank, &a, &b).await;
+    assert_eq!(asked.write_state, Some(WriteState::Unknown));
+    let settled = b
+        .settle(
+            &alice(),
+            &pay_call(),
+            Settlement::NeverHappened,
+            "ops@acme.example",
+        )
+        .await
+        .expect("settled");
+    assert_eq!(settled.write_state, Some(WriteState::Failed));
+    let again = b.dispatch(&alice(), &pay_call(), &Task::unlimited()).await;
+    assert_eq!(again.write_state, Some(WriteState::Failed), "{again:?}");
+    assert_ne!(code(&again), Some(ErrorCode::OutcomeUnknown));
+    // The stalled execution stops at its deadline: the settlement stays true.
+    hold.notify_one();
+    stalled.await.unwrap();
+    assert!(bank.paid.lock().unwrap().is_empty());
+}

@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use tool_contract::control::{IllegalTransition, WriteEvent, WriteState};
 
-const EVENTS: [WriteEvent; 11] = [
+const EVENTS: [WriteEvent; 12] = [
     WriteEvent::RequestApproval,
     WriteEvent::Approve,
     WriteEvent::Reject,
@@ -15,6 +15,7 @@ const EVENTS: [WriteEvent; 11] = [
     WriteEvent::LoseTrack,
     WriteEvent::ReconcileFound,
     WriteEvent::ReconcileAbsent,
+    WriteEvent::ActedAfterSettled,
 ];
 
 fn walk(from: WriteState, events: &[WriteEvent]) -> Result<WriteState, IllegalTransition> {
@@ -106,16 +107,33 @@ fn unknown_is_left_only_by_reconciliation() {
 }
 
 #[test]
-fn terminal_states_take_no_event() {
+fn terminal_states_take_no_event_but_a_late_act_after_never_happened() {
     for state in WriteState::ALL
         .into_iter()
         .filter(|state| state.is_terminal())
     {
         for event in EVENTS {
-            assert_eq!(
-                state.next(event),
-                Err(IllegalTransition { from: state, event })
-            );
+            let settled_as_nothing = matches!(state, WriteState::Failed | WriteState::Cancelled);
+            if settled_as_nothing && event == WriteEvent::ActedAfterSettled {
+                assert_eq!(state.next(event), Ok(WriteState::Disputed));
+            } else {
+                assert_eq!(
+                    state.next(event),
+                    Err(IllegalTransition { from: state, event })
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_dispute_is_left_only_by_a_settlement() {
+    for event in EVENTS {
+        let next = WriteState::Disputed.next(event);
+        match event {
+            WriteEvent::ReconcileFound => assert_eq!(next, Ok(WriteState::Succeeded)),
+            WriteEvent::ReconcileAbsent => assert_eq!(next, Ok(WriteState::Failed)),
+            _ => assert!(next.is_err(), "{event:?}"),
         }
     }
 }
@@ -139,8 +157,8 @@ proptest! {
         for event in events.iter().map(|index| EVENTS[*index]) {
             match state.next(event) {
                 Ok(next) => {
-                    // Terminal states are absorbing.
-                    prop_assert!(!state.is_terminal());
+                    // Terminal states are absorbing, but for a late act after "never happened".
+                    prop_assert!(!state.is_terminal() || event == WriteEvent::ActedAfterSettled);
                     // Nothing leaves unknown but reconciliation.
                     if state == WriteState::Unknown {
                         prop_assert!(matches!(event, WriteEvent::ReconcileFound | WriteEvent::ReconcileAbsent));

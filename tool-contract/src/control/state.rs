@@ -17,15 +17,16 @@ wire_names! {
     ///                                cancel_requested ─► cancelled (the handler confirmed it never ran)
     ///                                                ─► succeeded | failed | unknown
     /// failed | cancelled ─► disputed (an execution that may have acted ended after that)
+    ///                       disputed ─► succeeded | failed (a person settles it)
     /// ```
     ///
     /// `succeeded`, `failed`, `rejected` and `cancelled` are terminal: nothing runs for the
     /// write any more. They are absorbing but for one move: an execution that may have acted
     /// (a success, a timeout after sending) that ends after its record was settled as never
     /// having happened (its lease lapsed, a status query found nothing) turns `failed` or
-    /// `cancelled` into `disputed`, for a person, never left saying "never happened". `unknown`
-    /// is left only by reconciliation (a status query or a person), never by running the write
-    /// again.
+    /// `cancelled` into `disputed`, for a person, never left saying "never happened"; only a
+    /// person settles a dispute. `unknown` is left only by reconciliation (a status query or a
+    /// person), never by running the write again.
     ///
     /// ```
     /// use tool_contract::control::{WriteEvent, WriteState};
@@ -145,6 +146,8 @@ impl WriteState {
             (S::Unknown, E::ReconcileFound) => S::Succeeded,
             (S::Unknown, E::ReconcileAbsent) => S::Failed,
             (S::Failed | S::Cancelled, E::ActedAfterSettled) => S::Disputed,
+            (S::Disputed, E::ReconcileFound) => S::Succeeded,
+            (S::Disputed, E::ReconcileAbsent) => S::Failed,
             (from, event) => return Err(IllegalTransition { from, event }),
         };
         Ok(next)

@@ -44,7 +44,7 @@ mod telemetry;
 
 pub use budget::{Budget, Remaining, StopReason, Task};
 pub use builder::{BuildError, BuildErrors, DispatcherBuilder};
-pub use dispatcher::{Dispatcher, PURGE_EVERY};
+pub use dispatcher::{Dispatcher, PURGE_EVERY, SettleError, Settlement};
 pub use gate::{Gate, GateCall, GateDecision, RequireNonEmpty};
 pub use handler::{Handler, HandlerContext, HandlerResult, typed};
 pub use options::{Authorizer, ToolOptions};

@@ -6,8 +6,11 @@
 
 mod admit;
 mod execute;
+mod settle;
 mod status;
 mod write;
+
+pub use settle::{SettleError, Settlement};
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -907,7 +907,7 @@ impl Dispatcher {
         self.control(call, ModelError::new(code), detail)
     }
 
-    fn write_key(&self, call: &Call<'_>, spec: &ToolSpec) -> WriteKey {
+    pub(super) fn write_key(&self, call: &Call<'_>, spec: &ToolSpec) -> WriteKey {
         let context = call.context;
         WriteKey {
             ledger_key: self.ledger_key(call.principal, context),
