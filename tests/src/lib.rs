@@ -149,3 +149,4 @@ pub fn without(key: &str) -> Value {
 pub mod backends;
 pub mod hooked;
 pub mod postgres;
+pub mod stalled;

@@ -436,3 +436,102 @@ async fn a_person_settles_an_unknown_write_as_never_happened_and_retries_follow(
     stalled.await.unwrap();
     assert!(bank.paid.lock().unwrap().is_empty());
 }
+
+/// The stalled replica as a process of its own: started on `store`, stopped with SIGSTOP
+/// just before it pays, kept stopped past its lease while this process settles the write
+/// (its status query finds no payout: never happened), then continued. What it then does must
+/// leave the record disputed, and every later call here must read the dispute.
+fn a_stopped_process_that_pays_after_its_write_was_settled(store: &str, name: &str) {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use tool_contract_tests::stalled::{self, Payouts};
+
+    let payouts_path =
+        std::env::temp_dir().join(format!("payouts-{name}-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&payouts_path);
+    let payouts = Payouts::open(&payouts_path);
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_stalled_worker"))
+        .arg(store)
+        .arg(&payouts_path)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the worker starts");
+    let mut lines = BufReader::new(worker.stdout.take().expect("stdout is piped")).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready", "{name}");
+    let pid = worker.id().to_string();
+    let signal = |which: &str| {
+        let sent = Command::new("kill")
+            .args([which, &pid])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "{name}: kill {which}");
+    };
+    signal("-STOP");
+    std::thread::sleep(stalled::TIMEOUT + stalled::GRACE + Duration::from_millis(1500));
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let here = runtime.block_on(async {
+        let store = stalled::open_store(store).await.unwrap();
+        Arc::new(stalled::replica(store, Payouts::open(&payouts_path), || {}))
+    });
+    let ask = || {
+        runtime.block_on(here.dispatch(
+            &stalled::principal(),
+            &stalled::payout_call(),
+            &Task::unlimited(),
+        ))
+    };
+    let settled = ask();
+    assert_eq!(
+        settled.write_state,
+        Some(WriteState::Failed),
+        "{name}: {settled:?}"
+    );
+
+    signal("-CONT");
+    let answer = lines.next().unwrap().unwrap();
+    assert!(worker.wait().unwrap().success(), "{name}");
+    assert_eq!(answer, "STATUS_CONFLICT disputed", "{name}");
+    assert!(payouts.count("ORDER-9") <= 1, "{name}: never paid twice");
+    for _ in 0..2 {
+        let later = ask();
+        assert_eq!(
+            code(&later),
+            Some(ErrorCode::StatusConflict),
+            "{name}: {later:?}"
+        );
+        assert_eq!(later.write_state, Some(WriteState::Disputed), "{name}");
+    }
+    let _ = std::fs::remove_file(&payouts_path);
+}
+
+#[test]
+fn a_replica_stopped_past_its_lease_in_another_process_leaves_its_write_disputed_on_sqlite() {
+    let path = std::env::temp_dir().join(format!("stalled-{}.db", std::process::id()));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    a_stopped_process_that_pays_after_its_write_was_settled(
+        &format!("sqlite:{}", path.display()),
+        "sqlite",
+    );
+}
+
+#[test]
+fn a_replica_stopped_past_its_lease_in_another_process_leaves_its_write_disputed_on_postgres() {
+    let Some(schema) = Schema::new("stalled_process") else {
+        return;
+    };
+    // The schema is created (and migrated) by the first store to connect.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(schema.store());
+    drop(runtime);
+    let store = format!("postgres:{}:{}", schema.name, schema.url);
+    a_stopped_process_that_pays_after_its_write_was_settled(&store, "postgres");
+}
