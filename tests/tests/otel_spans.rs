@@ -19,6 +19,8 @@ use tool_contract::dispatch::{Dispatcher, HandlerContext, Task};
 use tool_contract::mcp::McpServer;
 use tool_contract::{FailureKind, Principal, RawProvenance, RawResult, ToolFailure};
 use tool_contract_tests::tracker::{self, ReadDoc, Remote, alice, builder, context};
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 
 /// Every span the SDK exported, kept for the tests to read.
@@ -40,7 +42,15 @@ fn exported() -> &'static Kept {
         let provider = SdkTracerProvider::builder()
             .with_simple_exporter(kept.clone())
             .build();
-        let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("tests"));
+        // The README's recipe: the layer that exports keeps rmcp's and the HTTP stack's
+        // DEBUG and TRACE events, which carry each request as received, out.
+        let payloads_out = tool_contract::mcp::PAYLOAD_EVENT_TARGETS.iter().fold(
+            Targets::new().with_default(LevelFilter::TRACE),
+            |targets, target| targets.with_target(*target, LevelFilter::INFO),
+        );
+        let layer = tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer("tests"))
+            .with_filter(payloads_out);
         let subscriber = tracing_subscriber::registry().with(layer);
         tracing::subscriber::set_global_default(subscriber).unwrap();
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
@@ -85,13 +95,19 @@ const SECRETS: [&str; 4] = [
     "DETAIL-SECRET-4",
 ];
 
-/// Every name and attribute value of `spans`, as one text.
+/// Every name and attribute value of `spans`, their events' too, as one text.
 fn everything(spans: &[SpanData]) -> String {
     let mut text = String::new();
     for span in spans {
         text.push_str(&span.name);
         for attribute in &span.attributes {
             text.push_str(&format!(" {}={}", attribute.key, attribute.value));
+        }
+        for event in span.events.iter() {
+            text.push_str(&format!(" event {}", event.name));
+            for attribute in &event.attributes {
+                text.push_str(&format!(" {}={}", attribute.key, attribute.value));
+            }
         }
         text.push('\n');
     }
@@ -354,6 +370,7 @@ async fn the_mcp_server_span_joins_the_clients_trace_and_marks_tool_errors() {
     let served: Vec<&SpanData> = spans
         .iter()
         .filter(|span| span.name == "tools/call read_doc")
+        .filter(|span| span.span_context.trace_id() == TraceId::from_hex(trace_id).unwrap())
         .collect();
     assert_eq!(served.len(), 2, "{:?}", names(&spans));
     for span in &served {
@@ -389,4 +406,44 @@ async fn the_mcp_server_span_joins_the_clients_trace_and_marks_tool_errors() {
         attribute(served[1], "error.type").as_deref(),
         Some("tool_error")
     );
+}
+
+#[tokio::test]
+async fn no_argument_of_an_mcp_call_reaches_an_exported_span_at_any_depth() {
+    exported();
+    let remote = Remote::new();
+    let server = McpServer::new(
+        Arc::new(planted(&remote, false)),
+        Principal::new("acme", "otel"),
+    );
+    let (client_side, server_side) = tokio::io::duplex(1 << 16);
+    let serving = tokio::spawn(async move {
+        let (read, write) = tokio::io::split(server_side);
+        if let Ok(running) = server.serve_io(read, write).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = ().serve(client_side).await.expect("the handshake");
+    for arguments in [
+        json!({ "doc_id": "MCP-ARG-SECRET-L1" }),
+        json!({ "doc_id": "d-1", "extra": { "deep": ["MCP-ARG-SECRET-L2", { "deeper": "MCP-ARG-SECRET-L3" }] } }),
+    ] {
+        let Value::Object(arguments) = arguments else {
+            unreachable!("an object literal")
+        };
+        client
+            .call_tool(CallToolRequestParams::new("read_doc").with_arguments(arguments))
+            .await
+            .unwrap();
+    }
+    // The session's own spans end, and are exported, when it closes.
+    client.cancel().await.unwrap();
+    serving.await.unwrap();
+    let spans = exported().0.lock().unwrap().clone();
+    let text = everything(&spans);
+    assert!(
+        text.contains("tools/call read_doc"),
+        "the calls were traced"
+    );
+    assert!(!text.contains("MCP-ARG-SECRET"), "{text}");
 }

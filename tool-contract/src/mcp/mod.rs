@@ -71,6 +71,13 @@ mod telemetry;
 pub use approval::StateRefusal;
 pub use server::{McpServeError, McpServer, OPERATION_ID_META};
 
+/// The `tracing` targets whose DEBUG and TRACE events carry messages as received, with every
+/// argument in them (rmcp logs each request it receives; the HTTP stack its traffic). Filter
+/// these to INFO on a layer that exports (the README's OpenTelemetry recipe does): the
+/// crate's own spans and events never record an argument, but an exporter records every
+/// event inside a span it exports.
+pub const PAYLOAD_EVENT_TARGETS: [&str; 3] = ["rmcp", "hyper", "hyper_util"];
+
 /// The adapter of MCP `tools/call` requests, protocol revisions 2024-11-05 to 2026-07-28 (the
 /// arguments' shape, which its revision string names, has not changed since 2025-11-25).
 pub const ADAPTER: Adapter = Adapter::MCP;
