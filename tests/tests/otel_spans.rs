@@ -324,8 +324,12 @@ async fn opted_in_a_successful_calls_model_result_is_recorded_and_nothing_else()
     );
 }
 
-#[tokio::test]
-async fn the_mcp_server_span_joins_the_clients_trace_and_marks_tool_errors() {
+/// The planted dispatcher served over MCP to a client of its own, over an in-memory pipe
+/// (the process's subscriber set first): the client, and the serving task.
+async fn served_planted() -> (
+    rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    tokio::task::JoinHandle<()>,
+) {
     exported();
     let remote = Remote::new();
     let server = McpServer::new(
@@ -333,13 +337,19 @@ async fn the_mcp_server_span_joins_the_clients_trace_and_marks_tool_errors() {
         Principal::new("acme", "otel"),
     );
     let (client_side, server_side) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
+    let serving = tokio::spawn(async move {
         let (read, write) = tokio::io::split(server_side);
         if let Ok(running) = server.serve_io(read, write).await {
             let _ = running.waiting().await;
         }
     });
     let client = ().serve(client_side).await.expect("the handshake");
+    (client, serving)
+}
+
+#[tokio::test]
+async fn the_mcp_server_span_joins_the_clients_trace_and_marks_tool_errors() {
+    let (client, _serving) = served_planted().await;
     let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
     let parent_id = "00f067aa0ba902b7";
     let call = |arguments: Value| {
@@ -410,20 +420,7 @@ async fn the_mcp_server_span_joins_the_clients_trace_and_marks_tool_errors() {
 
 #[tokio::test]
 async fn no_argument_of_an_mcp_call_reaches_an_exported_span_at_any_depth() {
-    exported();
-    let remote = Remote::new();
-    let server = McpServer::new(
-        Arc::new(planted(&remote, false)),
-        Principal::new("acme", "otel"),
-    );
-    let (client_side, server_side) = tokio::io::duplex(1 << 16);
-    let serving = tokio::spawn(async move {
-        let (read, write) = tokio::io::split(server_side);
-        if let Ok(running) = server.serve_io(read, write).await {
-            let _ = running.waiting().await;
-        }
-    });
-    let client = ().serve(client_side).await.expect("the handshake");
+    let (client, serving) = served_planted().await;
     for arguments in [
         json!({ "doc_id": "MCP-ARG-SECRET-L1" }),
         json!({ "doc_id": "d-1", "extra": { "deep": ["MCP-ARG-SECRET-L2", { "deeper": "MCP-ARG-SECRET-L3" }] } }),
