@@ -12,11 +12,12 @@ use tool_contract::control::{
 };
 
 /// The names the hook is called with, one per step.
-pub const STEPS: [&str; 9] = [
+pub const STEPS: [&str; 10] = [
     "claim",
     "advance",
     "release",
     "get",
+    "stale",
     "purge_expired",
     "check_approval",
     "approve",
@@ -68,6 +69,9 @@ impl ControlStore for Hooked {
     }
     fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Record>> {
         self.step("get", || self.inner.get(key))
+    }
+    fn stale(&self, now_ms: u64) -> StoreFuture<'_, Vec<Record>> {
+        self.step("stale", || self.inner.stale(now_ms))
     }
     fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {
         self.step("purge_expired", || self.inner.purge_expired(now_ms))

@@ -535,3 +535,82 @@ fn a_replica_stopped_past_its_lease_in_another_process_leaves_its_write_disputed
     let store = format!("postgres:{}:{}", schema.name, schema.url);
     a_stopped_process_that_pays_after_its_write_was_settled(&store, "postgres");
 }
+
+#[tokio::test]
+async fn a_write_whose_end_could_not_be_recorded_is_settled_by_a_reconcile_pass_nobody_calls() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use tool_contract::control::StoreError;
+    use tool_contract::results::Delivery;
+    use tool_contract_tests::hooked::Hooked;
+    for (name, store, _schema) in stores("late_write_stale").await {
+        let bank = Arc::new(Bank::default());
+        // The store is down just when the payment's end is to be recorded.
+        let down = Arc::new(AtomicBool::new(false));
+        let flaky: Arc<dyn ControlStore> = Arc::new(Hooked::new(store.clone(), {
+            let down = down.clone();
+            move |step| {
+                if step == "advance" && down.swap(false, Ordering::SeqCst) {
+                    Err(StoreError::store(std::io::Error::other(
+                        "the store is down",
+                    )))
+                } else {
+                    Ok(())
+                }
+            }
+        }));
+        down.store(true, Ordering::SeqCst);
+        let a = replica(&bank, &flaky);
+        let paid = a.dispatch(&alice(), &pay_call(), &Task::unlimited()).await;
+        assert_eq!(bank.paid.lock().unwrap().len(), 1, "{name}");
+        assert_eq!(
+            paid.write_state,
+            Some(WriteState::Unknown),
+            "{name}: {paid:?}"
+        );
+        let ledger_key = format!("{}:pay-7", keys().principal_ref(&alice()));
+        let record = store.get(&ledger_key).await.unwrap().expect("the record");
+        assert_eq!(
+            record.state,
+            WriteState::Executing,
+            "{name}: left executing"
+        );
+
+        // Nobody calls again. Past the lease, a pass on another replica settles it.
+        let b = replica(&bank, &store);
+        assert!(
+            b.reconcile_stale(&Task::unlimited())
+                .await
+                .unwrap()
+                .is_empty(),
+            "{name}: lease running"
+        );
+        advance_clock(LEASE + Duration::from_secs(1));
+        let settled = b.reconcile_stale(&Task::unlimited()).await.unwrap();
+        assert_eq!(settled.len(), 1, "{name}");
+        assert_eq!(
+            settled[0].write_state,
+            Some(WriteState::Succeeded),
+            "{name}: {:?}",
+            settled[0]
+        );
+        assert_eq!(
+            settled[0].result.model.execution().delivery,
+            Delivery::ReceiptReconciled,
+            "{name}"
+        );
+        let record = store.get(&ledger_key).await.unwrap().expect("the record");
+        assert_eq!(record.state, WriteState::Succeeded, "{name}");
+        assert!(
+            b.reconcile_stale(&Task::unlimited())
+                .await
+                .unwrap()
+                .is_empty(),
+            "{name}: nothing left"
+        );
+        assert_eq!(
+            bank.paid.lock().unwrap().len(),
+            1,
+            "{name}: never paid again"
+        );
+    }
+}

@@ -51,6 +51,7 @@ fn claim(key: &str, request: &str, owner: &str, now_ms: u64) -> Claim {
         retention_ms: RETENTION,
         redeem: None,
         seal: seal(),
+        call: None,
     }
 }
 

@@ -41,6 +41,7 @@ async fn one_write(store: &dyn ControlStore, owner: &str) {
         retention_ms: 3_600_000,
         redeem: None,
         seal: RowSeal::new(&AuditKeys::new(SecretKey::from([7; 32]))),
+        call: None,
     };
     assert_eq!(store.claim(&claim).await.unwrap(), Claimed::Fresh);
     let step = Advance {

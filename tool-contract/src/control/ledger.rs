@@ -34,6 +34,10 @@ pub struct Record {
     /// a keyed seal, a newline and the model result's canonical JSON, and replays only what
     /// its seal still covers.
     pub result: Option<String>,
+    /// The call that claimed it, as the claimant wrote it (opaque to the store): what a
+    /// reconcile pass needs to ask the write's status query when nobody calls again. Its
+    /// request digest and ledger key bind it: another call written here reconciles nothing.
+    pub call: Option<String>,
 }
 
 /// The answer to a [`Claim`](crate::control::Claim).

@@ -29,6 +29,8 @@ pub struct Claim {
     pub redeem: Option<String>,
     /// The seal the grant's row is checked with, and rewritten with once redeemed.
     pub seal: RowSeal,
+    /// The call, kept with a fresh record ([`Record::call`](crate::control::Record::call)).
+    pub call: Option<String>,
 }
 
 /// The end of a claim under which nothing was done.

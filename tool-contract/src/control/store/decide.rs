@@ -45,6 +45,7 @@ pub fn decide_claim(existing: Option<&Record>, claim: &Claim) -> ClaimDecision {
         lease_until_ms: claim.now_ms.saturating_add(claim.lease_ms),
         expires_at_ms: claim.now_ms.saturating_add(claim.retention_ms),
         result: None,
+        call: claim.call.clone(),
     };
     let Some(record) = existing else {
         return ClaimDecision::Write(fresh());
@@ -378,4 +379,11 @@ pub(crate) fn grant_covers(grant: &ApprovalGrant, asked: &ApprovalAsk) -> Result
         return Err(Invalidity::Expired);
     }
     Ok(())
+}
+
+/// Whether a reconcile pass settles `record` at `now_ms`: in flight with its lease over, or
+/// `unknown`.
+pub(crate) fn is_stale(record: &Record, now_ms: u64) -> bool {
+    (record.state.is_in_flight() && record.lease_until_ms <= now_ms)
+        || record.state == WriteState::Unknown
 }

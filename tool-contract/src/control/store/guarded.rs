@@ -49,6 +49,10 @@ impl ControlStore for Guarded {
         guarded(|| self.0.get(key))
     }
 
+    fn stale(&self, now_ms: u64) -> StoreFuture<'_, Vec<Record>> {
+        guarded(|| self.0.stale(now_ms))
+    }
+
     fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {
         guarded(|| self.0.purge_expired(now_ms))
     }

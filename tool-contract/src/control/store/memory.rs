@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::FutureExt;
 
-use super::decide::{approval_expired, record_expired};
+use super::decide::{approval_expired, is_stale, record_expired};
 use super::rows::{self, Fence, Rows};
 use crate::control::{
     Advance, Advanced, Claim, Claimed, ControlStore, Purged, Record, Release, RowSeal, StoreError,
@@ -160,6 +160,18 @@ impl ControlStore for MemoryStore {
 
     fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Record>> {
         answered(Ok(self.state().records.get(key).cloned()))
+    }
+
+    fn stale(&self, now_ms: u64) -> StoreFuture<'_, Vec<Record>> {
+        let state = self.state();
+        let mut stale: Vec<Record> = state
+            .records
+            .values()
+            .filter(|record| is_stale(record, now_ms))
+            .cloned()
+            .collect();
+        stale.sort_by(|a, b| a.key.cmp(&b.key));
+        answered(Ok(stale))
     }
 
     fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {

@@ -55,7 +55,7 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>>
 
 /// The version of the schema this build of the crate writes. A database holding a newer
 /// one is refused ([`StoreError::SchemaTooNew`]), never downgraded.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The shared state of writes: ledger records and approvals, by the operation's ledger key.
 ///
@@ -80,6 +80,10 @@ pub trait ControlStore: Send + Sync {
 
     /// The record at `key`, if any.
     fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Record>>;
+
+    /// The records a reconcile pass settles: in flight with their lease over by `now_ms` (their
+    /// owner never recorded an end), and `unknown`.
+    fn stale(&self, now_ms: u64) -> StoreFuture<'_, Vec<Record>>;
 
     /// Removes what no replica needs any more: terminal records whose retention ended at or
     /// before `now_ms`, and approvals (pending, granted, rejected) whose own expiry did.

@@ -182,6 +182,15 @@ impl PostgresStore {
             .await
             .map_err(store)?;
         }
+        if found < 3 {
+            // Version 3: each ledger record keeps the call that claimed it, for a reconcile
+            // pass.
+            tx.batch_execute(&format!(
+                "ALTER TABLE {schema}.tool_contract_ledger ADD COLUMN call TEXT"
+            ))
+            .await
+            .map_err(store)?;
+        }
         if found < SCHEMA_VERSION {
             tx.execute(
                 &format!(
@@ -273,7 +282,7 @@ fn is_identifier(name: &str) -> bool {
 struct InvalidSchema(String);
 
 const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation, \
-                       lease_until_ms, expires_at_ms, result";
+                       lease_until_ms, expires_at_ms, result, call";
 const APPROVAL_COLUMNS: &str =
     "state, approval_id, expires_at_ms, body, redeemed_owner, redeemed_generation, seal";
 
@@ -290,6 +299,7 @@ struct Sql {
     put_approval: String,
     purge_records: String,
     purge_approvals: String,
+    stale: String,
     pending: String,
 }
 
@@ -302,14 +312,15 @@ impl Sql {
             record: format!("SELECT {COLUMNS} FROM {ledger} WHERE key = $1"),
             record_for_update: format!("SELECT {COLUMNS} FROM {ledger} WHERE key = $1 FOR UPDATE"),
             insert_record: format!(
-                "INSERT INTO {ledger} ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                "INSERT INTO {ledger} ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
                  ON CONFLICT (key) DO NOTHING"
             ),
             // The fence is checked in the statement that writes.
             update_record: format!(
                 "UPDATE {ledger} SET request_sha256 = $2, tool = $3, state = $4, owner = $5, \
-                 lease_generation = $6, lease_until_ms = $7, expires_at_ms = $8, result = $9 \
-                 WHERE key = $1 AND state = $10 AND owner = $11 AND lease_generation = $12"
+                 lease_generation = $6, lease_until_ms = $7, expires_at_ms = $8, result = $9, \
+                 call = $10 WHERE key = $1 AND state = $11 AND owner = $12 \
+                 AND lease_generation = $13"
             ),
             delete_record: format!(
                 "DELETE FROM {ledger} WHERE key = $1 AND state = $2 AND owner = $3 \
@@ -331,6 +342,10 @@ impl Sql {
                 "DELETE FROM {ledger} WHERE expires_at_ms <= $1 AND state IN ($2, $3, $4, $5)"
             ),
             purge_approvals: format!("DELETE FROM {approvals} WHERE expires_at_ms <= $1"),
+            stale: format!(
+                "SELECT {COLUMNS} FROM {ledger} WHERE (state IN ($1, $2) AND lease_until_ms <= $3) \
+                 OR state = $4 ORDER BY key"
+            ),
             pending: format!(
                 "SELECT {APPROVAL_COLUMNS}, key FROM {approvals} WHERE state = $1 \
                  AND expires_at_ms > $2 ORDER BY expires_at_ms, approval_id"
@@ -518,6 +533,30 @@ impl ControlStore for PostgresStore {
         })
     }
 
+    fn stale(&self, now_ms: u64) -> StoreFuture<'_, Vec<Record>> {
+        Box::pin(async move {
+            let connection = self.connection().await?;
+            let in_flight = [
+                WriteState::Executing.as_str(),
+                WriteState::CancelRequested.as_str(),
+            ];
+            let unknown = WriteState::Unknown.as_str();
+            let rows = connection
+                .query_typed(
+                    &self.sql.stale,
+                    &[
+                        (&in_flight[0], Type::TEXT),
+                        (&in_flight[1], Type::TEXT),
+                        (&to_sql_u64(now_ms), Type::INT8),
+                        (&unknown, Type::TEXT),
+                    ],
+                )
+                .await
+                .map_err(store)?;
+            rows.iter().map(record_of).collect()
+        })
+    }
+
     fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {
         Box::pin(async move {
             let connection = self.connection().await?;
@@ -608,6 +647,7 @@ fn record_params<'a>(
         (lease_until, Type::INT8),
         (expires_at, Type::INT8),
         (&record.result, Type::TEXT),
+        (&record.call, Type::TEXT),
     ]
 }
 
@@ -627,6 +667,7 @@ fn record_of(row: &Row) -> Result<Record, StoreError> {
         lease_until_ms: from_sql_u64(row.try_get(6).map_err(store)?, "time")?,
         expires_at_ms: from_sql_u64(row.try_get(7).map_err(store)?, "time")?,
         result: row.try_get(8).map_err(store)?,
+        call: row.try_get(9).map_err(store)?,
     })
 }
 

@@ -54,8 +54,11 @@ CREATE INDEX IF NOT EXISTS tool_contract_approvals_expiry ON tool_contract_appro
 /// none, and are refused when read.
 const SCHEMA_V2: &str = "ALTER TABLE tool_contract_approvals ADD COLUMN seal TEXT;";
 
+/// Version 3: each ledger record keeps the call that claimed it, for a reconcile pass.
+const SCHEMA_V3: &str = "ALTER TABLE tool_contract_ledger ADD COLUMN call TEXT;";
+
 const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation, \
-                       lease_until_ms, expires_at_ms, result";
+                       lease_until_ms, expires_at_ms, result, call";
 
 /// A control-plane store in an SQLite database file: it survives a process restart, and
 /// several processes on one machine may share the file (each step takes SQLite's write lock
@@ -165,6 +168,9 @@ fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     if found < 2 {
         transaction.execute_batch(SCHEMA_V2).map_err(store)?;
     }
+    if found < 3 {
+        transaction.execute_batch(SCHEMA_V3).map_err(store)?;
+    }
     if found < SCHEMA_VERSION {
         transaction
             .pragma_update(None, "user_version", SCHEMA_VERSION)
@@ -185,7 +191,7 @@ impl SqliteRows<'_, '_> {
             None => self.0.execute(
                 &format!(
                     "INSERT INTO tool_contract_ledger ({COLUMNS}) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (key) DO NOTHING"
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (key) DO NOTHING"
                 ),
                 params![
                     record.key,
@@ -197,14 +203,15 @@ impl SqliteRows<'_, '_> {
                     to_sql_u64(record.lease_until_ms),
                     to_sql_u64(record.expires_at_ms),
                     record.result,
+                    record.call,
                 ],
             ),
             // The fence is checked in the statement that writes.
             Some(fence) => self.0.execute(
                 "UPDATE tool_contract_ledger SET request_sha256 = ?2, tool = ?3, state = ?4, \
                  owner = ?5, lease_generation = ?6, lease_until_ms = ?7, expires_at_ms = ?8, \
-                 result = ?9 \
-                 WHERE key = ?1 AND state = ?10 AND owner = ?11 AND lease_generation = ?12",
+                 result = ?9, call = ?10 \
+                 WHERE key = ?1 AND state = ?11 AND owner = ?12 AND lease_generation = ?13",
                 params![
                     record.key,
                     record.request_sha256,
@@ -215,6 +222,7 @@ impl SqliteRows<'_, '_> {
                     to_sql_u64(record.lease_until_ms),
                     to_sql_u64(record.expires_at_ms),
                     record.result,
+                    record.call,
                     fence.state.as_str(),
                     fence.lease.owner,
                     to_sql_u64(fence.lease.generation),
@@ -381,6 +389,33 @@ impl ControlStore for SqliteStore {
         self.run(move |tx| read_record(tx, &key))
     }
 
+    fn stale(&self, now_ms: u64) -> StoreFuture<'_, Vec<Record>> {
+        self.run(move |tx| {
+            let mut statement = tx
+                .prepare(&format!(
+                    "SELECT {COLUMNS} FROM tool_contract_ledger \
+                     WHERE (state IN (?1, ?2) AND lease_until_ms <= ?3) OR state = ?4 ORDER BY key"
+                ))
+                .map_err(store)?;
+            let rows = statement
+                .query_map(
+                    params![
+                        WriteState::Executing.as_str(),
+                        WriteState::CancelRequested.as_str(),
+                        to_sql_u64(now_ms),
+                        WriteState::Unknown.as_str(),
+                    ],
+                    raw_record,
+                )
+                .map_err(store)?;
+            let mut stale = Vec::new();
+            for row in rows {
+                stale.push(row.map_err(store)?.into_record()?);
+            }
+            Ok(stale)
+        })
+    }
+
     fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {
         self.run(move |tx| {
             let records = tx
@@ -491,6 +526,7 @@ struct RawRecord {
     lease_until_ms: i64,
     expires_at_ms: i64,
     result: Option<String>,
+    call: Option<String>,
 }
 
 fn raw_record(row: &Row<'_>) -> rusqlite::Result<RawRecord> {
@@ -504,6 +540,7 @@ fn raw_record(row: &Row<'_>) -> rusqlite::Result<RawRecord> {
         lease_until_ms: row.get(6)?,
         expires_at_ms: row.get(7)?,
         result: row.get(8)?,
+        call: row.get(9)?,
     })
 }
 
@@ -525,6 +562,7 @@ impl RawRecord {
             lease_until_ms: from_sql_u64(self.lease_until_ms, "time")?,
             expires_at_ms: from_sql_u64(self.expires_at_ms, "time")?,
             result: self.result,
+            call: self.call,
         })
     }
 }

@@ -7,6 +7,7 @@
 mod admit;
 mod execute;
 mod settle;
+mod stale;
 mod status;
 mod write;
 

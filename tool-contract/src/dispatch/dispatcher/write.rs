@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tracing::{Instrument, debug, warn};
 
+use super::stale::stored_call;
 use super::{Call, Dispatcher, Ended, PURGE_EVERY, Valid, duration_ms, prefix, sha256_hex};
 use crate::binder::{CallResult, FailureKind, RawProvenance, RawResult, Seal, ToolFailure};
 use crate::contract::ToolSpec;
@@ -153,7 +154,7 @@ impl Dispatcher {
         redeem: Option<&ApprovalGrant>,
         fresh_as: Option<(&Call<'_>, &Valid<'_>)>,
     ) -> Option<Ended> {
-        let mut claim = self.claim(valid, key);
+        let mut claim = self.claim(call, valid, key);
         if let Some(grant) = redeem {
             claim.redeem = Some(grant.approval_id.clone());
             if let Some(signer) = &self.receipts {
@@ -314,7 +315,7 @@ impl Dispatcher {
         if self.lease_lapsed(&record) {
             // A lapsed lease: the claim turns it to unknown, atomically, before anyone is
             // asked to approve a write that may already have happened.
-            return match self.store.claim(&self.claim(valid, key)).await {
+            return match self.store.claim(&self.claim(call, valid, key)).await {
                 Ok(Claimed::Unknown(record)) => {
                     Some(self.reconcile_unknown(call, valid, key, record, None).await)
                 }
@@ -935,7 +936,7 @@ impl Dispatcher {
         )
     }
 
-    fn claim(&self, valid: &Valid<'_>, key: &WriteKey) -> Claim {
+    fn claim(&self, call: &Call<'_>, valid: &Valid<'_>, key: &WriteKey) -> Claim {
         let now_ms = self.now_ms();
         let lease_ms = lease_ms(&valid.entry.options, self.lease_grace);
         key.lease_until_ms
@@ -950,6 +951,7 @@ impl Dispatcher {
             retention_ms: duration_ms(self.retention),
             redeem: None,
             seal: key.seal.clone(),
+            call: stored_call(call),
         }
     }
 
