@@ -614,3 +614,55 @@ async fn a_write_whose_end_could_not_be_recorded_is_settled_by_a_reconcile_pass_
         );
     }
 }
+
+#[tokio::test]
+async fn a_stale_record_whose_call_does_not_read_is_passed_over_and_kept() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use tool_contract::control::StoreError;
+    use tool_contract_tests::hooked::Hooked;
+    let path = std::env::temp_dir().join(format!("stale-unreadable-{}.db", std::process::id()));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    let store: Arc<dyn ControlStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let bank = Arc::new(Bank::default());
+    let down = Arc::new(AtomicBool::new(true));
+    let flaky: Arc<dyn ControlStore> = Arc::new(Hooked::new(store.clone(), {
+        let down = down.clone();
+        move |step| {
+            if step == "advance" && down.swap(false, Ordering::SeqCst) {
+                Err(StoreError::store(std::io::Error::other(
+                    "the store is down",
+                )))
+            } else {
+                Ok(())
+            }
+        }
+    }));
+    replica(&bank, &flaky)
+        .dispatch(&alice(), &pay_call(), &Task::unlimited())
+        .await;
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("UPDATE tool_contract_ledger SET call = 'not a call'")
+        .unwrap();
+    advance_clock(LEASE + Duration::from_secs(1));
+    let b = replica(&bank, &store);
+    assert!(
+        b.reconcile_stale(&Task::unlimited())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let ledger_key = format!("{}:pay-7", keys().principal_ref(&alice()));
+    let record = store.get(&ledger_key).await.unwrap().expect("kept");
+    assert_eq!(
+        record.state,
+        WriteState::Executing,
+        "nothing lost, nothing decided"
+    );
+    // A call of its own still settles it, by its status query.
+    let asked = b.dispatch(&alice(), &pay_call(), &Task::unlimited()).await;
+    assert_eq!(asked.write_state, Some(WriteState::Succeeded), "{asked:?}");
+    assert_eq!(bank.paid.lock().unwrap().len(), 1);
+}

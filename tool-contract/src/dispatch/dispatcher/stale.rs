@@ -5,7 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Call, Dispatcher};
+use tracing::warn;
+
+use super::{Call, Dispatcher, prefix, sha256_hex};
 use crate::control::StoreError;
 use crate::dispatch::budget::Task;
 use crate::dispatch::outcome::Dispatch;
@@ -84,7 +86,8 @@ impl Dispatcher {
     /// ([`settle`](Self::settle)). Run it on a schedule, on any replica.
     ///
     /// Returns what each reconciliation came to, in ledger-key order. A record written before
-    /// the store kept calls (schema version 3) is passed over.
+    /// the store kept calls (schema version 3), or whose call does not read, is passed over
+    /// (a warning in the trace); it waits for a call of its own or a person.
     ///
     /// # Errors
     ///
@@ -94,6 +97,13 @@ impl Dispatcher {
         let mut reconciled = Vec::with_capacity(stale.len());
         for record in stale {
             let Some((principal, context)) = record.call.as_deref().and_then(read_call) else {
+                // Written before records kept their call, or not readable: it waits for a
+                // call of its own, or a person.
+                warn!(
+                    stage = "reconcile",
+                    key_sha256 = prefix(&sha256_hex(record.key.as_bytes())),
+                    "a stale record keeps no readable call; passed over"
+                );
                 continue;
             };
             reconciled.push(self.reconcile(&principal, &context, task).await);
