@@ -42,7 +42,7 @@ impl Captured {
     /// Keeps the arguments of `line`, if it is one `tools/call` request read exactly (no
     /// repeated member on the way to them).
     fn keep(&self, line: &[u8]) {
-        let Some(Kept { key, arguments }) = Kept::of(line) else {
+        let Some(Kept { key, arguments, .. }) = Kept::of(line) else {
             return;
         };
         let mut requests = self.requests();
@@ -63,6 +63,8 @@ impl Captured {
 pub(super) struct Kept {
     /// The request id, as [`id_key`] writes it.
     key: String,
+    /// The tool it calls (`params.name`).
+    tool: String,
     /// The exact text of `params.arguments` (`{}` when there is none).
     arguments: Vec<u8>,
 }
@@ -81,6 +83,8 @@ impl Kept {
         }
         #[derive(Deserialize)]
         struct Params<'a> {
+            #[serde(borrow)]
+            name: Option<Cow<'a, str>>,
             #[serde(borrow)]
             arguments: Option<&'a RawValue>,
         }
@@ -102,7 +106,24 @@ impl Kept {
         let arguments = params
             .arguments
             .map_or_else(|| b"{}".to_vec(), |raw| raw.get().as_bytes().to_vec());
-        Some(Kept { key, arguments })
+        let tool = params.name.map(Cow::into_owned).unwrap_or_default();
+        Some(Kept {
+            key,
+            tool,
+            arguments,
+        })
+    }
+
+    /// The tool the request calls.
+    #[cfg_attr(not(feature = "mcp-auth"), allow(dead_code))]
+    pub(super) fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// The arguments, exactly as sent.
+    #[cfg_attr(not(feature = "mcp-auth"), allow(dead_code))]
+    pub(super) fn arguments(&self) -> &[u8] {
+        &self.arguments
     }
 
     /// The arguments, if they are those of request `id`.

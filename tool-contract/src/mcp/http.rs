@@ -10,9 +10,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http::{Request, Response, StatusCode};
-use http_body_util::combinators::BoxBody;
+use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -20,19 +18,30 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 
+#[cfg(feature = "mcp-auth")]
+use super::auth::{Door, session_of};
+#[cfg(feature = "mcp-auth")]
+use super::caller::Callers;
 use super::capture::Kept;
+use super::reply::{self, Reply};
 use super::server::{McpServeError, McpServer};
 
 type HttpService = StreamableHttpService<McpServer, LocalSessionManager>;
 
 impl McpServer {
     /// Serves the registry over MCP's Streamable HTTP transport on `listener`, one task per
-    /// connection, until accepting fails. Only loopback `Host` headers are accepted (rmcp's
-    /// default, against DNS rebinding), and a request whose `Origin` is neither a loopback
+    /// connection, until accepting fails. A request whose `Origin` is neither a loopback
     /// origin nor one of [`with_allowed_origins`](Self::with_allowed_origins) is refused with
-    /// `403`; put a proxy that authenticates in front of anything else. A request body longer
-    /// than the registry's largest argument limit and 64 KiB more is refused with `413` before
-    /// it is read further.
+    /// `403`, and a request body longer than the registry's largest argument limit and 64 KiB
+    /// more with `413` before it is read further.
+    ///
+    /// A server of [`new`](Self::new) acts for its one principal, so it listens on a loopback
+    /// address only (and accepts loopback `Host` headers only, against DNS rebinding), unless
+    /// the application said a proxy in front authenticates every request
+    /// ([`behind_authenticating_proxy`](Self::behind_authenticating_proxy)). A server of
+    /// [`authenticated`](Self::authenticated) listens anywhere: every request proves its
+    /// principal with a token, and the host of its resource URI is accepted besides loopback
+    /// ones.
     ///
     /// ```no_run
     /// # use std::sync::Arc;
@@ -50,15 +59,39 @@ impl McpServer {
     ///
     /// # Errors
     ///
+    /// [`McpServeError::Unprotected`] before anything is served, for a server that
+    /// authenticates nobody on an address other than a loopback one;
     /// [`McpServeError::Accept`] when the listener fails.
     pub async fn serve_http(self, listener: TcpListener) -> Result<(), McpServeError> {
-        let max_body = self.max_message_bytes();
-        let allowed_origins = self.allowed_origins.clone();
+        let local = listener
+            .local_addr()
+            .map_err(|error| McpServeError::Accept(Box::new(error)))?;
         let mut config = StreamableHttpServerConfig::default();
+        let mut hosts = config.allowed_hosts.clone();
+        let front = Arc::new(Front {
+            max_body: self.max_message_bytes(),
+            allowed_origins: self.allowed_origins.clone(),
+            #[cfg(feature = "mcp-auth")]
+            door: self.door(),
+        });
+        if let Some(proxy_hosts) = &self.proxy_hosts {
+            tracing::warn!(
+                address = %local,
+                "serving every request as one principal: a proxy in front is trusted to authenticate them"
+            );
+            hosts.extend(proxy_hosts.iter().cloned());
+        } else if !front.authenticates() && !local.ip().is_loopback() {
+            return Err(McpServeError::Unprotected(local));
+        }
+        #[cfg(feature = "mcp-auth")]
+        if let Some(host) = self.resource_host() {
+            hosts.push(host);
+        }
+        config.allowed_hosts = hosts;
         // A plain JSON answer for a plain call; rmcp falls back to a stream when the handler
         // sends anything first.
         config.json_response = true;
-        config.max_request_body_bytes = max_body;
+        config.max_request_body_bytes = front.max_body;
         let template = self;
         let service: HttpService = StreamableHttpService::new(
             move || Ok(template.clone()),
@@ -71,20 +104,12 @@ impl McpServer {
                 .await
                 .map_err(|error| McpServeError::Accept(Box::new(error)))?;
             let service = service.clone();
-            let allowed_origins = allowed_origins.clone();
+            let front = front.clone();
             tokio::spawn(async move {
                 let serve = hyper::service::service_fn(move |request: Request<Incoming>| {
+                    let front = front.clone();
                     let service = service.clone();
-                    let allowed_origins = allowed_origins.clone();
-                    async move {
-                        if !origin_allowed(&request, &allowed_origins) {
-                            return Ok::<_, Infallible>(refusal(
-                                StatusCode::FORBIDDEN,
-                                "the request's Origin is not allowed",
-                            ));
-                        }
-                        Ok(kept_then(service, request, max_body).await)
-                    }
+                    async move { Ok::<_, Infallible>(front.serve(service, request).await) }
                 });
                 // A connection that fails (the client went away) ends only itself.
                 let _ = hyper::server::conn::http1::Builder::new()
@@ -93,45 +118,118 @@ impl McpServer {
             });
         }
     }
-}
 
-/// Reads the body of `request` (at most `max_body` bytes), keeps a `tools/call`'s arguments
-/// as sent in the request's extensions, and hands the request on to rmcp.
-async fn kept_then(
-    mut service: HttpService,
-    request: Request<Incoming>,
-    max_body: usize,
-) -> Response<BoxBody<Bytes, Infallible>> {
-    use tower_service::Service;
-
-    let (mut parts, body) = request.into_parts();
-    let body = match Limited::new(body, max_body).collect().await {
-        Ok(body) => body,
-        Err(error) if error.is::<LengthLimitError>() => {
-            return refusal(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "the request body is too large",
-            );
+    #[cfg(feature = "mcp-auth")]
+    fn door(&self) -> Option<Arc<Door>> {
+        match &self.callers {
+            Callers::Tokens(resource) => Some(Arc::new(Door::new(
+                resource.clone(),
+                self.dispatcher.clone(),
+            ))),
+            Callers::One(_) => None,
         }
-        Err(_) => return refusal(StatusCode::BAD_REQUEST, "the request body broke off"),
-    };
-    let body = body.to_bytes();
-    if let Some(kept) = Kept::of(&body) {
-        parts.extensions.insert(kept);
     }
-    match service
-        .call(Request::from_parts(parts, Full::new(body)))
-        .await
-    {
-        Ok(response) => response,
-        Err(never) => match never {},
+
+    /// The `Host` an authenticated server's resource URI names.
+    #[cfg(feature = "mcp-auth")]
+    fn resource_host(&self) -> Option<String> {
+        match &self.callers {
+            Callers::Tokens(resource) => url::Url::parse(resource.resource())
+                .ok()
+                .and_then(|url| url.host_str().map(str::to_owned)),
+            Callers::One(_) => None,
+        }
     }
 }
 
-/// Whether `request` may be served by its `Origin`: none (not from a browser), a loopback
+/// What stands before rmcp: the origin check, the door of an authenticated server, and the
+/// body read once, its arguments kept.
+struct Front {
+    max_body: usize,
+    allowed_origins: Arc<Vec<String>>,
+    #[cfg(feature = "mcp-auth")]
+    door: Option<Arc<Door>>,
+}
+
+impl Front {
+    fn authenticates(&self) -> bool {
+        #[cfg(feature = "mcp-auth")]
+        return self.door.is_some();
+        #[cfg(not(feature = "mcp-auth"))]
+        false
+    }
+
+    /// One request, answered by the front itself or by rmcp.
+    async fn serve(&self, mut service: HttpService, request: Request<Incoming>) -> Reply {
+        use tower_service::Service;
+
+        let (mut parts, body) = request.into_parts();
+        #[cfg(feature = "mcp-auth")]
+        if let Some(answer) = self
+            .door
+            .as_ref()
+            .and_then(|door| door.answer_elsewhere(&parts))
+        {
+            return answer;
+        }
+        if !origin_allowed(&parts.headers, &self.allowed_origins) {
+            return reply::text(StatusCode::FORBIDDEN, "the request's Origin is not allowed");
+        }
+        #[cfg(feature = "mcp-auth")]
+        let caller = match &self.door {
+            Some(door) => match door.admit(&parts).await {
+                Ok(caller) => Some(caller),
+                Err(refusal) => return refusal,
+            },
+            None => None,
+        };
+        let body = match Limited::new(body, self.max_body).collect().await {
+            Ok(body) => body.to_bytes(),
+            Err(error) if error.is::<LengthLimitError>() => {
+                return reply::text(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "the request body is too large",
+                );
+            }
+            Err(_) => return reply::text(StatusCode::BAD_REQUEST, "the request body broke off"),
+        };
+        if let Some(kept) = Kept::of(&body) {
+            #[cfg(feature = "mcp-auth")]
+            if let (Some(door), Some(caller)) = (&self.door, &caller)
+                && let Err(refusal) = door.check_call(caller, kept.tool(), kept.arguments())
+            {
+                return refusal;
+            }
+            parts.extensions.insert(kept);
+        }
+        #[cfg(feature = "mcp-auth")]
+        let asked = (
+            parts.method.clone(),
+            session_of(&parts.headers).map(str::to_owned),
+        );
+        #[cfg(feature = "mcp-auth")]
+        if let Some(caller) = &caller {
+            parts.extensions.insert(caller.clone());
+        }
+        let answer = match service
+            .call(Request::from_parts(parts, Full::new(body)))
+            .await
+        {
+            Ok(answer) => answer,
+            Err(never) => match never {},
+        };
+        #[cfg(feature = "mcp-auth")]
+        if let (Some(door), Some(caller)) = (&self.door, &caller) {
+            door.observe(&asked.0, asked.1.as_deref(), caller, &answer);
+        }
+        answer
+    }
+}
+
+/// Whether a request may be served by its `Origin`: none (not from a browser), a loopback
 /// origin, or one of `allowed` (lowercase, without a trailing `/`).
-fn origin_allowed(request: &Request<Incoming>, allowed: &[String]) -> bool {
-    let Some(origin) = request.headers().get(http::header::ORIGIN) else {
+fn origin_allowed(headers: &http::HeaderMap, allowed: &[String]) -> bool {
+    let Some(origin) = headers.get(http::header::ORIGIN) else {
         return true;
     };
     let Ok(origin) = origin.to_str() else {
@@ -149,10 +247,4 @@ fn origin_allowed(request: &Request<Incoming>, allowed: &[String]) -> bool {
         None => authority.split(':').next().unwrap_or_default(),
     };
     matches!(scheme, "http" | "https") && matches!(host, "localhost" | "127.0.0.1" | "::1")
-}
-
-fn refusal(status: StatusCode, text: &'static str) -> Response<BoxBody<Bytes, Infallible>> {
-    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
-    *response.status_mut() = status;
-    response
 }

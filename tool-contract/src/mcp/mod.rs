@@ -62,9 +62,14 @@
 use crate::vocabulary::Adapter;
 
 mod approval;
+#[cfg(feature = "mcp-auth")]
+pub mod auth;
+mod caller;
 mod capture;
 #[cfg(feature = "mcp-http")]
 mod http;
+#[cfg(feature = "mcp-http")]
+mod reply;
 mod server;
 mod telemetry;
 

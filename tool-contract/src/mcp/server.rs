@@ -22,6 +22,7 @@ use tracing::Instrument;
 
 use super::ADAPTER;
 use super::approval::{ApprovalState, CONFIRMATION_KEY, Decision, Expected, StateRefusal};
+use super::caller::Callers;
 use super::capture::{Captured, Capturing, kept_over_http};
 use crate::contract::ToolSpec;
 use crate::control::{
@@ -64,8 +65,8 @@ const REQUEST_STATE_PURPOSE: &str = "mcp/request-state";
 /// ```
 #[derive(Clone)]
 pub struct McpServer {
-    dispatcher: Arc<Dispatcher>,
-    principal: Principal,
+    pub(super) dispatcher: Arc<Dispatcher>,
+    pub(super) callers: Callers,
     task: Arc<Task>,
     implementation: Implementation,
     approval_ttl: Duration,
@@ -75,17 +76,9 @@ pub struct McpServer {
     captured: Option<Arc<Captured>>,
     /// The browser origins Streamable HTTP accepts besides loopback ones, lowercase.
     pub(super) allowed_origins: Arc<Vec<String>>,
-}
-
-impl std::fmt::Debug for McpServer {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("McpServer")
-            .field("tools", &self.dispatcher.registry().len())
-            .field("server", &self.implementation.name)
-            .field("approval_ttl", &self.approval_ttl)
-            .finish_non_exhaustive()
-    }
+    /// The `Host` names an authenticating proxy in front forwards, once the application says
+    /// one is there.
+    pub(super) proxy_hosts: Option<Arc<Vec<String>>>,
 }
 
 /// Why a server stopped before its client closed the session cleanly.
@@ -101,14 +94,55 @@ pub enum McpServeError {
     /// The HTTP listener stopped accepting connections.
     #[error("the MCP HTTP listener failed")]
     Accept(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// A listener on an address other than a loopback one, for a server that authenticates
+    /// nobody: refused before anything is served.
+    #[error(
+        "refusing to serve {0} without authorization: use McpServer::authenticated, or \
+         McpServer::behind_authenticating_proxy when a proxy authenticates every request"
+    )]
+    Unprotected(std::net::SocketAddr),
+    /// A server that authenticates each request by its bearer token, asked to serve a byte
+    /// stream (stdio), which carries no token.
+    #[error("a server that authenticates requests by their tokens serves HTTP only")]
+    TokensOverStream,
 }
 
 impl McpServer {
     /// Serves `dispatcher`'s registry, every call on behalf of `principal`, with no budget
     /// (see [`with_task`](Self::with_task)), and approval forms open, and approvals valid, for
     /// 10 minutes.
+    ///
+    /// One principal for every request fits a local process over stdio and a loopback
+    /// listener; over HTTP to others, [`authenticated`](Self::authenticated) (feature
+    /// `mcp-auth`) takes each request's principal from its token.
     #[must_use]
     pub fn new(dispatcher: Arc<Dispatcher>, principal: Principal) -> Self {
+        Self::serving(dispatcher, Callers::One(principal))
+    }
+
+    /// Serves `dispatcher`'s registry over HTTP as the OAuth 2.1 resource server `resource`:
+    /// each request's principal is the one its bearer token proves (see
+    /// [`auth`](super::auth)), otherwise as [`new`](Self::new).
+    ///
+    /// # Errors
+    ///
+    /// [`AuthConfigError`](super::auth::AuthConfigError) when `resource`'s configuration has a
+    /// mistake: a scope that is not one, or scopes named for a tool the registry lacks.
+    #[cfg(feature = "mcp-auth")]
+    pub fn authenticated(
+        dispatcher: Arc<Dispatcher>,
+        resource: super::auth::ResourceServer,
+    ) -> Result<Self, super::auth::AuthConfigError> {
+        if let Some(mistake) = resource.mistake(dispatcher.registry()) {
+            return Err(mistake);
+        }
+        Ok(Self::serving(
+            dispatcher,
+            Callers::Tokens(Arc::new(resource)),
+        ))
+    }
+
+    fn serving(dispatcher: Arc<Dispatcher>, callers: Callers) -> Self {
         let key = dispatcher
             .binder()
             .keys()
@@ -117,13 +151,14 @@ impl McpServer {
         let request_state = RequestStateCodec::new_unchecked(key.to_vec());
         McpServer {
             dispatcher,
-            principal,
+            callers,
             task: Arc::new(Task::unlimited()),
             implementation: Implementation::new("tool-contract", env!("CARGO_PKG_VERSION")),
             approval_ttl: Duration::from_secs(600),
             request_state,
             captured: None,
             allowed_origins: Arc::new(Vec::new()),
+            proxy_hosts: None,
         }
     }
 
@@ -142,6 +177,21 @@ impl McpServer {
             .map(|origin| origin.into().trim_end_matches('/').to_ascii_lowercase())
             .collect();
         self.allowed_origins = Arc::new(origins);
+        self
+    }
+
+    /// Says that an authenticating proxy stands in front of this server and forwards only
+    /// requests it has authenticated, with a `Host` of `hosts`: [`serve_http`](Self::serve_http)
+    /// then listens on addresses other than loopback ones and serves every request as the
+    /// one principal given to [`new`](Self::new). Nothing here checks the proxy's word: any
+    /// process that reaches the listener acts as that principal. Prefer
+    /// [`authenticated`](Self::authenticated).
+    #[must_use]
+    pub fn behind_authenticating_proxy(
+        mut self,
+        hosts: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.proxy_hosts = Some(Arc::new(hosts.into_iter().map(Into::into).collect()));
         self
     }
 
@@ -225,6 +275,9 @@ impl McpServer {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
+        if !matches!(self.callers, Callers::One(_)) {
+            return Err(McpServeError::TokensOverStream);
+        }
         let max_line = self.max_message_bytes();
         let captured = Arc::new(Captured::default());
         self.captured = Some(captured.clone());
@@ -257,6 +310,7 @@ impl McpServer {
                 None,
             ));
         }
+        let (principal, caller) = self.callers.of(request_context)?;
         let peer = &request_context.peer;
         let arguments = self
             .captured
@@ -280,30 +334,35 @@ impl McpServer {
                 None,
             ));
         }
+        if let (Some(verified), Some(spec)) = (&caller, registry.get(&request.name)) {
+            // The door refused this already with a step-up challenge; a call that reached here
+            // another way is refused all the same.
+            verified.allows(spec, &arguments, registry.forbidden_keys())?;
+        }
         let context = self.context(&request, request_context, arguments);
         if without_handshake(request_context) {
             return self
-                .call_stateless(&request, request_context, &context)
+                .call_stateless(&principal, &request, request_context, &context)
                 .await;
         }
         let mut dispatch = self
             .dispatcher
-            .dispatch(&self.principal, &context, &self.task)
+            .dispatch(&principal, &context, &self.task)
             .await;
         let mut pending = dispatch.pending_approval.take();
         if let Some(asked) = pending.take_if(|_| asks_by_elicitation(peer)) {
-            if self.elicit_approval(peer, &asked).await {
+            if self.elicit_approval(&principal, peer, &asked).await {
                 // Granted or rejected: the dispatcher acts on the decision.
                 dispatch = self
                     .dispatcher
-                    .dispatch(&self.principal, &context, &self.task)
+                    .dispatch(&principal, &context, &self.task)
                     .await;
                 pending = dispatch.pending_approval.take();
             } else {
                 pending = Some(asked);
             }
         }
-        self.answer(&context, &dispatch, pending.as_ref())
+        self.answer(&principal, &context, &dispatch, pending.as_ref())
             .map(CallToolResponse::from)
     }
 
@@ -312,20 +371,22 @@ impl McpServer {
     /// state records the decision in the store, then runs (or not) as the decision says.
     async fn call_stateless(
         &self,
+        principal: &Principal,
         request: &CallToolRequestParams,
         request_context: &RequestContext<RoleServer>,
         context: &CallContext,
     ) -> Result<CallToolResponse, ErrorData> {
         let answered = match request.request_state.as_deref() {
             Some(sealed) => {
-                self.record_answer(sealed, request, context).await?;
+                self.record_answer(principal, sealed, request, context)
+                    .await?;
                 true
             }
             None => false,
         };
         let mut dispatch = self
             .dispatcher
-            .dispatch(&self.principal, context, &self.task)
+            .dispatch(principal, context, &self.task)
             .await;
         let pending = dispatch.pending_approval.take();
         // Asked once per call: a dismissed form is not asked again in a loop.
@@ -336,7 +397,7 @@ impl McpServer {
         {
             return Ok(CallToolResponse::InputRequired(asked));
         }
-        self.answer(context, &dispatch, pending.as_ref())
+        self.answer(principal, context, &dispatch, pending.as_ref())
             .map(CallToolResponse::from)
     }
 
@@ -359,19 +420,16 @@ impl McpServer {
     /// the person's decision; the approval leaves `pending` once, whichever replica records it.
     async fn record_answer(
         &self,
+        principal: &Principal,
         sealed: &str,
         request: &CallToolRequestParams,
         context: &CallContext,
     ) -> Result<(), ErrorData> {
         let keys = self.dispatcher.binder().keys().clone();
         let spec = self.dispatcher.registry().get(&request.name);
-        let principal_ref = keys.principal_ref(&self.principal);
-        let request_sha256 = keys.request_digest(
-            &self.principal,
-            &request.name,
-            spec,
-            &context.call.arguments,
-        );
+        let principal_ref = keys.principal_ref(principal);
+        let request_sha256 =
+            keys.request_digest(principal, &request.name, spec, &context.call.arguments);
         let now = self.dispatcher.now();
         let expected = Expected {
             principal_ref: &principal_ref,
@@ -382,7 +440,7 @@ impl McpServer {
         let state = ApprovalState::open(&self.request_state, sealed, &expected).map_err(refused)?;
         let recorded = match Decision::among(request.input_responses.as_ref()) {
             Decision::Approve => {
-                let approver = approver(&self.principal);
+                let approver = approver(principal);
                 if self.approved_already(&state.approval_id, &approver).await {
                     // This principal answered this approval already: whatever the client
                     // calls itself, a second answer is not a second person.
@@ -449,7 +507,12 @@ impl McpServer {
     /// have), decline (or accept with `false`) rejects it.
     /// `false` when nothing was decided (the form was dismissed, or the client failed to
     /// answer): the approval stays pending.
-    async fn elicit_approval(&self, peer: &Peer<RoleServer>, pending: &PendingApproval) -> bool {
+    async fn elicit_approval(
+        &self,
+        principal: &Principal,
+        peer: &Peer<RoleServer>,
+        pending: &PendingApproval,
+    ) -> bool {
         let Some(params) = super::approval::confirmation(pending) else {
             return false;
         };
@@ -460,7 +523,7 @@ impl McpServer {
         };
         match Decision::of(&answer) {
             Decision::Approve => {
-                let approver = approver(&self.principal);
+                let approver = approver(principal);
                 let expires_at = later_by(self.dispatcher.now(), self.approval_ttl);
                 self.dispatcher
                     .approve(
@@ -506,13 +569,14 @@ impl McpServer {
     /// nothing unverified may reach the client.
     fn answer(
         &self,
+        principal: &Principal,
         context: &CallContext,
         dispatch: &Dispatch,
         pending: Option<&PendingApproval>,
     ) -> Result<CallToolResult, ErrorData> {
         let binder = self.dispatcher.binder();
         let verified = binder
-            .verify(&self.principal, context, &dispatch.result)
+            .verify(principal, context, &dispatch.result)
             .map_err(|error| {
                 ErrorData::internal_error(format!("the result did not verify: {error}"), None)
             })?;
@@ -649,12 +713,25 @@ impl ServerHandler for McpServer {
         Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
+    /// The tools, or with authenticated requests the tools the request's token may call.
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        let (_, verified) = self.callers.of(&context)?;
+        let tools = self
+            .dispatcher
+            .registry()
+            .tools()
+            .filter(|spec| {
+                verified
+                    .as_ref()
+                    .is_none_or(|verified| verified.shows(spec))
+            })
+            .map(tool)
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
