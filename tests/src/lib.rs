@@ -5,6 +5,8 @@
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
+pub mod http;
+pub mod issuer;
 pub mod kb;
 pub mod schools;
 pub mod tracker;
