@@ -11,6 +11,7 @@ use time::format_description::well_known::Rfc3339;
 use tool_contract::control::{AuditSink, ControlStore};
 use tool_contract::dispatch::{Dispatcher, DispatcherBuilder, HandlerContext, ToolOptions};
 use tool_contract::evidence::{GroundingSource, SourceTier};
+use tool_contract::mcp::auth::{Issuer, JwtVerifier, ResourceServer};
 use tool_contract::results::ReceiptSigner;
 use tool_contract::{
     AuditKeys, FailureKind, RawProvenance, RawResult, Registry, SecretKey, ToolContract,
@@ -419,6 +420,23 @@ pub fn receipt_signer() -> Result<ReceiptSigner, String> {
     let since =
         OffsetDateTime::from_unix_timestamp(1_767_225_600).map_err(|error| error.to_string())?;
     Ok(ReceiptSigner::new("refund-desk-2026", RECEIPT_SEED, since))
+}
+
+/// The desk as an OAuth 2.1 resource server: JWT access tokens of `auth.issuer` for
+/// `auth.resource`, each token's principal its `tenant` claim and `sub`; reads need
+/// `tools:read`, writes `tools:write`, and a refund above 40.00 `refunds:large` besides.
+pub fn resource_server(auth: &crate::Auth) -> Result<ResourceServer, String> {
+    let issuer = Issuer::new(&auth.issuer)
+        .map_err(|error| error.to_string())?
+        .with_tenant_claim("tenant");
+    let verifier = JwtVerifier::new([issuer]).map_err(|error| error.to_string())?;
+    let resource = ResourceServer::new(&auth.resource, verifier)
+        .map_err(|error| error.to_string())?
+        .with_resource_name("refund desk")
+        .with_scope_when("refunds:large", |draft: &CreateRefundDraft| {
+            draft.amount_cents > TWO_SUPERVISORS_ABOVE_CENTS
+        });
+    Ok(resource)
 }
 
 /// The desk's dispatcher, as the replay and `mcp` run it: its handlers, the audit to

@@ -8,9 +8,11 @@
 //! `refund-desk --declarations [--provider NAME]` prints the `tools` array each provider API
 //! takes for the desk's tools, one JSON object per API.
 //!
-//! `refund-desk mcp [--http ADDR] [--store PATH | --store postgres://…]` serves the same tools
-//! as an MCP server over stdio (or Streamable HTTP on ADDR), its approvals and write records in an SQLite file by default (they
-//! survive a restart), or in PostgreSQL for many replicas.
+//! `refund-desk mcp [--http ADDR [--issuer URL --resource URL]] [--store PATH | --store
+//! postgres://…]` serves the same tools as an MCP server over stdio (or Streamable HTTP on
+//! ADDR, each request's principal from its bearer token when an issuer is named), its
+//! approvals and write records in an SQLite file by default (they survive a restart), or in
+//! PostgreSQL for many replicas.
 
 mod desk;
 mod replay;
@@ -29,7 +31,8 @@ use replay::{Output, Wire};
 const USAGE: &str = "\
 usage: refund-desk [replay] [--provider NAME] [--verbose | --json]
        refund-desk --declarations [--provider NAME]
-       refund-desk mcp [--http ADDR] [--store PATH | --store postgres://USER@HOST:PORT/DATABASE]
+       refund-desk mcp [--http ADDR [--issuer URL --resource URL]]
+                       [--store PATH | --store postgres://USER@HOST:PORT/DATABASE]
 
 replay (the default)  recorded model turns of each provider through the dispatcher,
                       one line per call: tool, status, error code, recovery
@@ -42,6 +45,12 @@ replay (the default)  recorded model turns of each provider through the dispatch
 mcp                   serve the desk's tools as an MCP server over stdio
   --http ADDR         over MCP's Streamable HTTP on ADDR instead (e.g. 127.0.0.1:8931;
                       port 0 takes a free one), named on stderr as listening on URL
+  --issuer URL        with --http: each request needs a bearer access token (a JWT,
+                      RFC 9068) of this OAuth issuer; its principal is the token's
+                      `tenant` claim and `sub`. Reads need tools:read, writes
+                      tools:write, refunds above 40.00 refunds:large too
+  --resource URL      with --issuer: the desk's canonical URI, its MCP endpoint
+                      (e.g. https://desk.example.com/mcp), every token's audience
   --store PATH        the SQLite file of approvals and write records (default:
                       refund-desk.sqlite in the temporary directory); a postgres://
                       URL shares them with every replica on that database";
@@ -49,10 +58,26 @@ mcp                   serve the desk's tools as an MCP server over stdio
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
 enum Command {
-    Replay { wires: Vec<Wire>, output: Output },
-    Declarations { wires: Vec<Wire> },
-    Mcp { store: Store, http: Option<String> },
+    Replay {
+        wires: Vec<Wire>,
+        output: Output,
+    },
+    Declarations {
+        wires: Vec<Wire>,
+    },
+    Mcp {
+        store: Store,
+        http: Option<String>,
+        auth: Option<Auth>,
+    },
     Help,
+}
+
+/// Whose tokens `mcp --http` takes, and for which resource.
+#[derive(Debug, PartialEq, Eq)]
+struct Auth {
+    issuer: String,
+    resource: String,
 }
 
 /// Where `mcp` keeps approvals and write records.
@@ -83,6 +108,8 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
     let mut store = None;
     let mut declarations = false;
     let mut http = None;
+    let mut issuer = None;
+    let mut resource = None;
     let mut arguments = arguments.iter();
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
@@ -111,15 +138,27 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
                 let address = arguments.next().ok_or("--http needs an address")?;
                 http = Some(address.clone());
             }
+            "--issuer" => issuer = Some(arguments.next().ok_or("--issuer needs a URL")?.clone()),
+            "--resource" => {
+                resource = Some(arguments.next().ok_or("--resource needs a URL")?.clone());
+            }
             "replay" | "mcp" if mode.is_none() => mode = Some(argument.as_str()),
             other => return Err(format!("unexpected argument {other:?}")),
         }
     }
+    let auth = match (issuer, resource) {
+        (Some(issuer), Some(resource)) if http.is_some() => Some(Auth { issuer, resource }),
+        (None, None) => None,
+        (Some(_), Some(_)) => return Err("--issuer and --resource are for --http".to_owned()),
+        _ => return Err("--issuer and --resource go together".to_owned()),
+    };
     match mode {
+        _ if auth.is_some() && mode != Some("mcp") => Err("--issuer is for mcp".to_owned()),
         Some("mcp") if declarations => Err("mcp takes no --declarations".to_owned()),
         Some("mcp") if wires.is_empty() && output == Output::Text => Ok(Command::Mcp {
             store: store.unwrap_or_else(Store::default_file),
             http,
+            auth,
         }),
         Some("mcp") => Err("mcp takes no --provider, --verbose or --json".to_owned()),
         _ if store.is_some() => Err("--store is for mcp".to_owned()),
@@ -159,7 +198,7 @@ fn main() -> ExitCode {
         }
         Command::Replay { wires, output } => replay::run(&wires, output),
         Command::Declarations { wires } => print_declarations(&wires),
-        Command::Mcp { store, http } => serve_mcp(&store, http.as_deref()),
+        Command::Mcp { store, http, auth } => serve_mcp(&store, http.as_deref(), auth.as_ref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -182,8 +221,9 @@ fn print_declarations(wires: &[Wire]) -> Result<(), String> {
 }
 
 /// Serves the desk over stdio until the client closes the session, or over HTTP on `http`
-/// until stopped. Stdout is the protocol's; everything for people goes to stderr.
-fn serve_mcp(store: &Store, http: Option<&str>) -> Result<(), String> {
+/// until stopped (with `auth`, as a resource server of its issuer). Stdout is the
+/// protocol's; everything for people goes to stderr.
+fn serve_mcp(store: &Store, http: Option<&str>, auth: Option<&Auth>) -> Result<(), String> {
     let path = replay::audit_log_path("mcp-");
     let audit = Arc::new(
         JsonLinesAuditLog::open(&path, desk::audit_key()?)
@@ -208,11 +248,12 @@ fn serve_mcp(store: &Store, http: Option<&str>) -> Result<(), String> {
         };
         let desk = Arc::new(desk::Desk::seeded());
         // The same rules as the replay: two supervisors above 40.00, receipts signed.
-        let dispatcher = desk::four_eyes_dispatcher(&desk, audit, control)?;
-        let server = McpServer::new(
-            Arc::new(dispatcher),
-            Principal::new("acme-shop", "mcp:refund-desk"),
-        )
+        let dispatcher = Arc::new(desk::four_eyes_dispatcher(&desk, audit, control)?);
+        let server = match auth {
+            Some(auth) => McpServer::authenticated(dispatcher, desk::resource_server(auth)?)
+                .map_err(|error| error.to_string())?,
+            None => McpServer::new(dispatcher, Principal::new("acme-shop", "mcp:refund-desk")),
+        }
         .with_server_info("refund-desk", env!("CARGO_PKG_VERSION"));
         let Some(address) = http else {
             return server
@@ -287,21 +328,24 @@ mod tests {
             parse_words("mcp"),
             Ok(Command::Mcp {
                 store: Store::default_file(),
-                http: None
+                http: None,
+                auth: None,
             })
         );
         assert_eq!(
             parse_words("mcp --store /tmp/desk.sqlite"),
             Ok(Command::Mcp {
                 store: Store::Sqlite("/tmp/desk.sqlite".into()),
-                http: None
+                http: None,
+                auth: None,
             })
         );
         assert_eq!(
             parse_words("mcp --store postgres://postgres@127.0.0.1:5432/test"),
             Ok(Command::Mcp {
                 store: Store::Postgres("postgres://postgres@127.0.0.1:5432/test".to_owned()),
-                http: None
+                http: None,
+                auth: None,
             })
         );
         assert!(parse_words("replay --store x.sqlite").is_err());
@@ -313,10 +357,31 @@ mod tests {
             parse_words("mcp --http 127.0.0.1:0"),
             Ok(Command::Mcp {
                 store: Store::default_file(),
-                http: Some("127.0.0.1:0".to_owned())
+                http: Some("127.0.0.1:0".to_owned()),
+                auth: None,
             })
         );
         assert!(parse_words("replay --http 127.0.0.1:0").is_err());
         assert!(parse_words("mcp --http").is_err());
+    }
+
+    #[test]
+    fn an_issuer_and_a_resource_make_the_http_desk_authenticate() {
+        assert_eq!(
+            parse_words(
+                "mcp --http 127.0.0.1:8931 --issuer http://127.0.0.1:9000 --resource http://127.0.0.1:8931/mcp"
+            ),
+            Ok(Command::Mcp {
+                store: Store::default_file(),
+                http: Some("127.0.0.1:8931".to_owned()),
+                auth: Some(Auth {
+                    issuer: "http://127.0.0.1:9000".to_owned(),
+                    resource: "http://127.0.0.1:8931/mcp".to_owned(),
+                }),
+            })
+        );
+        assert!(parse_words("mcp --http 127.0.0.1:0 --issuer http://127.0.0.1:9000").is_err());
+        assert!(parse_words("mcp --issuer http://a --resource http://b").is_err());
+        assert!(parse_words("replay --issuer http://a --resource http://b").is_err());
     }
 }
