@@ -196,7 +196,7 @@ impl Front {
         if let Some(kept) = Kept::of(&body) {
             #[cfg(feature = "mcp-auth")]
             if let (Some(door), Some(caller)) = (&self.door, &caller)
-                && let Err(refusal) = door.check_call(caller, kept.tool(), kept.arguments())
+                && let Some(refusal) = door.refuse_call(caller, kept.tool(), kept.arguments())
             {
                 return refusal;
             }

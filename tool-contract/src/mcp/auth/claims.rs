@@ -118,7 +118,7 @@ fn scopes(claims: &Map<String, Value>) -> BTreeSet<String> {
         Some(Value::Array(items)) => items
             .iter()
             .filter_map(Value::as_str)
-            .flat_map(|item| words(item))
+            .flat_map(words)
             .collect(),
         _ => BTreeSet::new(),
     }

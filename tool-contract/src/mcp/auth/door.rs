@@ -97,8 +97,8 @@ impl Door {
                 )
             });
         }
-        let endpoint = self.resource.endpoint_path();
-        (path != endpoint).then(|| reply::text(StatusCode::NOT_FOUND, "no MCP endpoint here"))
+        (path != self.resource.endpoint_path())
+            .then(|| reply::text(StatusCode::NOT_FOUND, "no MCP endpoint here"))
     }
 
     /// The caller of a request for the MCP endpoint, or the answer that turns it away.
@@ -112,26 +112,21 @@ impl Door {
             .map_err(|refused| self.refusal(&refused))
     }
 
-    /// Whether `caller` may make this call of `tool` with `arguments`: the answer that steps
-    /// it up if not.
-    pub(crate) fn check_call(
+    /// The answer that steps `caller` up, when its token lacks a scope this call of `tool`
+    /// with `arguments` needs; `None` when it may make the call.
+    pub(crate) fn refuse_call(
         &self,
         caller: &Caller,
         tool: &str,
         arguments: &[u8],
-    ) -> Result<(), Reply> {
-        let Some(spec) = self.dispatcher.registry().get(tool) else {
-            // The dispatcher answers an unknown tool, to every caller alike.
-            return Ok(());
-        };
-        self.resource
-            .missing_scopes(
-                &caller.0,
-                spec,
-                arguments,
-                self.dispatcher.registry().forbidden_keys(),
-            )
-            .map_or(Ok(()), |needed| Err(self.refusal(&Refused::Scope(needed))))
+    ) -> Option<Reply> {
+        // The dispatcher answers an unknown tool, to every caller alike.
+        let spec = self.dispatcher.registry().get(tool)?;
+        let forbidden = self.dispatcher.registry().forbidden_keys();
+        let needed = self
+            .resource
+            .missing_scopes(&caller.0, spec, arguments, forbidden)?;
+        Some(self.refusal(&Refused::Scope(needed)))
     }
 
     /// Notes what the answer to a request says of its session: a session opened (the answer
@@ -305,13 +300,22 @@ fn bearer(headers: &http::HeaderMap) -> Result<Option<&str>, Refused> {
     }
 }
 
-/// Whether `token` is a `b64token` (RFC 6750, section 2.1).
+/// Whether `token` is a `b64token` (RFC 6750, section 2.1): letters, digits, `-._~+/`, then
+/// any `=`.
 fn is_b64token(token: &str) -> bool {
+    /// The bytes of a `b64token` before its padding, by value.
+    const B64TOKEN: [bool; 256] = {
+        let mut allowed = [false; 256];
+        let mut byte = 0;
+        while byte < 256 {
+            allowed[byte] = (byte as u8).is_ascii_alphanumeric()
+                || matches!(byte as u8, b'-' | b'.' | b'_' | b'~' | b'+' | b'/');
+            byte += 1;
+        }
+        allowed
+    };
     let body = token.trim_end_matches('=');
-    !body.is_empty()
-        && body.bytes().all(|byte| {
-            byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'+' | b'/')
-        })
+    !body.is_empty() && body.bytes().all(|byte| B64TOKEN[usize::from(byte)])
 }
 
 /// `text` as the quoted string of a challenge may carry it (RFC 6750's `NQSCHAR`).

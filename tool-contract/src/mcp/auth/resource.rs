@@ -46,6 +46,9 @@ const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 #[derive(Clone)]
 pub struct ResourceServer {
     resource: String,
+    /// The path of the MCP endpoint (the resource URI's), and of its metadata.
+    endpoint_path: String,
+    metadata_path: String,
     verifier: Arc<dyn TokenVerifier>,
     authorization_servers: Vec<String>,
     pub(super) scopes: ScopePolicy,
@@ -76,12 +79,17 @@ impl ResourceServer {
     /// when `verifier` names no authorization server.
     pub fn new(resource: &str, verifier: impl TokenVerifier) -> Result<Self, AuthConfigError> {
         let resource = canonical(resource)?;
+        let endpoint_path =
+            Url::parse(&resource).map_or_else(|_| "/".to_owned(), |url| url.path().to_owned());
+        let metadata_path = format!("{METADATA_PATH}{}", endpoint_path.trim_end_matches('/'));
         let authorization_servers = verifier.authorization_servers();
         if authorization_servers.is_empty() {
             return Err(AuthConfigError::NoAuthorizationServer);
         }
         Ok(ResourceServer {
             resource,
+            endpoint_path,
+            metadata_path,
             verifier: Arc::new(verifier),
             authorization_servers,
             scopes: ScopePolicy::default(),
@@ -200,27 +208,19 @@ impl ResourceServer {
         let Ok(mut url) = Url::parse(&self.resource) else {
             return format!("{}{METADATA_PATH}", self.resource);
         };
-        let path = format!(
-            "{METADATA_PATH}{}",
-            self.endpoint_path().trim_end_matches('/')
-        );
-        url.set_path(&path);
+        url.set_path(&self.metadata_path);
         url.to_string()
     }
 
     /// The path of the MCP endpoint: the resource URI's.
-    pub(super) fn endpoint_path(&self) -> String {
-        Url::parse(&self.resource).map_or_else(|_| "/".to_owned(), |url| url.path().to_owned())
+    pub(super) fn endpoint_path(&self) -> &str {
+        &self.endpoint_path
     }
 
     /// Whether `path` is one the metadata is served at: the path-inserted form, and the root
     /// form clients fall back to.
     pub(super) fn is_metadata_path(&self, path: &str) -> bool {
-        let inserted = format!(
-            "{METADATA_PATH}{}",
-            self.endpoint_path().trim_end_matches('/')
-        );
-        path == inserted || path == METADATA_PATH
+        path == self.metadata_path || path == METADATA_PATH
     }
 
     /// The protected resource metadata (RFC 9728, section 2) for a server of `registry`.
