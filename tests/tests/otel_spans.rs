@@ -18,7 +18,7 @@ use tool_contract::control::MemoryStore;
 use tool_contract::dispatch::{Dispatcher, HandlerContext, Task};
 use tool_contract::mcp::McpServer;
 use tool_contract::{FailureKind, Principal, RawProvenance, RawResult, ToolFailure};
-use tool_contract_tests::tracker::{self, ReadDoc, Remote, alice, builder, context};
+use tool_contract_tests::tracker::{self, ReadDoc, Remote, alice, builder, context, keys};
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
@@ -404,6 +404,12 @@ async fn the_mcp_server_span_joins_the_clients_trace_and_marks_tool_errors() {
             Some("2025-11-25")
         );
         assert!(attribute(span, "jsonrpc.request.id").is_some());
+        // The caller, as a keyed pseudonym: never its tenant or subject.
+        let principal_ref = keys().principal_ref(&Principal::new("acme", "otel"));
+        assert_eq!(
+            attribute(span, "enduser.pseudo.id").as_deref(),
+            Some(&principal_ref[..12])
+        );
         // The dispatcher's span is its child.
         let child = spans
             .iter()

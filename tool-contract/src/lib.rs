@@ -90,7 +90,9 @@
 //!
 //! With the `mcp` feature, `mcp::McpServer` serves a dispatcher's registry to MCP clients:
 //! input schemas and [`ToolSpec::model_result_schema`] in `tools/list`, the verified model
-//! result as `structuredContent` of `tools/call`, approvals asked by elicitation.
+//! result as `structuredContent` of `tools/call`, approvals asked by elicitation. With
+//! `mcp-auth` it serves HTTP as an OAuth 2.1 resource server: every request proves its
+//! principal with a bearer access token issued for this server.
 //!
 //! ## Evidence for facts
 //!
@@ -111,6 +113,7 @@
 //! | `postgres` | `control::PostgresStore` and `control::PostgresAuditLog`: the store and an audit log that replicas share on PostgreSQL |
 //! | `mcp` | `mcp::McpServer`: a dispatcher's registry served over MCP (stdio or any byte stream; protocol revisions 2024-11-05 to 2026-07-28) |
 //! | `mcp-http` | `McpServer::serve_http`: the same over MCP's Streamable HTTP transport (implies `mcp`) |
+//! | `mcp-auth` | `McpServer::authenticated` and `mcp::auth`: Streamable HTTP as an OAuth 2.1 resource server, each request's principal from its verified bearer token, scopes per tool (implies `mcp-http`) |
 //! | `otel` | the MCP server's `tools/call` spans parented from the trace context in the request's `_meta`, through the application's OpenTelemetry propagator |
 //!
 //! Items behind a feature say so in these docs.

@@ -740,6 +740,10 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let span = super::telemetry::tools_call(self.dispatcher.registry(), &request, &context);
+        if let Ok((principal, _)) = self.callers.of(&context) {
+            let principal_ref = self.dispatcher.binder().keys().principal_ref(&principal);
+            super::telemetry::record_caller(&span, &principal_ref);
+        }
         let answer = self.call(request, &context).instrument(span.clone()).await;
         super::telemetry::record_answer(&span, &answer);
         answer

@@ -3,7 +3,8 @@
 //! `tools/call {gen_ai.tool.name}`, kind SERVER, with `error.type` the JSON-RPC code of a
 //! protocol error or `tool_error` for a result with `isError`. With the `otel` feature its
 //! parent is the trace context the client sent in `_meta` (`traceparent`, `tracestate`,
-//! `baggage`; SEP-414), read by the application's global OpenTelemetry propagator.
+//! `baggage`; SEP-414), read by the application's global OpenTelemetry propagator. The
+//! caller is `enduser.pseudo.id`: a prefix of its keyed principal reference, never its name.
 
 use rmcp::ErrorData;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, JsonObject};
@@ -38,9 +39,19 @@ pub(super) fn tools_call(
         mcp.protocol.version = version,
         "error.type" = Empty,
         rpc.response.status_code = Empty,
+        enduser.pseudo.id = Empty,
     );
     parent_from(&span, &context.meta.0.0);
     span
+}
+
+/// Records who called: the first 12 digits of the caller's keyed principal reference, a
+/// pseudonym that groups one caller's calls (and finds their audits) without naming anyone.
+pub(super) fn record_caller(span: &Span, principal_ref: &str) {
+    span.record(
+        "enduser.pseudo.id",
+        principal_ref.get(..12).unwrap_or(principal_ref),
+    );
 }
 
 /// Records how the call was answered: a protocol error's code, or `tool_error`.
