@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use tool_contract_tests::issuer::{node, node_folder};
+use tool_contract_tests::listening::listening;
 
 #[tokio::test]
 async fn the_desk_passes_mcps_conformance_suite_but_for_what_it_does_not_have() {
@@ -18,25 +18,11 @@ async fn the_desk_passes_mcps_conformance_suite_but_for_what_it_does_not_have() 
     let scratch =
         std::env::temp_dir().join(format!("refund-desk-conformance-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
-    let mut desk = Command::new(env!("CARGO_BIN_EXE_refund-desk"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_refund-desk"));
+    command
         .args(["mcp", "--http", "127.0.0.1:0", "--store"])
-        .arg(scratch.join("desk.sqlite"))
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the desk starts");
-    let mut stderr = BufReader::new(desk.stderr.take().unwrap()).lines();
-    let address = loop {
-        let line = stderr
-            .next_line()
-            .await
-            .unwrap()
-            .expect("the desk names its address");
-        if let Some(address) = line.strip_prefix("listening on http://") {
-            break address.to_owned();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+        .arg(scratch.join("desk.sqlite"));
+    let (_desk, address) = listening(command).await;
 
     let suite = node_folder().join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
     let expected =

@@ -4,10 +4,10 @@
 //! supervisor once the token has it.
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tool_contract_tests::http::{self, Answer};
 use tool_contract_tests::issuer::MockIssuer;
+use tool_contract_tests::listening::listening;
 
 /// The desk process; stopped when dropped.
 struct Desk {
@@ -24,26 +24,12 @@ async fn desk(issuer: &MockIssuer, store: &std::path::Path) -> Desk {
         .port();
     let address = format!("127.0.0.1:{port}");
     let resource = format!("http://{address}/mcp");
-    let mut process = Command::new(env!("CARGO_BIN_EXE_refund-desk"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_refund-desk"));
+    command
         .args(["mcp", "--http", &address, "--issuer", &issuer.url])
         .args(["--resource", &resource, "--store"])
-        .arg(store)
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the desk starts");
-    let mut stderr = BufReader::new(process.stderr.take().unwrap()).lines();
-    loop {
-        let line = stderr
-            .next_line()
-            .await
-            .unwrap()
-            .expect("the desk names its address");
-        if line.starts_with("listening on http://") {
-            break;
-        }
-    }
-    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+        .arg(store);
+    let (process, _) = listening(command).await;
     Desk {
         _process: process,
         resource,

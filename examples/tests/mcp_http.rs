@@ -6,8 +6,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+use tool_contract_tests::listening::listening;
 
 /// A desk process serving MCP over HTTP, and the address it listens on.
 struct Replica {
@@ -17,25 +17,11 @@ struct Replica {
 
 /// Starts `refund-desk mcp --http 127.0.0.1:0 --store STORE`.
 async fn replica(store: &std::path::Path) -> Replica {
-    let mut process = Command::new(env!("CARGO_BIN_EXE_refund-desk"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_refund-desk"));
+    command
         .args(["mcp", "--http", "127.0.0.1:0", "--store"])
-        .arg(store)
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the desk starts");
-    let mut stderr = BufReader::new(process.stderr.take().unwrap()).lines();
-    let address = loop {
-        let line = stderr
-            .next_line()
-            .await
-            .unwrap()
-            .expect("the desk names its address");
-        if let Some(address) = line.strip_prefix("listening on http://") {
-            break address.to_owned();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+        .arg(store);
+    let (process, address) = listening(command).await;
     Replica {
         _process: process,
         address,

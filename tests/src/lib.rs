@@ -8,6 +8,7 @@ pub struct ReadmeDoctests;
 pub mod http;
 pub mod issuer;
 pub mod kb;
+pub mod listening;
 pub mod schools;
 pub mod tracker;
 

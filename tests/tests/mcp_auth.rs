@@ -142,6 +142,32 @@ async fn refused_token(issuer: &MockIssuer, served: &Served, ask: Value) -> Answ
     answer
 }
 
+/// Asks `send_message` of `message` with `token`: the params of an answer that approves
+/// it, with the request state the server sealed.
+async fn approval_asked(served: &Served, token: &str, message: &Value) -> Value {
+    let call = tools_call("send_message", message.clone(), json!({}));
+    let asked = post(&served.resource, Some(token), &call).await;
+    let state = asked.json()["result"]["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", asked.text))
+        .to_owned();
+    json!({
+        "inputResponses": { "approval": { "action": "accept", "content": { "approve": true } } },
+        "requestState": state,
+    })
+}
+
+/// A read with a token of `extra` (beside a good read token's claims) is refused `401
+/// invalid_token`, its challenge saying `says`, and nothing runs.
+async fn refused_with(test: &str, extra: Value, says: &str) {
+    let Some(issuer) = MockIssuer::start(test) else {
+        return;
+    };
+    let served = serve(&issuer).await;
+    let answer = refused_token(&issuer, &served, with(read_ask(&served), extra)).await;
+    assert!(challenge(&answer).contains(says), "{}", challenge(&answer));
+}
+
 fn read_ask(served: &Served) -> Value {
     json!({ "aud": served.resource, "scope": "tools:read", "claims": { "tenant": "acme" } })
 }
@@ -242,47 +268,29 @@ async fn a_key_of_another_type_verifies_under_its_own_algorithm() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_token_is_refused() {
-    let Some(issuer) = MockIssuer::start("expired") else {
-        return;
-    };
-    let served = serve(&issuer).await;
     // Expired two minutes ago: past the 30 s leeway.
-    let ask = with(read_ask(&served), json!({ "expires_in": -120 }));
-    let answer = refused_token(&issuer, &served, ask).await;
-    assert!(challenge(&answer).contains("the token has expired"));
+    refused_with(
+        "expired",
+        json!({ "expires_in": -120 }),
+        "the token has expired",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_not_yet_valid_is_refused() {
-    let Some(issuer) = MockIssuer::start("not yet valid") else {
-        return;
-    };
-    let served = serve(&issuer).await;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    let soon = now + 600;
-    let ask = with(
-        read_ask(&served),
-        json!({ "claims": { "tenant": "acme", "nbf": soon } }),
-    );
-    let answer = refused_token(&issuer, &served, ask).await;
-    assert!(challenge(&answer).contains("not valid yet"));
+    let claims = json!({ "claims": { "tenant": "acme", "nbf": now + 600 } });
+    refused_with("not yet valid", claims, "not valid yet").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_of_another_issuer_is_refused() {
-    let Some(issuer) = MockIssuer::start("wrong issuer") else {
-        return;
-    };
-    let served = serve(&issuer).await;
-    let ask = with(
-        read_ask(&served),
-        json!({ "claims": { "tenant": "acme", "iss": "http://127.0.0.1:1" } }),
-    );
-    let answer = refused_token(&issuer, &served, ask).await;
-    assert!(challenge(&answer).contains("issuer is not trusted"));
+    let claims = json!({ "claims": { "tenant": "acme", "iss": "http://127.0.0.1:1" } });
+    refused_with("wrong issuer", claims, "issuer is not trusted").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -303,35 +311,24 @@ async fn a_token_for_another_resource_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unsigned_token_alg_none_is_refused() {
-    let Some(issuer) = MockIssuer::start("alg none") else {
-        return;
-    };
-    let served = serve(&issuer).await;
-    let ask = with(read_ask(&served), json!({ "forge": "none" }));
-    let answer = refused_token(&issuer, &served, ask).await;
-    assert!(challenge(&answer).contains("algorithm is not its key"));
+    refused_with(
+        "alg none",
+        json!({ "forge": "none" }),
+        "algorithm is not its key",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_hs256_token_signed_with_the_public_key_is_refused() {
-    let Some(issuer) = MockIssuer::start("hs256 public") else {
-        return;
-    };
-    let served = serve(&issuer).await;
-    let ask = with(read_ask(&served), json!({ "forge": "hs256-public" }));
-    let answer = refused_token(&issuer, &served, ask).await;
-    assert!(challenge(&answer).contains("algorithm is not its key"));
+    let forged = json!({ "forge": "hs256-public" });
+    refused_with("hs256 public", forged, "algorithm is not its key").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_id_token_typed_jwt_is_not_an_access_token() {
-    let Some(issuer) = MockIssuer::start("typ JWT") else {
-        return;
-    };
-    let served = serve(&issuer).await;
-    let ask = with(read_ask(&served), json!({ "header": { "typ": "JWT" } }));
-    let answer = refused_token(&issuer, &served, ask).await;
-    assert!(challenge(&answer).contains("not a JWT access token"));
+    let typed = json!({ "header": { "typ": "JWT" } });
+    refused_with("typ JWT", typed, "not a JWT access token").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -565,20 +562,7 @@ async fn one_tenants_token_cannot_answer_anothers_request_state() {
         .token_for(&served.resource, "globex", "mallory", scope)
         .await;
     let message = json!({ "to": "bob@acme.example", "text": "hi" });
-    let asked = post(
-        &served.resource,
-        Some(&alice),
-        &tools_call("send_message", message.clone(), json!({})),
-    )
-    .await;
-    let state = asked.json()["result"]["requestState"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{}", asked.text))
-        .to_owned();
-    let answer = json!({
-        "inputResponses": { "approval": { "action": "accept", "content": { "approve": true } } },
-        "requestState": state,
-    });
+    let answer = approval_asked(&served, &alice, &message).await;
     let hijacked = post(
         &served.resource,
         Some(&mallory),
@@ -649,20 +633,7 @@ async fn an_answer_is_an_approval_by_the_tokens_principal() {
         .token_for(&served.resource, "acme", "alice", "tools:write")
         .await;
     let message = json!({ "to": "bob@acme.example", "text": "hi" });
-    let asked = post(
-        &served.resource,
-        Some(&alice),
-        &tools_call("send_message", message.clone(), json!({})),
-    )
-    .await;
-    let state = asked.json()["result"]["requestState"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let answer = json!({
-        "inputResponses": { "approval": { "action": "accept", "content": { "approve": true } } },
-        "requestState": state,
-    });
+    let answer = approval_asked(&served, &alice, &message).await;
     let answered = post(
         &served.resource,
         Some(&alice),

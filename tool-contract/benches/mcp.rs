@@ -10,9 +10,12 @@
 //! Each of the two MCP figures on the handshake revision (2025-11-25) and on 2026-07-28, whose
 //! requests each carry their revision and capabilities in `_meta` (`…_2026_07_28`).
 
+mod common;
+
 use std::hint::black_box;
 use std::sync::Arc;
 
+use common::orders::dispatcher;
 use criterion::{Criterion, criterion_group, criterion_main};
 use rmcp::model::ProtocolVersion;
 use rmcp::model::{
@@ -24,70 +27,10 @@ use rmcp::{
     ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient, ServerHandler, ServiceExt,
 };
 use serde_json::{Value, json};
-use tool_contract::control::AuditSink;
-use tool_contract::dispatch::{Dispatcher, HandlerContext, Task};
+use tool_contract::dispatch::Task;
 use tool_contract::mcp::McpServer;
 use tool_contract::providers::{Correlation, ToolCall};
-use tool_contract::results::ProtectedAudit;
-use tool_contract::{
-    AuditKeys, CallContext, ModelResult, Principal, RawProvenance, RawResult, SecretKey,
-    ToolContract, ToolFailure, ToolOutput,
-};
-
-/// Read one order.
-#[derive(serde::Deserialize, ToolContract)]
-#[tool_contract(output = Order, effect = read_only, source_label = "orders", producer_revision = "o-1")]
-struct GetOrder {
-    #[tool_contract(max_len = 32)]
-    order_ref: String,
-}
-
-#[derive(serde::Serialize, ToolOutput)]
-struct Order {
-    #[tool_output(max_len = 32)]
-    order_ref: String,
-    #[tool_output(maximum = 1000000)]
-    total_cents: u32,
-}
-
-async fn get_order(input: GetOrder, _: HandlerContext) -> Result<RawResult, ToolFailure> {
-    let output = format!(
-        r#"{{"order_ref":"{}","total_cents":4200}}"#,
-        input.order_ref
-    );
-    Ok(RawResult::new(
-        output,
-        RawProvenance::new("o-1", "2026-11-29T10:00:00Z"),
-    ))
-}
-
-/// Keeps nothing: the bench measures the calls, not a growing log.
-struct Discard;
-
-impl AuditSink for Discard {
-    fn append<'a>(
-        &'a self,
-        _: &'a ModelResult,
-        _: &'a ProtectedAudit,
-    ) -> tool_contract::control::AuditFuture<'a> {
-        Box::pin(std::future::ready(Ok(())))
-    }
-}
-
-fn dispatcher() -> Dispatcher {
-    let registry = tool_contract::registry![GetOrder]
-        .into_builder()
-        .all_adapters()
-        .build();
-    Dispatcher::builder(
-        registry,
-        AuditKeys::new(SecretKey::new([3; 32]).expect("32 bytes")),
-    )
-    .handler::<GetOrder>(get_order)
-    .audit_sink(Arc::new(Discard))
-    .build()
-    .expect("every tool has a handler")
-}
+use tool_contract::{CallContext, Principal};
 
 /// Answers every call with one fixed result: rmcp's cost with no work behind it.
 struct FixedAnswer(Value);

@@ -13,6 +13,8 @@
 //!
 //! The keys below are the bench's own, made for it, and sign nothing else.
 
+mod common;
+
 use std::convert::Infallible;
 use std::hint::black_box;
 use std::sync::Arc;
@@ -28,15 +30,10 @@ use hyper_util::rt::TokioIo;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::json;
 use tokio::net::TcpListener;
-use tool_contract::control::AuditSink;
-use tool_contract::dispatch::{Dispatcher, HandlerContext};
+use tool_contract::Principal;
+use tool_contract::dispatch::Dispatcher;
 use tool_contract::mcp::McpServer;
 use tool_contract::mcp::auth::{Issuer, JwtVerifier, ResourceServer, TokenVerifier};
-use tool_contract::results::ProtectedAudit;
-use tool_contract::{
-    AuditKeys, ModelResult, Principal, RawProvenance, RawResult, SecretKey, ToolContract,
-    ToolFailure, ToolOutput,
-};
 
 /// The bench issuer's P-256 key, PKCS#8 DER.
 const ES256_KEY: &str = concat!(
@@ -87,58 +84,8 @@ fn jwks() -> Bytes {
     Bytes::from(keys.to_string())
 }
 
-/// Read one order.
-#[derive(serde::Deserialize, ToolContract)]
-#[tool_contract(output = Order, effect = read_only, source_label = "orders", producer_revision = "o-1")]
-struct GetOrder {
-    #[tool_contract(max_len = 32)]
-    order_ref: String,
-}
-
-#[derive(serde::Serialize, ToolOutput)]
-struct Order {
-    #[tool_output(max_len = 32)]
-    order_ref: String,
-    #[tool_output(maximum = 1000000)]
-    total_cents: u32,
-}
-
-async fn get_order(input: GetOrder, _: HandlerContext) -> Result<RawResult, ToolFailure> {
-    let output = format!(
-        r#"{{"order_ref":"{}","total_cents":4200}}"#,
-        input.order_ref
-    );
-    Ok(RawResult::new(
-        output,
-        RawProvenance::new("o-1", "2026-11-29T10:00:00Z"),
-    ))
-}
-
-/// Keeps nothing: the bench measures the calls, not a growing log.
-struct Discard;
-
-impl AuditSink for Discard {
-    fn append<'a>(
-        &'a self,
-        _: &'a ModelResult,
-        _: &'a ProtectedAudit,
-    ) -> tool_contract::control::AuditFuture<'a> {
-        Box::pin(std::future::ready(Ok(())))
-    }
-}
-
 fn dispatcher() -> Arc<Dispatcher> {
-    let registry = tool_contract::registry![GetOrder]
-        .into_builder()
-        .all_adapters()
-        .build();
-    let keys = AuditKeys::new(SecretKey::from([7; 32]));
-    let dispatcher = Dispatcher::builder(registry, keys)
-        .handler::<GetOrder>(get_order)
-        .audit_sink(Arc::new(Discard))
-        .build()
-        .expect("the bench dispatcher builds");
-    Arc::new(dispatcher)
+    Arc::new(common::orders::dispatcher())
 }
 
 /// Serves the key set at `/jwks` on a loopback port; the issuer URL.

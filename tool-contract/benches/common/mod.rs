@@ -4,6 +4,8 @@
 //! Each bench target compiles this module on its own and uses part of it.
 #![allow(dead_code)]
 
+pub mod orders;
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

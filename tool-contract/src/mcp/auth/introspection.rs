@@ -15,8 +15,9 @@ use super::claims::{self, Expected};
 use super::discovery::{DiscoveryError, discover};
 use super::error::AuthConfigError;
 use super::fetch::Fetcher;
-use super::jwt::{Issuer, checked_url};
+use super::jwt::Issuer;
 use super::token::{TokenRefusal, TokenVerifier, VerifiedToken, VerifyFuture};
+use super::uri::fetchable_url;
 
 /// Verifies each token by asking its issuer's introspection endpoint (RFC 7662), as a client
 /// of the issuer with its own credentials (HTTP Basic, RFC 6749, section 2.3.1).
@@ -77,7 +78,7 @@ impl IntrospectionVerifier {
     /// [`AuthConfigError::Uri`] when `uri` is not an `https` URL (or `http` on a loopback
     /// host) without query or fragment.
     pub fn with_endpoint(self, uri: &str) -> Result<Self, AuthConfigError> {
-        let uri = checked_url(uri)?;
+        let uri = fetchable_url(uri)?;
         Ok(IntrospectionVerifier {
             endpoint: OnceCell::new_with(Some(uri)),
             ..self
@@ -139,7 +140,7 @@ impl IntrospectionVerifier {
         let endpoint = metadata
             .introspection_endpoint
             .ok_or_else(|| DiscoveryError::Missing(url.to_owned(), "introspection_endpoint"))?;
-        checked_url(&endpoint)
+        fetchable_url(&endpoint)
             .map_err(|error| DiscoveryError::Unreadable(endpoint.clone(), error.to_string()))
     }
 }

@@ -25,7 +25,7 @@ use super::error::AuthConfigError;
 use super::fetch::Fetcher;
 use super::jwks::KeySet;
 use super::token::{TokenRefusal, TokenVerifier, VerifiedToken, VerifyFuture};
-use super::uri::{UriError, fetchable};
+use super::uri::fetchable_url;
 
 /// The most clock skew a verifier allows on `exp` and `nbf`.
 pub const MAX_LEEWAY: Duration = Duration::from_secs(300);
@@ -51,7 +51,7 @@ impl Issuer {
     /// [`AuthConfigError::Uri`] when `url` is not an absolute `https` URL without query or
     /// fragment (or `http` on a loopback host, for development).
     pub fn new(url: &str) -> Result<Self, AuthConfigError> {
-        checked_url(url)?;
+        fetchable_url(url)?;
         Ok(Issuer {
             url: url.to_owned(),
             tenant: TenantRule::Issuer,
@@ -80,7 +80,7 @@ impl Issuer {
     ///
     /// [`AuthConfigError::Uri`] as for [`new`](Self::new).
     pub fn with_jwks_uri(mut self, uri: &str) -> Result<Self, AuthConfigError> {
-        self.jwks_uri = Some(checked_url(uri)?);
+        self.jwks_uri = Some(fetchable_url(uri)?);
         Ok(self)
     }
 
@@ -93,18 +93,6 @@ impl Issuer {
     pub(super) fn tenant_rule(&self) -> &TenantRule {
         &self.tenant
     }
-}
-
-/// An absolute URL the server may fetch from, without query or fragment.
-pub(super) fn checked_url(url: &str) -> Result<Url, UriError> {
-    let parsed = Url::parse(url).map_err(|_| UriError::NotAbsolute(url.to_owned()))?;
-    if parsed.query().is_some() || parsed.fragment().is_some() {
-        return Err(UriError::QueryOrFragment(url.to_owned()));
-    }
-    if !fetchable(&parsed) {
-        return Err(UriError::NotHttps(url.to_owned()));
-    }
-    Ok(parsed)
 }
 
 /// Verifies JWT access tokens (RFC 9068) of the issuers it trusts; see the
@@ -369,7 +357,7 @@ impl JwtVerifier {
                 let uri = metadata
                     .jwks_uri
                     .ok_or_else(|| DiscoveryError::Missing(issuer.url.clone(), "jwks_uri"))?;
-                checked_url(&uri)
+                fetchable_url(&uri)
                     .map_err(|error| DiscoveryError::Unreadable(uri.clone(), error.to_string()))?
             }
         };

@@ -24,6 +24,12 @@ pub enum UriError {
 /// servers to accept uppercase ones), default port dropped, and no trailing `/` on an empty
 /// path (the form MCP recommends).
 pub(super) fn canonical(uri: &str) -> Result<String, UriError> {
+    fetchable_url(uri).map(|url| written(&url))
+}
+
+/// `uri` as a URL the server may name and fetch from: absolute, without query or fragment,
+/// over HTTPS (or plain HTTP to this machine).
+pub(super) fn fetchable_url(uri: &str) -> Result<Url, UriError> {
     let url = Url::parse(uri).map_err(|_| UriError::NotAbsolute(uri.to_owned()))?;
     if url.query().is_some() || url.fragment().is_some() {
         return Err(UriError::QueryOrFragment(uri.to_owned()));
@@ -31,7 +37,7 @@ pub(super) fn canonical(uri: &str) -> Result<String, UriError> {
     if !fetchable(&url) {
         return Err(UriError::NotHttps(uri.to_owned()));
     }
-    Ok(written(&url))
+    Ok(url)
 }
 
 /// Whether an audience value names the resource `canonical` (a value that does not parse
