@@ -9,20 +9,22 @@
 //! - `write/dispatch_sqlite` (feature `sqlite`): the same with the SQLite ledger on a file,
 //!   each step a synced transaction.
 
+mod common;
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use common::orders::Discard;
 use criterion::{Criterion, criterion_group, criterion_main};
-use tool_contract::control::{AuditSink, ControlStore, MemoryStore};
+use tool_contract::control::{ControlStore, MemoryStore};
 use tool_contract::dispatch::{
     Dispatcher, GateCall, GateDecision, HandlerContext, Task, ToolOptions,
 };
 use tool_contract::providers::{Api, Correlation, ToolCall};
-use tool_contract::results::ProtectedAudit;
 use tool_contract::{
-    AuditKeys, Binder, CallContext, ModelResult, Principal, RawProvenance, RawResult, Registry,
-    SecretKey, ToolContract, ToolFailure, ToolOutput,
+    AuditKeys, Binder, CallContext, Principal, RawProvenance, RawResult, Registry, SecretKey,
+    ToolContract, ToolFailure, ToolOutput,
 };
 
 /// Read one order.
@@ -67,19 +69,6 @@ fn find_note(note: &NoteOrder) -> GetOrder {
 fn order(order_ref: &str) -> RawResult {
     let output = format!(r#"{{"order_ref":"{order_ref}","total_cents":4200}}"#);
     RawResult::new(output, RawProvenance::new("o-1", "2026-11-29T10:00:00Z"))
-}
-
-/// Keeps nothing: the bench measures the pipeline, not a growing log.
-struct Discard;
-
-impl AuditSink for Discard {
-    fn append<'a>(
-        &'a self,
-        _: &'a ModelResult,
-        _: &'a ProtectedAudit,
-    ) -> tool_contract::control::AuditFuture<'a> {
-        Box::pin(std::future::ready(Ok(())))
-    }
 }
 
 fn registry() -> Registry {
