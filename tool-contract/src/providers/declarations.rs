@@ -291,7 +291,10 @@ impl Profile {
             return Err(("a value of any type (no `type`)".into(), path.clone()));
         }
         let mut said = Vec::new();
-        let keys: Vec<String> = map.keys().cloned().collect();
+        // By name, not as the map holds them: serde_json's `preserve_order` (which any crate
+        // in a build may turn on) would otherwise change the description's words.
+        let mut keys: Vec<String> = map.keys().cloned().collect();
+        keys.sort_unstable();
         for key in keys {
             if key == "const" && self.const_as_enum {
                 let value = map.remove("const").unwrap_or(Value::Null);

@@ -163,7 +163,7 @@ impl Dispatcher {
                 .await;
             let (transient, retry_after) = match answer {
                 AttemptAnswer::Done(outcome) => {
-                    attempted.outcome = outcome;
+                    attempted.outcome = *outcome;
                     return attempted;
                 }
                 AttemptAnswer::Transient(transient, retry_after) => (transient, retry_after),
@@ -248,7 +248,7 @@ impl Dispatcher {
         match answer {
             Ok(Ok(Ok(raw))) => {
                 debug!(stage = "handler", attempt, duration_ms, "returned output");
-                AttemptAnswer::Done(AttemptOutcome::Output(raw))
+                AttemptAnswer::Done(Box::new(AttemptOutcome::Output(raw)))
             }
             Ok(Ok(Err(failure))) => {
                 let reason = failure.kind.audit_reason();
@@ -257,7 +257,7 @@ impl Dispatcher {
             }
             Ok(Err(_panic)) => {
                 warn!(stage = "handler", attempt, duration_ms, "handler panicked");
-                AttemptAnswer::Done(AttemptOutcome::Panicked)
+                AttemptAnswer::Done(Box::new(AttemptOutcome::Panicked))
             }
             Err(_elapsed) => {
                 debug!(stage = "handler", attempt, duration_ms, "timed out");
@@ -425,7 +425,7 @@ fn failure_answer(valid: &Valid<'_>, failure: ToolFailure) -> AttemptAnswer {
             AttemptAnswer::Transient(Transient::MayHaveActed, None)
         }
         // Fail fast: a read whose source failed says so at once, with its kind.
-        _ => AttemptAnswer::Done(AttemptOutcome::Failure(failure)),
+        _ => AttemptAnswer::Done(Box::new(AttemptOutcome::Failure(failure))),
     }
 }
 
@@ -510,8 +510,9 @@ impl AttemptOutcome {
 
 /// What one attempt says about the next.
 enum AttemptAnswer {
-    /// No retry: this is how it ends.
-    Done(AttemptOutcome),
+    /// No retry: this is how it ends (boxed: an output is large, and serde_json's
+    /// `preserve_order`, which any crate of a build may turn on, makes it larger).
+    Done(Box<AttemptOutcome>),
     /// A transient failure, with the server's retry-after if it gave one.
     Transient(Transient, Option<Duration>),
 }
