@@ -10,9 +10,10 @@ use tool_contract::control::{
     ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, Approved, ControlStore,
     PendingApproval, RejectStep, StoreError,
 };
+use tool_contract::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
 
 /// The names the hook is called with, one per step.
-pub const STEPS: [&str; 10] = [
+pub const STEPS: [&str; 14] = [
     "claim",
     "advance",
     "release",
@@ -23,6 +24,10 @@ pub const STEPS: [&str; 10] = [
     "approve",
     "reject",
     "pending_approvals",
+    "pending_approval",
+    "write_directory",
+    "approvers",
+    "sign_count",
 ];
 
 type Hook = dyn Fn(&'static str) -> Result<(), StoreError> + Send + Sync;
@@ -96,5 +101,27 @@ impl ControlStore for Hooked {
         self.step("pending_approvals", || {
             self.inner.pending_approvals(now_ms, seal)
         })
+    }
+    fn pending_approval<'a>(
+        &'a self,
+        approval_id: &'a str,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Option<PendingApproval>> {
+        self.step("pending_approval", || {
+            self.inner.pending_approval(approval_id, now_ms, seal)
+        })
+    }
+    fn write_directory<'a>(
+        &'a self,
+        write: &'a DirectoryWrite,
+    ) -> StoreFuture<'a, Result<Approver, EnrollError>> {
+        self.step("write_directory", || self.inner.write_directory(write))
+    }
+    fn approvers<'a>(&'a self, seal: &'a RowSeal) -> StoreFuture<'a, Vec<Approver>> {
+        self.step("approvers", || self.inner.approvers(seal))
+    }
+    fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
+        self.step("sign_count", || self.inner.sign_count(count))
     }
 }

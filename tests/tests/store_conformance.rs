@@ -8,9 +8,9 @@ use tool_contract::control::{
     Advance, Advanced, Claim, Claimed, Lease, Release, RowSeal, SCHEMA_VERSION, SqliteStore,
 };
 use tool_contract::control::{
-    ApprovalAsk, ApprovalCheck, ApprovalError, ApprovalGrant, ApproveStep, Approved, ControlStore,
-    Invalidity, PendingApproval, Preview, RejectStep, RejectionReason, StoreError, WriteEvent,
-    WriteState,
+    ApprovalAsk, ApprovalBasis, ApprovalCheck, ApprovalError, ApprovalGrant, ApproveStep, Approved,
+    ControlStore, Invalidity, PendingApproval, Preview, RejectStep, RejectionReason, StoreError,
+    WriteEvent, WriteState,
 };
 use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
 use tool_contract_tests::postgres::Schema;
@@ -479,9 +479,11 @@ fn pending(id: &str, key: &str, request: &str) -> PendingApproval {
         },
         preview_sha256: format!("preview-of-{request}"),
         principal_ref: "p1".to_owned(),
+        tenant: "acme".to_owned(),
         operation_id: "op".to_owned(),
         ledger_key: key.to_owned(),
         approvals_required: 1,
+        signatures_required: false,
         approvals: Vec::new(),
     }
 }
@@ -519,6 +521,8 @@ fn approval(id: &str, request: &str, now_ms: u64) -> ApproveStep {
         now: at(now_ms),
         edited_arguments: None,
         approvals_required: 0,
+        signatures_required: false,
+        basis: ApprovalBasis::Service,
         seal: seal(),
     }
 }

@@ -10,7 +10,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use tool_contract::results::{
-    DigestAlgorithm, KeySet, ReceiptFacts, ReceiptRevisions, ReceiptSigner,
+    ApprovalBasis, ApprovalFact, DigestAlgorithm, KeySet, ReceiptFacts, ReceiptRevisions,
+    ReceiptSigner,
 };
 
 fn at(seconds: i64) -> OffsetDateTime {
@@ -21,10 +22,20 @@ fn at(seconds: i64) -> OffsetDateTime {
 fn facts() -> ReceiptFacts {
     ReceiptFacts {
         approval_id: "apr_348ddda18b55".into(),
-        approvals: vec![
-            ("ana.supervisor@acme.example".into(), at(10)),
-            ("ben.supervisor@acme.example".into(), at(20)),
-        ],
+        approvals: [
+            ("ana.supervisor@acme.example", 10),
+            ("ben.supervisor@acme.example", 20),
+        ]
+        .into_iter()
+        .map(|(approver, approved_at)| ApprovalFact {
+            approver: approver.into(),
+            approved_at: at(approved_at),
+            expires_at: at(600),
+            basis: ApprovalBasis::Service,
+        })
+        .collect(),
+        approvals_required: 2,
+        signatures_required: false,
         principal_ref: "af4c095c9add38646ffeafac62f0d91acd8df052ff819e85507d048a7f0a4f5e".into(),
         tool: "create_refund_draft".into(),
         operation_id: "refund-draft:ORDER-1001".into(),

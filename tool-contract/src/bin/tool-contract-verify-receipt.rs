@@ -1,8 +1,11 @@
 //! Checks an approval receipt offline, with nothing but the published keys: the signature,
-//! the key's dates, and (given the call) that the receipt covers that very call.
+//! the key's dates, the rule the approvals met, each approver's passkey assertion (given the
+//! published approver keys; built with the `passkeys` feature), and (given the call) that the
+//! receipt covers that very call.
 //!
 //! ```text
 //! tool-contract-verify-receipt --keys KEYS.json RECEIPT.json
+//! tool-contract-verify-receipt --keys KEYS.json --approvers APPROVERS.json RECEIPT.json
 //! tool-contract-verify-receipt --keys KEYS.json --tenant T --subject S --arguments ARGS.json RECEIPT.json
 //! ```
 //!
@@ -13,14 +16,16 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use tool_contract::Principal;
-use tool_contract::results::{ApprovalReceipt, KeySet};
+use tool_contract::results::{ApprovalReceipt, BasisKind, KeySet, ReceiptError};
 
 const USAGE: &str = "usage: tool-contract-verify-receipt --keys KEYS.json \
+                     [--approvers APPROVERS.json] \
                      [--tenant T --subject S --arguments ARGS.json] RECEIPT.json|-";
 
 /// What the command line asks.
 struct Asked {
     keys: String,
+    approvers: Option<String>,
     receipt: String,
     tenant: Option<String>,
     subject: Option<String>,
@@ -29,9 +34,11 @@ struct Asked {
 
 fn asked(mut arguments: impl Iterator<Item = String>) -> Result<Asked, String> {
     let (mut keys, mut receipt, mut tenant, mut subject, mut call) = (None, None, None, None, None);
+    let mut approvers = None;
     while let Some(argument) = arguments.next() {
         let slot = match argument.as_str() {
             "--keys" => &mut keys,
+            "--approvers" => &mut approvers,
             "--tenant" => &mut tenant,
             "--subject" => &mut subject,
             "--arguments" => &mut call,
@@ -63,6 +70,7 @@ fn asked(mut arguments: impl Iterator<Item = String>) -> Result<Asked, String> {
     }
     Ok(Asked {
         keys,
+        approvers,
         receipt,
         tenant,
         subject,
@@ -86,9 +94,20 @@ fn summary(receipt: &ApprovalReceipt) -> String {
         "verified: approval {} of {} (operation {}), signed by key {}",
         receipt.approval_id, receipt.tool, receipt.operation_id, receipt.key_id
     )];
+    if let (Some(required), Some(signed)) =
+        (receipt.approvals_required, receipt.signatures_required)
+    {
+        let kind = if signed { " signing with passkeys" } else { "" };
+        lines.push(format!("  rule: {required} different approvers{kind}"));
+    }
     for given in &receipt.approvals {
+        let basis = match given.basis {
+            Some(BasisKind::Passkey) => ", signed with their passkey (verified)",
+            Some(BasisKind::Client) => ", asserted by an MCP client (not signed)",
+            Some(BasisKind::Service) | None => ", asserted by the service (not signed)",
+        };
         lines.push(format!(
-            "  approved by {} at {}",
+            "  approved by {} at {}{basis}",
             given.approver, given.approved_at
         ));
     }
@@ -126,9 +145,12 @@ fn main() -> ExitCode {
 
 fn verify(asked: &Asked) -> Result<String, String> {
     let keys = KeySet::from_json(&read(&asked.keys)?).map_err(|error| error.to_string())?;
-    let receipt = keys
-        .verify(&read(&asked.receipt)?)
-        .map_err(|error| error.to_string())?;
+    let text = read(&asked.receipt)?;
+    let receipt = match &asked.approvers {
+        None => keys.verify(&text),
+        Some(approvers) => verify_with_approvers(&keys, &text, &read(approvers)?)?,
+    }
+    .map_err(|error| error.to_string())?;
     let mut report = summary(&receipt);
     if let (Some(tenant), Some(subject), Some(arguments)) =
         (&asked.tenant, &asked.subject, &asked.arguments)
@@ -142,4 +164,24 @@ fn verify(asked: &Asked) -> Result<String, String> {
         ));
     }
     Ok(report)
+}
+
+#[cfg(feature = "passkeys")]
+fn verify_with_approvers(
+    keys: &KeySet,
+    receipt: &[u8],
+    approvers: &[u8],
+) -> Result<Result<ApprovalReceipt, ReceiptError>, String> {
+    let approvers = tool_contract::results::ApproverKeys::from_json(approvers)
+        .map_err(|error| error.to_string())?;
+    Ok(keys.verify_with_approvers(receipt, &approvers))
+}
+
+#[cfg(not(feature = "passkeys"))]
+fn verify_with_approvers(
+    _: &KeySet,
+    _: &[u8],
+    _: &[u8],
+) -> Result<Result<ApprovalReceipt, ReceiptError>, String> {
+    Err("this build checks no passkeys: build it with the `passkeys` feature".to_owned())
 }

@@ -10,7 +10,7 @@ use super::ledger::Lease;
 use crate::json::canonical;
 use crate::json::encoding::infallible;
 use crate::json::visible::escape_hidden;
-use crate::results::ErrorCode;
+use crate::results::{ApprovalBasis, ErrorCode};
 use crate::vocabulary::Effect;
 
 /// What the person approving sees: built by the dispatcher from the validated arguments and
@@ -83,6 +83,9 @@ pub struct PendingApproval {
     pub preview_sha256: String,
     /// The keyed reference of the principal who asked.
     pub principal_ref: String,
+    /// The tenant of the principal who asked: which approvers may decide it (an enrolled
+    /// approver's tenants). Empty in an approval stored before approvers were enrolled.
+    pub tenant: String,
     /// The logical operation.
     pub operation_id: String,
     /// The ledger key of the operation (the principal's reference and the application's
@@ -92,6 +95,10 @@ pub struct PendingApproval {
     /// ([`DispatcherBuilder::approvers_when`](crate::dispatch::DispatcherBuilder::approvers_when))
     /// asks for more.
     pub approvals_required: u32,
+    /// Whether only approvals signed by the approvers' own passkeys count
+    /// ([`DispatcherBuilder::signed_approvals_when`](crate::dispatch::DispatcherBuilder::signed_approvals_when)):
+    /// an approval asserted by the service or by an MCP client is then refused.
+    pub signatures_required: bool,
     /// The approvals given so far, each by a different person, none lapsed when it was
     /// counted.
     pub approvals: Vec<GivenApproval>,
@@ -120,6 +127,8 @@ pub struct GivenApproval {
     /// The arguments as they changed them (canonical JSON), when they approved with edits:
     /// every approval of one action names the same edits.
     pub edited_arguments: Option<String>,
+    /// What the approval rests on: a passkey's signature, or only someone's word.
+    pub basis: ApprovalBasis,
 }
 
 /// What an approval came to: the grant, once every approval needed is given, or the pending
@@ -175,6 +184,10 @@ pub struct ApprovalGrant {
     pub operation_id: String,
     /// Each person's approval, in the order given: at least one, each approver once.
     pub approvals: Vec<GivenApproval>,
+    /// How many different people the rule asked for.
+    pub approvals_required: u32,
+    /// Whether the rule asked for signed approvals only.
+    pub signatures_required: bool,
     /// When it lapses: the earliest of the approvals' expiries.
     pub expires_at: OffsetDateTime,
     /// The ledger key of the operation.
@@ -220,9 +233,60 @@ pub enum ApprovalError {
     /// only): it names nobody.
     #[error("the approver's name names nobody")]
     NoApprover,
+    /// The approval needs signatures (a policy says so) and this one is only asserted.
+    #[error("this approval must be signed with the approver's passkey")]
+    SignatureRequired,
+    /// The approval could not be checked against the approver directory or the passkey
+    /// signing it: the detail says which check refused it.
+    #[error("the signed decision was refused: {0}")]
+    Refused(#[from] SignedDecisionRefusal),
     /// The control-plane store failed: nothing was recorded.
     #[error("the approval could not be recorded")]
     Store(#[source] StoreError),
+}
+
+/// Why a signed decision was refused: each check of the approver, their credential and the
+/// assertion, named.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SignedDecisionRefusal {
+    /// The dispatcher has no relying party: it cannot check passkeys.
+    #[error("this dispatcher checks no passkeys (no relying party configured)")]
+    NoRelyingParty,
+    /// No enrolled approver has that id.
+    #[error("no enrolled approver has that id")]
+    UnknownApprover,
+    /// The approver may not decide for the principal's tenant.
+    #[error("the approver may not decide for this tenant")]
+    OtherTenant,
+    /// The approver may not decide this tool's calls.
+    #[error("the approver may not decide this tool")]
+    OtherTool,
+    /// Separation of duties: the approver is the principal who asked.
+    #[error("the approver asked for this call and may not decide it")]
+    OwnCall,
+    /// The credential that signed is not one of this approver's.
+    #[error("the credential is not enrolled for this approver")]
+    UnknownCredential,
+    /// The credential was revoked before this decision.
+    #[error("the credential is revoked")]
+    RevokedCredential,
+    /// The statement is not the one the pending approval and this decision make: another
+    /// approval, principal, tool, request, preview, edit, decision, approver or expiry.
+    #[error("the statement is not this decision's: its {0} differs")]
+    OtherStatement(&'static str),
+    /// The assertion does not verify: its challenge is not the statement's, or its origin,
+    /// relying party, user verification or signature is wrong.
+    #[error("the assertion does not verify: {0}")]
+    Assertion(String),
+    /// The signature counter did not rise: a cloned authenticator or a replayed assertion.
+    #[error("the credential's signature counter went back (held {stored}, presented {presented})")]
+    CounterRegressed {
+        /// The counter the directory held.
+        stored: u32,
+        /// The counter the assertion presented.
+        presented: u32,
+    },
 }
 
 /// Why a request cannot run on the approval at hand.

@@ -15,28 +15,35 @@
 mod approval;
 mod approver;
 mod audit_log;
+mod directory;
 mod error;
 mod ledger;
 mod state;
 mod step;
 mod store;
 
+pub use crate::results::ApprovalBasis;
 pub use approval::{
     ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, Approved, GivenApproval,
-    Invalidity, PendingApproval, Preview, RejectionReason,
+    Invalidity, PendingApproval, Preview, RejectionReason, SignedDecisionRefusal,
 };
 pub(crate) use approval::{later_by, unix_ms};
 pub use approver::ApproverIdentity;
 pub use audit_log::{
     AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256,
-    JsonLinesAuditLog, LogEvent, MemoryAuditLog, SegmentReason, verify_chain,
+    JsonLinesAuditLog, LogEvent, MemoryAuditLog, MerkleTree, SegmentReason, SignedTreeHead,
+    TREE_HEAD_DOMAIN, TreeHead, TreeHeadError, TreeHeadsHeld, verify_chain, verify_tree_heads,
 };
 #[cfg(feature = "postgres")]
 pub use audit_log::{PostgresAuditLog, StreamHead};
+pub use directory::{
+    Approver, CounterRegression, DirectoryChange, EnrollError, EnrolledCredential, SignCount,
+    SignCountCheck, decide_directory_write, decide_sign_count,
+};
 pub use error::StoreError;
 pub use ledger::{Advanced, Claimed, Lease, Purged, Record};
 pub use state::{IllegalTransition, UnknownWriteState, WriteEvent, WriteState};
-pub use step::{Advance, ApprovalAsk, ApproveStep, Claim, RejectStep, Release};
+pub use step::{Advance, ApprovalAsk, ApproveStep, Claim, DirectoryWrite, RejectStep, Release};
 pub(crate) use store::Guarded;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteStore;

@@ -4,9 +4,11 @@
 use time::OffsetDateTime;
 
 use super::approval::{PendingApproval, RejectionReason};
+use super::directory::DirectoryChange;
 use super::ledger::Lease;
 use super::state::{WriteEvent, WriteState};
 use super::store::RowSeal;
+use crate::results::ApprovalBasis;
 
 /// A request to run one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,6 +112,11 @@ pub struct ApproveStep {
     /// says). An edit is asked of the approval policy again; what it needs can raise the
     /// pending approval's count, never lower it.
     pub approvals_required: u32,
+    /// Whether the approved arguments need signed approvals (`false`: as the pending
+    /// approval says). Like the count, an edit can raise it, never lower it.
+    pub signatures_required: bool,
+    /// What the approval rests on.
+    pub basis: ApprovalBasis,
     /// The seal every approval row read is checked with and every one written carries.
     pub seal: RowSeal,
 }
@@ -126,5 +133,14 @@ pub struct RejectStep {
     /// How long the rejection is remembered.
     pub retention_ms: u64,
     /// The seal every approval row read is checked with and every one written carries.
+    pub seal: RowSeal,
+}
+
+/// A change to the approver directory ([`decide_directory_write`](crate::control::decide_directory_write)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectoryWrite {
+    /// What changes.
+    pub change: DirectoryChange,
+    /// The seal every directory row read is checked with and every one written carries.
     pub seal: RowSeal,
 }

@@ -201,6 +201,8 @@ pub struct DispatcherBuilder {
     /// registry lacks, no approvers), reported by `build` with the rest.
     refused: Vec<BuildError>,
     receipts: Option<ReceiptSigner>,
+    #[cfg(feature = "passkeys")]
+    relying_party: Option<crate::results::RelyingParty>,
     key_rules: HashMap<&'static str, KeyRule>,
 }
 
@@ -222,6 +224,8 @@ impl DispatcherBuilder {
             approval_policies: HashMap::new(),
             refused: Vec::new(),
             receipts: None,
+            #[cfg(feature = "passkeys")]
+            relying_party: None,
             key_rules: HashMap::new(),
         }
     }
@@ -383,6 +387,51 @@ impl DispatcherBuilder {
         self
     }
 
+    /// Counts only approvals signed by the approvers' own passkeys for each write of `C` whose
+    /// typed arguments `applies` holds of (refunds above an amount, say): an approval the
+    /// application or an MCP client only asserts is refused
+    /// ([`ApprovalError::SignatureRequired`](crate::control::ApprovalError::SignatureRequired)),
+    /// so the rule is met by people with their authenticators, each signing the approval
+    /// statement ([`Dispatcher::decide_signed`], with the `passkeys` feature). A rule that
+    /// panics applies. As for `approval_when`, the contract must say `approval = required`.
+    ///
+    /// ```
+    /// # use tool_contract::{ToolContract, ToolOutput};
+    /// #[derive(serde::Deserialize, ToolContract)]
+    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, approval = required,
+    ///                 reconcile = manual, source_label = "desk", producer_revision = "desk-1")]
+    /// /// Drafts a refund.
+    /// struct DraftRefund {
+    ///     #[tool_contract(maximum = 1000000)]
+    ///     amount_cents: u32,
+    /// }
+    /// #[derive(serde::Serialize, ToolOutput)]
+    /// struct Drafted { #[tool_output(max_len = 16)] draft_ref: String }
+    ///
+    /// # fn builder(b: tool_contract::dispatch::DispatcherBuilder) -> tool_contract::dispatch::DispatcherBuilder {
+    /// // Two supervisors, each with a passkey, for refunds above 500.00.
+    /// b.approvers_when(2, |refund: &DraftRefund| refund.amount_cents > 50_000)
+    ///  .signed_approvals_when(|refund: &DraftRefund| refund.amount_cents > 50_000)
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn signed_approvals_when<C: ToolContract>(
+        mut self,
+        applies: impl Fn(&C) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        if !self.holds::<C>() {
+            self.refused.push(BuildError::UnregisteredPolicy(C::NAME));
+            return self;
+        }
+        let rule = argument_rule(applies);
+        self.approval_policies
+            .entry(C::NAME)
+            .or_default()
+            .signed
+            .push(rule);
+        self
+    }
+
     /// Asks `approvers` different people about every write of `C`:
     /// [`approvers_when`](Self::approvers_when) with a rule that always applies.
     #[must_use]
@@ -398,6 +447,17 @@ impl DispatcherBuilder {
     #[must_use]
     pub fn approval_receipts(mut self, signer: ReceiptSigner) -> Self {
         self.receipts = Some(signer);
+        self
+    }
+
+    /// Checks approvers' passkeys for `party`: enrollment
+    /// ([`Dispatcher::begin_enrollment`]) and signed decisions
+    /// ([`Dispatcher::decide_signed`]) verify origin and RP ID against it.
+    #[cfg(feature = "passkeys")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "passkeys")))]
+    #[must_use]
+    pub fn relying_party(mut self, party: crate::results::RelyingParty) -> Self {
+        self.relying_party = Some(party);
         self
     }
 
@@ -590,6 +650,8 @@ impl DispatcherBuilder {
             trace_model_results: self.trace_model_results,
             approval_policies: self.approval_policies,
             receipts: self.receipts,
+            #[cfg(feature = "passkeys")]
+            relying_party: self.relying_party,
             key_rules: self.key_rules,
         }))
     }

@@ -341,6 +341,8 @@ pub(crate) struct ApprovalPolicy {
     /// This many different people when the rule holds (`approvers_when`): the most that
     /// any rule that holds asks for.
     pub(crate) approvers: Vec<(u32, ArgumentRule)>,
+    /// Only signed approvals count when any of these holds (`signed_approvals_when`).
+    pub(crate) signed: Vec<ArgumentRule>,
 }
 
 /// The application's operation key for a tool's call, from its arguments (already

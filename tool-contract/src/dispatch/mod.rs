@@ -44,7 +44,9 @@ mod telemetry;
 
 pub use budget::{Budget, Remaining, StopReason, Task};
 pub use builder::{BuildError, BuildErrors, DispatcherBuilder};
-pub use dispatcher::{Dispatcher, PURGE_EVERY, SettleError, Settlement};
+pub use dispatcher::{Dispatcher, PURGE_EVERY, SettleError, Settlement, SignedDecision};
+#[cfg(feature = "passkeys")]
+pub use dispatcher::{Enrollment, SigningRequest};
 pub use gate::{Gate, GateCall, GateDecision, RequireNonEmpty};
 pub use handler::{Handler, HandlerContext, HandlerResult, typed};
 pub use options::{Authorizer, ToolOptions};

@@ -114,6 +114,22 @@ pub(super) fn confirmation(pending: &PendingApproval) -> Option<ElicitRequestPar
 /// must approve: nothing for the common one.
 fn still_needed(pending: &PendingApproval) -> String {
     let required = pending.approvals_required;
+    if pending.signatures_required {
+        // An answer here is the client's word, which this rule does not count.
+        let signed = pending
+            .approvals
+            .iter()
+            .filter(|given| given.basis.is_signed())
+            .count();
+        let needed = usize::try_from(required.max(1))
+            .unwrap_or(usize::MAX)
+            .saturating_sub(signed);
+        let approvals = if needed == 1 { "approval" } else { "approvals" };
+        return format!(
+            " It needs {needed} more {approvals} signed with an approver's own passkey, given \
+             in the approvals console: an answer here does not count toward them."
+        );
+    }
     let needed = pending.approvals_still_needed();
     if required <= 1 {
         return String::new();

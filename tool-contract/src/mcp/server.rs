@@ -446,15 +446,21 @@ impl McpServer {
                     // calls itself, a second answer is not a second person.
                     return Err(refused(StateRefusal::Replayed));
                 }
-                self.dispatcher
-                    .approve(
+                let approved = self
+                    .dispatcher
+                    .approve_for_client(
                         &state.approval_id,
                         &state.preview_sha256,
                         &approver,
                         later_by(now, self.approval_ttl),
                     )
-                    .await
-                    .map(drop)
+                    .await;
+                match approved {
+                    // Only passkeys can meet this rule: the call reads APPROVAL_REQUIRED
+                    // again, and its confirmation said where the signatures are given.
+                    Err(ApprovalError::SignatureRequired) => Ok(()),
+                    approved => approved.map(drop),
+                }
             }
             Decision::Reject(reason) => self.reject(&state.approval_id, reason).await,
             Decision::Undecided => Ok(()),
@@ -526,7 +532,7 @@ impl McpServer {
                 let approver = approver(principal);
                 let expires_at = later_by(self.dispatcher.now(), self.approval_ttl);
                 self.dispatcher
-                    .approve(
+                    .approve_for_client(
                         &pending.approval_id,
                         &pending.preview_sha256,
                         &approver,

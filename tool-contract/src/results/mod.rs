@@ -8,7 +8,9 @@
 //! facts.
 //! It imports the layers below: the JSON core, the vocabulary, the contract model.
 
+pub(crate) mod approver_keys;
 pub(crate) mod arbitrate;
+pub(crate) mod assertion;
 pub(crate) mod audit;
 pub(crate) mod catalog;
 pub(crate) mod digest;
@@ -17,7 +19,12 @@ pub(crate) mod execution;
 pub(crate) mod model;
 pub(crate) mod receipt;
 pub(crate) mod schema;
+pub(crate) mod statement;
 
+pub use approver_keys::{ApproverKeys, PublishedApprover, PublishedCredential};
+#[cfg(feature = "passkeys")]
+pub use assertion::RelyingPartyError;
+pub use assertion::{ApprovalBasis, PasskeyAssertion, RelyingParty};
 pub use audit::{
     ApprovalRecord, Binding, ContractRevisions, Downstream, PROTECTED_AUDIT_SCHEMA_VERSION,
     PROTECTED_AUDIT_SCHEMA_VERSION_V1, ProtectedAudit, ProviderContext, Redaction,
@@ -31,6 +38,8 @@ pub use execution::{
 };
 pub use model::{Inconsistency, MODEL_RESULT_SCHEMA_VERSION, ModelResult, ModelResultError};
 pub use receipt::{
-    ApprovalReceipt, KeySet, PublishedKey, RECEIPT_DOMAIN, ReceiptApproval, ReceiptError,
-    ReceiptFacts, ReceiptRevisions, ReceiptSigner, SignedReceipt,
+    ApprovalFact, ApprovalReceipt, BasisKind, KeySet, PublishedKey, RECEIPT_DOMAIN,
+    RECEIPT_DOMAIN_V1, ReceiptApproval, ReceiptError, ReceiptFacts, ReceiptRevisions,
+    ReceiptSigner, SignedReceipt,
 };
+pub use statement::{ApprovalStatement, Decision, STATEMENT_DOMAIN, edited_arguments_sha256};

@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+use super::assertion::{ApprovalBasis, PasskeyAssertion};
 use super::digest::{DigestAlgorithm, RequestRevisions, plain_request_digest};
 use crate::json::canonical;
 use crate::json::depth;
@@ -23,7 +24,12 @@ use crate::json::encoding::infallible;
 use crate::vocabulary::call::Principal;
 
 /// The `domain` of every receipt of this version: a receipt is never read as anything else.
-pub const RECEIPT_DOMAIN: &str = "tool-contract/approval-receipt-v1";
+/// It names the rule the approvals met and what each approval rests on (a passkey's
+/// assertion, or someone's word).
+pub const RECEIPT_DOMAIN: &str = "tool-contract/approval-receipt-v2";
+
+/// The `domain` of the first receipts, which named the approvers only: they still verify.
+pub const RECEIPT_DOMAIN_V1: &str = "tool-contract/approval-receipt-v1";
 
 /// The only signature algorithm a published key names.
 const ED25519: &str = "ed25519";
@@ -64,16 +70,57 @@ pub struct ApprovalReceipt {
     /// approved with edits: what ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_arguments_sha256: Option<String>,
+    /// How many different approvers the rule asked for (in every receipt of
+    /// [`RECEIPT_DOMAIN`]; none in a first-version one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals_required: Option<u32>,
+    /// Whether the rule counted approvals signed by passkeys only (as
+    /// `approvals_required`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signatures_required: Option<bool>,
 }
 
 /// One person's approval, as a receipt names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReceiptApproval {
-    /// Who approved (the application's own name for the person).
+    /// Who approved: the enrolled approver's id, or the application's own name for the person.
     pub approver: String,
     /// When (RFC 3339).
     pub approved_at: String,
+    /// Until when their approval counted (RFC 3339): the statement they signed names it
+    /// (in every receipt of [`RECEIPT_DOMAIN`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// What the approval rests on (in every receipt of [`RECEIPT_DOMAIN`]; a first-version
+    /// receipt's approvals are the service's word).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub basis: Option<BasisKind>,
+    /// The approver's passkey assertion over the approval statement, when `basis` is
+    /// `passkey`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assertion: Option<PasskeyAssertion>,
+}
+
+/// What a receipt's approval rests on, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BasisKind {
+    /// Signed by the approver's passkey: its assertion is in the receipt.
+    Passkey,
+    /// Asserted by the service (the application's API), signed by nobody.
+    Service,
+    /// Asserted by an MCP client for its token's subject, signed by nobody.
+    Client,
+}
+
+impl ReceiptApproval {
+    /// Whether the receipt says a passkey signed it (checked only by
+    /// `KeySet::verify_with_approvers`).
+    #[must_use]
+    pub fn is_signed(&self) -> bool {
+        self.basis == Some(BasisKind::Passkey)
+    }
 }
 
 /// The contract revisions of the tool approved, as its request digest binds them.
@@ -113,14 +160,31 @@ impl SignedReceipt {
     }
 }
 
+/// One approval a redemption rests on, as the receipt states it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalFact {
+    /// Who approved (the enrolled approver's id, or the application's name for them).
+    pub approver: String,
+    /// When.
+    pub approved_at: OffsetDateTime,
+    /// Until when it counted.
+    pub expires_at: OffsetDateTime,
+    /// What it rests on.
+    pub basis: ApprovalBasis,
+}
+
 /// The facts of one redemption a receipt states (everything but the key id and the times'
 /// text, which the signer writes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReceiptFacts {
     /// The pending approval answered.
     pub approval_id: String,
-    /// Each approver and when they approved.
-    pub approvals: Vec<(String, OffsetDateTime)>,
+    /// Each approval, in the order given.
+    pub approvals: Vec<ApprovalFact>,
+    /// How many different approvers the rule asked for.
+    pub approvals_required: u32,
+    /// Whether the rule counted signed approvals only.
+    pub signatures_required: bool,
     /// The keyed reference of the principal.
     pub principal_ref: String,
     /// The tool.
@@ -231,6 +295,20 @@ impl ReceiptSigner {
         }
     }
 
+    /// The signature (128 lowercase hex) of `bytes`, made at `at`.
+    pub(crate) fn sign_bytes(
+        &self,
+        bytes: &[u8],
+        at: OffsetDateTime,
+    ) -> Result<String, ReceiptError> {
+        if at < self.valid_from || self.valid_until.is_some_and(|until| at >= until) {
+            return Err(ReceiptError::KeyNotValid {
+                key_id: self.key_id.clone(),
+            });
+        }
+        Ok(hex::encode(self.signing_key.sign(bytes).to_bytes()))
+    }
+
     /// The signed receipt of `facts`.
     ///
     /// # Errors
@@ -251,10 +329,20 @@ impl ReceiptSigner {
         let approvals = facts
             .approvals
             .iter()
-            .map(|(approver, approved_at)| {
+            .map(|fact| {
+                let (basis, assertion) = match &fact.basis {
+                    ApprovalBasis::Passkey(assertion) => {
+                        (BasisKind::Passkey, Some(assertion.clone()))
+                    }
+                    ApprovalBasis::Client => (BasisKind::Client, None),
+                    ApprovalBasis::Service => (BasisKind::Service, None),
+                };
                 Ok(ReceiptApproval {
-                    approver: approver.clone(),
-                    approved_at: rfc3339(*approved_at)?,
+                    approver: fact.approver.clone(),
+                    approved_at: rfc3339(fact.approved_at)?,
+                    expires_at: Some(rfc3339(fact.expires_at)?),
+                    basis: Some(basis),
+                    assertion,
                 })
             })
             .collect::<Result<_, ReceiptError>>()?;
@@ -276,6 +364,8 @@ impl ReceiptSigner {
                 .edited_arguments
                 .as_ref()
                 .map(|edited| hex::encode(Sha256::digest(edited.as_bytes()))),
+            approvals_required: Some(facts.approvals_required),
+            signatures_required: Some(facts.signatures_required),
         };
         let signature = self.signing_key.sign(&signed_bytes(&receipt));
         Ok(SignedReceipt {
@@ -397,14 +487,67 @@ impl KeySet {
     /// [`ReceiptError`] for a receipt that is malformed, not in its canonical bytes, of
     /// another version, names a key this set does not hold or one that did not sign at its
     /// time, or whose signature does not verify.
+    ///
+    /// A receipt of [`RECEIPT_DOMAIN`] must also meet the rule it names: as many different
+    /// approvers as it asked for, all signed where it asked for signatures. A receipt
+    /// carrying passkey assertions is refused here ([`ReceiptError::ApproverKeysNeeded`]):
+    /// `KeySet::verify_with_approvers` (feature `passkeys`) checks each against the published
+    /// approver keys.
     pub fn verify(&self, receipt_json: &[u8]) -> Result<ApprovalReceipt, ReceiptError> {
+        let signed = self.verify_service(receipt_json)?;
+        if signed
+            .receipt
+            .approvals
+            .iter()
+            .any(ReceiptApproval::is_signed)
+        {
+            return Err(ReceiptError::ApproverKeysNeeded);
+        }
+        check_rule(&signed.receipt, &[])?;
+        Ok(signed.receipt)
+    }
+
+    /// The receipt of `receipt_json`, read exactly, in its canonical bytes, signed by the
+    /// service key it names within its dates.
+    pub(crate) fn verify_service(
+        &self,
+        receipt_json: &[u8],
+    ) -> Result<SignedReceipt, ReceiptError> {
         let signed: SignedReceipt = depth::from_slice(receipt_json)
             .map_err(|error| ReceiptError::Malformed(error.to_string()))?;
         if signed.to_json().as_bytes() != receipt_json {
             return Err(ReceiptError::NotCanonical);
         }
         self.verify_signed(&signed)?;
-        Ok(signed.receipt)
+        Ok(signed)
+    }
+
+    /// Checks `signature` (128 lowercase hex) of `bytes` by the key `key_id`, made at `at`:
+    /// the key published, valid then, the signature strict Ed25519.
+    pub(crate) fn verify_bytes(
+        &self,
+        key_id: &str,
+        bytes: &[u8],
+        signature: &str,
+        at: OffsetDateTime,
+    ) -> Result<(), ReceiptError> {
+        let key = self
+            .keys
+            .iter()
+            .find(|key| key.published.key_id == key_id)
+            .ok_or_else(|| ReceiptError::UnknownKey(key_id.to_owned()))?;
+        let signature: [u8; 64] = lowercase_hex(signature)
+            .and_then(|bytes| bytes.try_into().ok())
+            .ok_or(ReceiptError::BadSignature)?;
+        key.verifying_key
+            .verify_strict(bytes, &Signature::from_bytes(&signature))
+            .map_err(|_| ReceiptError::BadSignature)?;
+        if at < key.valid_from || key.valid_until.is_some_and(|until| at >= until) {
+            return Err(ReceiptError::KeyNotValid {
+                key_id: key_id.to_owned(),
+            });
+        }
+        Ok(())
     }
 
     /// Checks a receipt already read (see [`KeySet::verify`]).
@@ -414,8 +557,10 @@ impl KeySet {
     /// As [`KeySet::verify`].
     pub fn verify_signed(&self, signed: &SignedReceipt) -> Result<(), ReceiptError> {
         let receipt = &signed.receipt;
-        if receipt.domain != RECEIPT_DOMAIN {
-            return Err(ReceiptError::OtherVersion);
+        match receipt.domain.as_str() {
+            RECEIPT_DOMAIN => check_v2_shape(receipt)?,
+            RECEIPT_DOMAIN_V1 => check_v1_shape(receipt)?,
+            _ => return Err(ReceiptError::OtherVersion),
         }
         let key = self
             .keys
@@ -440,6 +585,72 @@ impl KeySet {
         }
         Ok(())
     }
+}
+
+/// A receipt of [`RECEIPT_DOMAIN`] names its rule and, for each approval, its expiry and
+/// basis, with an assertion exactly when the basis is a passkey.
+fn check_v2_shape(receipt: &ApprovalReceipt) -> Result<(), ReceiptError> {
+    let malformed = |why: &str| Err(ReceiptError::Malformed(why.to_owned()));
+    if receipt.approvals_required.is_none() || receipt.signatures_required.is_none() {
+        return malformed("a receipt of this version names its rule");
+    }
+    for approval in &receipt.approvals {
+        let Some(basis) = approval.basis else {
+            return malformed("every approval names its basis");
+        };
+        if approval.expires_at.is_none() {
+            return malformed("every approval names its expiry");
+        }
+        if (basis == BasisKind::Passkey) != approval.assertion.is_some() {
+            return malformed("an assertion goes with a passkey approval, and only with one");
+        }
+    }
+    Ok(())
+}
+
+/// A first-version receipt has none of the second version's members.
+fn check_v1_shape(receipt: &ApprovalReceipt) -> Result<(), ReceiptError> {
+    let v2_member = receipt.approvals_required.is_some()
+        || receipt.signatures_required.is_some()
+        || receipt.approvals.iter().any(|approval| {
+            approval.expires_at.is_some()
+                || approval.basis.is_some()
+                || approval.assertion.is_some()
+        });
+    if v2_member {
+        return Err(ReceiptError::Malformed(
+            "a first-version receipt with a later version's members".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a verified receipt meets the rule it names: as many different approvers as it
+/// asked for, each approval signed (by a passkey verified, one of `signed`) where it asked
+/// for signatures. A first-version receipt names no rule: nothing to check.
+pub(crate) fn check_rule(receipt: &ApprovalReceipt, signed: &[&str]) -> Result<(), ReceiptError> {
+    let (Some(required), Some(signatures)) =
+        (receipt.approvals_required, receipt.signatures_required)
+    else {
+        return Ok(());
+    };
+    let mut counted: Vec<&str> = receipt
+        .approvals
+        .iter()
+        .map(|approval| approval.approver.as_str())
+        .filter(|approver| !signatures || signed.contains(approver))
+        .collect();
+    counted.sort_unstable();
+    counted.dedup();
+    let counted = u32::try_from(counted.len()).unwrap_or(u32::MAX);
+    if counted < required.max(1) {
+        return Err(ReceiptError::RuleNotMet {
+            required,
+            counted,
+            signed_only: signatures,
+        });
+    }
+    Ok(())
 }
 
 impl ApprovalReceipt {
@@ -528,6 +739,41 @@ pub enum ReceiptError {
     /// A published key set was refused.
     #[error("a published key set was refused: {0}")]
     KeySet(String),
+    /// The receipt carries passkey assertions: verifying it needs the published approver
+    /// keys too.
+    #[error("the receipt's approvals are signed by passkeys: verify it with the approver keys")]
+    ApproverKeysNeeded,
+    /// The approvals do not meet the rule the receipt names.
+    #[error(
+        "the rule asks for {required} different approvers{}; {counted} counted",
+        if *signed_only { " with signed approvals" } else { "" }
+    )]
+    RuleNotMet {
+        /// How many the rule asked for.
+        required: u32,
+        /// How many different approvers counted.
+        counted: u32,
+        /// Whether only signed approvals counted.
+        signed_only: bool,
+    },
+    /// A signed approval's approver, or the credential that signed, is not in the published
+    /// approver keys, or the credential was not valid when the approval was given.
+    #[error("approver {approver:?}: {why}")]
+    UnknownApprover {
+        /// The approver.
+        approver: String,
+        /// What is missing.
+        why: String,
+    },
+    /// A signed approval's assertion does not verify against the statement the receipt
+    /// makes for it.
+    #[error("approver {approver:?}'s assertion does not verify: {why}")]
+    BadAssertion {
+        /// The approver.
+        approver: String,
+        /// Which check refused it.
+        why: String,
+    },
 }
 
 #[cfg(test)]
@@ -541,7 +787,18 @@ mod tests {
     fn facts() -> ReceiptFacts {
         ReceiptFacts {
             approval_id: "apr_1".into(),
-            approvals: vec![("alice".into(), at(10)), ("bob".into(), at(20))],
+            approvals: ["alice", "bob"]
+                .into_iter()
+                .zip([at(10), at(20)])
+                .map(|(approver, approved_at)| ApprovalFact {
+                    approver: approver.into(),
+                    approved_at,
+                    expires_at: at(600),
+                    basis: ApprovalBasis::Service,
+                })
+                .collect(),
+            approvals_required: 2,
+            signatures_required: false,
             principal_ref: "ab".repeat(32),
             tool: "issue_refund".into(),
             operation_id: "refund:ORDER-7".into(),

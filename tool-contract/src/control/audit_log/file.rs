@@ -11,15 +11,19 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::record::{Entry, ReadEntry, Verifier, next_line};
+use super::tree::{MerkleTree, SignedTreeHead, TreeHeadsHeld, verify_tree_heads};
 use super::{
     AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead, LogEvent, SegmentReason,
 };
 use crate::json::encoding::infallible;
 use crate::json::{canonical, depth};
 use crate::results::digest::digests_equal;
-use crate::results::{ModelResult, ProtectedAudit, SecretKey};
+use crate::results::{KeySet, ModelResult, ProtectedAudit, ReceiptSigner, SecretKey};
 
 const CHECKPOINT_DOMAIN: &[u8] = b"tool-contract/audit-checkpoint-v1\n";
+
+/// The suffix of the file of a log's signed tree heads.
+const TREE_HEADS: &str = ".tree-heads";
 
 /// The embedded audit log: an append-only JSON-lines file, one keyed, chained record per call.
 ///
@@ -32,7 +36,10 @@ const CHECKPOINT_DOMAIN: &[u8] = b"tool-contract/audit-checkpoint-v1\n";
 /// - `audit.jsonl.000001`, … the segments [`rotate`](Self::rotate) moved aside, each linked
 ///   to the next by the chain itself;
 /// - `audit.jsonl.torn-N`, bytes a crash left after the last whole record, moved there on
-///   opening and recorded in the chain ([`LogEvent::TailMovedAside`]).
+///   opening and recorded in the chain ([`LogEvent::TailMovedAside`]);
+/// - `audit.jsonl.tree-heads`, with [`sign_tree_heads`](Self::sign_tree_heads): the log's
+///   signed tree heads, one JSON line each, for auditors to copy away and hold the log to
+///   with public keys alone ([`verify_published`](Self::verify_published)).
 ///
 /// Every append is written in one call, flushed and synced before the dispatcher answers.
 /// Opening verifies the file against its checkpoint and goes on from its head. Rotate with
@@ -80,6 +87,18 @@ struct Active {
     /// The file's length as this log wrote it.
     bytes: u64,
     rotate_at: Option<u64>,
+    /// The signed tree heads published, if the log signs them.
+    tree_heads: Option<TreeHeads>,
+}
+
+/// What a log that publishes signed tree heads keeps: the tree over every record so far.
+#[derive(Debug)]
+struct TreeHeads {
+    signer: ReceiptSigner,
+    every: u64,
+    tree: MerkleTree,
+    /// The size of the last head published.
+    published: u64,
 }
 
 impl JsonLinesAuditLog {
@@ -126,6 +145,7 @@ impl JsonLinesAuditLog {
                 head: head.clone(),
                 bytes: whole as u64,
                 rotate_at: None,
+                tree_heads: None,
             }),
             path,
         };
@@ -153,6 +173,119 @@ impl JsonLinesAuditLog {
     pub fn rotate_at(self, max_segment_bytes: u64) -> Self {
         self.active().rotate_at = Some(max_segment_bytes);
         self
+    }
+
+    /// The same log, publishing its signed tree head (RFC 9162 Merkle root over every record
+    /// of every segment, and the chain head there, signed by `signer`) to
+    /// `audit.jsonl.tree-heads`: now, after every `every` records, and before each rotation.
+    /// An auditor holding those heads and the signer's published key checks the log with
+    /// [`verify_published`](Self::verify_published), without the audit key.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditLogError::TreeHeadFailed`] when the signer does not sign now; [`AuditLogError::Io`].
+    pub fn sign_tree_heads(self, signer: ReceiptSigner, every: u64) -> Result<Self, AuditLogError> {
+        let lines = Self::records(&self.path)?;
+        let tree = MerkleTree::of_lines(lines.iter().map(Vec::as_slice));
+        {
+            let mut active = self.active();
+            active.tree_heads = Some(TreeHeads {
+                signer,
+                every: every.max(1),
+                tree,
+                published: 0,
+            });
+            self.publish_tree_head(&mut active)?;
+        }
+        Ok(self)
+    }
+
+    /// Every record of the log at `path`, in order: each segment's lines, then the active
+    /// file's (no newlines; a torn tail left out).
+    ///
+    /// # Errors
+    ///
+    /// [`AuditLogError::Io`].
+    pub fn records(path: impl AsRef<Path>) -> Result<Vec<Vec<u8>>, AuditLogError> {
+        let path = path.as_ref();
+        let mut files: Vec<PathBuf> = segments(path)?.into_iter().map(|(_, file)| file).collect();
+        files.push(path.to_owned());
+        let mut records = Vec::new();
+        for file in files {
+            let bytes = match fs::read(&file) {
+                Ok(bytes) => bytes,
+                Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
+                Err(error) => return Err(error.into()),
+            };
+            let whole = bytes
+                .iter()
+                .rposition(|&byte| byte == b'\n')
+                .map_or(0, |at| at + 1);
+            records.extend(lines(&bytes[..whole]).map(<[u8]>::to_vec));
+        }
+        Ok(records)
+    }
+
+    /// The signed tree heads the log at `path` published, in the order published.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditLogError::TreeHeadFailed`] for a line that is not one; [`AuditLogError::Io`].
+    pub fn tree_heads(path: impl AsRef<Path>) -> Result<Vec<SignedTreeHead>, AuditLogError> {
+        let bytes = match fs::read(beside(path.as_ref(), TREE_HEADS)) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(error.into()),
+        };
+        lines(&bytes)
+            .filter(|line| !line.is_empty())
+            .map(|line| SignedTreeHead::from_json(line).map_err(AuditLogError::TreeHeadFailed))
+            .collect()
+    }
+
+    /// Holds the log at `path` (every segment) up to `heads` (tree heads it published, kept
+    /// by the auditor) with `keys` (the signer's published keys) alone: see
+    /// [`verify_tree_heads`].
+    ///
+    /// # Errors
+    ///
+    /// [`AuditLogError::TreeHeads`] naming the first head the log does not hold up to;
+    /// [`AuditLogError::Io`].
+    pub fn verify_published(
+        path: impl AsRef<Path>,
+        heads: &[SignedTreeHead],
+        keys: &KeySet,
+    ) -> Result<TreeHeadsHeld, AuditLogError> {
+        let path = path.as_ref();
+        let records = Self::records(path)?;
+        let log = file_name(path).unwrap_or_default();
+        verify_tree_heads(&log, records.iter().map(Vec::as_slice), heads, keys)
+            .map_err(AuditLogError::TreeHeads)
+    }
+
+    /// Signs and appends the tree head of where the log stands, unless it was published at
+    /// this size already.
+    fn publish_tree_head(&self, active: &mut Active) -> Result<(), AuditLogError> {
+        let Some(heads) = active.tree_heads.as_mut() else {
+            return Ok(());
+        };
+        if heads.published == heads.tree.size() && heads.published > 0 {
+            return Ok(());
+        }
+        let log = file_name(&self.path).unwrap_or_default();
+        let now = time::OffsetDateTime::now_utc();
+        let signed = SignedTreeHead::sign(&heads.signer, &log, &heads.tree, &active.head, now)
+            .map_err(AuditLogError::TreeHeadFailed)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(beside(&self.path, TREE_HEADS))?;
+        let mut line = signed.to_json().into_bytes();
+        line.push(b'\n');
+        file.write_all(&line)?;
+        file.sync_data()?;
+        heads.published = heads.tree.size();
+        Ok(())
     }
 
     /// The file.
@@ -239,10 +372,18 @@ impl JsonLinesAuditLog {
         active.bytes += line.len() as u64;
         active.head = next;
         write_checkpoint(&self.path, &self.key, &active.head)?;
+        if let Some(heads) = active.tree_heads.as_mut() {
+            heads.tree.push(&line[..line.len() - 1]);
+            if heads.tree.size() % heads.every == 0 {
+                self.publish_tree_head(active)?;
+            }
+        }
         Ok(())
     }
 
     fn rotate_locked(&self, active: &mut Active) -> Result<(), AuditLogError> {
+        // The segment moved aside ends where a signed head says it does.
+        self.publish_tree_head(active)?;
         let number = segments(&self.path)?
             .last()
             .map_or(1, |(number, _)| number + 1);

@@ -12,6 +12,7 @@ mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod record;
+mod tree;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -24,6 +25,9 @@ pub use memory::MemoryAuditLog;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresAuditLog, StreamHead};
 pub use record::verify_chain;
+pub use tree::{
+    MerkleTree, SignedTreeHead, TREE_HEAD_DOMAIN, TreeHead, TreeHeadsHeld, verify_tree_heads,
+};
 
 use crate::results::{ModelResult, ProtectedAudit};
 
@@ -106,6 +110,57 @@ pub enum AuditLogError {
     ChangedOutside {
         /// The log's file.
         path: PathBuf,
+    },
+    /// A signed tree head could not be made (the signer does not sign now) or read back.
+    #[error("a signed tree head could not be made or read: {0}")]
+    TreeHeadFailed(#[source] crate::results::ReceiptError),
+    /// The log does not hold up to a signed tree head an auditor kept.
+    #[error("the log does not hold up to its signed tree heads: {0}")]
+    TreeHeads(#[source] TreeHeadError),
+}
+
+/// Why a log does not hold up to a signed tree head.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TreeHeadError {
+    /// A tree head's signature does not verify with the published keys.
+    #[error("a tree head of size {tree_size} is not signed by a published key: {error}")]
+    Signature {
+        /// Its size.
+        tree_size: u64,
+        /// Why.
+        error: crate::results::ReceiptError,
+    },
+    /// A tree head is of another log.
+    #[error("a tree head names the log {found:?}, not {expected:?}")]
+    OtherLog {
+        /// The log held.
+        expected: String,
+        /// The log it names.
+        found: String,
+    },
+    /// The log holds fewer records than a signed head vouched for: records were cut off its
+    /// end.
+    #[error("the log holds {records} records; a signed tree head vouched for {tree_size}")]
+    Truncated {
+        /// What the log holds.
+        records: u64,
+        /// What the head vouched for.
+        tree_size: u64,
+    },
+    /// The log's first records are not those a signed head vouched for: a record was edited,
+    /// inserted, removed or reordered, or the log was rolled back and written again.
+    #[error("the log's first {tree_size} records are not those its signed tree head vouched for")]
+    Altered {
+        /// The head's size.
+        tree_size: u64,
+    },
+    /// A record is not a record of the chain: not JSON, or its `seq` or `prev_sha256` does not
+    /// follow the record before (checked without the key).
+    #[error("record {line} does not follow the one before")]
+    Unlinked {
+        /// Its line, from 1.
+        line: u64,
     },
 }
 

@@ -8,10 +8,11 @@ use tokio::sync::Mutex;
 use tokio_postgres::Transaction;
 
 use super::record::{Entry, Verifier, next_line};
+use super::tree::{MerkleTree, SignedTreeHead, TreeHeadsHeld, verify_tree_heads};
 use super::{AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead};
 use crate::control::{PostgresStore, StoreError};
 use crate::results::digest::digests_equal;
-use crate::results::{ModelResult, ProtectedAudit, SecretKey};
+use crate::results::{KeySet, ModelResult, ProtectedAudit, ReceiptSigner, SecretKey};
 
 /// What the seal of a stream's head covers before the head: no other digest starts so.
 const HEAD_DOMAIN: &[u8] = b"tool-contract/audit-stream-head-v1\n";
@@ -39,6 +40,10 @@ pub struct PostgresAuditLog {
     stream: String,
     /// `None` after a failed append: the head is read back before the next one.
     head: Mutex<Option<ChainHead>>,
+    /// The signer of the stream's tree heads and how often it signs, if it does.
+    tree_heads: Option<(ReceiptSigner, u64)>,
+    /// The stream's Merkle tree so far (`None`: read back before the next append).
+    tree: Mutex<Option<MerkleTree>>,
 }
 
 impl std::fmt::Debug for PostgresAuditLog {
@@ -59,7 +64,88 @@ impl PostgresAuditLog {
             key,
             stream,
             head: Mutex::new(Some(ChainHead::default())),
+            tree_heads: None,
+            tree: Mutex::new(Some(MerkleTree::new())),
         }
+    }
+
+    /// The same sink, signing its stream's tree head (RFC 9162 Merkle root over the stream's
+    /// records, and the chain head there) with `signer` after every `every` records, in the
+    /// transaction that appends: published in `tool_contract_audit_tree_heads`, a table an
+    /// auditor copies away and holds the stream to with public keys alone
+    /// ([`verify_published`](Self::verify_published)).
+    #[must_use]
+    pub fn sign_tree_heads(mut self, signer: ReceiptSigner, every: u64) -> Self {
+        self.tree_heads = Some((signer, every.max(1)));
+        self
+    }
+
+    /// The records of `stream`, in order: what an auditor copies away with its tree heads.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditLogError::Database`] when the database fails.
+    pub async fn records(
+        store: &PostgresStore,
+        stream: &str,
+    ) -> Result<Vec<String>, AuditLogError> {
+        let connection = store.connection().await.map_err(AuditLogError::Database)?;
+        let schema = store.schema();
+        let rows = connection
+            .query(
+                &format!(
+                    "SELECT record FROM {schema}.tool_contract_audit WHERE stream = $1 ORDER BY seq"
+                ),
+                &[&stream],
+            )
+            .await
+            .map_err(database)?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
+    /// The signed tree heads of `stream`, smallest first.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditLogError::TreeHeadFailed`] for a row that is not one; [`AuditLogError::Database`].
+    pub async fn tree_heads(
+        store: &PostgresStore,
+        stream: &str,
+    ) -> Result<Vec<SignedTreeHead>, AuditLogError> {
+        let connection = store.connection().await.map_err(AuditLogError::Database)?;
+        let schema = store.schema();
+        let rows = connection
+            .query(
+                &format!("SELECT body FROM {schema}.tool_contract_audit_tree_heads WHERE stream = $1 ORDER BY tree_size"),
+                &[&stream],
+            )
+            .await
+            .map_err(database)?;
+        rows.iter()
+            .map(|row| {
+                SignedTreeHead::from_json(row.get::<_, String>(0).as_bytes())
+                    .map_err(AuditLogError::TreeHeadFailed)
+            })
+            .collect()
+    }
+
+    /// Holds `stream` as the database has it now up to `heads` (tree heads copied away
+    /// before) with `keys` (the signer's published keys) alone: see
+    /// [`verify_tree_heads`](super::verify_tree_heads). A stream rolled back or cut below a
+    /// head held is refused, whatever its sealed head row says.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditLogError::TreeHeads`]; [`AuditLogError::Database`].
+    pub async fn verify_published(
+        store: &PostgresStore,
+        stream: &str,
+        heads: &[SignedTreeHead],
+        keys: &KeySet,
+    ) -> Result<TreeHeadsHeld, AuditLogError> {
+        let records = Self::records(store, stream).await?;
+        verify_tree_heads(stream, records.iter().map(String::as_bytes), heads, keys)
+            .map_err(AuditLogError::TreeHeads)
     }
 
     /// This sink's stream.
@@ -129,17 +215,21 @@ impl PostgresAuditLog {
         audit: &ProtectedAudit,
     ) -> Result<(), AuditLogError> {
         let mut head = self.head.lock().await;
+        let mut tree = self.tree.lock().await;
         let mut connection = self
             .store
             .connection()
             .await
             .map_err(AuditLogError::Database)?;
         let tx = connection.transaction().await.map_err(database)?;
-        let appended = self.append_in(&tx, head.take(), model, audit).await;
+        let appended = self
+            .append_in(&tx, head.take(), tree.take(), model, audit)
+            .await;
         match appended {
-            Ok(next) => {
+            Ok((next, grown)) => {
                 tx.commit().await.map_err(database)?;
                 *head = Some(next);
+                *tree = Some(grown);
                 Ok(())
             }
             Err(error) => {
@@ -150,18 +240,24 @@ impl PostgresAuditLog {
         }
     }
 
-    /// Writes the record after `current` (read from the database when `None`) and the head
-    /// after it; returns that head.
+    /// Writes the record after `current` (read from the database when `None`), the head
+    /// after it and, when one is due, the signed tree head; returns that head and the tree
+    /// (read back when `None`) with the record.
     async fn append_in(
         &self,
         tx: &Transaction<'_>,
         current: Option<ChainHead>,
+        tree: Option<MerkleTree>,
         model: &ModelResult,
         audit: &ProtectedAudit,
-    ) -> Result<ChainHead, AuditLogError> {
+    ) -> Result<(ChainHead, MerkleTree), AuditLogError> {
         let current = match current {
             Some(current) => current,
             None => self.read_head(tx).await?,
+        };
+        let mut tree = match tree {
+            Some(tree) => tree,
+            None => self.read_tree(tx).await?,
         };
         let (line, next) = next_line(&self.key, &current, Entry::Call(model, audit));
         let line = String::from_utf8(line).map_err(|_| AuditLogError::Broken {
@@ -195,7 +291,41 @@ impl PostgresAuditLog {
         if moved != 1 {
             return Err(in_stream(&self.stream, AuditLogError::Checkpoint));
         }
-        Ok(next)
+        tree.push(line.as_bytes());
+        if let Some((signer, every)) = &self.tree_heads
+            && tree.size() % every == 0
+        {
+            let now = time::OffsetDateTime::now_utc();
+            let signed_head = SignedTreeHead::sign(signer, &self.stream, &tree, &next, now)
+                .map_err(AuditLogError::TreeHeadFailed)?;
+            tx.execute(
+                &format!(
+                    "INSERT INTO {schema}.tool_contract_audit_tree_heads (stream, tree_size, body) \
+                     VALUES ($1, $2, $3)"
+                ),
+                &[&self.stream, &seq, &signed_head.to_json()],
+            )
+            .await
+            .map_err(database)?;
+        }
+        Ok((next, tree))
+    }
+
+    /// The stream's Merkle tree as the database holds its records.
+    async fn read_tree(&self, tx: &Transaction<'_>) -> Result<MerkleTree, AuditLogError> {
+        let schema = self.store.schema();
+        let rows = tx
+            .query(
+                &format!(
+                    "SELECT record FROM {schema}.tool_contract_audit WHERE stream = $1 ORDER BY seq"
+                ),
+                &[&self.stream],
+            )
+            .await
+            .map_err(database)?;
+        Ok(MerkleTree::of_lines(
+            rows.iter().map(|row| row.get::<_, &str>(0).as_bytes()),
+        ))
     }
 
     /// The stream's head as the database holds it, its seal checked.

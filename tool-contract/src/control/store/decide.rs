@@ -219,7 +219,9 @@ pub fn decide_approval(
 /// [`ApprovalError::PreviewMismatch`] when the person saw another preview;
 /// [`ApprovalError::Expired`] when the expiry is not after now;
 /// [`ApprovalError::EditsDiffer`] when another approver approved other edits (or none);
-/// [`ApprovalError::NoApprover`] when the approver's name is empty once normalized.
+/// [`ApprovalError::NoApprover`] when the approver's name is empty once normalized;
+/// [`ApprovalError::SignatureRequired`] when the pending approval (or the edit) needs signed
+/// approvals and this one is not signed.
 pub fn decide_approve(
     existing: Option<&ApprovalEntry>,
     step: &ApproveStep,
@@ -245,6 +247,10 @@ pub fn decide_approve(
     }
     let mut pending = pending.clone();
     pending.approvals_required = pending.approvals_required.max(step.approvals_required);
+    pending.signatures_required |= step.signatures_required;
+    if pending.signatures_required && !step.basis.is_signed() {
+        return Err(ApprovalError::SignatureRequired);
+    }
     pending
         .approvals
         .retain(|given| given.expires_at > step.now);
@@ -265,6 +271,7 @@ pub fn decide_approve(
             approved_at: step.now,
             expires_at: step.expires_at,
             edited_arguments: step.edited_arguments.clone(),
+            basis: step.basis.clone(),
         });
     }
     if pending.approvals_still_needed() > 0 {
@@ -286,6 +293,8 @@ pub fn decide_approve(
         tool: pending.preview.tool,
         principal_ref: pending.principal_ref,
         operation_id: pending.operation_id,
+        approvals_required: pending.approvals_required,
+        signatures_required: pending.signatures_required,
         approvals: pending.approvals,
         expires_at,
         ledger_key: pending.ledger_key,

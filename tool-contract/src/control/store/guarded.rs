@@ -15,6 +15,7 @@ use crate::control::{
 use crate::control::{
     ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep,
 };
+use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
 
 /// The store the dispatcher holds: `inner`, its panics turned into
 /// [`StoreError::Panicked`].
@@ -78,5 +79,29 @@ impl ControlStore for Guarded {
         seal: &'a RowSeal,
     ) -> StoreFuture<'a, Vec<PendingApproval>> {
         guarded(|| self.0.pending_approvals(now_ms, seal))
+    }
+
+    fn pending_approval<'a>(
+        &'a self,
+        approval_id: &'a str,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Option<PendingApproval>> {
+        guarded(|| self.0.pending_approval(approval_id, now_ms, seal))
+    }
+
+    fn write_directory<'a>(
+        &'a self,
+        write: &'a DirectoryWrite,
+    ) -> StoreFuture<'a, Result<Approver, EnrollError>> {
+        guarded(|| self.0.write_directory(write))
+    }
+
+    fn approvers<'a>(&'a self, seal: &'a RowSeal) -> StoreFuture<'a, Vec<Approver>> {
+        guarded(|| self.0.approvers(seal))
+    }
+
+    fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
+        guarded(|| self.0.sign_count(count))
     }
 }

@@ -16,6 +16,7 @@ use crate::control::{
     ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
     PendingApproval, RejectStep,
 };
+use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
 
 /// A store in this process's memory. Clones share one state, so a dispatcher built again over
 /// a clone sees what the first one left (which is how tests stand for a restart); a real
@@ -31,6 +32,8 @@ struct State {
     records: HashMap<String, Record>,
     /// Each approval entry with the seal it was written with.
     approvals: HashMap<String, (ApprovalEntry, String)>,
+    /// Each approver's stored JSON with the seal it was written with.
+    approvers: HashMap<String, (String, String)>,
 }
 
 impl MemoryStore {
@@ -134,6 +137,38 @@ impl Rows for MemoryRows<'_> {
             .insert(key.to_owned(), (entry.clone(), seal.to_owned()));
         Ok(())
     }
+
+    async fn approver_row(
+        &mut self,
+        approver_id: &str,
+    ) -> Result<Option<(String, Option<String>)>, StoreError> {
+        Ok(self
+            .0
+            .approvers
+            .get(approver_id)
+            .map(|(body, seal)| (body.clone(), Some(seal.clone()))))
+    }
+
+    async fn approver_rows(&mut self) -> Result<Vec<(String, String, Option<String>)>, StoreError> {
+        Ok(self
+            .0
+            .approvers
+            .iter()
+            .map(|(id, (body, seal))| (id.clone(), body.clone(), Some(seal.clone())))
+            .collect())
+    }
+
+    async fn put_approver_row(
+        &mut self,
+        approver_id: &str,
+        body: &str,
+        seal: &str,
+    ) -> Result<(), StoreError> {
+        self.0
+            .approvers
+            .insert(approver_id.to_owned(), (body.to_owned(), seal.to_owned()));
+        Ok(())
+    }
 }
 
 impl ControlStore for MemoryStore {
@@ -224,5 +259,43 @@ impl ControlStore for MemoryStore {
             .iter()
             .map(|(key, (entry, sealed))| (key.clone(), entry.clone(), Some(sealed.clone())));
         answered(rows::opened_pending(entries, now_ms, seal))
+    }
+
+    fn pending_approval<'a>(
+        &'a self,
+        approval_id: &'a str,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Option<PendingApproval>> {
+        answered(at_once(rows::pending_approval(
+            &mut MemoryRows(&mut self.state()),
+            approval_id,
+            now_ms,
+            seal,
+        )))
+    }
+
+    fn write_directory<'a>(
+        &'a self,
+        write: &'a DirectoryWrite,
+    ) -> StoreFuture<'a, Result<Approver, EnrollError>> {
+        answered(at_once(rows::write_directory(
+            &mut MemoryRows(&mut self.state()),
+            write,
+        )))
+    }
+
+    fn approvers<'a>(&'a self, seal: &'a RowSeal) -> StoreFuture<'a, Vec<Approver>> {
+        answered(at_once(rows::approvers(
+            &mut MemoryRows(&mut self.state()),
+            seal,
+        )))
+    }
+
+    fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
+        answered(at_once(rows::sign_count(
+            &mut MemoryRows(&mut self.state()),
+            count,
+        )))
     }
 }

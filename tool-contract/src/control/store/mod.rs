@@ -46,16 +46,17 @@ pub use seal::RowSeal;
 pub use sqlite::SqliteStore;
 
 use super::approval::{ApprovalCheck, ApprovalError, Approved, PendingApproval};
+use super::directory::{Approver, EnrollError, SignCount, SignCountCheck};
 use super::error::StoreError;
 use super::ledger::{Advanced, Claimed, Purged, Record};
-use super::step::{Advance, ApprovalAsk, ApproveStep, Claim, RejectStep, Release};
+use super::step::{Advance, ApprovalAsk, ApproveStep, Claim, DirectoryWrite, RejectStep, Release};
 
 /// What a [`ControlStore`] step returns: boxed, so the trait stays object safe.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
 /// The version of the schema this build of the crate writes. A database holding a newer
 /// one is refused ([`StoreError::SchemaTooNew`]), never downgraded.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The shared state of writes: ledger records and approvals, by the operation's ledger key.
 ///
@@ -109,4 +110,29 @@ pub trait ControlStore: Send + Sync {
         now_ms: u64,
         seal: &'a RowSeal,
     ) -> StoreFuture<'a, Vec<PendingApproval>>;
+
+    /// The approval `approval_id` if it is still pending at `now_ms`, its row opened with
+    /// `seal`.
+    fn pending_approval<'a>(
+        &'a self,
+        approval_id: &'a str,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Option<PendingApproval>>;
+
+    /// Changes the approver directory (see
+    /// [`decide_directory_write`](crate::control::decide_directory_write)), atomically with
+    /// every other directory step.
+    fn write_directory<'a>(
+        &'a self,
+        write: &'a DirectoryWrite,
+    ) -> StoreFuture<'a, Result<Approver, EnrollError>>;
+
+    /// Every enrolled approver, by id, each row opened with `seal`.
+    fn approvers<'a>(&'a self, seal: &'a RowSeal) -> StoreFuture<'a, Vec<Approver>>;
+
+    /// Takes a credential's presented signature counter (see
+    /// [`decide_sign_count`](crate::control::decide_sign_count)), atomically with every other
+    /// directory step: of two replicas shown one count, one accepts it.
+    fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck>;
 }

@@ -24,6 +24,7 @@ use crate::control::{
     ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
     PendingApproval, RejectStep,
 };
+use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
 
 type Manager = PostgresConnectionManager<NoTls>;
 
@@ -191,6 +192,28 @@ impl PostgresStore {
             .await
             .map_err(store)?;
         }
+        if found < 4 {
+            // Version 4: the approver directory, one sealed row per enrolled approver; the
+            // audit streams' signed tree heads, append-only like the records.
+            tx.batch_execute(&format!(
+                "CREATE TABLE {schema}.tool_contract_approvers (
+                     approver_id TEXT PRIMARY KEY,
+                     body        TEXT NOT NULL,
+                     seal        TEXT NOT NULL
+                 );
+                 CREATE TABLE {schema}.tool_contract_audit_tree_heads (
+                     stream    TEXT NOT NULL,
+                     tree_size BIGINT NOT NULL,
+                     body      TEXT NOT NULL,
+                     PRIMARY KEY (stream, tree_size)
+                 );
+                 CREATE TRIGGER tool_contract_audit_tree_heads_append_only
+                     BEFORE UPDATE OR DELETE OR TRUNCATE ON {schema}.tool_contract_audit_tree_heads
+                     FOR EACH STATEMENT EXECUTE FUNCTION {schema}.tool_contract_audit_append_only();"
+            ))
+            .await
+            .map_err(store)?;
+        }
         if found < SCHEMA_VERSION {
             tx.execute(
                 &format!(
@@ -301,12 +324,16 @@ struct Sql {
     purge_approvals: String,
     stale: String,
     pending: String,
+    approver: String,
+    approvers: String,
+    put_approver: String,
 }
 
 impl Sql {
     fn new(schema: &str) -> Self {
         let ledger = format!("{schema}.tool_contract_ledger");
         let approvals = format!("{schema}.tool_contract_approvals");
+        let approvers = format!("{schema}.tool_contract_approvers");
         Sql {
             schema: schema.to_owned(),
             record: format!("SELECT {COLUMNS} FROM {ledger} WHERE key = $1"),
@@ -349,6 +376,12 @@ impl Sql {
             pending: format!(
                 "SELECT {APPROVAL_COLUMNS}, key FROM {approvals} WHERE state = $1 \
                  AND expires_at_ms > $2 ORDER BY expires_at_ms, approval_id"
+            ),
+            approver: format!("SELECT body, seal FROM {approvers} WHERE approver_id = $1"),
+            approvers: format!("SELECT approver_id, body, seal FROM {approvers}"),
+            put_approver: format!(
+                "INSERT INTO {approvers} (approver_id, body, seal) VALUES ($1, $2, $3) \
+                 ON CONFLICT (approver_id) DO UPDATE SET body = EXCLUDED.body, seal = EXCLUDED.seal"
             ),
         }
     }
@@ -491,6 +524,61 @@ impl Rows for PostgresRows<'_> {
             .map_err(store)?;
         Ok(())
     }
+
+    async fn approver_row(
+        &mut self,
+        approver_id: &str,
+    ) -> Result<Option<(String, Option<String>)>, StoreError> {
+        let row = self
+            .tx
+            .query_typed_opt(&self.sql.approver, &[(&approver_id, Type::TEXT)])
+            .await
+            .map_err(store)?;
+        row.map(|row| {
+            Ok((
+                row.try_get(0).map_err(store)?,
+                row.try_get(1).map_err(store)?,
+            ))
+        })
+        .transpose()
+    }
+
+    async fn approver_rows(&mut self) -> Result<Vec<(String, String, Option<String>)>, StoreError> {
+        let rows = self
+            .tx
+            .query_typed(&self.sql.approvers, &[])
+            .await
+            .map_err(store)?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    row.try_get(0).map_err(store)?,
+                    row.try_get(1).map_err(store)?,
+                    row.try_get(2).map_err(store)?,
+                ))
+            })
+            .collect()
+    }
+
+    async fn put_approver_row(
+        &mut self,
+        approver_id: &str,
+        body: &str,
+        seal: &str,
+    ) -> Result<(), StoreError> {
+        self.tx
+            .execute_typed(
+                &self.sql.put_approver,
+                &[
+                    (&approver_id, Type::TEXT),
+                    (&body, Type::TEXT),
+                    (&seal, Type::TEXT),
+                ],
+            )
+            .await
+            .map_err(store)?;
+        Ok(())
+    }
 }
 
 /// Runs one step in one transaction on a pooled connection.
@@ -625,6 +713,39 @@ impl ControlStore for PostgresStore {
             }
             rows::opened_pending(entries, now_ms, seal)
         })
+    }
+
+    fn pending_approval<'a>(
+        &'a self,
+        approval_id: &'a str,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Option<PendingApproval>> {
+        Box::pin(async move {
+            in_transaction!(self, |rows| rows::pending_approval(
+                &mut rows,
+                approval_id,
+                now_ms,
+                seal
+            ))
+        })
+    }
+
+    fn write_directory<'a>(
+        &'a self,
+        write: &'a DirectoryWrite,
+    ) -> StoreFuture<'a, Result<Approver, EnrollError>> {
+        Box::pin(
+            async move { in_transaction!(self, |rows| rows::write_directory(&mut rows, write)) },
+        )
+    }
+
+    fn approvers<'a>(&'a self, seal: &'a RowSeal) -> StoreFuture<'a, Vec<Approver>> {
+        Box::pin(async move { in_transaction!(self, |rows| rows::approvers(&mut rows, seal)) })
+    }
+
+    fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
+        Box::pin(async move { in_transaction!(self, |rows| rows::sign_count(&mut rows, count)) })
     }
 }
 

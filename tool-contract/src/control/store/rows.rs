@@ -14,6 +14,10 @@ use crate::control::{
     ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved, RejectStep,
     unix_ms,
 };
+use crate::control::{
+    Approver, DirectoryChange, DirectoryWrite, EnrollError, SignCount, SignCountCheck,
+    decide_directory_write, decide_sign_count,
+};
 
 /// What a record must still be for a fenced write to apply: its state and lease as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +81,139 @@ pub(crate) trait Rows {
         entry: &ApprovalEntry,
         seal: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The approver row of `approver_id`: its stored JSON and its seal.
+    fn approver_row(
+        &mut self,
+        approver_id: &str,
+    ) -> impl Future<Output = Result<Option<(String, Option<String>)>, StoreError>> + Send;
+
+    /// Every approver row: its id, stored JSON and seal.
+    fn approver_rows(
+        &mut self,
+    ) -> impl Future<Output = Result<Vec<(String, String, Option<String>)>, StoreError>> + Send;
+
+    /// Writes the approver row of `approver_id`, in place of what is there.
+    fn put_approver_row(
+        &mut self,
+        approver_id: &str,
+        body: &str,
+        seal: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// What every directory write locks: enrolling checks a credential id against every
+/// approver's, so directory writes never interleave.
+const DIRECTORY_LOCK: &str = "tool-contract/approver-directory";
+
+/// An approver row read: its seal checked, its JSON read, its id its own.
+fn opened_approver(
+    approver_id: &str,
+    body: &str,
+    stored_seal: Option<&str>,
+    seal: &RowSeal,
+) -> Result<Approver, StoreError> {
+    seal.open_approver(approver_id, body, stored_seal)?;
+    let approver: Approver = crate::json::depth::from_slice(body.as_bytes())
+        .map_err(|error| StoreError::Corrupt(format!("an approver row: {error}")))?;
+    if approver.approver_id != approver_id {
+        return Err(StoreError::Corrupt(format!(
+            "the approver row of {approver_id:?} names another"
+        )));
+    }
+    Ok(approver)
+}
+
+async fn read_approver(
+    rows: &mut impl Rows,
+    approver_id: &str,
+    seal: &RowSeal,
+) -> Result<Option<Approver>, StoreError> {
+    let Some((body, stored_seal)) = rows.approver_row(approver_id).await? else {
+        return Ok(None);
+    };
+    opened_approver(approver_id, &body, stored_seal.as_deref(), seal).map(Some)
+}
+
+async fn write_approver(
+    rows: &mut impl Rows,
+    approver: &Approver,
+    seal: &RowSeal,
+) -> Result<(), StoreError> {
+    let body = serde_json::to_string(approver)
+        .map_err(|error| StoreError::Corrupt(format!("an approver does not encode: {error}")))?;
+    let sealed = seal.seal_approver(&approver.approver_id, &body)?;
+    rows.put_approver_row(&approver.approver_id, &body, &sealed)
+        .await
+}
+
+/// Every approver, each row's seal checked, by id.
+pub(crate) async fn approvers(
+    rows: &mut impl Rows,
+    seal: &RowSeal,
+) -> Result<Vec<Approver>, StoreError> {
+    let mut approvers = rows
+        .approver_rows()
+        .await?
+        .into_iter()
+        .map(|(id, body, stored_seal)| opened_approver(&id, &body, stored_seal.as_deref(), seal))
+        .collect::<Result<Vec<_>, _>>()?;
+    approvers.sort_by(|a, b| a.approver_id.cmp(&b.approver_id));
+    Ok(approvers)
+}
+
+pub(crate) async fn write_directory(
+    rows: &mut impl Rows,
+    write: &DirectoryWrite,
+) -> Result<Result<Approver, EnrollError>, StoreError> {
+    rows.lock_key(DIRECTORY_LOCK).await?;
+    let existing = read_approver(rows, write.change.approver_id(), &write.seal).await?;
+    let taken = match &write.change {
+        DirectoryChange::Enroll { credential, .. } => approvers(rows, &write.seal)
+            .await?
+            .iter()
+            .any(|approver| approver.credential(&credential.credential_id).is_some()),
+        _ => false,
+    };
+    match decide_directory_write(existing.as_ref(), &write.change, taken) {
+        Ok(approver) => {
+            write_approver(rows, &approver, &write.seal).await?;
+            Ok(Ok(approver))
+        }
+        Err(error) => Ok(Err(error)),
+    }
+}
+
+pub(crate) async fn sign_count(
+    rows: &mut impl Rows,
+    count: &SignCount,
+) -> Result<SignCountCheck, StoreError> {
+    rows.lock_key(DIRECTORY_LOCK).await?;
+    let existing = read_approver(rows, &count.approver_id, &count.seal).await?;
+    let (write, answer) = decide_sign_count(existing.as_ref(), count);
+    if let Some(approver) = write {
+        write_approver(rows, &approver, &count.seal).await?;
+    }
+    Ok(answer)
+}
+
+/// The approval `approval_id` if it is still pending at `now_ms`, its seal checked.
+pub(crate) async fn pending_approval(
+    rows: &mut impl Rows,
+    approval_id: &str,
+    now_ms: u64,
+    seal: &RowSeal,
+) -> Result<Option<crate::control::PendingApproval>, StoreError> {
+    let Some(key) = rows.approval_key(approval_id).await? else {
+        return Ok(None);
+    };
+    Ok(match opened_approval(rows, &key, seal).await? {
+        Some(ApprovalEntry::Pending {
+            pending,
+            expires_at_ms,
+        }) if pending.approval_id == approval_id && expires_at_ms > now_ms => Some(pending),
+        _ => None,
+    })
 }
 
 /// The approval entry at `key`, its seal checked: a row that does not open fails the step.

@@ -20,6 +20,9 @@ use crate::results::digest::digests_equal;
 /// What the seal's key is derived for: no other key of the application is this one.
 const PURPOSE: &str = "tool-contract/approval-row-seal-v1";
 
+/// What an approver directory row's seal covers first: no approval row's seal is one.
+const APPROVER_ROW: &str = "approver";
+
 /// The key approval rows are sealed with. Every process holding the same [`AuditKeys`]
 /// derives the same one, so replicas read each other's rows; a store step is handed it with
 /// the request ([`ApprovalAsk`](crate::control::ApprovalAsk), …) and checks every approval
@@ -102,6 +105,47 @@ impl RowSeal {
                 } else {
                     "it has no seal"
                 }
+            ))),
+        }
+    }
+}
+
+impl RowSeal {
+    /// The seal of an approver directory row: `body` (the approver's stored JSON) under
+    /// `approver_id`, 64 lowercase hex.
+    pub(crate) fn seal_approver(
+        &self,
+        approver_id: &str,
+        body: &str,
+    ) -> Result<String, StoreError> {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.key)
+            .map_err(|_| StoreError::Corrupt("a seal key HMAC refuses".into()))?;
+        let members = serde_json::to_vec(&(APPROVER_ROW, approver_id, body)).map_err(|error| {
+            StoreError::Corrupt(format!("an approver row does not encode: {error}"))
+        })?;
+        mac.update(PURPOSE.as_bytes());
+        mac.update(b"\n");
+        mac.update(&members);
+        Ok(hex::encode(mac.finalize().into_bytes()))
+    }
+
+    /// Checks that `seal` is this application's seal of the approver row `body` under
+    /// `approver_id`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unsealed`] when there is no seal or it is another's.
+    pub(crate) fn open_approver(
+        &self,
+        approver_id: &str,
+        body: &str,
+        seal: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let expected = self.seal_approver(approver_id, body)?;
+        match seal {
+            Some(seal) if digests_equal(seal, &expected) => Ok(()),
+            _ => Err(StoreError::Unsealed(format!(
+                "the approver row of {approver_id:?}"
             ))),
         }
     }

@@ -22,6 +22,7 @@ use crate::control::{
     ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
     PendingApproval, RejectStep,
 };
+use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
 
 /// Version 1: the ledger with lease generations, and the approvals. A file from before
 /// versioning (`user_version` 0) may hold the ledger without generations: they are added.
@@ -56,6 +57,15 @@ const SCHEMA_V2: &str = "ALTER TABLE tool_contract_approvals ADD COLUMN seal TEX
 
 /// Version 3: each ledger record keeps the call that claimed it, for a reconcile pass.
 const SCHEMA_V3: &str = "ALTER TABLE tool_contract_ledger ADD COLUMN call TEXT;";
+
+/// Version 4: the approver directory, one sealed row per enrolled approver.
+const SCHEMA_V4: &str = "
+CREATE TABLE IF NOT EXISTS tool_contract_approvers (
+    approver_id TEXT PRIMARY KEY NOT NULL,
+    body        TEXT NOT NULL,
+    seal        TEXT NOT NULL
+) STRICT;
+";
 
 const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation, \
                        lease_until_ms, expires_at_ms, result, call";
@@ -170,6 +180,9 @@ fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     }
     if found < 3 {
         transaction.execute_batch(SCHEMA_V3).map_err(store)?;
+    }
+    if found < 4 {
+        transaction.execute_batch(SCHEMA_V4).map_err(store)?;
     }
     if found < SCHEMA_VERSION {
         transaction
@@ -366,6 +379,59 @@ impl Rows for SqliteRows<'_, '_> {
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         ready(self.write_approval(key, entry, seal))
     }
+
+    fn approver_row(
+        &mut self,
+        approver_id: &str,
+    ) -> impl Future<Output = Result<Option<(String, Option<String>)>, StoreError>> + Send {
+        ready(
+            self.0
+                .query_row(
+                    "SELECT body, seal FROM tool_contract_approvers WHERE approver_id = ?1",
+                    params![approver_id],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()
+                .map_err(store),
+        )
+    }
+
+    fn approver_rows(
+        &mut self,
+    ) -> impl Future<Output = Result<Vec<(String, String, Option<String>)>, StoreError>> + Send
+    {
+        ready(read_approver_rows(self.0))
+    }
+
+    fn put_approver_row(
+        &mut self,
+        approver_id: &str,
+        body: &str,
+        seal: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        ready(
+            self.0
+                .execute(
+                    "INSERT OR REPLACE INTO tool_contract_approvers (approver_id, body, seal) \
+                     VALUES (?1, ?2, ?3)",
+                    params![approver_id, body, seal],
+                )
+                .map(|_| ())
+                .map_err(store),
+        )
+    }
+}
+
+fn read_approver_rows(
+    tx: &Transaction<'_>,
+) -> Result<Vec<(String, String, Option<String>)>, StoreError> {
+    let mut statement = tx
+        .prepare("SELECT approver_id, body, seal FROM tool_contract_approvers")
+        .map_err(store)?;
+    let rows = statement
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .map_err(store)?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(store)
 }
 
 impl ControlStore for SqliteStore {
@@ -488,6 +554,41 @@ impl ControlStore for SqliteStore {
             }
             rows::opened_pending(entries, now_ms, &seal)
         })
+    }
+
+    fn pending_approval<'a>(
+        &'a self,
+        approval_id: &'a str,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Option<PendingApproval>> {
+        let (approval_id, seal) = (approval_id.to_owned(), seal.clone());
+        self.run(move |tx| {
+            at_once(rows::pending_approval(
+                &mut SqliteRows(tx),
+                &approval_id,
+                now_ms,
+                &seal,
+            ))
+        })
+    }
+
+    fn write_directory<'a>(
+        &'a self,
+        write: &'a DirectoryWrite,
+    ) -> StoreFuture<'a, Result<Approver, EnrollError>> {
+        let write = write.clone();
+        self.run(move |tx| at_once(rows::write_directory(&mut SqliteRows(tx), &write)))
+    }
+
+    fn approvers<'a>(&'a self, seal: &'a RowSeal) -> StoreFuture<'a, Vec<Approver>> {
+        let seal = seal.clone();
+        self.run(move |tx| at_once(rows::approvers(&mut SqliteRows(tx), &seal)))
+    }
+
+    fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
+        let count = count.clone();
+        self.run(move |tx| at_once(rows::sign_count(&mut SqliteRows(tx), &count)))
     }
 }
 

@@ -9,10 +9,12 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::control::{
-    ApprovalEntry, ApprovalGrant, GivenApproval, PendingApproval, Preview, RejectionReason,
+    ApprovalBasis, ApprovalEntry, ApprovalGrant, GivenApproval, PendingApproval, Preview,
+    RejectionReason,
 };
 use crate::control::{Lease, StoreError};
 use crate::json::depth;
+use crate::results::PasskeyAssertion;
 
 /// An approval entry as its columns hold it.
 pub(crate) struct ApprovalRow {
@@ -47,13 +49,23 @@ struct StoredPending {
     preview: Preview,
     preview_sha256: String,
     principal_ref: String,
+    // A row written before approvers were enrolled names no tenant.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    tenant: String,
     operation_id: String,
     ledger_key: String,
     // A row written before four eyes existed needs one approver and has none yet.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     approvals_required: u32,
+    #[serde(default, skip_serializing_if = "is_false")]
+    signatures_required: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     approvals: Vec<StoredApproval>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_false(flag: &bool) -> bool {
+    !*flag
 }
 
 fn one() -> u32 {
@@ -74,6 +86,45 @@ struct StoredApproval {
     expires_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     edited_arguments: Option<String>,
+    // A row written before approvals had a basis was the service's word.
+    #[serde(default, skip_serializing_if = "StoredBasis::is_service")]
+    basis: StoredBasis,
+}
+
+/// What an approval rests on, as a row writes it.
+#[derive(Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+enum StoredBasis {
+    #[default]
+    Service,
+    Client,
+    Passkey {
+        assertion: PasskeyAssertion,
+    },
+}
+
+impl StoredBasis {
+    fn is_service(&self) -> bool {
+        matches!(self, StoredBasis::Service)
+    }
+
+    fn of(basis: &ApprovalBasis) -> Self {
+        match basis {
+            ApprovalBasis::Service => StoredBasis::Service,
+            ApprovalBasis::Client => StoredBasis::Client,
+            ApprovalBasis::Passkey(assertion) => StoredBasis::Passkey {
+                assertion: assertion.clone(),
+            },
+        }
+    }
+
+    fn basis(self) -> ApprovalBasis {
+        match self {
+            StoredBasis::Service => ApprovalBasis::Service,
+            StoredBasis::Client => ApprovalBasis::Client,
+            StoredBasis::Passkey { assertion } => ApprovalBasis::Passkey(assertion),
+        }
+    }
 }
 
 impl StoredApproval {
@@ -83,6 +134,7 @@ impl StoredApproval {
             approved_at: given.approved_at.format(&Rfc3339).map_err(corrupt)?,
             expires_at: given.expires_at.format(&Rfc3339).map_err(corrupt)?,
             edited_arguments: given.edited_arguments.clone(),
+            basis: StoredBasis::of(&given.basis),
         })
     }
 
@@ -92,6 +144,7 @@ impl StoredApproval {
             approved_at: OffsetDateTime::parse(&self.approved_at, &Rfc3339).map_err(corrupt)?,
             expires_at: OffsetDateTime::parse(&self.expires_at, &Rfc3339).map_err(corrupt)?,
             edited_arguments: self.edited_arguments,
+            basis: self.basis.basis(),
         })
     }
 }
@@ -121,6 +174,11 @@ struct StoredGrant {
     principal_ref: String,
     operation_id: String,
     approvals: Vec<StoredApproval>,
+    // A grant written before its rule was kept: as many as approved it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    approvals_required: Option<u32>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    signatures_required: bool,
     expires_at: String,
     ledger_key: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -145,9 +203,11 @@ pub(crate) fn approval_row(entry: &ApprovalEntry) -> Result<ApprovalRow, StoreEr
                 preview: pending.preview.clone(),
                 preview_sha256: pending.preview_sha256.clone(),
                 principal_ref: pending.principal_ref.clone(),
+                tenant: pending.tenant.clone(),
                 operation_id: pending.operation_id.clone(),
                 ledger_key: pending.ledger_key.clone(),
                 approvals_required: pending.approvals_required,
+                signatures_required: pending.signatures_required,
                 approvals: stored_approvals(&pending.approvals)?,
             };
             (PENDING, to_json(&stored)?, None)
@@ -162,6 +222,8 @@ pub(crate) fn approval_row(entry: &ApprovalEntry) -> Result<ApprovalRow, StoreEr
                 principal_ref: grant.principal_ref.clone(),
                 operation_id: grant.operation_id.clone(),
                 approvals: stored_approvals(&grant.approvals)?,
+                approvals_required: Some(grant.approvals_required),
+                signatures_required: grant.signatures_required,
                 expires_at,
                 ledger_key: grant.ledger_key.clone(),
                 edited_arguments: grant.edited_arguments.clone(),
@@ -201,9 +263,11 @@ pub(crate) fn approval_entry(row: ReadApprovalRow) -> Result<ApprovalEntry, Stor
                 preview: stored.preview,
                 preview_sha256: stored.preview_sha256,
                 principal_ref: stored.principal_ref,
+                tenant: stored.tenant,
                 operation_id: stored.operation_id,
                 ledger_key: stored.ledger_key,
                 approvals_required: stored.approvals_required,
+                signatures_required: stored.signatures_required,
                 approvals: given_approvals(stored.approvals)?,
             };
             Ok(ApprovalEntry::Pending {
@@ -230,6 +294,10 @@ pub(crate) fn approval_entry(row: ReadApprovalRow) -> Result<ApprovalEntry, Stor
                 tool: stored.tool,
                 principal_ref: stored.principal_ref,
                 operation_id: stored.operation_id,
+                approvals_required: stored
+                    .approvals_required
+                    .unwrap_or(u32::try_from(stored.approvals.len()).unwrap_or(u32::MAX)),
+                signatures_required: stored.signatures_required,
                 approvals: given_approvals(stored.approvals)?,
                 expires_at,
                 ledger_key: stored.ledger_key,

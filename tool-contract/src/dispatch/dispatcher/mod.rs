@@ -7,11 +7,15 @@
 mod admit;
 mod execute;
 mod settle;
+mod signed;
 mod stale;
 mod status;
 mod write;
 
 pub use settle::{SettleError, Settlement};
+pub use signed::SignedDecision;
+#[cfg(feature = "passkeys")]
+pub use signed::{Enrollment, SigningRequest};
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -34,7 +38,8 @@ use crate::contract::{Registry, ToolSpec};
 use crate::control::Guarded;
 use crate::control::{Advanced, ControlStore, Lease, Purged, Record, RowSeal, StoreError};
 use crate::control::{
-    ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep, RejectionReason, later_by,
+    ApprovalBasis, ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep,
+    RejectionReason, later_by,
 };
 use crate::control::{AuditLogError, AuditSink};
 use crate::control::{WriteEvent, WriteState};
@@ -48,6 +53,14 @@ use crate::providers::{Answer, Turn};
 use crate::results::digest::canonical_within;
 use crate::results::{ApprovalRecord, AuditKeys, ErrorCode, ModelError, ReceiptSigner};
 use crate::vocabulary::{CallContext, Principal, Reconcile, ToolCall};
+
+/// Edited arguments a person approves: canonical JSON, checked against the contract, with
+/// what the approval policy asks of them.
+pub(super) struct Edit {
+    pub(super) arguments: String,
+    pub(super) approvals_required: u32,
+    pub(super) signatures_required: bool,
+}
 
 /// A stage's early exit: the call's final result (boxed: results are large, exits rare).
 type Exit = Box<CallResult>;
@@ -70,6 +83,8 @@ pub struct Dispatcher {
     trace_model_results: bool,
     approval_policies: HashMap<&'static str, ApprovalPolicy>,
     receipts: Option<ReceiptSigner>,
+    #[cfg(feature = "passkeys")]
+    passkeys: Option<Passkeys>,
     key_rules: HashMap<&'static str, KeyRule>,
     in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// For each read a write names as `reconcile = ThisTool`, the writes it is the status
@@ -95,7 +110,16 @@ pub(crate) struct Parts {
     pub(crate) trace_model_results: bool,
     pub(crate) approval_policies: HashMap<&'static str, ApprovalPolicy>,
     pub(crate) receipts: Option<ReceiptSigner>,
+    #[cfg(feature = "passkeys")]
+    pub(crate) relying_party: Option<crate::results::RelyingParty>,
     pub(crate) key_rules: HashMap<&'static str, KeyRule>,
+}
+
+/// The relying party approvers' passkeys are checked for, with its verifier.
+#[cfg(feature = "passkeys")]
+struct Passkeys {
+    party: crate::results::RelyingParty,
+    core: webauthn_rs_core::WebauthnCore,
 }
 
 /// How many writes pass between two purges of expired ledger keys.
@@ -204,6 +228,13 @@ impl Dispatcher {
             trace_model_results: parts.trace_model_results,
             approval_policies: parts.approval_policies,
             receipts: parts.receipts,
+            #[cfg(feature = "passkeys")]
+            passkeys: parts.relying_party.and_then(|party| {
+                // A relying party is checked when it is made; one that no longer builds a
+                // verifier checks no passkey.
+                let core = party.core().ok()?;
+                Some(Passkeys { party, core })
+            }),
             key_rules: parts.key_rules,
             in_flight: Mutex::new(HashMap::new()),
             status_tools,
@@ -350,8 +381,36 @@ impl Dispatcher {
         approver: &str,
         expires_at: OffsetDateTime,
     ) -> Result<Approved, ApprovalError> {
-        self.approve_as(approval_id, preview_sha256, approver, expires_at, None)
-            .await
+        self.approve_as(
+            approval_id,
+            preview_sha256,
+            approver,
+            expires_at,
+            None,
+            ApprovalBasis::Service,
+        )
+        .await
+    }
+
+    /// An approval an MCP client answered for the subject of its verified token: recorded as
+    /// asserted by the client (`approver` is `mcp:{tenant}/{subject}`), never as signed.
+    #[cfg(feature = "mcp")]
+    pub(crate) async fn approve_for_client(
+        &self,
+        approval_id: &str,
+        preview_sha256: &str,
+        approver: &str,
+        expires_at: OffsetDateTime,
+    ) -> Result<Approved, ApprovalError> {
+        self.approve_as(
+            approval_id,
+            preview_sha256,
+            approver,
+            expires_at,
+            None,
+            ApprovalBasis::Client,
+        )
+        .await
     }
 
     /// Approves `pending`, as the person saw it, for `lifetime` from now: [`approve`](Self::approve)
@@ -404,14 +463,38 @@ impl Dispatcher {
         approver: &str,
         expires_at: OffsetDateTime,
     ) -> Result<Approved, ApprovalError> {
-        let pending = self
-            .pending_approvals()
+        let pending = self.pending(approval_id).await?;
+        let edit = self.checked_edit(&pending, edited_arguments)?;
+        self.approve_as(
+            approval_id,
+            preview_sha256,
+            approver,
+            expires_at,
+            Some(edit),
+            ApprovalBasis::Service,
+        )
+        .await
+    }
+
+    /// The approval `approval_id`, if it is still pending.
+    pub(super) async fn pending(
+        &self,
+        approval_id: &str,
+    ) -> Result<PendingApproval, ApprovalError> {
+        self.store
+            .pending_approval(approval_id, self.now_ms(), &self.row_seal)
             .await
-            .map_err(ApprovalError::Store)?;
-        let pending = pending
-            .iter()
-            .find(|pending| pending.approval_id == approval_id)
-            .ok_or(ApprovalError::NotPending)?;
+            .map_err(|error| self.approval_store_failed(error))?
+            .ok_or(ApprovalError::NotPending)
+    }
+
+    /// Edited arguments checked against the pending approval's tool, with what the policy
+    /// asks of them.
+    pub(super) fn checked_edit(
+        &self,
+        pending: &PendingApproval,
+        edited_arguments: &Value,
+    ) -> Result<Edit, ApprovalError> {
         let edited = crate::json::canonical::to_vec(edited_arguments)
             .map_err(|error| ApprovalError::InvalidEdit(error.to_string()))?;
         let (Some(spec), Some(entry)) = (
@@ -425,25 +508,24 @@ impl Dispatcher {
             .validate(&edited, self.registry.forbidden_keys())
             .map_err(|violations| ApprovalError::InvalidEdit(violations.to_string()))?;
         let approvals_required = self.approvals_required(spec, &edited);
-        let edited = String::from_utf8(edited)
+        let signatures_required = self.signatures_required(spec, &edited);
+        let arguments = String::from_utf8(edited)
             .map_err(|error| ApprovalError::InvalidEdit(error.to_string()))?;
-        self.approve_as(
-            approval_id,
-            preview_sha256,
-            approver,
-            expires_at,
-            Some((edited, approvals_required)),
-        )
-        .await
+        Ok(Edit {
+            arguments,
+            approvals_required,
+            signatures_required,
+        })
     }
 
-    async fn approve_as(
+    pub(super) async fn approve_as(
         &self,
         approval_id: &str,
         preview_sha256: &str,
         approver: &str,
         expires_at: OffsetDateTime,
-        edits: Option<(String, u32)>,
+        edit: Option<Edit>,
+        basis: ApprovalBasis,
     ) -> Result<Approved, ApprovalError> {
         // The audit records the expiry as RFC 3339, which has four-digit years only.
         if expires_at.format(&Rfc3339).is_err() {
@@ -455,8 +537,10 @@ impl Dispatcher {
             approver: approver.to_owned(),
             expires_at,
             now: (self.clock)(),
-            approvals_required: edits.as_ref().map_or(0, |(_, required)| *required),
-            edited_arguments: edits.map(|(edited, _)| edited),
+            approvals_required: edit.as_ref().map_or(0, |edit| edit.approvals_required),
+            signatures_required: edit.as_ref().is_some_and(|edit| edit.signatures_required),
+            edited_arguments: edit.map(|edit| edit.arguments),
+            basis,
             seal: self.row_seal.clone(),
         };
         let approved = self

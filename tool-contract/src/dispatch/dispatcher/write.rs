@@ -25,8 +25,8 @@ use crate::dispatch::telemetry::{self, Guardrail, Verdict};
 use crate::json::encoding::infallible;
 use crate::results::digest::digests_equal;
 use crate::results::{
-    ApprovalRecord, Delivery, ErrorCode, ModelError, ModelResult, Provenance, ReceiptFacts,
-    ReceiptRevisions, Status, Trust,
+    ApprovalFact, ApprovalRecord, Delivery, ErrorCode, ModelError, ModelResult, Provenance,
+    ReceiptFacts, ReceiptRevisions, Status, Trust,
 };
 use crate::vocabulary::{Approval, CallContext, Principal, Reconcile};
 
@@ -234,6 +234,13 @@ impl Dispatcher {
             self.authorize(&edited, &edited_valid)?;
             let needed = self.approvals_required(edited_valid.spec, &context.call.arguments);
             let given = redeem.map_or(0, |grant| grant.approvals.len());
+            let unsigned = redeem
+                .is_some_and(|grant| grant.approvals.iter().any(|given| !given.basis.is_signed()));
+            if unsigned && self.signatures_required(edited_valid.spec, &context.call.arguments) {
+                let error = ModelError::new(ErrorCode::ApprovalInvalid);
+                let detail = "the edited arguments need approvals signed by passkeys";
+                return Err(Box::new(self.control(&edited, error, detail)));
+            }
             if usize::try_from(needed).unwrap_or(usize::MAX) > given {
                 let error = ModelError::new(ErrorCode::ApprovalInvalid);
                 let detail = format!(
@@ -490,6 +497,22 @@ impl Dispatcher {
         required
     }
 
+    /// Whether only signed approvals count for a write of `spec` with `arguments`: when a
+    /// rule of the application's (`signed_approvals_when`) holds of them.
+    pub(super) fn signatures_required(&self, spec: &ToolSpec, arguments: &[u8]) -> bool {
+        let Some(policy) = self.approval_policies.get(spec.name()) else {
+            return false;
+        };
+        let forbidden = self.registry.forbidden_keys();
+        // A rule that panics holds: the application's code fails toward signatures.
+        policy.signed.iter().any(|rule| {
+            catch_unwind(AssertUnwindSafe(|| rule(arguments, forbidden))).unwrap_or_else(|_| {
+                warn!(stage = "approval", "signed-approval policy panicked");
+                true
+            })
+        })
+    }
+
     /// The approval stage: the grant for exactly this request, for the claim to redeem
     /// (with what the audit records of it); or the end of the dispatch, waiting for a person
     /// or refused by one.
@@ -588,8 +611,15 @@ impl Dispatcher {
             approvals: grant
                 .approvals
                 .iter()
-                .map(|given| (given.approver.clone(), given.approved_at))
+                .map(|given| ApprovalFact {
+                    approver: given.approver.clone(),
+                    approved_at: given.approved_at,
+                    expires_at: given.expires_at,
+                    basis: given.basis.clone(),
+                })
                 .collect(),
+            approvals_required: grant.approvals_required,
+            signatures_required: grant.signatures_required,
             principal_ref: grant.principal_ref.clone(),
             tool: grant.tool.clone(),
             operation_id: grant.operation_id.clone(),
@@ -636,9 +666,11 @@ impl Dispatcher {
             preview,
             preview_sha256,
             principal_ref: principal_ref.to_owned(),
+            tenant: call.principal.tenant.clone(),
             operation_id: call.context.operation_id.clone(),
             ledger_key: key.ledger_key.clone(),
             approvals_required,
+            signatures_required: self.signatures_required(valid.spec, &call.context.call.arguments),
             approvals: Vec::new(),
         }
     }
