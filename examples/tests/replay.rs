@@ -332,6 +332,11 @@ fn a_refund_above_the_limit_needs_two_supervisors_and_its_receipt_verifies_offli
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
+    let enrolled: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.contains(" enrols a passkey: credential "))
+        .collect();
+    assert_eq!(enrolled.len(), 2, "two supervisors enrol: {stdout}");
     let approvals: Vec<&str> = stdout
         .lines()
         .filter(|line| line.contains(" approves apr_"))
@@ -339,6 +344,7 @@ fn a_refund_above_the_limit_needs_two_supervisors_and_its_receipt_verifies_offli
     assert_eq!(approvals.len(), 4, "two supervisors, twice: {stdout}");
     assert!(
         approvals[0].starts_with("  ana.supervisor@")
+            && approvals[0].contains("with their passkey")
             && approvals[0].ends_with("1 more supervisor needed")
     );
     assert!(approvals[1].starts_with("  ben.supervisor@") && approvals[1].ends_with("granted"));
@@ -351,22 +357,45 @@ fn a_refund_above_the_limit_needs_two_supervisors_and_its_receipt_verifies_offli
     assert!(
         stdout.contains("approved by ana.supervisor@acme.example and ben.supervisor@acme.example")
     );
-    assert!(
-        stdout.contains("verified offline with the published key, and it covers this very call")
+    assert!(stdout.contains("verified offline with the published keys"));
+    let named = |prefix: &str| {
+        stderr
+            .lines()
+            .find_map(|line| line.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("{prefix} is named: {stderr}"))
+            .to_owned()
+    };
+    let (receipt_path, keys_path, approvers_path) = (
+        named("approval receipt: "),
+        named("published keys: "),
+        named("approver keys: "),
     );
-    let receipt_path = stderr
-        .lines()
-        .find_map(|line| line.strip_prefix("approval receipt: "))
-        .expect("the receipt's file is named");
-    let keys_path = stderr
-        .lines()
-        .find_map(|line| line.strip_prefix("published keys: "))
-        .expect("the published keys' file is named");
+    // What the auditor's command does, with the three files alone.
+    let command = named("check it offline: ");
+    assert!(command.contains(&format!(
+        "--keys {keys_path} --approvers {approvers_path} {receipt_path}"
+    )));
     let keys =
-        tool_contract::results::KeySet::from_json(&std::fs::read(keys_path).unwrap()).unwrap();
+        tool_contract::results::KeySet::from_json(&std::fs::read(&keys_path).unwrap()).unwrap();
+    let approvers =
+        tool_contract::results::ApproverKeys::from_json(&std::fs::read(&approvers_path).unwrap())
+            .unwrap();
+    let receipt_text = std::fs::read(&receipt_path).unwrap();
     let receipt = keys
-        .verify(&std::fs::read(receipt_path).unwrap())
+        .verify_with_approvers(&receipt_text, &approvers)
         .expect("it verifies");
     assert_eq!(receipt.approvals.len(), 2);
+    assert!(
+        receipt
+            .approvals
+            .iter()
+            .all(|approval| approval.is_signed())
+    );
+    assert_eq!(receipt.signatures_required, Some(true));
     assert_eq!(receipt.tool, "create_refund_draft");
+    // Without the supervisors' keys, no one can take its signatures on trust.
+    assert_eq!(
+        keys.verify(&receipt_text),
+        Err(tool_contract::results::ReceiptError::ApproverKeysNeeded)
+    );
 }

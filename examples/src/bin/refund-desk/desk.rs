@@ -12,7 +12,7 @@ use tool_contract::control::{AuditSink, ControlStore};
 use tool_contract::dispatch::{Dispatcher, DispatcherBuilder, HandlerContext, ToolOptions};
 use tool_contract::evidence::{GroundingSource, SourceTier};
 use tool_contract::mcp::auth::{Issuer, JwtVerifier, ResourceServer};
-use tool_contract::results::ReceiptSigner;
+use tool_contract::results::{ReceiptSigner, RelyingParty};
 use tool_contract::{
     AuditKeys, FailureKind, RawProvenance, RawResult, Registry, SecretKey, ToolContract,
     ToolFailure, ToolOutput,
@@ -454,6 +454,32 @@ pub fn four_eyes_dispatcher(
         .approval_receipts(receipt_signer()?);
     built(builder)
 }
+
+/// The desk's dispatcher as the replay runs it: [`four_eyes_dispatcher`]'s, where a refund
+/// above [`TWO_SUPERVISORS_ABOVE_CENTS`] counts only approvals each supervisor signs with
+/// their own passkey for the desk's [`relying_party`].
+pub fn signed_four_eyes_dispatcher(
+    desk: &Arc<Desk>,
+    audit: Arc<dyn AuditSink>,
+    store: Arc<dyn ControlStore>,
+) -> Result<Dispatcher, String> {
+    let above = |draft: &CreateRefundDraft| draft.amount_cents > TWO_SUPERVISORS_ABOVE_CENTS;
+    let builder = builder(desk, audit, store)?
+        .approvers_when(2, above)
+        .signed_approvals_when(above)
+        .relying_party(relying_party()?)
+        .approval_receipts(receipt_signer()?);
+    built(builder)
+}
+
+/// The relying party supervisors' passkeys are made for: the desk's approvals console.
+pub fn relying_party() -> Result<RelyingParty, String> {
+    RelyingParty::new("refund-desk.example", "Refund desk", [CONSOLE_ORIGIN])
+        .map_err(|error| error.to_string())
+}
+
+/// Where the desk's approvals console is served from, in a deployment.
+pub const CONSOLE_ORIGIN: &str = "https://refund-desk.example";
 
 fn built(builder: DispatcherBuilder) -> Result<Dispatcher, String> {
     builder.build().map_err(|errors| errors.to_string())

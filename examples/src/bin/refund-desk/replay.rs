@@ -8,14 +8,17 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
+use tool_contract::control::Approver;
 use tool_contract::control::{JsonLinesAuditLog, verify_chain};
 use tool_contract::dispatch::{Dispatch, Task};
+use tool_contract::dispatch::{Dispatcher, SignedDecision};
 use tool_contract::providers::{
     Answer, AnthropicMessages, Api, GeminiGenerateContent, GeminiInteractions, OpenAiResponses,
     ProviderApi, ProviderError, ToolCall, Turn,
 };
-use tool_contract::results::{Delivery, KeySet};
+use tool_contract::results::{ApproverKeys, Decision, Delivery, KeySet};
 use tool_contract::{Binder, CallContext, ErrorCode, ModelResult, Principal};
+use tool_contract_tests::passkey::SoftAuthenticator;
 
 use crate::desk::{self, Desk};
 
@@ -299,21 +302,27 @@ pub fn run(wires: &[Wire], output: Output) -> Result<(), String> {
         head.records,
         &head.head_sha256[..16]
     );
-    if let Some(receipt) = receipt {
-        // For an auditor: the published key and a receipt, and the command that checks it.
+    if let Some((receipt, approvers)) = receipt {
+        // For an auditor: the two published files and a receipt, and the command that
+        // checks it.
         let keys = KeySet::new([desk::receipt_signer()?.published_key()])
             .map_err(|error| format!("the published key: {error}"))?;
         let keys_path = run_file("published-keys", "json");
+        let approvers_path = run_file("approver-keys", "json");
         let receipt_path = run_file("receipt", "json");
         std::fs::write(&keys_path, keys.to_json())
+            .and_then(|()| std::fs::write(&approvers_path, approvers.to_json()))
             .and_then(|()| std::fs::write(&receipt_path, receipt))
             .map_err(|error| format!("cannot write the receipt files: {error}"))?;
         eprintln!(
-            "approval receipt: {}\npublished keys: {}\ncheck it offline: cargo run -q -p \
-             tool-contract --bin tool-contract-verify-receipt -- --keys {} {}",
+            "approval receipt: {}\npublished keys: {}\napprover keys: {}\ncheck it offline: \
+             cargo run -q -p tool-contract --features passkeys --bin \
+             tool-contract-verify-receipt -- --keys {} --approvers {} {}",
             receipt_path.display(),
             keys_path.display(),
+            approvers_path.display(),
             keys_path.display(),
+            approvers_path.display(),
             receipt_path.display()
         );
     }
@@ -337,12 +346,12 @@ fn run_file(name: &str, extension: &str) -> PathBuf {
 }
 
 /// The script, for one provider API, on a freshly seeded desk.
-/// Returns the last approval receipt it verified.
+/// Returns the last approval receipt it verified, with the approver keys it verified under.
 async fn replay(
     wire: Wire,
     audit: Arc<JsonLinesAuditLog>,
     output: Output,
-) -> Result<Option<String>, String> {
+) -> Result<Option<(String, ApproverKeys)>, String> {
     let fixture: Fixture = serde_json::from_str(wire.fixture())
         .map_err(|error| format!("{}: the recorded turns do not read: {error}", wire.title()))?;
     if fixture.api != wire.api().as_str() {
@@ -365,21 +374,27 @@ async fn replay(
         ));
     }
     let desk = Arc::new(Desk::seeded());
-    let dispatcher = desk::four_eyes_dispatcher(
+    let dispatcher = desk::signed_four_eyes_dispatcher(
         &desk,
         audit,
         Arc::new(tool_contract::control::MemoryStore::new()),
     )?;
     let binder = dispatcher.binder();
-    // What the desk publishes: an auditor needs nothing else to check a receipt.
-    let keys = KeySet::new([desk::receipt_signer()?.published_key()])
-        .map_err(|error| format!("the published key: {error}"))?;
-    let principal = principal();
-    let task = Task::unlimited();
-    let mut last_receipt = None;
     if output != Output::JsonLines {
         println!("== {} ({}) ==", wire.title(), wire.api());
     }
+    let mut supervisors = enrol_supervisors(&dispatcher, output).await?;
+    // What the desk publishes: an auditor needs nothing else to check a receipt.
+    let keys = KeySet::new([desk::receipt_signer()?.published_key()])
+        .map_err(|error| format!("the published key: {error}"))?;
+    let approvers = dispatcher
+        .published_approvers()
+        .await
+        .map_err(|error| format!("the approver keys: {error}"))?
+        .ok_or("the desk has no relying party")?;
+    let principal = principal();
+    let task = Task::unlimited();
+    let mut last_receipt = None;
     for (number, (step, recorded)) in SCRIPT.iter().zip(&fixture.turns).enumerate() {
         let number = number + 1;
         match step.around {
@@ -419,15 +434,18 @@ async fn replay(
                 Output::Text | Output::Verbose => print_call(call, dispatch),
                 Output::JsonLines => print_json_line(wire, number, step, call, dispatch, item)?,
             }
-            last_receipt =
-                check_receipt(&keys, dispatch, &answer.context, output)?.or(last_receipt);
+            last_receipt = check_receipt(&keys, &approvers, dispatch, &answer.context, output)?
+                .map(|receipt| (receipt, approvers.clone()))
+                .or(last_receipt);
         }
         if output == Output::Verbose {
             println!("  next turn: {payload}");
         }
         check(wire, number, step, &dispatches)?;
         match step.around {
-            Around::SupervisorApproves => approve(&dispatcher, &dispatches, output).await?,
+            Around::SupervisorApproves => {
+                approve(&dispatcher, &mut supervisors, &dispatches, output).await?;
+            }
             Around::RateLimitOrders => desk.lift_rate_limit(),
             Around::Nothing | Around::LoseNextWriteAnswer => {}
         }
@@ -469,12 +487,63 @@ fn context(call: &ToolCall) -> CallContext {
 }
 
 /// Who approves: one supervisor, or two different ones where the desk's rule asks for them.
-const SUPERVISORS: [&str; 2] = ["ana.supervisor@acme.example", "ben.supervisor@acme.example"];
+const SUPERVISORS: [(&str, &str); 2] = [
+    ("ana.supervisor@acme.example", "Ana Lima"),
+    ("ben.supervisor@acme.example", "Ben Okafor"),
+];
 
-/// The supervisors read each pending preview and approve exactly it, for ten minutes: one,
-/// or two different ones for a refund above the desk's limit.
+/// A supervisor: their approver id and the authenticator holding their passkey (software,
+/// standing in for their phone or security key).
+struct Supervisor {
+    approver_id: &'static str,
+    authenticator: SoftAuthenticator,
+}
+
+/// Adds the desk's supervisors to its approver directory, for the shop's tenant and every
+/// tool, and enrols a passkey for each (a WebAuthn registration, user verification required).
+async fn enrol_supervisors(
+    dispatcher: &Dispatcher,
+    output: Output,
+) -> Result<Vec<Supervisor>, String> {
+    let mut supervisors = Vec::new();
+    for (approver_id, name) in SUPERVISORS {
+        let approver = Approver::new(approver_id, name, [principal().tenant], ["*"]);
+        dispatcher
+            .put_approver(approver)
+            .await
+            .map_err(|error| format!("{approver_id} is not added: {error}"))?;
+        let mut authenticator = SoftAuthenticator::at(desk::CONSOLE_ORIGIN, true);
+        let enrollment = dispatcher
+            .begin_enrollment(approver_id)
+            .await
+            .map_err(|error| format!("{approver_id} cannot enrol: {error}"))?;
+        let answer = authenticator.register(&enrollment.options).await;
+        let enrolled = dispatcher
+            .finish_enrollment(&enrollment, &answer)
+            .await
+            .map_err(|error| format!("{approver_id}'s passkey is refused: {error}"))?;
+        if output != Output::JsonLines {
+            let credential = &enrolled.credentials[0];
+            println!(
+                "{name} ({approver_id}) enrols a passkey: credential {}, {} public key",
+                credential.credential_id,
+                credential.public_key["crv"].as_str().unwrap_or("RSA")
+            );
+        }
+        supervisors.push(Supervisor {
+            approver_id,
+            authenticator,
+        });
+    }
+    Ok(supervisors)
+}
+
+/// The supervisors read each pending preview and approve exactly it, for ten minutes, each
+/// signing the approval statement with their passkey: one, or two different ones for a
+/// refund above the desk's limit.
 async fn approve(
-    dispatcher: &tool_contract::dispatch::Dispatcher,
+    dispatcher: &Dispatcher,
+    supervisors: &mut [Supervisor],
     dispatches: &[Dispatch],
     output: Output,
 ) -> Result<(), String> {
@@ -483,24 +552,40 @@ async fn approve(
         .filter_map(|dispatch| dispatch.pending_approval.as_ref())
     {
         let needed = usize::try_from(pending.approvals_still_needed()).unwrap_or(usize::MAX);
-        let supervisors = SUPERVISORS
-            .get(..needed)
+        let signing = supervisors
+            .get_mut(..needed)
             .ok_or("more supervisors needed than the desk has")?;
-        for (index, supervisor) in supervisors.iter().enumerate() {
-            let expires_at = dispatcher.now() + Duration::from_secs(600);
-            let approved = dispatcher
-                .approve(
+        let count = signing.len();
+        for (index, supervisor) in signing.iter_mut().enumerate() {
+            let approver_id = supervisor.approver_id;
+            let statement = dispatcher
+                .approval_statement(
                     &pending.approval_id,
-                    &pending.preview_sha256,
-                    supervisor,
-                    expires_at,
+                    approver_id,
+                    Decision::Approve,
+                    None,
+                    Duration::from_secs(600),
                 )
                 .await
-                .map_err(|error| format!("the approval was refused: {error}"))?;
-            let last = index + 1 == supervisors.len();
+                .map_err(|error| format!("no statement to sign: {error}"))?;
+            let request = dispatcher
+                .signing_request(&statement)
+                .await
+                .map_err(|error| format!("no signing request: {error}"))?;
+            let assertion = supervisor.authenticator.sign(&request.options).await;
+            let decided = dispatcher
+                .decide_signed(&statement, None, &assertion)
+                .await
+                .map_err(|error| format!("the signed approval was refused: {error}"))?;
+            let SignedDecision::Approved(approved) = decided else {
+                return Err(format!(
+                    "{approver_id}'s approval was recorded as {decided:?}"
+                ));
+            };
+            let last = index + 1 == count;
             if approved.grant().is_some() != last {
                 return Err(format!(
-                    "{supervisor}'s approval left {} more needed",
+                    "{approver_id}'s approval left {} more needed",
                     approved.still_needed()
                 ));
             }
@@ -511,15 +596,18 @@ async fn approve(
             };
             match output {
                 Output::Text => println!(
-                    "  {supervisor} approves {} after reading its preview (sha256 {}): {came_to}",
+                    "  {approver_id} approves {} with their passkey, after reading its preview \
+                     (sha256 {}): {came_to}",
                     pending.approval_id,
                     &pending.preview_sha256[..16]
                 ),
                 Output::Verbose => println!(
-                    "  {supervisor} approves {} after reading the preview {} (sha256 {}): {came_to}",
+                    "  {approver_id} approves {} with their passkey, after reading the preview \
+                     {} (sha256 {}; signed statement sha256 {}): {came_to}",
                     pending.approval_id,
                     pending.preview.arguments,
-                    &pending.preview_sha256[..16]
+                    &pending.preview_sha256[..16],
+                    hex(&statement.challenge())
                 ),
                 Output::JsonLines => {}
             }
@@ -528,10 +616,15 @@ async fn approve(
     Ok(())
 }
 
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
 /// The receipt of an approval this dispatch redeemed, if any: verified with the published
 /// key alone and checked against the model's call, then printed; its text.
 fn check_receipt(
     keys: &KeySet,
+    approvers: &ApproverKeys,
     dispatch: &Dispatch,
     context: &CallContext,
     output: Output,
@@ -542,7 +635,7 @@ fn check_receipt(
     };
     let text = signed.to_json();
     let receipt = keys
-        .verify(text.as_bytes())
+        .verify_with_approvers(text.as_bytes(), approvers)
         .map_err(|error| format!("the approval receipt does not verify: {error}"))?;
     receipt
         .check_call(&principal(), &context.call.arguments)
@@ -558,12 +651,33 @@ fn check_receipt(
             approvers.join(" and "),
             receipt.key_id
         );
-        let pretty = serde_json::to_string_pretty(signed)
-            .map_err(|error| format!("the receipt does not encode: {error}"))?;
-        for line in pretty.lines() {
-            println!("    {line}");
+        if output == Output::Verbose {
+            let pretty = serde_json::to_string_pretty(signed)
+                .map_err(|error| format!("the receipt does not encode: {error}"))?;
+            for line in pretty.lines() {
+                println!("    {line}");
+            }
+        } else {
+            println!(
+                "    request_sha256 {}, rule: {} approvers signing with passkeys",
+                &receipt.request_sha256[..16],
+                receipt.approvals_required.unwrap_or(1)
+            );
+            for given in &receipt.approvals {
+                let credential = given
+                    .assertion
+                    .as_ref()
+                    .map_or("none", |assertion| assertion.credential_id.as_str());
+                println!(
+                    "    {} at {}: assertion of credential {credential}",
+                    given.approver, given.approved_at
+                );
+            }
         }
-        println!("    verified offline with the published key, and it covers this very call");
+        println!(
+            "    verified offline with the published keys (the desk's and the supervisors' \
+             passkeys), and it covers this very call"
+        );
     }
     Ok(Some(text))
 }
