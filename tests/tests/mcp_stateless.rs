@@ -643,3 +643,80 @@ async fn one_principal_answering_twice_under_two_client_names_is_one_approval() 
         "recorded as the session's principal"
     );
 }
+
+#[tokio::test]
+async fn an_mcp_answer_is_recorded_as_the_clients_word_and_its_receipt_says_so() {
+    let remote = Remote::new();
+    let store = memory();
+    let signer = tool_contract::results::ReceiptSigner::new(
+        "desk-1",
+        [0x5e; 32],
+        tool_contract_tests::tracker::clock() - std::time::Duration::from_secs(60),
+    );
+    let keys = tool_contract::results::KeySet::new([signer.published_key()]).unwrap();
+    let log = Arc::new(tool_contract::control::MemoryAuditLog::new(
+        tool_contract_tests::tracker::audit_key(),
+    ));
+    let dispatcher = builder(&remote)
+        .store(store.clone())
+        .audit_sink(log.clone())
+        .approval_receipts(signer)
+        .build()
+        .unwrap();
+    let client = connect(
+        McpServer::new(Arc::new(dispatcher), alice()),
+        Person::approving(),
+    )
+    .await;
+    let call = params("send_message", message());
+    let asked = ask(&client, &call).await;
+    let state = asked.request_state.clone().expect("a state");
+    let ran = completed(client.call_tool_once(answered(&call, &state, yes())).await);
+    assert_eq!(status(&ran), "succeeded", "{ran:?}");
+    let receipt = log
+        .records()
+        .into_iter()
+        .find_map(|(_, audit)| audit.approval.and_then(|approval| approval.receipt))
+        .expect("the redeeming call's audit holds a receipt");
+    let receipt = keys
+        .verify(receipt.to_json().as_bytes())
+        .expect("it verifies");
+    assert_eq!(receipt.approvals[0].approver, "mcp:acme/alice");
+    assert_eq!(
+        receipt.approvals[0].basis,
+        Some(tool_contract::results::BasisKind::Client)
+    );
+}
+
+#[tokio::test]
+async fn a_rule_of_signed_approvals_counts_no_mcp_answer_and_its_confirmation_says_so() {
+    let remote = Remote::new();
+    let store = memory();
+    let signed_only = builder(&remote)
+        .store(store.clone())
+        .signed_approvals_when(|_: &SendMessage| true)
+        .build()
+        .unwrap();
+    let client = connect(
+        McpServer::new(Arc::new(signed_only), alice()),
+        Person::approving(),
+    )
+    .await;
+    let call = params("send_message", message());
+    let asked = ask(&client, &call).await;
+    let (says, _) = confirmation(&asked);
+    assert!(
+        says.contains("1 more approval signed with an approver's own passkey")
+            && says.contains("approvals console"),
+        "{says}"
+    );
+    let state = asked.request_state.clone().expect("a state");
+    let answered_yes = completed(client.call_tool_once(answered(&call, &state, yes())).await);
+    assert_eq!(status(&answered_yes), "failed", "{answered_yes:?}");
+    assert_eq!(remote.all_requests(), 0, "the client's word ran nothing");
+    let pending = dispatcher(&remote, store)
+        .pending_approvals()
+        .await
+        .unwrap();
+    assert!(pending[0].approvals.is_empty(), "nothing was counted");
+}

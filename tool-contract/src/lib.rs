@@ -114,6 +114,7 @@
 //! | `mcp` | `mcp::McpServer`: a dispatcher's registry served over MCP (stdio or any byte stream; protocol revisions 2024-11-05 to 2026-07-28) |
 //! | `mcp-http` | `McpServer::serve_http`: the same over MCP's Streamable HTTP transport (implies `mcp`) |
 //! | `mcp-auth` | `McpServer::authenticated` and `mcp::auth`: Streamable HTTP as an OAuth 2.1 resource server, each request's principal from its verified bearer token, scopes per tool (implies `mcp-http`) |
+//! | `passkeys` | approvals signed by the approvers' own passkeys (WebAuthn, verified by `webauthn-rs-core`; building needs OpenSSL's headers): `Dispatcher::begin_enrollment`, `decide_signed`, `results::KeySet::verify_with_approvers`; the approver directory, the approval statement and signed audit tree heads need no feature |
 //! | `otel` | the MCP server's `tools/call` spans parented from the trace context in the request's `_meta`, through the application's OpenTelemetry propagator |
 //!
 //! Items behind a feature say so in these docs.

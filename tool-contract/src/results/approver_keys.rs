@@ -87,9 +87,10 @@ mod checks {
     use time::format_description::well_known::Rfc3339;
 
     use super::ApproverKeys;
+    use crate::results::assertion::PasskeyAssertion;
     use crate::results::assertion::{credential_of, verify_assertion};
     use crate::results::receipt::{ApprovalReceipt, KeySet, ReceiptError, check_rule};
-    use crate::results::statement::{ApprovalStatement, Decision};
+    use crate::results::statement::ApprovalStatement;
 
     impl KeySet {
         /// Checks a receipt's text as [`KeySet::verify`] does, and each approval signed by a
@@ -119,58 +120,48 @@ mod checks {
         }
     }
 
-    /// The approvers whose passkey approvals in `receipt` verify against `approvers`; the
-    /// first that does not is the error.
-    fn signed_approvers(
-        receipt: &ApprovalReceipt,
-        approvers: &ApproverKeys,
-    ) -> Result<Vec<String>, ReceiptError> {
-        let core = approvers
-            .relying_party
-            .core()
-            .map_err(|error| ReceiptError::KeySet(error.to_string()))?;
-        let mut verified = Vec::new();
-        for approval in &receipt.approvals {
-            let Some(assertion) = &approval.assertion else {
-                continue;
-            };
+    impl ApproverKeys {
+        /// Checks one approval offline: `assertion`, by `approver_id`'s published
+        /// credential, valid at `approved_at`, verifies (`webauthn-rs-core`: RP ID, origin,
+        /// user verification, signature) over `statement`'s challenge.
+        ///
+        /// # Errors
+        ///
+        /// [`ReceiptError::UnknownApprover`] when the credential is not theirs or not valid
+        /// then; [`ReceiptError::BadAssertion`] when the assertion does not verify;
+        /// [`ReceiptError::KeySet`] for a relying party or dates that do not read.
+        #[cfg_attr(docsrs, doc(cfg(feature = "passkeys")))]
+        pub fn verify_assertion(
+            &self,
+            approver_id: &str,
+            approved_at: OffsetDateTime,
+            statement: &ApprovalStatement,
+            assertion: &PasskeyAssertion,
+        ) -> Result<(), ReceiptError> {
+            let core = self
+                .relying_party
+                .core()
+                .map_err(|error| ReceiptError::KeySet(error.to_string()))?;
             let unknown = |why: &str| ReceiptError::UnknownApprover {
-                approver: approval.approver.clone(),
+                approver: approver_id.to_owned(),
                 why: why.to_owned(),
             };
-            let published = approvers
-                .credential(&approval.approver, &assertion.credential_id)
+            let published = self
+                .credential(approver_id, &assertion.credential_id)
                 .ok_or_else(|| unknown("no published credential of theirs signed"))?;
-            let time = |text: &str| OffsetDateTime::parse(text, &Rfc3339).ok();
-            let approved_at = time(&approval.approved_at)
-                .ok_or_else(|| ReceiptError::Malformed("an approval time".into()))?;
-            let from = time(&published.valid_from)
-                .ok_or_else(|| ReceiptError::KeySet("a credential's valid_from".into()))?;
-            let until = match &published.valid_until {
-                Some(until) => Some(
-                    time(until)
-                        .ok_or_else(|| ReceiptError::KeySet("a credential's valid_until".into()))?,
-                ),
-                None => None,
+            let time = |text: &str| {
+                OffsetDateTime::parse(text, &Rfc3339)
+                    .map_err(|_| ReceiptError::KeySet("a credential's dates".into()))
             };
+            let from = time(&published.valid_from)?;
+            let until = published.valid_until.as_deref().map(time).transpose()?;
             if approved_at < from || until.is_some_and(|until| approved_at >= until) {
                 return Err(unknown(
                     "the credential did not sign at the approval's time",
                 ));
             }
-            let statement = ApprovalStatement::new(
-                receipt.approval_id.clone(),
-                receipt.principal_ref.clone(),
-                receipt.tool.clone(),
-                receipt.request_sha256.clone(),
-                receipt.preview_sha256.clone(),
-                receipt.edited_arguments_sha256.clone(),
-                Decision::Approve,
-                approval.approver.clone(),
-                approval.expires_at.clone().unwrap_or_default(),
-            );
             let bad = |why: String| ReceiptError::BadAssertion {
-                approver: approval.approver.clone(),
+                approver: approver_id.to_owned(),
                 why,
             };
             let credential = credential_of(
@@ -180,6 +171,29 @@ mod checks {
             )
             .map_err(bad)?;
             verify_assertion(&core, &credential, &statement.challenge(), assertion).map_err(bad)?;
+            Ok(())
+        }
+    }
+
+    /// The approvers whose passkey approvals in `receipt` verify against `approvers`; the
+    /// first that does not is the error.
+    fn signed_approvers(
+        receipt: &ApprovalReceipt,
+        approvers: &ApproverKeys,
+    ) -> Result<Vec<String>, ReceiptError> {
+        let mut verified = Vec::new();
+        for approval in &receipt.approvals {
+            let Some(assertion) = &approval.assertion else {
+                continue;
+            };
+            let approved_at = OffsetDateTime::parse(&approval.approved_at, &Rfc3339)
+                .map_err(|_| ReceiptError::Malformed("an approval time".into()))?;
+            approvers.verify_assertion(
+                &approval.approver,
+                approved_at,
+                &receipt.statement_of(approval),
+                assertion,
+            )?;
             verified.push(approval.approver.clone());
         }
         Ok(verified)

@@ -18,6 +18,7 @@ use time::format_description::well_known::Rfc3339;
 
 use super::assertion::{ApprovalBasis, PasskeyAssertion};
 use super::digest::{DigestAlgorithm, RequestRevisions, plain_request_digest};
+use super::statement::{ApprovalStatement, Decision};
 use crate::json::canonical;
 use crate::json::depth;
 use crate::json::encoding::infallible;
@@ -680,6 +681,24 @@ impl ApprovalReceipt {
             return Err(ReceiptError::OtherCall);
         }
         Ok(())
+    }
+
+    /// The approval statement `approval` (one of this receipt's) signed: this receipt's
+    /// approval, principal, tool, request, preview and edits, the decision `approve`, the
+    /// approver and their approval's expiry.
+    #[must_use]
+    pub fn statement_of(&self, approval: &ReceiptApproval) -> ApprovalStatement {
+        ApprovalStatement::new(
+            self.approval_id.clone(),
+            self.principal_ref.clone(),
+            self.tool.clone(),
+            self.request_sha256.clone(),
+            self.preview_sha256.clone(),
+            self.edited_arguments_sha256.clone(),
+            Decision::Approve,
+            approval.approver.clone(),
+            approval.expires_at.clone().unwrap_or_default(),
+        )
     }
 
     /// The receipt's `domain` ([`RECEIPT_DOMAIN`] for any that verifies).
