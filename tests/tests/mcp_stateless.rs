@@ -697,17 +697,20 @@ async fn a_rule_of_signed_approvals_counts_no_mcp_answer_and_its_confirmation_sa
         .signed_approvals_when(|_: &SendMessage| true)
         .build()
         .unwrap();
-    let client = connect(
-        McpServer::new(Arc::new(signed_only), alice()),
-        Person::approving(),
-    )
-    .await;
+    let server = McpServer::new(Arc::new(signed_only), alice())
+        .with_approvals_console("https://desk.example/approvals/{approval_id}");
+    let client = connect(server, Person::approving()).await;
     let call = params("send_message", message());
     let asked = ask(&client, &call).await;
     let (says, _) = confirmation(&asked);
+    let pending = dispatcher(&remote, store.clone())
+        .pending_approvals()
+        .await
+        .unwrap();
+    let page = format!("https://desk.example/approvals/{}", pending[0].approval_id);
     assert!(
         says.contains("1 more approval signed with an approver's own passkey")
-            && says.contains("approvals console"),
+            && says.contains(&page),
         "{says}"
     );
     let state = asked.request_state.clone().expect("a state");

@@ -58,12 +58,19 @@ fn desk(remote: &Arc<Remote>, store: Arc<dyn ControlStore>) -> Dispatcher {
         .expect("the desk builds")
 }
 
-/// Adds `approver_id` for `tenants` and enrols a passkey on a new authenticator.
+/// Adds `approver_id` for `tenants` and every tool, and enrols a passkey on a new
+/// authenticator.
 async fn enrol(dispatcher: &Dispatcher, approver_id: &str, tenants: &[&str]) -> SoftAuthenticator {
     let approver = Approver::new(approver_id, approver_id, tenants.iter().copied(), ["*"]);
+    enrol_approver(dispatcher, approver).await
+}
+
+/// Adds `approver` and enrols a passkey on a new authenticator.
+async fn enrol_approver(dispatcher: &Dispatcher, approver: Approver) -> SoftAuthenticator {
+    let approver_id = approver.approver_id.clone();
     dispatcher.put_approver(approver).await.expect("added");
     let mut authenticator = SoftAuthenticator::new();
-    enrol_on(dispatcher, approver_id, &mut authenticator)
+    enrol_on(dispatcher, &approver_id, &mut authenticator)
         .await
         .expect("the passkey is enrolled");
     authenticator
@@ -429,9 +436,7 @@ async fn an_approver_not_enrolled_for_the_tenant_is_refused() {
 async fn an_approver_for_other_tools_is_refused() {
     let (_, dispatcher, _, pending) = one_supervisor().await;
     let approver = Approver::new("sup-ian", "Ian", ["acme"], ["create_issue"]);
-    dispatcher.put_approver(approver).await.unwrap();
-    let mut ian = SoftAuthenticator::new();
-    enrol_on(&dispatcher, "sup-ian", &mut ian).await.unwrap();
+    let mut ian = enrol_approver(&dispatcher, approver).await;
     let refused = decide(
         &dispatcher,
         &mut ian,
@@ -649,9 +654,7 @@ async fn the_principal_who_asked_never_approves_their_own_call() {
     let (_, dispatcher, _, pending) = one_supervisor().await;
     let approver =
         Approver::new("sup-alice", "Alice", ["acme"], ["*"]).with_subject(alice().subject);
-    dispatcher.put_approver(approver).await.unwrap();
-    let mut own = SoftAuthenticator::new();
-    enrol_on(&dispatcher, "sup-alice", &mut own).await.unwrap();
+    let mut own = enrol_approver(&dispatcher, approver).await;
     let refused = decide(
         &dispatcher,
         &mut own,

@@ -86,12 +86,16 @@ impl Decision {
 
 /// The confirmation form for `pending`: the preview, one required yes/no field, and, for a
 /// no, an optional reason from the fixed list.
-pub(super) fn confirmation(pending: &PendingApproval) -> Option<ElicitRequestParams> {
+/// Where the person gives a signed approval is `console`, `{approval_id}` standing for its id.
+pub(super) fn confirmation(
+    pending: &PendingApproval,
+    console: Option<&str>,
+) -> Option<ElicitRequestParams> {
     let preview = pending.preview.to_text();
     let message = format!(
         "Approve this {} call? It runs exactly as shown.{}\n{preview}",
         pending.preview.tool,
-        still_needed(pending)
+        still_needed(pending, console)
     );
     let reasons = REASONS
         .iter()
@@ -112,7 +116,7 @@ pub(super) fn confirmation(pending: &PendingApproval) -> Option<ElicitRequestPar
 
 /// What the confirmation says of the approvals still needed, where more than one person
 /// must approve: nothing for the common one.
-fn still_needed(pending: &PendingApproval) -> String {
+fn still_needed(pending: &PendingApproval, console: Option<&str>) -> String {
     let required = pending.approvals_required;
     if pending.signatures_required {
         // An answer here is the client's word, which this rule does not count.
@@ -125,9 +129,18 @@ fn still_needed(pending: &PendingApproval) -> String {
             .unwrap_or(usize::MAX)
             .saturating_sub(signed);
         let approvals = if needed == 1 { "approval" } else { "approvals" };
+        let place = console.map_or_else(
+            || "the approvals console".to_owned(),
+            |url| {
+                format!(
+                    "the approvals console, {}",
+                    url.replace("{approval_id}", &pending.approval_id)
+                )
+            },
+        );
         return format!(
             " It needs {needed} more {approvals} signed with an approver's own passkey, given \
-             in the approvals console: an answer here does not count toward them."
+             in {place}: an answer here does not count toward them."
         );
     }
     let needed = pending.approvals_still_needed();

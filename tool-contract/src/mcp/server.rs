@@ -70,6 +70,8 @@ pub struct McpServer {
     task: Arc<Task>,
     implementation: Implementation,
     approval_ttl: Duration,
+    /// Where a person gives a signed approval, `{approval_id}` standing for the approval's id.
+    approvals_console: Option<Arc<str>>,
     /// Seals and opens the `requestState` of a 2026-07-28 approval.
     request_state: RequestStateCodec,
     /// The arguments as the client sent them, once the server reads its own session.
@@ -155,6 +157,7 @@ impl McpServer {
             task: Arc::new(Task::unlimited()),
             implementation: Implementation::new("tool-contract", env!("CARGO_PKG_VERSION")),
             approval_ttl: Duration::from_secs(600),
+            approvals_console: None,
             request_state,
             captured: None,
             allowed_origins: Arc::new(Vec::new()),
@@ -206,6 +209,16 @@ impl McpServer {
     #[must_use]
     pub fn with_server_info(mut self, name: &str, version: &str) -> Self {
         self.implementation = Implementation::new(name, version);
+        self
+    }
+
+    /// The page where a person gives a signed approval: `url` with `{approval_id}` standing
+    /// for the approval's id (`https://desk.example.com/approvals/{approval_id}`). The
+    /// confirmation of a write that needs approvals signed by passkeys, which no answer
+    /// through the client can give, names it.
+    #[must_use]
+    pub fn with_approvals_console(mut self, url: &str) -> Self {
+        self.approvals_console = Some(Arc::from(url));
         self
     }
 
@@ -403,7 +416,7 @@ impl McpServer {
 
     /// The confirmation of `pending`, with its state sealed for an approval lifetime.
     fn input_required(&self, pending: &PendingApproval) -> Option<InputRequiredResult> {
-        let form = super::approval::confirmation(pending)?;
+        let form = super::approval::confirmation(pending, self.approvals_console.as_deref())?;
         let expires_at_ms = unix_ms(later_by(self.dispatcher.now(), self.approval_ttl));
         let sealed = ApprovalState::of(pending, expires_at_ms).seal(&self.request_state)?;
         let mut requests = InputRequests::new();
@@ -519,7 +532,9 @@ impl McpServer {
         peer: &Peer<RoleServer>,
         pending: &PendingApproval,
     ) -> bool {
-        let Some(params) = super::approval::confirmation(pending) else {
+        let Some(params) =
+            super::approval::confirmation(pending, self.approvals_console.as_deref())
+        else {
             return false;
         };
         // A question nobody answers is closed when an answer would have expired anyway.
