@@ -826,3 +826,46 @@ async fn the_published_approver_keys_hold_public_keys_only() {
     assert!(jwk.get("d").is_none(), "no private member: {jwk}");
     assert_eq!(published.relying_party.id, RP_ID);
 }
+
+#[tokio::test]
+async fn an_approver_row_edited_in_the_database_is_refused() {
+    let file = sqlite_file();
+    let remote = Remote::new();
+    let dispatcher = desk(&remote, file.open().await);
+    let mut olga = enrol(&dispatcher, "sup-olga", &["globex"]).await;
+    let pending = pending_approval(&dispatcher, &outside_call()).await;
+    let (statement, assertion) = signed(
+        &dispatcher,
+        &mut olga,
+        &pending,
+        "sup-olga",
+        Decision::Approve,
+        None,
+    )
+    .await;
+    // Someone with the database, not the keys, widens Olga's scope to every tenant.
+    let connection = rusqlite::Connection::open(&file.0).unwrap();
+    let changed = connection
+        .execute(
+            "UPDATE tool_contract_approvers SET body = replace(body, '\"globex\"', '\"*\"')",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    let read = dispatcher.approvers().await;
+    assert!(
+        matches!(read, Err(tool_contract::control::StoreError::Unsealed(_))),
+        "{read:?}"
+    );
+    let decided = dispatcher.decide_signed(&statement, None, &assertion).await;
+    assert!(
+        matches!(
+            decided,
+            Err(ApprovalError::Store(
+                tool_contract::control::StoreError::Unsealed(_)
+            ))
+        ),
+        "{decided:?}"
+    );
+    assert_eq!(remote.all_requests(), 0);
+}
