@@ -300,3 +300,22 @@ async fn a_postgres_stream_verifies_up_to_its_heads_and_a_rollback_below_one_is_
         }
     );
 }
+
+#[tokio::test]
+async fn one_record_is_proven_in_the_log_under_a_signed_head_without_the_rest() {
+    let dir = dir("inclusion");
+    let path = file_log(&dir, 5, 5).await;
+    let heads = JsonLinesAuditLog::tree_heads(&path).unwrap();
+    let head = heads.last().unwrap();
+    head.verify_signature(&public_keys()).unwrap();
+    // The operator proves record 3 to someone holding only the head and the record.
+    let records = JsonLinesAuditLog::records(&path).unwrap();
+    let lines: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+    let proof = tool_contract::control::MerkleTree::inclusion_proof(&lines, 2).unwrap();
+    assert_eq!(proof.len(), 3, "log2 of five records, rounded up");
+    assert!(head.tree_head.includes(&records[2], 2, &proof));
+    assert!(!head.tree_head.includes(&records[3], 2, &proof));
+    let mut edited = records[2].clone();
+    edited[10] ^= 1;
+    assert!(!head.tree_head.includes(&edited, 2, &proof));
+}

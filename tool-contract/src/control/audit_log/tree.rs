@@ -45,12 +45,7 @@ impl MerkleTree {
 
     /// Appends the record `line` (no newline).
     pub fn push(&mut self, line: &[u8]) {
-        // RFC 9162 §2.1.1: a leaf is SHA-256(0x00 || entry).
-        let mut node: [u8; 32] = Sha256::new()
-            .chain_update([0x00])
-            .chain_update(line)
-            .finalize()
-            .into();
+        let mut node = leaf(line);
         // Each trailing one bit of the old size is a perfect subtree the new leaf completes.
         let mut carried = self.size;
         while carried & 1 == 1 {
@@ -78,6 +73,86 @@ impl MerkleTree {
             return Sha256::digest([]).into();
         };
         peaks.fold(*last, |right, left| interior(left, &right))
+    }
+}
+
+impl MerkleTree {
+    /// The inclusion proof (RFC 9162 §2.1.3.1, the audit path) of record `index` (from 0) in
+    /// the tree of `lines`: the sibling hashes from the leaf up, with which anyone holding a
+    /// tree head of `lines.len()` records checks that one record is in the log without the
+    /// rest ([`TreeHead::includes`]). `None` for an index past the end.
+    #[must_use]
+    pub fn inclusion_proof(lines: &[&[u8]], index: u64) -> Option<Vec<[u8; 32]>> {
+        let index = usize::try_from(index).ok()?;
+        (index < lines.len()).then(|| audit_path(index, lines))
+    }
+}
+
+/// PATH(m, D[n]) of RFC 9162 §2.1.3.1, for `m` below `n`.
+fn audit_path(m: usize, leaves: &[&[u8]]) -> Vec<[u8; 32]> {
+    let n = leaves.len();
+    if n <= 1 {
+        return Vec::new();
+    }
+    let k = largest_power_of_two_below(n);
+    let (mut path, sibling) = if m < k {
+        (audit_path(m, &leaves[..k]), subtree_root(&leaves[k..]))
+    } else {
+        (audit_path(m - k, &leaves[k..]), subtree_root(&leaves[..k]))
+    };
+    path.push(sibling);
+    path
+}
+
+/// MTH of `leaves`: the tree grown over them.
+fn subtree_root(leaves: &[&[u8]]) -> [u8; 32] {
+    MerkleTree::of_lines(leaves.iter().copied()).root()
+}
+
+fn largest_power_of_two_below(n: usize) -> usize {
+    n.next_power_of_two() / 2
+}
+
+/// RFC 9162 §2.1.1: a leaf is SHA-256(0x00 || entry).
+fn leaf(line: &[u8]) -> [u8; 32] {
+    Sha256::new()
+        .chain_update([0x00])
+        .chain_update(line)
+        .finalize()
+        .into()
+}
+
+impl TreeHead {
+    /// Whether `line` is record `index` (from 0) of the log this head vouches for, by
+    /// `proof` ([`MerkleTree::inclusion_proof`]): the verification of RFC 9162 §2.1.3.2
+    /// against this head's root. Hold the head's signature first
+    /// ([`SignedTreeHead::verify_signature`]).
+    #[must_use]
+    pub fn includes(&self, line: &[u8], index: u64, proof: &[[u8; 32]]) -> bool {
+        if index >= self.tree_size {
+            return false;
+        }
+        let (mut f, mut s) = (index, self.tree_size - 1);
+        let mut r = leaf(line);
+        for p in proof {
+            if s == 0 {
+                return false;
+            }
+            if f & 1 == 1 || f == s {
+                r = interior(p, &r);
+                if f & 1 == 0 {
+                    while f & 1 == 0 && f != 0 {
+                        f >>= 1;
+                        s >>= 1;
+                    }
+                }
+            } else {
+                r = interior(&r, p);
+            }
+            f >>= 1;
+            s >>= 1;
+        }
+        s == 0 && hex::encode(r) == self.root_sha256
     }
 }
 
@@ -327,6 +402,47 @@ mod tests {
             tree.push(&lines[size - 1]);
             let leaves: Vec<&[u8]> = lines[..size].iter().map(Vec::as_slice).collect();
             assert_eq!(tree.root(), reference_root(&leaves), "size {size}");
+        }
+    }
+
+    fn head_of(lines: &[&[u8]]) -> TreeHead {
+        let tree = MerkleTree::of_lines(lines.iter().copied());
+        TreeHead {
+            domain: TREE_HEAD_DOMAIN.to_owned(),
+            log: "log".to_owned(),
+            tree_size: tree.size(),
+            root_sha256: hex::encode(tree.root()),
+            chain_head: ChainHead::default(),
+            signed_at: String::new(),
+            key_id: String::new(),
+        }
+    }
+
+    #[test]
+    fn every_record_of_every_size_is_proven_included_and_nothing_else_is() {
+        let owned: Vec<Vec<u8>> = (0..33).map(|n| format!("record {n}").into_bytes()).collect();
+        for size in 1..=owned.len() {
+            let lines: Vec<&[u8]> = owned[..size].iter().map(Vec::as_slice).collect();
+            let head = head_of(&lines);
+            for index in 0..size {
+                let proof = MerkleTree::inclusion_proof(&lines, index as u64).unwrap();
+                let at = index as u64;
+                assert!(head.includes(lines[index], at, &proof), "{index} of {size}");
+                // Another record, another place, a proof cut short or lengthened: refused.
+                assert!(!head.includes(b"not a record", at, &proof));
+                if size > 1 {
+                    let other = (index + 1) % size;
+                    assert!(!head.includes(lines[index], other as u64, &proof));
+                }
+                if let Some((_, shorter)) = proof.split_last() {
+                    assert!(!head.includes(lines[index], at, shorter));
+                }
+                let mut longer = proof.clone();
+                longer.push([0; 32]);
+                assert!(!head.includes(lines[index], at, &longer));
+            }
+            assert!(MerkleTree::inclusion_proof(&lines, size as u64).is_none());
+            assert!(!head.includes(lines[0], size as u64, &[]));
         }
     }
 
