@@ -420,7 +420,9 @@ mod tests {
 
     #[test]
     fn every_record_of_every_size_is_proven_included_and_nothing_else_is() {
-        let owned: Vec<Vec<u8>> = (0..33).map(|n| format!("record {n}").into_bytes()).collect();
+        let owned: Vec<Vec<u8>> = (0..33)
+            .map(|n| format!("record {n}").into_bytes())
+            .collect();
         for size in 1..=owned.len() {
             let lines: Vec<&[u8]> = owned[..size].iter().map(Vec::as_slice).collect();
             let head = head_of(&lines);
