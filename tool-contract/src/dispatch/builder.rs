@@ -392,7 +392,7 @@ impl DispatcherBuilder {
     /// application or an MCP client only asserts is refused
     /// ([`ApprovalError::SignatureRequired`](crate::control::ApprovalError::SignatureRequired)),
     /// so the rule is met by people with their authenticators, each signing the approval
-    /// statement ([`Dispatcher::decide_signed`], with the `passkeys` feature). A rule that
+    /// statement (`Dispatcher::decide_signed`, with the `passkeys` feature). A rule that
     /// panics applies. As for `approval_when`, the contract must say `approval = required`.
     ///
     /// ```
