@@ -600,6 +600,17 @@ pub async fn run(dispatcher: &Dispatcher, call: &CallContext) -> Dispatch {
         .await
 }
 
+/// The approval receipt a dispatch's audit holds: the one its execution redeemed.
+pub fn receipt_of(dispatch: &Dispatch) -> tool_contract::results::SignedReceipt {
+    dispatch
+        .result
+        .audit
+        .approval
+        .as_ref()
+        .and_then(|approval| approval.receipt.clone())
+        .expect("the redeeming execution's audit holds a receipt")
+}
+
 /// The audit's internal detail of a dispatch (empty when it has none).
 pub fn detail(dispatch: &Dispatch) -> &str {
     dispatch.result.audit.detail.as_deref().unwrap_or_default()

@@ -7,13 +7,11 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use tool_contract::control::{MemoryAuditLog, PendingApproval};
 use tool_contract::dispatch::{Dispatch, Dispatcher};
-use tool_contract::results::{
-    ApprovalReceipt, KeySet, PublishedKey, ReceiptError, ReceiptSigner, SignedReceipt,
-};
+use tool_contract::results::{ApprovalReceipt, KeySet, PublishedKey, ReceiptError, ReceiptSigner};
 use tool_contract::{AuditKeys, CallContext, ErrorCode, Principal, SecretKey, Status};
 use tool_contract_tests::tracker::{
     Remote, SendMessage, alice, audit_key, builder, builder_with_keys, clock, message,
-    pending_approval, run,
+    pending_approval, receipt_of, run,
 };
 
 const SIGNING_SEED: [u8; 32] = [0x5e; 32];
@@ -73,16 +71,6 @@ async fn approved_run(signer: ReceiptSigner) -> (Dispatch, Arc<MemoryAuditLog>, 
         .unwrap();
     let call = approved_call(&dispatcher, &["carol"]).await;
     (run(&dispatcher, &call).await, log, call)
-}
-
-fn receipt_of(dispatch: &Dispatch) -> SignedReceipt {
-    dispatch
-        .result
-        .audit
-        .approval
-        .as_ref()
-        .and_then(|approval| approval.receipt.clone())
-        .expect("the redeeming execution's audit holds a receipt")
 }
 
 #[tokio::test]

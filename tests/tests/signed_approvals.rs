@@ -15,17 +15,16 @@ use tool_contract::control::{
     ApprovalError, Approved, Approver, ControlStore, EnrollError, MemoryStore, PendingApproval,
     SignedDecisionRefusal,
 };
-use tool_contract::dispatch::{Dispatch, Dispatcher, DispatcherBuilder, SignedDecision};
+use tool_contract::dispatch::{Dispatcher, DispatcherBuilder, SignedDecision};
 use tool_contract::results::{
     ApproverKeys, BasisKind, Decision, KeySet, ReceiptError, ReceiptSigner, RelyingParty,
-    SignedReceipt,
 };
 use tool_contract::{CallContext, ErrorCode, Status};
 use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
 use tool_contract_tests::passkey::{ORIGIN, RP_ID, SoftAuthenticator};
 use tool_contract_tests::postgres::Schema;
 use tool_contract_tests::tracker::{
-    Remote, SendMessage, alice, builder, clock, code, message, pending_approval, run,
+    Remote, SendMessage, alice, builder, clock, code, message, pending_approval, receipt_of, run,
 };
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -138,16 +137,6 @@ fn outside_call() -> CallContext {
     message("m1", "bob@globex.example")
 }
 
-fn receipt_of(dispatch: &Dispatch) -> SignedReceipt {
-    dispatch
-        .result
-        .audit
-        .approval
-        .as_ref()
-        .and_then(|approval| approval.receipt.clone())
-        .expect("the redeeming execution's audit holds a receipt")
-}
-
 fn service_keys() -> KeySet {
     KeySet::new([signer().published_key()]).expect("the published key")
 }
@@ -231,6 +220,23 @@ async fn two_supervisors_approve_across_two_replicas_on_postgres() {
     if let Some(schema) = Schema::new("two_supervisors_approve_across_two_replicas_on_postgres") {
         two_supervisors_approve_across_two_replicas(&Postgres(schema)).await;
     }
+}
+
+/// What `approver`, enrolled beside `sup-ana` on [`one_supervisor`]'s desk, is refused when
+/// they sign an approval of its pending write.
+async fn refusal_of(approver: Approver) -> SignedDecisionRefusal {
+    let (_, dispatcher, _, pending) = one_supervisor().await;
+    let approver_id = approver.approver_id.clone();
+    let mut authenticator = enrol_approver(&dispatcher, approver).await;
+    let decided = decide(
+        &dispatcher,
+        &mut authenticator,
+        &pending,
+        &approver_id,
+        Decision::Approve,
+    )
+    .await;
+    refusal(decided)
 }
 
 /// A desk in memory with `sup-ana` enrolled for `acme`, and an outside write pending.
@@ -419,33 +425,14 @@ async fn a_signature_counter_that_goes_back_is_refused_and_recorded() {
 
 #[tokio::test]
 async fn an_approver_not_enrolled_for_the_tenant_is_refused() {
-    let (_, dispatcher, _, pending) = one_supervisor().await;
-    let mut olga = enrol(&dispatcher, "sup-olga", &["globex"]).await;
-    let refused = decide(
-        &dispatcher,
-        &mut olga,
-        &pending,
-        "sup-olga",
-        Decision::Approve,
-    )
-    .await;
-    assert_eq!(refusal(refused), SignedDecisionRefusal::OtherTenant);
+    let olga = Approver::new("sup-olga", "Olga", ["globex"], ["*"]);
+    assert_eq!(refusal_of(olga).await, SignedDecisionRefusal::OtherTenant);
 }
 
 #[tokio::test]
 async fn an_approver_for_other_tools_is_refused() {
-    let (_, dispatcher, _, pending) = one_supervisor().await;
-    let approver = Approver::new("sup-ian", "Ian", ["acme"], ["create_issue"]);
-    let mut ian = enrol_approver(&dispatcher, approver).await;
-    let refused = decide(
-        &dispatcher,
-        &mut ian,
-        &pending,
-        "sup-ian",
-        Decision::Approve,
-    )
-    .await;
-    assert_eq!(refusal(refused), SignedDecisionRefusal::OtherTool);
+    let ian = Approver::new("sup-ian", "Ian", ["acme"], ["create_issue"]);
+    assert_eq!(refusal_of(ian).await, SignedDecisionRefusal::OtherTool);
 }
 
 #[tokio::test]
@@ -651,19 +638,8 @@ async fn a_revoked_credential_signs_nothing() {
 
 #[tokio::test]
 async fn the_principal_who_asked_never_approves_their_own_call() {
-    let (_, dispatcher, _, pending) = one_supervisor().await;
-    let approver =
-        Approver::new("sup-alice", "Alice", ["acme"], ["*"]).with_subject(alice().subject);
-    let mut own = enrol_approver(&dispatcher, approver).await;
-    let refused = decide(
-        &dispatcher,
-        &mut own,
-        &pending,
-        "sup-alice",
-        Decision::Approve,
-    )
-    .await;
-    assert_eq!(refusal(refused), SignedDecisionRefusal::OwnCall);
+    let own = Approver::new("sup-alice", "Alice", ["acme"], ["*"]).with_subject(alice().subject);
+    assert_eq!(refusal_of(own).await, SignedDecisionRefusal::OwnCall);
 }
 
 #[tokio::test]
