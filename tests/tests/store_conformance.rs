@@ -1092,3 +1092,25 @@ async fn an_sqlite_step_waiting_for_the_file_lock_never_blocks_the_runtime() {
     other_process.execute_batch("COMMIT").unwrap();
     assert_eq!(claiming.await.unwrap().unwrap(), Claimed::Fresh);
 }
+
+#[tokio::test]
+async fn an_sqlite_read_does_not_wait_for_another_processes_write_lock() {
+    let file = sqlite_file();
+    let store = file.open().await;
+    store
+        .claim(&claim("k", "r1", "a", T0))
+        .await
+        .expect("a record to read");
+    // Another process holds the database's write lock, as a long write step would.
+    let writer = rusqlite::Connection::open(&file.0).unwrap();
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let quick = std::time::Duration::from_secs(2);
+    let read = tokio::time::timeout(quick, store.get("k")).await;
+    let record = read
+        .expect("a read never waits for the write lock")
+        .unwrap();
+    assert!(record.is_some());
+    let pending = tokio::time::timeout(quick, store.pending_approvals(T0, &seal())).await;
+    assert!(pending.expect("nor does the supervisor's queue").is_ok());
+    writer.execute_batch("ROLLBACK").unwrap();
+}

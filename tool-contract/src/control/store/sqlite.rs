@@ -71,8 +71,9 @@ const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation
                        lease_until_ms, expires_at_ms, result, call";
 
 /// A control-plane store in an SQLite database file: it survives a process restart, and
-/// several processes on one machine may share the file (each step takes SQLite's write lock
-/// first, so two steps on one key never interleave).
+/// several processes on one machine may share the file (each step that writes takes SQLite's
+/// write lock first, so two steps on one key never interleave; a step that only reads, `get`,
+/// `stale`, `pending_approvals`, `pending_approval`, `approvers`, reads a snapshot without it).
 ///
 /// The connection is opened with WAL journaling and `synchronous = FULL`, so an answered
 /// claim is on disk before the handler runs. Inside a tokio runtime each step runs on the
@@ -123,6 +124,24 @@ impl SqliteStore {
         &'a self,
         step: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'a, T> {
+        self.run_as(TransactionBehavior::Immediate, step)
+    }
+
+    /// Runs `step`, which only reads, in one `DEFERRED` transaction: under WAL it reads a
+    /// snapshot and never takes the database's write lock, so it neither waits for a writer
+    /// in another process nor holds one up.
+    fn read<'a, T: Send + 'static>(
+        &'a self,
+        step: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'a, T> {
+        self.run_as(TransactionBehavior::Deferred, step)
+    }
+
+    fn run_as<'a, T: Send + 'static>(
+        &'a self,
+        behavior: TransactionBehavior,
+        step: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'a, T> {
         let connection = Arc::clone(&self.connection);
         let work = move || {
             // Every step is one transaction: a panic inside one rolls it back when dropped.
@@ -130,7 +149,7 @@ impl SqliteStore {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let transaction = connection
-                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .transaction_with_behavior(behavior)
                 .map_err(store)?;
             let answer = step(&transaction)?;
             transaction.commit().map_err(store)?;
@@ -452,11 +471,11 @@ impl ControlStore for SqliteStore {
 
     fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Record>> {
         let key = key.to_owned();
-        self.run(move |tx| read_record(tx, &key))
+        self.read(move |tx| read_record(tx, &key))
     }
 
     fn stale(&self, now_ms: u64) -> StoreFuture<'_, Vec<Record>> {
-        self.run(move |tx| {
+        self.read(move |tx| {
             let mut statement = tx
                 .prepare(&format!(
                     "SELECT {COLUMNS} FROM tool_contract_ledger \
@@ -533,7 +552,7 @@ impl ControlStore for SqliteStore {
         seal: &'a RowSeal,
     ) -> StoreFuture<'a, Vec<PendingApproval>> {
         let seal = seal.clone();
-        self.run(move |tx| {
+        self.read(move |tx| {
             let mut statement = tx
                 .prepare(
                     "SELECT state, approval_id, expires_at_ms, body, redeemed_owner, \
@@ -563,7 +582,7 @@ impl ControlStore for SqliteStore {
         seal: &'a RowSeal,
     ) -> StoreFuture<'a, Option<PendingApproval>> {
         let (approval_id, seal) = (approval_id.to_owned(), seal.clone());
-        self.run(move |tx| {
+        self.read(move |tx| {
             at_once(rows::pending_approval(
                 &mut SqliteRows(tx),
                 &approval_id,
@@ -583,7 +602,7 @@ impl ControlStore for SqliteStore {
 
     fn approvers<'a>(&'a self, seal: &'a RowSeal) -> StoreFuture<'a, Vec<Approver>> {
         let seal = seal.clone();
-        self.run(move |tx| at_once(rows::approvers(&mut SqliteRows(tx), &seal)))
+        self.read(move |tx| at_once(rows::approvers(&mut SqliteRows(tx), &seal)))
     }
 
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
