@@ -107,6 +107,15 @@ async fn signed(
     (statement, assertion)
 }
 
+/// Ana's approval of `pending`, signed: the statement and the assertion the page would post.
+async fn ana_approves(
+    dispatcher: &Dispatcher,
+    ana: &mut SoftAuthenticator,
+    pending: &PendingApproval,
+) -> (tool_contract::results::ApprovalStatement, Vec<u8>) {
+    signed(dispatcher, ana, pending, "sup-ana", Decision::Approve, None).await
+}
+
 async fn decide(
     dispatcher: &Dispatcher,
     authenticator: &mut SoftAuthenticator,
@@ -281,15 +290,7 @@ async fn the_same_approver_signing_twice_counts_once() {
 async fn an_assertion_for_another_approval_is_refused() {
     let (_, dispatcher, mut ana, pending) = one_supervisor().await;
     let other = pending_approval(&dispatcher, &message("m2", "eve@initech.example")).await;
-    let (statement, assertion) = signed(
-        &dispatcher,
-        &mut ana,
-        &pending,
-        "sup-ana",
-        Decision::Approve,
-        None,
-    )
-    .await;
+    let (statement, assertion) = ana_approves(&dispatcher, &mut ana, &pending).await;
     // The statement of the other approval, with this one's assertion.
     let other_statement = dispatcher
         .approval_statement(&other.approval_id, "sup-ana", Decision::Approve, None, HOUR)
@@ -313,15 +314,7 @@ async fn an_assertion_for_another_approval_is_refused() {
 #[tokio::test]
 async fn an_assertion_for_another_decision_is_refused() {
     let (_, dispatcher, mut ana, pending) = one_supervisor().await;
-    let (approve, assertion) = signed(
-        &dispatcher,
-        &mut ana,
-        &pending,
-        "sup-ana",
-        Decision::Approve,
-        None,
-    )
-    .await;
+    let (approve, assertion) = ana_approves(&dispatcher, &mut ana, &pending).await;
     // A rejection claimed with an approval's signature.
     let reject = tool_contract::results::ApprovalStatement {
         decision: Decision::RejectNotPermitted,
@@ -493,15 +486,7 @@ async fn a_credential_not_enrolled_for_the_approver_is_refused() {
 #[tokio::test]
 async fn an_approver_nobody_enrolled_is_refused() {
     let (_, dispatcher, mut ana, pending) = one_supervisor().await;
-    let (statement, assertion) = signed(
-        &dispatcher,
-        &mut ana,
-        &pending,
-        "sup-ana",
-        Decision::Approve,
-        None,
-    )
-    .await;
+    let (statement, assertion) = ana_approves(&dispatcher, &mut ana, &pending).await;
     let nobody = tool_contract::results::ApprovalStatement {
         approver_id: "sup-nobody".into(),
         ..statement
@@ -603,15 +588,7 @@ async fn an_assertion_without_user_verification_is_refused() {
 async fn a_revoked_credential_signs_nothing() {
     let (_, dispatcher, mut ana, pending) = one_supervisor().await;
     // Signed while the credential stood, sent after it was revoked.
-    let (statement, assertion) = signed(
-        &dispatcher,
-        &mut ana,
-        &pending,
-        "sup-ana",
-        Decision::Approve,
-        None,
-    )
-    .await;
+    let (statement, assertion) = ana_approves(&dispatcher, &mut ana, &pending).await;
     let credential_id = dispatcher
         .approver("sup-ana")
         .await
@@ -738,6 +715,13 @@ async fn a_receipt_with_signed_approvals_needs_the_approver_keys() {
         matches!(&verdict, Err(ReceiptError::BadAssertion { approver, .. }) if approver == "sup-ana"),
         "{verdict:?}"
     );
+    // A file that is not an approver key set is refused, not read as an empty one.
+    for garbage in [&b""[..], b"{}", b"{\"relying_party\":{},\"approvers\":[]}"] {
+        assert!(matches!(
+            ApproverKeys::from_json(garbage),
+            Err(ReceiptError::KeySet(_))
+        ));
+    }
     // Without Ben published, his approval names nobody the auditor knows.
     let mut without_ben = approvers;
     without_ben
@@ -843,5 +827,55 @@ async fn an_approver_row_edited_in_the_database_is_refused() {
         ),
         "{decided:?}"
     );
+    assert_eq!(remote.all_requests(), 0);
+}
+
+#[tokio::test]
+async fn malformed_answers_are_refused_with_a_reason_and_record_nothing() {
+    let (remote, dispatcher, mut ana, pending) = one_supervisor().await;
+    let (statement, assertion) = ana_approves(&dispatcher, &mut ana, &pending).await;
+    let cut = &assertion[..assertion.len() / 2];
+    let twice = {
+        let text = String::from_utf8(assertion.clone()).unwrap();
+        text.replacen("{", r#"{"type":"public-key","#, 1)
+            .into_bytes()
+    };
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)).into_bytes();
+    for bad in [
+        &b""[..],
+        b"not json",
+        b"{}",
+        b"\xff\xfe",
+        cut,
+        &twice,
+        &deep,
+    ] {
+        let refused = dispatcher.decide_signed(&statement, None, bad).await;
+        assert!(
+            matches!(
+                refused,
+                Err(ApprovalError::Refused(SignedDecisionRefusal::Assertion(_)))
+            ),
+            "{refused:?}"
+        );
+    }
+    let still = dispatcher.pending_approvals().await.unwrap();
+    assert!(still[0].approvals.is_empty(), "nothing was recorded");
+    // An enrollment answered with garbage is refused too, and enrols nothing.
+    let enrollment = dispatcher.begin_enrollment("sup-ana").await.unwrap();
+    for bad in [&b"not json"[..], b"{}", &deep] {
+        let refused = dispatcher.finish_enrollment(&enrollment, bad).await;
+        assert!(
+            matches!(refused, Err(EnrollError::Registration(_))),
+            "{refused:?}"
+        );
+    }
+    let ana = dispatcher.approver("sup-ana").await.unwrap().unwrap();
+    assert_eq!(ana.credentials.len(), 1);
+    // The genuine assertion still counts after all that.
+    dispatcher
+        .decide_signed(&statement, None, &assertion)
+        .await
+        .expect("the genuine assertion counts");
     assert_eq!(remote.all_requests(), 0);
 }

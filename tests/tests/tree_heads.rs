@@ -319,3 +319,22 @@ async fn one_record_is_proven_in_the_log_under_a_signed_head_without_the_rest() 
     edited[10] ^= 1;
     assert!(!head.tree_head.includes(&edited, 2, &proof));
 }
+
+#[tokio::test]
+async fn a_published_tree_heads_file_that_is_not_one_is_refused_with_a_reason() {
+    let dir = dir("garbled");
+    let path = file_log(&dir, 2, 2).await;
+    let mut heads_file = path.as_os_str().to_owned();
+    heads_file.push(".tree-heads");
+    let mut text = std::fs::read(&heads_file).unwrap();
+    text.extend_from_slice(b"{\"tree_head\":{}}\n\xff\n");
+    std::fs::write(&heads_file, text).unwrap();
+    let read = JsonLinesAuditLog::tree_heads(&path);
+    assert!(
+        matches!(read, Err(AuditLogError::TreeHeadFailed(_))),
+        "{read:?}"
+    );
+    for garbage in [&b""[..], b"[]", b"{\"tree_head\":1,\"signature\":\"\"}"] {
+        assert!(SignedTreeHead::from_json(garbage).is_err());
+    }
+}

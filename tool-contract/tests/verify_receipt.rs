@@ -165,3 +165,52 @@ async fn the_command_refuses_a_changed_receipt_and_another_call() {
     assert_eq!(code, 2, "a call given in part is a usage error: {text}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// The README's auditor command on a receipt the refund desk's replay printed (two
+/// supervisors, each signing with a passkey) and the two files it published.
+#[cfg(feature = "passkeys")]
+#[test]
+fn the_command_verifies_each_passkey_of_a_signed_receipt_with_the_approver_keys() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/fixtures");
+    let run = |receipt: &Path, approvers: Option<&Path>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tool-contract-verify-receipt"));
+        command
+            .arg("--keys")
+            .arg(fixtures.join("published-keys.json"));
+        if let Some(approvers) = approvers {
+            command.arg("--approvers").arg(approvers);
+        }
+        command.arg(receipt).output().expect("the command runs")
+    };
+    let receipt = fixtures.join("signed-receipt.json");
+    let approvers = fixtures.join("approver-keys.json");
+    let verified = run(&receipt, Some(&approvers));
+    let stdout = String::from_utf8_lossy(&verified.stdout);
+    assert!(verified.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("rule: 2 different approvers signing with passkeys"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout
+            .matches("signed with their passkey (verified)")
+            .count(),
+        2
+    );
+    // Without the approver keys nobody takes the signatures on trust.
+    let alone = run(&receipt, None);
+    assert_eq!(alone.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&alone.stdout).contains("approver keys"));
+    // One approver's key swapped for the other's: refused.
+    let text = std::fs::read_to_string(&approvers).unwrap();
+    let keys: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut swapped = keys.clone();
+    swapped["approvers"][0]["credentials"][0]["public_key"] =
+        keys["approvers"][1]["credentials"][0]["public_key"].clone();
+    let swapped_path =
+        std::env::temp_dir().join(format!("approver-keys-swapped-{}.json", std::process::id()));
+    std::fs::write(&swapped_path, swapped.to_string()).unwrap();
+    let refused = run(&receipt, Some(&swapped_path));
+    let _ = std::fs::remove_file(&swapped_path);
+    assert_eq!(refused.status.code(), Some(1));
+}

@@ -36,6 +36,7 @@ pub use audit_log::{
 };
 #[cfg(feature = "postgres")]
 pub use audit_log::{PostgresAuditLog, StreamHead};
+pub(crate) use directory::rfc3339;
 pub use directory::{
     Approver, CounterRegression, DirectoryChange, EnrollError, EnrolledCredential, SignCount,
     SignCountCheck, decide_directory_write, decide_sign_count,

@@ -29,8 +29,8 @@ use crate::control::{
     ApprovalError, ApproverIdentity, PendingApproval, RejectionReason, later_by, unix_ms,
 };
 use crate::dispatch::{Dispatch, Dispatcher, Task};
-use crate::results::Status;
 use crate::results::digest::canonical_within;
+use crate::results::{ApprovalBasis, Status};
 use crate::vocabulary::Effect;
 use crate::vocabulary::{CallContext, Principal};
 use crate::vocabulary::{Correlation, ToolCall};
@@ -461,11 +461,13 @@ impl McpServer {
                 }
                 let approved = self
                     .dispatcher
-                    .approve_for_client(
+                    .approve_as(
                         &state.approval_id,
                         &state.preview_sha256,
                         &approver,
                         later_by(now, self.approval_ttl),
+                        None,
+                        ApprovalBasis::Client,
                     )
                     .await;
                 match approved {
@@ -547,11 +549,13 @@ impl McpServer {
                 let approver = approver(principal);
                 let expires_at = later_by(self.dispatcher.now(), self.approval_ttl);
                 self.dispatcher
-                    .approve_for_client(
+                    .approve_as(
                         &pending.approval_id,
                         &pending.preview_sha256,
                         &approver,
                         expires_at,
+                        None,
+                        ApprovalBasis::Client,
                     )
                     .await
                     .is_ok()

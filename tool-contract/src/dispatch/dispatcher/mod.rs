@@ -56,7 +56,7 @@ use crate::vocabulary::{CallContext, Principal, Reconcile, ToolCall};
 
 /// Edited arguments a person approves: canonical JSON, checked against the contract, with
 /// what the approval policy asks of them.
-pub(super) struct Edit {
+pub(crate) struct Edit {
     pub(super) arguments: String,
     pub(super) approvals_required: u32,
     pub(super) signatures_required: bool,
@@ -381,34 +381,14 @@ impl Dispatcher {
         approver: &str,
         expires_at: OffsetDateTime,
     ) -> Result<Approved, ApprovalError> {
+        let basis = ApprovalBasis::Service;
         self.approve_as(
             approval_id,
             preview_sha256,
             approver,
             expires_at,
             None,
-            ApprovalBasis::Service,
-        )
-        .await
-    }
-
-    /// An approval an MCP client answered for the subject of its verified token: recorded as
-    /// asserted by the client (`approver` is `mcp:{tenant}/{subject}`), never as signed.
-    #[cfg(feature = "mcp")]
-    pub(crate) async fn approve_for_client(
-        &self,
-        approval_id: &str,
-        preview_sha256: &str,
-        approver: &str,
-        expires_at: OffsetDateTime,
-    ) -> Result<Approved, ApprovalError> {
-        self.approve_as(
-            approval_id,
-            preview_sha256,
-            approver,
-            expires_at,
-            None,
-            ApprovalBasis::Client,
+            basis,
         )
         .await
     }
@@ -518,7 +498,9 @@ impl Dispatcher {
         })
     }
 
-    pub(super) async fn approve_as(
+    /// Records one approval resting on `basis` (an MCP answer is the client's word,
+    /// `ApprovalBasis::Client`, recorded as `mcp:{tenant}/{subject}`).
+    pub(crate) async fn approve_as(
         &self,
         approval_id: &str,
         preview_sha256: &str,

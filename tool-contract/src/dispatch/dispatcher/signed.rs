@@ -4,14 +4,12 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use tracing::info;
 
 use super::{Dispatcher, Edit};
 use crate::control::{
     ApprovalError, Approved, Approver, DirectoryChange, DirectoryWrite, EnrollError,
-    PendingApproval, SignedDecisionRefusal, StoreError, later_by,
+    PendingApproval, SignedDecisionRefusal, StoreError, later_by, rfc3339,
 };
 use crate::results::{
     ApprovalStatement, ApproverKeys, Decision, PublishedApprover, PublishedCredential,
@@ -228,11 +226,6 @@ fn statement_of(
         approver_id,
         expires_at,
     )
-}
-
-fn rfc3339(at: OffsetDateTime) -> String {
-    // The dispatcher's clock never reads past year 9999.
-    at.format(&Rfc3339).unwrap_or_default()
 }
 
 /// What a signed decision came to.
