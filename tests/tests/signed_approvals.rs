@@ -879,3 +879,34 @@ async fn malformed_answers_are_refused_with_a_reason_and_record_nothing() {
         .expect("the genuine assertion counts");
     assert_eq!(remote.all_requests(), 0);
 }
+
+#[tokio::test]
+async fn an_enrollment_answer_sent_twice_enrols_once() {
+    let dispatcher = desk(&Remote::new(), Arc::new(MemoryStore::new()));
+    for id in ["sup-ana", "sup-ben"] {
+        let approver = Approver::new(id, id, ["acme"], ["*"]);
+        dispatcher.put_approver(approver).await.unwrap();
+    }
+    let mut authenticator = SoftAuthenticator::new();
+    let enrollment = dispatcher.begin_enrollment("sup-ana").await.unwrap();
+    let answer = authenticator.register(&enrollment.options).await;
+    dispatcher
+        .finish_enrollment(&enrollment, &answer)
+        .await
+        .expect("the first answer enrols");
+    let again = dispatcher.finish_enrollment(&enrollment, &answer).await;
+    assert!(
+        matches!(again, Err(EnrollError::CredentialTaken)),
+        "{again:?}"
+    );
+    // Nor can Ben's enrollment take Ana's credential: its challenge is another.
+    let bens = dispatcher.begin_enrollment("sup-ben").await.unwrap();
+    let taken = dispatcher.finish_enrollment(&bens, &answer).await;
+    assert!(
+        matches!(taken, Err(EnrollError::Registration(_))),
+        "{taken:?}"
+    );
+    let ana = dispatcher.approver("sup-ana").await.unwrap().unwrap();
+    let ben = dispatcher.approver("sup-ben").await.unwrap().unwrap();
+    assert_eq!((ana.credentials.len(), ben.credentials.len()), (1, 0));
+}
