@@ -94,6 +94,12 @@
 //! `mcp-auth` it serves HTTP as an OAuth 2.1 resource server: every request proves its
 //! principal with a bearer access token issued for this server.
 //!
+//! ## In a rig agent
+//!
+//! With the `rig` feature, `rig::RigTools` gives a rig agent one tool per contract: the
+//! contract's input schema as its parameters, each call through the dispatcher for the
+//! principal the tools were built for, the verified model result as what the model reads.
+//!
 //! ## Evidence for facts
 //!
 //! [`evidence`]: outputs declared `grounded` carry [`evidence::GroundingSource`]s, whose tier
@@ -115,6 +121,7 @@
 //! | `mcp-http` | `McpServer::serve_http`: the same over MCP's Streamable HTTP transport (implies `mcp`) |
 //! | `mcp-auth` | `McpServer::authenticated` and `mcp::auth`: Streamable HTTP as an OAuth 2.1 resource server, each request's principal from its verified bearer token, scopes per tool (implies `mcp-http`) |
 //! | `passkeys` | approvals signed by the approvers' own passkeys (WebAuthn, verified by `webauthn-rs-core`; building needs OpenSSL's headers): `Dispatcher::begin_enrollment`, `decide_signed`, `results::KeySet::verify_with_approvers`; the approver directory, the approval statement and signed audit tree heads need no feature |
+//! | `rig` | `rig::RigTools`: a dispatcher's registry as the tools of a rig (`rig-core` 0.44) agent, every call from its loop through the pipeline (needs Rust 1.95) |
 //! | `otel` | the MCP server's `tools/call` spans parented from the trace context in the request's `_meta`, through the application's OpenTelemetry propagator |
 //!
 //! Items behind a feature say so in these docs.
@@ -135,6 +142,7 @@
 //! | 7 | [`control`] | the control plane: the idempotency ledger, write states, approvals, the stores that keep them, the audit logs |
 //! | 8 | [`dispatch`] | the pipeline: gates, approval rules, retries, budgets, handlers, the dispatcher |
 //! | 9 | `mcp` | serving a dispatcher over MCP (feature `mcp`) |
+//! | 10 | `rig` | a dispatcher's tools for a rig agent's loop (feature `rig`) |
 //!
 //! The crate root, [`evidence`] and the hidden module generated code calls only re-export.
 #![doc = include_str!("../ATTRIBUTES.md")]
@@ -154,6 +162,8 @@ pub mod mcp;
 pub mod prelude;
 pub mod providers;
 pub mod results;
+#[cfg(feature = "rig")]
+pub mod rig;
 pub mod vocabulary;
 
 #[doc(hidden)]

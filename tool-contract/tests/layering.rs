@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers, bottom to top.
-const LAYERS: [&str; 9] = [
+const LAYERS: [&str; 10] = [
     "json",
     "vocabulary",
     "contract",
@@ -29,6 +29,7 @@ const LAYERS: [&str; 9] = [
     "control",
     "dispatch",
     "mcp",
+    "rig",
 ];
 
 /// Above every layer: the crate root and the modules that only re-export.

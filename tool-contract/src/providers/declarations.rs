@@ -42,7 +42,8 @@ pub enum DeclarationError {
         /// Where, as a JSON pointer into the tool's schema.
         path: String,
     },
-    /// The API is not a model provider's: MCP lists its tools itself (`tools/list`).
+    /// The API is not a model provider's: MCP lists its tools itself (`tools/list`), and a rig
+    /// agent declares the tools `rig::RigTools` gives it.
     #[error("{0} has no tools declaration to write")]
     NotAProviderApi(Api),
 }
@@ -76,7 +77,7 @@ pub enum DeclarationError {
 /// # Errors
 ///
 /// [`DeclarationError::Keyword`] for the first schema the API cannot take, and
-/// [`DeclarationError::NotAProviderApi`] for [`Api::McpToolsCall`].
+/// [`DeclarationError::NotAProviderApi`] for [`Api::McpToolsCall`] and [`Api::RigToolCall`].
 pub fn tool_declarations(registry: &Registry, api: Api) -> Result<Value, DeclarationError> {
     let declare = |spec: &'static ToolSpec| -> Result<Value, DeclarationError> {
         let profile = Profile::of(api).ok_or(DeclarationError::NotAProviderApi(api))?;

@@ -5,7 +5,7 @@ use super::{anthropic, gemini, interactions, openai};
 use crate::vocabulary::call::Api;
 
 /// The provider API that `api` names, if this crate reads it (MCP calls are served by
-/// `mcp::McpServer`, not read from a response).
+/// `mcp::McpServer` and rig's by `rig::RigTools`, not read from a response).
 #[must_use]
 pub fn provider_api(api: Api) -> Option<&'static dyn ProviderApi> {
     match api {
@@ -13,6 +13,6 @@ pub fn provider_api(api: Api) -> Option<&'static dyn ProviderApi> {
         Api::AnthropicMessages => Some(&anthropic::AnthropicMessages),
         Api::GeminiGenerateContent => Some(&gemini::GeminiGenerateContent),
         Api::GeminiInteractions => Some(&interactions::GeminiInteractions),
-        Api::McpToolsCall => None,
+        Api::McpToolsCall | Api::RigToolCall => None,
     }
 }

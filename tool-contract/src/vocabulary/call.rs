@@ -19,6 +19,8 @@ wire_names! {
         /// A Model Context Protocol client: the model behind it, if any, is not known to the
         /// server.
         McpClient = "mcp_client",
+        /// A rig agent (`rig-core`): the model behind its loop is not known to the tools.
+        RigAgent = "rig_agent",
     }
 }
 
@@ -37,6 +39,8 @@ wire_names! {
         GeminiInteractions = "gemini_interactions",
         /// An MCP `tools/call` request (served by `mcp::McpServer`, feature `mcp`).
         McpToolsCall = "mcp_tools_call",
+        /// A tool call from a rig agent's loop (`rig::RigTools`, feature `rig`).
+        RigToolCall = "rig_tool_call",
     }
 }
 
@@ -49,6 +53,7 @@ impl Api {
             Api::AnthropicMessages => Provider::Anthropic,
             Api::GeminiGenerateContent | Api::GeminiInteractions => Provider::Google,
             Api::McpToolsCall => Provider::McpClient,
+            Api::RigToolCall => Provider::RigAgent,
         }
     }
 }
@@ -96,15 +101,23 @@ impl Adapter {
         api: Api::McpToolsCall,
         revision: "mcp/2025-11-25",
     };
+
+    /// A rig agent's tool call: arguments as rig-core 0.44 hands a `DynamicTool` them (a
+    /// parsed `serde_json::Value`), the model result as the tool's text output (feature `rig`).
+    pub const RIG: Adapter = Adapter {
+        api: Api::RigToolCall,
+        revision: "rig-core/0.44",
+    };
 }
 
-/// Every adapter this crate ships: the four provider APIs and MCP `tools/call`.
-pub const ADAPTERS: [Adapter; 5] = [
+/// Every adapter this crate ships: the four provider APIs, MCP `tools/call` and rig's tools.
+pub const ADAPTERS: [Adapter; 6] = [
     Adapter::OPENAI_RESPONSES,
     Adapter::ANTHROPIC_MESSAGES,
     Adapter::GEMINI_GENERATE_CONTENT,
     Adapter::GEMINI_INTERACTIONS,
     Adapter::MCP,
+    Adapter::RIG,
 ];
 
 /// How a call's result is matched to it.
