@@ -330,3 +330,35 @@ fn the_rig_agent_example_runs_the_approved_close_once_and_replays_its_repeat() {
     );
     assert!(stdout.contains("issue 7: Closed at revision 3"), "{stdout}");
 }
+
+#[tokio::test]
+async fn the_tools_count_their_calls_against_the_task_they_were_given() {
+    let tracker = Tracker::with_issue_7();
+    let dispatcher = Arc::new(
+        issue_tracker::dispatcher(&tracker, Arc::new(MemoryStore::new())).expect("builds"),
+    );
+    let task = Arc::new(tool_contract::dispatch::Task::new(
+        tool_contract::dispatch::Budget {
+            tool_calls: Some(1),
+            ..Default::default()
+        },
+    ));
+    let tools = RigTools::new(dispatcher, principal())
+        .with_task(Arc::clone(&task))
+        .tools()
+        .expect("tools");
+    let get_issue = tools
+        .iter()
+        .find(|tool| tool.name().as_str() == "get_issue")
+        .expect("get_issue");
+    let first = get_issue.execute(json!({"number": 7})).await.expect("runs");
+    assert_eq!(summary(first.as_text().expect("text")), "succeeded/fresh");
+    let refused = get_issue.execute(json!({"number": 7})).await.unwrap_err();
+    assert_eq!(refused.code(), Some("BUDGET_EXHAUSTED"));
+    let told = refused.model_output().as_text().expect("the model result");
+    assert_eq!(
+        model_result(told).error().expect("error").code(),
+        tool_contract::ErrorCode::BudgetExhausted
+    );
+    assert_eq!(tracker.ran(), ["get_issue"]);
+}
