@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use passkey_authenticator::{Authenticator, MemoryStore, UiHint, UserCheck, UserValidationMethod};
 use passkey_client::{Client, DefaultClientData};
@@ -11,6 +12,9 @@ use passkey_crypto::AvailableBackend;
 use passkey_types::Passkey;
 use passkey_types::ctap2::{Aaguid, Ctap2Error};
 use serde_json::Value;
+use tool_contract::control::{Approver, EnrollError, PendingApproval};
+use tool_contract::dispatch::Dispatcher;
+use tool_contract::results::{ApprovalStatement, Decision};
 use url::Url;
 
 /// The relying party of the tests: its RP ID and the one origin its pages are served from.
@@ -143,4 +147,66 @@ impl Default for SoftAuthenticator {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Adds `approver_id` for `tenants` and every tool, and enrols a passkey on a new
+/// authenticator.
+pub async fn enrol(
+    dispatcher: &Dispatcher,
+    approver_id: &str,
+    tenants: &[&str],
+) -> SoftAuthenticator {
+    let approver = Approver::new(approver_id, approver_id, tenants.iter().copied(), ["*"]);
+    enrol_approver(dispatcher, approver).await
+}
+
+/// Adds `approver` and enrols a passkey on a new authenticator.
+pub async fn enrol_approver(dispatcher: &Dispatcher, approver: Approver) -> SoftAuthenticator {
+    let approver_id = approver.approver_id.clone();
+    dispatcher.put_approver(approver).await.expect("added");
+    let mut authenticator = SoftAuthenticator::new();
+    enrol_on(dispatcher, &approver_id, &mut authenticator)
+        .await
+        .expect("the passkey is enrolled");
+    authenticator
+}
+
+/// Enrols a passkey for `approver_id` on `authenticator`: the registration ceremony a page
+/// would hold.
+pub async fn enrol_on(
+    dispatcher: &Dispatcher,
+    approver_id: &str,
+    authenticator: &mut SoftAuthenticator,
+) -> Result<Approver, EnrollError> {
+    let enrollment = dispatcher.begin_enrollment(approver_id).await?;
+    let answer = authenticator.register(&enrollment.options).await;
+    dispatcher.finish_enrollment(&enrollment, &answer).await
+}
+
+/// `approver_id`'s statement of `decision` on `pending` (valid for an hour), signed on
+/// `authenticator`: the statement and the assertion the page would post.
+pub async fn signed(
+    dispatcher: &Dispatcher,
+    authenticator: &mut SoftAuthenticator,
+    pending: &PendingApproval,
+    approver_id: &str,
+    decision: Decision,
+    edits: Option<&Value>,
+) -> (ApprovalStatement, Vec<u8>) {
+    let statement = dispatcher
+        .approval_statement(
+            &pending.approval_id,
+            approver_id,
+            decision,
+            edits,
+            Duration::from_secs(3600),
+        )
+        .await
+        .expect("a statement of a pending approval");
+    let request = dispatcher
+        .signing_request(&statement)
+        .await
+        .expect("a signing request");
+    let assertion = authenticator.sign(&request.options).await;
+    (statement, assertion)
 }

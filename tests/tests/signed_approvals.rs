@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as URL_SAFE;
-use serde_json::{Value, json};
+use serde_json::json;
 use time::OffsetDateTime;
 use tool_contract::control::{
     ApprovalError, Approved, Approver, ControlStore, EnrollError, MemoryStore, PendingApproval,
@@ -21,7 +21,9 @@ use tool_contract::results::{
 };
 use tool_contract::{CallContext, ErrorCode, Status};
 use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
-use tool_contract_tests::passkey::{ORIGIN, RP_ID, SoftAuthenticator};
+use tool_contract_tests::passkey::{
+    ORIGIN, RP_ID, SoftAuthenticator, enrol, enrol_approver, enrol_on, signed,
+};
 use tool_contract_tests::postgres::Schema;
 use tool_contract_tests::tracker::{
     Remote, SendMessage, alice, builder, clock, code, message, pending_approval, receipt_of, run,
@@ -55,56 +57,6 @@ fn desk(remote: &Arc<Remote>, store: Arc<dyn ControlStore>) -> Dispatcher {
     four_eyes_signed(remote, store)
         .build()
         .expect("the desk builds")
-}
-
-/// Adds `approver_id` for `tenants` and every tool, and enrols a passkey on a new
-/// authenticator.
-async fn enrol(dispatcher: &Dispatcher, approver_id: &str, tenants: &[&str]) -> SoftAuthenticator {
-    let approver = Approver::new(approver_id, approver_id, tenants.iter().copied(), ["*"]);
-    enrol_approver(dispatcher, approver).await
-}
-
-/// Adds `approver` and enrols a passkey on a new authenticator.
-async fn enrol_approver(dispatcher: &Dispatcher, approver: Approver) -> SoftAuthenticator {
-    let approver_id = approver.approver_id.clone();
-    dispatcher.put_approver(approver).await.expect("added");
-    let mut authenticator = SoftAuthenticator::new();
-    enrol_on(dispatcher, &approver_id, &mut authenticator)
-        .await
-        .expect("the passkey is enrolled");
-    authenticator
-}
-
-async fn enrol_on(
-    dispatcher: &Dispatcher,
-    approver_id: &str,
-    authenticator: &mut SoftAuthenticator,
-) -> Result<Approver, EnrollError> {
-    let enrollment = dispatcher.begin_enrollment(approver_id).await?;
-    let answer = authenticator.register(&enrollment.options).await;
-    dispatcher.finish_enrollment(&enrollment, &answer).await
-}
-
-/// `approver_id`'s statement of `decision` on `pending`, signed on `authenticator`: the
-/// statement and the assertion the page would post.
-async fn signed(
-    dispatcher: &Dispatcher,
-    authenticator: &mut SoftAuthenticator,
-    pending: &PendingApproval,
-    approver_id: &str,
-    decision: Decision,
-    edits: Option<&Value>,
-) -> (tool_contract::results::ApprovalStatement, Vec<u8>) {
-    let statement = dispatcher
-        .approval_statement(&pending.approval_id, approver_id, decision, edits, HOUR)
-        .await
-        .expect("a statement of a pending approval");
-    let request = dispatcher
-        .signing_request(&statement)
-        .await
-        .expect("a signing request");
-    let assertion = authenticator.sign(&request.options).await;
-    (statement, assertion)
 }
 
 /// Ana's approval of `pending`, signed: the statement and the assertion the page would post.

@@ -107,11 +107,20 @@ fn stock(items: usize) -> Vec<u8> {
     serde_json::to_vec(&stock).unwrap()
 }
 
-/// Allocations made by `run`, and its result (dropped after counting).
-fn allocations<T>(run: impl FnOnce() -> T) -> (usize, T) {
-    let region = Region::new(COUNTING);
-    let result = std::hint::black_box(run());
-    (region.change().allocations, result)
+/// Allocations made by `run`, and its result (dropped after counting). The counter is the
+/// process's: another thread allocating meanwhile (the test harness, on a loaded machine) is
+/// counted too, never less, so the fewest of three runs is `run`'s own.
+fn allocations<T>(run: impl Fn() -> T) -> (usize, T) {
+    let once = || {
+        let region = Region::new(COUNTING);
+        let result = std::hint::black_box(run());
+        (region.change().allocations, result)
+    };
+    let (mut fewest, result) = once();
+    for _ in 0..2 {
+        fewest = fewest.min(once().0);
+    }
+    (fewest, result)
 }
 
 /// Allocations a validation may make beyond the typed output's, whatever its size.

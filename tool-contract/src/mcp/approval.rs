@@ -114,6 +114,31 @@ pub(super) fn confirmation(
     })
 }
 
+/// The page where `pending`'s signed approvals are given: `console` with `{approval_id}`
+/// standing for its id; `None` when its rule does not ask for signatures or no console is set.
+pub(super) fn console_page(pending: &PendingApproval, console: Option<&str>) -> Option<String> {
+    console
+        .filter(|_| pending.signatures_required)
+        .map(|url| url.replace("{approval_id}", &pending.approval_id))
+}
+
+/// The URL-mode elicitation that sends the person to `page`, where approvers sign `pending`
+/// with their passkeys (MCP 2025-11-25, `elicitation/create` with `mode: "url"`). Its answer
+/// says only whether the person went there: the decision is the signatures'.
+pub(super) fn console_link(pending: &PendingApproval, page: String) -> ElicitRequestParams {
+    let message = format!(
+        "Approve this {} call in the approvals console, where it shows exactly what would          run.{}",
+        pending.preview.tool,
+        still_needed(pending, None)
+    );
+    ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message,
+        url: page,
+        elicitation_id: pending.approval_id.clone(),
+    }
+}
+
 /// What the confirmation says of the approvals still needed, where more than one person
 /// must approve: nothing for the common one.
 fn still_needed(pending: &PendingApproval, console: Option<&str>) -> String {
@@ -211,13 +236,27 @@ pub(super) struct ApprovalState {
     pub(super) request_sha256: String,
     pub(super) preview_sha256: String,
     pub(super) expires_at_ms: u64,
+    /// What the person was asked; a state of version 1 without it asked the form.
+    #[serde(default)]
+    pub(super) question: Question,
+}
+
+/// What a 2026-07-28 `input_required` asked the person.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Question {
+    /// The confirmation form: its answer is the decision.
+    #[default]
+    Form,
+    /// To go to the approvals console: the answer decides nothing, the signatures there do.
+    Console,
 }
 
 const STATE_VERSION: u8 = 1;
 
 impl ApprovalState {
-    /// The state of `pending`, valid until `expires_at_ms`.
-    pub(super) fn of(pending: &PendingApproval, expires_at_ms: u64) -> Self {
+    /// The state of `pending` asked by `question`, valid until `expires_at_ms`.
+    pub(super) fn of(pending: &PendingApproval, question: Question, expires_at_ms: u64) -> Self {
         ApprovalState {
             v: STATE_VERSION,
             approval_id: pending.approval_id.clone(),
@@ -226,6 +265,7 @@ impl ApprovalState {
             request_sha256: pending.request_sha256.clone(),
             preview_sha256: pending.preview_sha256.clone(),
             expires_at_ms,
+            question,
         }
     }
 
@@ -287,6 +327,7 @@ mod tests {
             request_sha256: "r".repeat(64),
             preview_sha256: "v".repeat(64),
             expires_at_ms: 2_000,
+            question: Question::Form,
         }
     }
 
@@ -338,6 +379,41 @@ mod tests {
             ApprovalState::open(&codec(1), &sealed, &expected(&state, 2_000)),
             Err(StateRefusal::Expired)
         );
+    }
+
+    #[test]
+    fn a_state_sealed_before_it_named_its_question_asked_the_form() {
+        #[derive(Serialize)]
+        struct Earlier<'a> {
+            v: u8,
+            approval_id: &'a str,
+            principal_ref: &'a str,
+            tool: &'a str,
+            request_sha256: &'a str,
+            preview_sha256: &'a str,
+            expires_at_ms: u64,
+        }
+        let state = state();
+        let sealed = codec(1)
+            .seal_json(&Earlier {
+                v: STATE_VERSION,
+                approval_id: &state.approval_id,
+                principal_ref: &state.principal_ref,
+                tool: &state.tool,
+                request_sha256: &state.request_sha256,
+                preview_sha256: &state.preview_sha256,
+                expires_at_ms: state.expires_at_ms,
+            })
+            .unwrap();
+        let opened = ApprovalState::open(&codec(1), &sealed, &expected(&state, 0)).unwrap();
+        assert_eq!(opened.question, Question::Form);
+        let console = ApprovalState {
+            question: Question::Console,
+            ..state.clone()
+        };
+        let sealed = console.seal(&codec(1)).unwrap();
+        let opened = ApprovalState::open(&codec(1), &sealed, &expected(&state, 0));
+        assert_eq!(opened, Ok(console));
     }
 
     #[test]

@@ -34,6 +34,16 @@
 //!   [`Dispatcher::approve`](crate::dispatch::Dispatcher::approve) then lets a repeated call
 //!   run.
 //!
+//! A write whose rule asks for approvals signed by passkeys
+//! ([`DispatcherBuilder::signed_approvals_when`](crate::dispatch::DispatcherBuilder::signed_approvals_when)),
+//! which no answer through the client can give, sends the person to the approvals console
+//! ([`McpServer::with_approvals_console`]) when the client declared URL-mode elicitation: at
+//! the handshake revisions by `elicitation/create` with `mode: "url"` and the page of that
+//! approval, after which the call waits until the approval is decided there and then runs
+//! (or answers as the decision says); on 2026-07-28 by `input_required` with that URL request
+//! and a sealed state, whose retry runs once the signatures are in. What the client answers
+//! to a URL request decides nothing.
+//!
 //! The logical operation of a call is the client's `_meta["tool-contract/operation_id"]`
 //! when it gives one, and otherwise the tool and its exact arguments: a client that repeats a
 //! write reaches the same ledger record (`local_replay`, or reconciliation of an unknown

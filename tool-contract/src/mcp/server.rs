@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-    Implementation, InputRequest, InputRequests, InputRequiredResult, JsonObject, ListToolsResult,
-    MetaObject, PaginatedRequestParams, ProtocolVersion, RequestStateCodec, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    ElicitRequestParams, ElicitationAction, Implementation, InputRequest, InputRequests,
+    InputRequiredResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ProtocolVersion, RequestStateCodec, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{
     ElicitationMode, RequestContext, RoleServer, RunningService, ServerInitializeError,
@@ -21,7 +21,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::Instrument;
 
 use super::ADAPTER;
-use super::approval::{ApprovalState, CONFIRMATION_KEY, Decision, Expected, StateRefusal};
+use super::approval::{
+    ApprovalState, CONFIRMATION_KEY, Decision, Expected, Question, StateRefusal, console_link,
+    console_page,
+};
 use super::caller::Callers;
 use super::capture::{Captured, Capturing, kept_over_http};
 use crate::contract::ToolSpec;
@@ -44,6 +47,9 @@ const PENDING_APPROVAL_META: &str = "tool-contract/pending_approval";
 /// What a `tools/call` message may hold around its arguments: the longest line read is the
 /// registry's largest argument limit and this.
 const ENVELOPE_BYTES: usize = 64 * 1024;
+
+/// How often a call waiting on the approvals console looks whether its approval was decided.
+const CONSOLE_POLL: Duration = Duration::from_millis(250);
 
 /// What the server's request-state key is derived for, from the dispatcher's keys.
 const REQUEST_STATE_PURPOSE: &str = "mcp/request-state";
@@ -213,9 +219,18 @@ impl McpServer {
     }
 
     /// The page where a person gives a signed approval: `url` with `{approval_id}` standing
-    /// for the approval's id (`https://desk.example.com/approvals/{approval_id}`). The
-    /// confirmation of a write that needs approvals signed by passkeys, which no answer
-    /// through the client can give, names it.
+    /// for the approval's id (`https://desk.example.com/approvals/{approval_id}`). A write
+    /// that needs approvals signed by passkeys, which no answer through the client can give,
+    /// sends the person there:
+    ///
+    /// - a client that declared URL-mode elicitation at the handshake (2025-11-25) is asked
+    ///   `elicitation/create` with `mode: "url"` and that page; once the person goes there,
+    ///   the call waits for the signed approvals (up to the approval lifetime, checking the
+    ///   store every 250 ms), then runs, or answers as the decision says;
+    /// - a 2026-07-28 request declaring URL-mode elicitation is answered `input_required` with
+    ///   that URL request and a sealed state; the same call sent back runs once the
+    ///   signatures are in, and reads `APPROVAL_REQUIRED` while they are not;
+    /// - any other client's confirmation form names the page, and its answer is not counted.
     #[must_use]
     pub fn with_approvals_console(mut self, url: &str) -> Self {
         self.approvals_console = Some(Arc::from(url));
@@ -363,7 +378,23 @@ impl McpServer {
             .dispatch(&principal, &context, &self.task)
             .await;
         let mut pending = dispatch.pending_approval.take();
-        if let Some(asked) = pending.take_if(|_| asks_by_elicitation(peer)) {
+        let console = pending
+            .as_ref()
+            .and_then(|pending| self.console_page(pending));
+        if let Some((asked, page)) = console
+            .filter(|_| sends_to_console(peer))
+            .and_then(|page| Some((pending.take()?, page)))
+        {
+            if self.await_console(peer, &asked, page).await {
+                dispatch = self
+                    .dispatcher
+                    .dispatch(&principal, &context, &self.task)
+                    .await;
+                pending = dispatch.pending_approval.take();
+            } else {
+                pending = Some(asked);
+            }
+        } else if let Some(asked) = pending.take_if(|_| asks_by_elicitation(peer)) {
             if self.elicit_approval(&principal, peer, &asked).await {
                 // Granted or rejected: the dispatcher acts on the decision.
                 dispatch = self
@@ -405,24 +436,76 @@ impl McpServer {
         // Asked once per call: a dismissed form is not asked again in a loop.
         if let Some(pending) = pending.as_ref()
             && !answered
-            && declares_form_elicitation(request_context)
-            && let Some(asked) = self.input_required(pending)
         {
-            return Ok(CallToolResponse::InputRequired(asked));
+            let question = match self.console_page(pending) {
+                Some(page) if declares_url_elicitation(request_context) => {
+                    Some((Question::Console, console_link(pending, page)))
+                }
+                _ if declares_form_elicitation(request_context) => {
+                    super::approval::confirmation(pending, self.approvals_console.as_deref())
+                        .map(|form| (Question::Form, form))
+                }
+                _ => None,
+            };
+            if let Some(asked) =
+                question.and_then(|(kind, params)| self.input_required(pending, kind, params))
+            {
+                return Ok(CallToolResponse::InputRequired(asked));
+            }
         }
         self.answer(principal, context, &dispatch, pending.as_ref())
             .map(CallToolResponse::from)
     }
 
-    /// The confirmation of `pending`, with its state sealed for an approval lifetime.
-    fn input_required(&self, pending: &PendingApproval) -> Option<InputRequiredResult> {
-        let form = super::approval::confirmation(pending, self.approvals_console.as_deref())?;
+    /// The page where `pending`'s signed approvals are given, if it needs them and a console
+    /// is set.
+    fn console_page(&self, pending: &PendingApproval) -> Option<String> {
+        console_page(pending, self.approvals_console.as_deref())
+    }
+
+    /// Sends the person at the client to `page` by URL-mode elicitation and, once they went,
+    /// waits until `pending` is decided there (it leaves `pending`) or its lifetime ends.
+    /// `true` when it was decided: the dispatcher then acts on the decision.
+    async fn await_console(
+        &self,
+        peer: &Peer<RoleServer>,
+        pending: &PendingApproval,
+        page: String,
+    ) -> bool {
+        let link = console_link(pending, page);
+        let asked = peer.create_elicitation_with_timeout(link, Some(self.approval_ttl));
+        match asked.await {
+            Ok(answer) if answer.action == ElicitationAction::Accept => {}
+            _ => return false,
+        }
+        let deadline = tokio::time::Instant::now() + self.approval_ttl;
+        loop {
+            match self.dispatcher.pending_approval(&pending.approval_id).await {
+                Ok(None) => return true,
+                // The store will say why when the call is dispatched again; nothing is
+                // decided here.
+                Err(_) => return false,
+                Ok(Some(_)) if tokio::time::Instant::now() >= deadline => return false,
+                Ok(Some(_)) => tokio::time::sleep(CONSOLE_POLL).await,
+            }
+        }
+    }
+
+    /// `params` asked of the person at the client for `pending`, with its state sealed for
+    /// an approval lifetime.
+    fn input_required(
+        &self,
+        pending: &PendingApproval,
+        question: Question,
+        params: ElicitRequestParams,
+    ) -> Option<InputRequiredResult> {
         let expires_at_ms = unix_ms(later_by(self.dispatcher.now(), self.approval_ttl));
-        let sealed = ApprovalState::of(pending, expires_at_ms).seal(&self.request_state)?;
+        let sealed =
+            ApprovalState::of(pending, question, expires_at_ms).seal(&self.request_state)?;
         let mut requests = InputRequests::new();
         requests.insert(
             CONFIRMATION_KEY.to_owned(),
-            InputRequest::Elicitation(ElicitRequest::new(form)),
+            InputRequest::Elicitation(ElicitRequest::new(params)),
         );
         Some(
             InputRequiredResult::new(Some(requests), Some(sealed)).with_meta(pending_meta(pending)),
@@ -451,6 +534,10 @@ impl McpServer {
             now_ms: unix_ms(now),
         };
         let state = ApprovalState::open(&self.request_state, sealed, &expected).map_err(refused)?;
+        if state.question == Question::Console {
+            // The person was sent to the console: what the client answers decides nothing.
+            return Ok(());
+        }
         let recorded = match Decision::among(request.input_responses.as_ref()) {
             Decision::Approve => {
                 let approver = approver(principal);
@@ -671,6 +758,21 @@ fn declares_form_elicitation(request_context: &RequestContext<RoleServer>) -> bo
         .client_capabilities()
         .and_then(|capabilities| capabilities.elicitation)
         .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
+}
+
+/// Whether a 2026-07-28 request declares URL-mode elicitation in its `_meta` capabilities.
+fn declares_url_elicitation(request_context: &RequestContext<RoleServer>) -> bool {
+    request_context
+        .client_capabilities()
+        .and_then(|capabilities| capabilities.elicitation)
+        .is_some_and(|elicitation| elicitation.url.is_some())
+}
+
+/// Whether the client declared URL-mode elicitation, so a person can be sent to a page
+/// mid-call.
+fn sends_to_console(peer: &Peer<RoleServer>) -> bool {
+    peer.supported_elicitation_modes()
+        .contains(&ElicitationMode::Url)
 }
 
 /// Whether the client declared form elicitation, so a person can be asked mid-call.

@@ -457,6 +457,22 @@ impl Dispatcher {
     }
 
     /// The approval `approval_id`, if it is still pending.
+    /// The approval `approval_id` while it waits for a decision (as any replica sharing the
+    /// store sees it, with the approvals given so far); `None` once it was granted, rejected
+    /// or has expired, or if it never was.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub async fn pending_approval(
+        &self,
+        approval_id: &str,
+    ) -> Result<Option<PendingApproval>, StoreError> {
+        self.store
+            .pending_approval(approval_id, self.now_ms(), &self.row_seal)
+            .await
+    }
+
     pub(super) async fn pending(
         &self,
         approval_id: &str,

@@ -524,7 +524,7 @@ impl Dispatcher {
         approvals_required: u32,
     ) -> Result<(ApprovalRecord, ApprovalGrant), Box<Ended>> {
         let principal_ref = self.keys.principal_ref(call.principal);
-        let fresh = self.pending_approval(call, valid, key, &principal_ref, approvals_required);
+        let fresh = self.new_pending_approval(call, valid, key, &principal_ref, approvals_required);
         let ask = ApprovalAsk {
             ledger_key: key.ledger_key.clone(),
             request_sha256: key.request_sha256.clone(),
@@ -639,7 +639,7 @@ impl Dispatcher {
 
     /// What a person is asked to approve: a preview built from the validated arguments and
     /// the registry, under a fresh approval id.
-    fn pending_approval(
+    fn new_pending_approval(
         &self,
         call: &Call<'_>,
         valid: &Valid<'_>,
