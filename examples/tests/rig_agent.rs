@@ -11,7 +11,7 @@ use tool_contract::contract::Registry;
 use tool_contract::control::MemoryStore;
 use tool_contract::json::canonical;
 use tool_contract::providers::Adapter;
-use tool_contract::rig::{RigTools, RigToolsError};
+use tool_contract::rig::{PendingApprovalNotice, RigTools, RigToolsError};
 use tool_contract::{ModelResult, Principal, ToolContract};
 use tool_contract_examples::issue_tracker::{
     self, CloseIssue, GetIssue, IssueState, LabelIssue, Tracker,
@@ -361,4 +361,50 @@ async fn the_tools_count_their_calls_against_the_task_they_were_given() {
         tool_contract::ErrorCode::BudgetExhausted
     );
     assert_eq!(tracker.ran(), ["get_issue"]);
+}
+
+#[tokio::test]
+async fn a_write_waiting_for_approval_leaves_its_preview_to_the_host_and_not_to_the_model() {
+    let tracker = Tracker::with_issue_7();
+    let dispatcher = Arc::new(
+        issue_tracker::dispatcher(&tracker, Arc::new(MemoryStore::new())).expect("builds"),
+    );
+    let tools = RigTools::new(Arc::clone(&dispatcher), principal())
+        .tools()
+        .expect("tools");
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|tool| tool.name().as_str() == name)
+            .expect("declared")
+    };
+    let mut context = rig_core::tool::ToolContext::new();
+    let close = json!({"number": 7, "revision": 1, "resolution": "Toner replaced"});
+    let refused = tool("close_issue")
+        .execute_with(&mut context, close.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some("APPROVAL_REQUIRED"));
+    let notice: PendingApprovalNotice = context
+        .result()
+        .expect("decodes")
+        .expect("a notice for the host");
+    let pending = dispatcher.pending_approvals().await.expect("store");
+    assert_eq!(notice.approval_id, pending[0].approval_id);
+    assert_eq!(notice.preview, pending[0].preview);
+    assert_eq!(notice.preview.arguments, close);
+    assert_eq!(notice.approvals_still_needed, 1);
+    let told = refused.model_output().as_text().expect("the model result");
+    assert!(!told.contains(&notice.approval_id), "{told}");
+    assert!(!told.contains(&notice.preview_sha256), "{told}");
+
+    let mut read = rig_core::tool::ToolContext::new();
+    tool("get_issue")
+        .execute_with(&mut read, json!({"number": 7}))
+        .await
+        .expect("a read runs");
+    assert_eq!(
+        read.result::<PendingApprovalNotice>().expect("decodes"),
+        None
+    );
 }

@@ -10,7 +10,9 @@
 //! canonical JSON, exactly the text the provider adapters send. A result that did not succeed
 //! (`APPROVAL_REQUIRED` with its preview, `INVALID_ARGUMENTS`, `OUTCOME_UNKNOWN`, …) is a tool
 //! error whose model output is that same JSON, so the model reads the recovery as any model
-//! does and rig's own records see a failure with its catalog code.
+//! does and rig's own records see a failure with its catalog code. A write that waits for a
+//! person also leaves a [`PendingApprovalNotice`] (its approval id and preview) in the call's
+//! host-only result context, which rig's recorders keep and the model never reads.
 //!
 //! A write's logical operation is named as the dispatcher names every call's
 //! ([`Dispatcher::context`]): by the tool's operation-key rule, or by its exact arguments. So
@@ -60,10 +62,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rand::SeedableRng;
 use rand::rngs::{SmallRng, SysRng};
 use rig_core::message::ToolName;
-use rig_core::tool::{DynamicTool, ToolErrorKind, ToolExecutionError, ToolOutput};
+use rig_core::tool::{
+    ContextValue, DynamicTool, ToolContext, ToolErrorKind, ToolExecutionError, ToolOutput,
+};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::contract::ToolSpec;
+use crate::control::{PendingApproval, Preview};
 use crate::dispatch::{Dispatcher, Task};
 use crate::results::{ErrorCode, Status};
 use crate::vocabulary::{Adapter, Correlation, Principal, ToolCall};
@@ -82,6 +88,36 @@ pub enum RigToolsError {
     /// rig refused a tool's name.
     #[error("rig refused the tool name {0:?}")]
     ToolName(String),
+}
+
+/// What a call that waits for approval leaves in rig's host-only result context
+/// (`ToolContext::result`), under the key `tool-contract/pending_approval`: what the person
+/// approving is shown. It never reaches the model, which reads `APPROVAL_REQUIRED`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingApprovalNotice {
+    /// The approval to decide ([`Dispatcher::approve_pending`] and the other ways).
+    pub approval_id: String,
+    /// Exactly what would run.
+    pub preview: Preview,
+    /// The SHA-256 of the preview's canonical JSON, which an approval names.
+    pub preview_sha256: String,
+    /// How many approvals the rule still asks for.
+    pub approvals_still_needed: u32,
+}
+
+impl PendingApprovalNotice {
+    fn of(pending: &PendingApproval) -> Self {
+        PendingApprovalNotice {
+            approval_id: pending.approval_id.clone(),
+            preview: pending.preview.clone(),
+            preview_sha256: pending.preview_sha256.clone(),
+            approvals_still_needed: pending.approvals_still_needed(),
+        }
+    }
+}
+
+impl ContextValue for PendingApprovalNotice {
+    const KEY: &'static str = "tool-contract/pending_approval";
 }
 
 /// A dispatcher's tools, for a rig agent acting for one principal.
@@ -158,13 +194,13 @@ fn tool(caller: &Arc<Caller>, spec: &'static ToolSpec) -> Result<DynamicTool, Ri
         ToolName::new(spec.name()).map_err(|_| RigToolsError::ToolName(spec.name().to_owned()))?;
     let caller = Arc::clone(caller);
     let tool_name = spec.name();
-    Ok(DynamicTool::new(
+    Ok(DynamicTool::new_with_context(
         name,
         spec.description(),
         spec.input_schema().clone(),
-        move |arguments| {
+        move |context: &mut ToolContext, arguments| {
             let caller = Arc::clone(&caller);
-            Box::pin(async move { caller.call(tool_name, &arguments).await })
+            Box::pin(async move { caller.call(tool_name, &arguments, context).await })
         },
     ))
 }
@@ -172,7 +208,12 @@ fn tool(caller: &Arc<Caller>, spec: &'static ToolSpec) -> Result<DynamicTool, Ri
 impl Caller {
     /// One call from rig's loop, through the whole pipeline; the verified model result as
     /// the tool's output, or as the model output of its error.
-    async fn call(&self, name: &str, arguments: &Value) -> Result<ToolOutput, ToolExecutionError> {
+    async fn call(
+        &self,
+        name: &str,
+        arguments: &Value,
+        host: &mut ToolContext,
+    ) -> Result<ToolOutput, ToolExecutionError> {
         let call = ToolCall {
             api: Adapter::RIG.api,
             adapter_revision: Adapter::RIG.revision.to_owned(),
@@ -187,6 +228,11 @@ impl Caller {
             .dispatcher
             .dispatch(&self.principal, &context, &self.task)
             .await;
+        if let Some(pending) = &dispatch.pending_approval {
+            // A notice that cannot be written leaves the host to `pending_approvals()`; the
+            // model's answer is the same either way.
+            let _ = host.insert_result(PendingApprovalNotice::of(pending));
+        }
         let binder = self.dispatcher.binder();
         let verified = binder
             .verify(&self.principal, &context, &dispatch.result)
