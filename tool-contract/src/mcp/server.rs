@@ -378,24 +378,19 @@ impl McpServer {
             .dispatch(&principal, &context, &self.task)
             .await;
         let mut pending = dispatch.pending_approval.take();
-        let console = pending
-            .as_ref()
-            .and_then(|pending| self.console_page(pending));
-        if let Some((asked, page)) = console
-            .filter(|_| sends_to_console(peer))
-            .and_then(|page| Some((pending.take()?, page)))
-        {
-            if self.await_console(peer, &asked, page).await {
-                dispatch = self
-                    .dispatcher
-                    .dispatch(&principal, &context, &self.task)
-                    .await;
-                pending = dispatch.pending_approval.take();
-            } else {
-                pending = Some(asked);
-            }
-        } else if let Some(asked) = pending.take_if(|_| asks_by_elicitation(peer)) {
-            if self.elicit_approval(&principal, peer, &asked).await {
+        if let Some(asked) = pending.take() {
+            // A rule of signed approvals sends the person to the console when the client can
+            // go there; otherwise the form asks them.
+            let decided = match self.console_page(&asked) {
+                Some(page) if sends_to_console(peer) => {
+                    self.await_console(peer, &asked, page).await
+                }
+                _ if asks_by_elicitation(peer) => {
+                    self.elicit_approval(&principal, peer, &asked).await
+                }
+                _ => false,
+            };
+            if decided {
                 // Granted or rejected: the dispatcher acts on the decision.
                 dispatch = self
                     .dispatcher
