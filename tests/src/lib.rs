@@ -9,6 +9,7 @@ pub mod http;
 pub mod issuer;
 pub mod kb;
 pub mod listening;
+pub mod mcp;
 pub mod passkey;
 pub mod schools;
 pub mod tracker;

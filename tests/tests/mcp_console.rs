@@ -8,20 +8,20 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    FormElicitationCapability, Implementation, InputRequest, InputResponses, ProtocolVersion,
+    FormElicitationCapability, Implementation, InputRequest, InputResponses,
     UrlElicitationCapability,
 };
-use rmcp::service::{RequestContext, RunningService};
-use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient};
+use rmcp::service::RequestContext;
+use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Value, json};
 use tool_contract::control::{ControlStore, MemoryStore, PendingApproval};
 use tool_contract::dispatch::Dispatcher;
 use tool_contract::mcp::McpServer;
 use tool_contract::results::{Decision, RelyingParty};
+use tool_contract_tests::mcp::{discover, handshake};
 use tool_contract_tests::passkey::{ORIGIN, RP_ID, SoftAuthenticator, enrol, signed};
 use tool_contract_tests::tracker::{Remote, SendMessage, alice, builder};
 
@@ -168,36 +168,6 @@ impl ClientHandler for Person {
         }
         Ok(ElicitResult::new(ElicitationAction::Accept))
     }
-}
-
-/// `server` served over an in-memory pipe to `person`, at the 2025-11-25 handshake.
-async fn handshake(server: McpServer, person: Person) -> RunningService<RoleClient, Person> {
-    let (client_side, server_side) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
-        let (read, write) = tokio::io::split(server_side);
-        if let Ok(running) = server.serve_io(read, write).await {
-            let _ = running.waiting().await;
-        }
-    });
-    person.serve(client_side).await.expect("the handshake")
-}
-
-/// `server` served to `person` speaking 2026-07-28 (no handshake).
-async fn discover(server: McpServer, person: Person) -> RunningService<RoleClient, Person> {
-    let (client_side, server_side) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
-        let (read, write) = tokio::io::split(server_side);
-        if let Ok(running) = server.serve_io(read, write).await {
-            let _ = running.waiting().await;
-        }
-    });
-    let lifecycle = ClientLifecycleMode::Discover {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-    };
-    person
-        .serve_with_lifecycle(client_side, lifecycle)
-        .await
-        .expect("discovery")
 }
 
 fn send_message() -> CallToolRequestParams {

@@ -78,20 +78,7 @@ impl ClientHandler for Person {
 
 /// Serves `server` over an in-memory pipe to `person`'s client speaking 2026-07-28.
 async fn connect(server: McpServer, person: Person) -> RunningService<RoleClient, Person> {
-    let (client_side, server_side) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
-        let (read, write) = tokio::io::split(server_side);
-        if let Ok(running) = server.serve_io(read, write).await {
-            let _ = running.waiting().await;
-        }
-    });
-    let lifecycle = ClientLifecycleMode::Discover {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-    };
-    person
-        .serve_with_lifecycle(client_side, lifecycle)
-        .await
-        .expect("discovery")
+    tool_contract_tests::mcp::discover(server, person).await
 }
 
 /// A replica: a server of its own dispatcher over the shared `store`, acting for `principal`.
