@@ -15,4 +15,3 @@ async fn approve_all(dispatcher: &Dispatcher, turn: &DispatchedTurn) -> Result<(
     Ok(())
 }
 
-fn main() {}

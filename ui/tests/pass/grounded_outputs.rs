@@ -49,6 +49,7 @@ struct FindAdvisors {
     schools: Vec<String>,
 }
 
-fn main() {
+#[test]
+fn grounded_contracts_register() {
     let _ = tool_contract::registry![ListSchools, FindAdvisors];
 }

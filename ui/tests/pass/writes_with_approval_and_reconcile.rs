@@ -34,7 +34,8 @@ struct TagOrder {
     order_ref: String,
 }
 
-fn main() {
+#[test]
+fn writes_with_approval_and_reconcile_register() {
     let _registry =
         tool_contract::registry![GetRefundDraft, CreateRefundDraft, SendNote, TagOrder];
 }

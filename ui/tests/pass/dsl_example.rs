@@ -24,7 +24,8 @@ pub enum OrderStatus {
 }
 
 // The spec is built, and an output is read against its call.
-fn main() {
+#[test]
+fn the_readme_contract_validates_its_output() {
     use tool_contract::ToolContract;
     let spec = GetOrder::spec();
     assert_eq!(spec.name(), "get_order");

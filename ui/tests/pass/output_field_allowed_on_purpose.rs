@@ -6,6 +6,7 @@ struct Usage {
     token_count: u32,
 }
 
-fn main() {
+#[test]
+fn a_field_allowed_on_purpose_compiles_though_its_name_is_forbidden() {
     assert!(tool_contract::vocabulary::ForbiddenKeys::DEFAULT.is_forbidden("token_count"));
 }

@@ -70,7 +70,8 @@ enum Availability {
 }
 
 // The spec is built (schemas, revisions) and an output holding dates reads back typed.
-fn main() {
+#[test]
+fn every_field_type_has_its_schema_and_reads_back() {
     use tool_contract::ToolContract;
     let spec = GetProduct::spec();
     let properties = &spec.output_schema()["properties"];
