@@ -14,4 +14,3 @@ async fn approve_all(dispatcher: &Dispatcher, turn: &DispatchedTurn) -> Result<(
     }
     Ok(())
 }
-

@@ -29,9 +29,19 @@ fn the_readme_contract_validates_its_output() {
     use tool_contract::ToolContract;
     let spec = GetOrder::spec();
     assert_eq!(spec.name(), "get_order");
-    assert_eq!(spec.output_schema()["properties"]["status"]["enum"][0], "paid");
-    let call = GetOrder { order_ref: "ORDER-7".into() };
-    let view = call.validate_output(br#"{"order_ref":"ORDER-7","status":"refunded"}"#).unwrap();
+    assert_eq!(
+        spec.output_schema()["properties"]["status"]["enum"][0],
+        "paid"
+    );
+    let call = GetOrder {
+        order_ref: "ORDER-7".into(),
+    };
+    let view = call
+        .validate_output(br#"{"order_ref":"ORDER-7","status":"refunded"}"#)
+        .unwrap();
     assert!(matches!(view.status, OrderStatus::Refunded));
-    assert!(call.validate_output(br#"{"order_ref":"ORDER-8","status":"paid"}"#).is_err());
+    assert!(
+        call.validate_output(br#"{"order_ref":"ORDER-8","status":"paid"}"#)
+            .is_err()
+    );
 }

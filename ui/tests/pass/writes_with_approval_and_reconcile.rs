@@ -36,6 +36,5 @@ struct TagOrder {
 
 #[test]
 fn writes_with_approval_and_reconcile_register() {
-    let _registry =
-        tool_contract::registry![GetRefundDraft, CreateRefundDraft, SendNote, TagOrder];
+    let _registry = tool_contract::registry![GetRefundDraft, CreateRefundDraft, SendNote, TagOrder];
 }

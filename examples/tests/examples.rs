@@ -1,0 +1,10 @@
+//! The examples' tests, one test program: each module drives one example as a newcomer would
+//! (its binaries, its recorded sessions), so the dependency graph is linked once.
+
+mod conformance;
+mod issue_desk;
+mod mcp_auth;
+mod mcp_http;
+mod mcp_stdio;
+mod replay;
+mod rig_agent;
