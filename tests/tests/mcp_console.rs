@@ -200,7 +200,13 @@ async fn a_handshake_client_is_sent_to_the_console_and_the_call_runs_once_the_si
     assert_eq!(sent_to.len(), 1, "{sent_to:?}");
     let (url, message) = &sent_to[0];
     assert!(url.starts_with("https://desk.example/approvals/"), "{url}");
-    assert!(message.contains("send_message"), "{message}");
+    assert!(
+        message.starts_with(
+            "Approve this send_message call in the approvals console, where it shows exactly \
+             what would run."
+        ),
+        "{message}"
+    );
     assert!(
         message.contains("2 more approvals signed with an approver's own passkey"),
         "{message}"

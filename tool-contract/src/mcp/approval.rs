@@ -127,7 +127,7 @@ pub(super) fn console_page(pending: &PendingApproval, console: Option<&str>) -> 
 /// says only whether the person went there: the decision is the signatures'.
 pub(super) fn console_link(pending: &PendingApproval, page: String) -> ElicitRequestParams {
     let message = format!(
-        "Approve this {} call in the approvals console, where it shows exactly what would          run.{}",
+        "Approve this {} call in the approvals console, where it shows exactly what would run.{}",
         pending.preview.tool,
         still_needed(pending, None)
     );
