@@ -13,6 +13,7 @@ mod binding;
 mod canonical;
 mod canonical_output;
 mod catalog;
+mod console;
 mod crash;
 mod declarations;
 mod deep_values;

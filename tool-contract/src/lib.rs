@@ -152,6 +152,8 @@
 extern crate self as tool_contract;
 
 pub mod binder;
+#[cfg(feature = "console")]
+pub mod console;
 pub mod contract;
 pub mod control;
 pub mod dispatch;

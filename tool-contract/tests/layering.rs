@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers, bottom to top.
-const LAYERS: [&str; 10] = [
+const LAYERS: [&str; 11] = [
     "json",
     "vocabulary",
     "contract",
@@ -30,6 +30,7 @@ const LAYERS: [&str; 10] = [
     "dispatch",
     "mcp",
     "rig",
+    "console",
 ];
 
 /// Above every layer: the crate root and the modules that only re-export.

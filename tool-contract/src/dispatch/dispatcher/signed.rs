@@ -186,7 +186,7 @@ impl Dispatcher {
     #[cfg_attr(not(feature = "passkeys"), allow(dead_code))]
     /// Whether `approver` may decide `pending` at all: its tenant and tool are theirs, and
     /// (separation of duties) the call is not their own.
-    fn may_decide(
+    pub(crate) fn may_decide(
         &self,
         approver: &Approver,
         pending: &PendingApproval,
@@ -404,11 +404,27 @@ mod ceremonies {
             &self,
             statement: &ApprovalStatement,
         ) -> Result<SigningRequest, ApprovalError> {
+            let options = self
+                .passkey_request(&statement.approver_id, &statement.challenge())
+                .await?;
+            Ok(SigningRequest {
+                statement: statement.clone(),
+                options,
+            })
+        }
+
+        /// The `CredentialRequestOptions` asking `approver_id`'s passkeys (not revoked) to sign
+        /// `challenge`, with user verification required.
+        pub(crate) async fn passkey_request(
+            &self,
+            approver_id: &str,
+            challenge: &[u8; 32],
+        ) -> Result<Value, ApprovalError> {
             let Some(party) = self.relying_party() else {
                 return Err(refused(SignedDecisionRefusal::NoRelyingParty));
             };
             let approver = self
-                .approver(&statement.approver_id)
+                .approver(approver_id)
                 .await
                 .map_err(ApprovalError::Store)?
                 .ok_or(refused(SignedDecisionRefusal::UnknownApprover))?;
@@ -421,72 +437,58 @@ mod ceremonies {
             if allow.is_empty() {
                 return Err(refused(SignedDecisionRefusal::UnknownCredential));
             }
-            let options = json!({
+            Ok(json!({
                 "publicKey": {
-                    "challenge": URL_SAFE_NO_PAD.encode(statement.challenge()),
+                    "challenge": URL_SAFE_NO_PAD.encode(challenge),
                     "timeout": 300_000,
                     "rpId": party.id,
                     "allowCredentials": allow,
                     "userVerification": "required",
                 }
-            });
-            Ok(SigningRequest {
-                statement: statement.clone(),
-                options,
-            })
+            }))
         }
 
-        /// Records a decision its approver signed with a passkey: `credential_json` is the
-        /// `PublicKeyCredential` of `navigator.credentials.get()` (JSON form) over
-        /// `statement`'s challenge; `edited_arguments` the edits the statement names, if any.
-        ///
-        /// The statement is made again from the pending approval as the store holds it, and
-        /// must be this one member for member (an assertion for another approval, edit or
-        /// decision is refused); the approver must be enrolled for the principal's tenant and
-        /// the tool, and (when the directory knows them as a principal) not be the one who
-        /// asked; the credential must be theirs and not revoked; `webauthn-rs-core` checks
-        /// the assertion (challenge, origin, RP ID, user verification, signature); and the
-        /// signature counter must rise, atomically across replicas (a regression is refused
-        /// and recorded on the credential). Then the decision is recorded as an approval
-        /// signed by its passkey (counted once per approver id), or a rejection.
-        ///
-        /// # Errors
-        ///
-        /// [`ApprovalError::Refused`] naming the check that refused it; otherwise as
-        /// [`approve`](Self::approve) and [`reject`](Self::reject).
-        pub async fn decide_signed(
+        /// Checks that `approver_id` signed `challenge` with one of their passkeys: as a
+        /// signed decision is checked (credential theirs and not revoked, the assertion
+        /// verified by `webauthn-rs-core`, the counter rising across replicas), for a page's
+        /// sign-in. The id of the credential that signed.
+        #[cfg_attr(not(feature = "console"), allow(dead_code))]
+        pub(crate) async fn sign_in(
             &self,
-            statement: &ApprovalStatement,
-            edited_arguments: Option<&Value>,
+            approver_id: &str,
+            challenge: &[u8; 32],
             credential_json: &[u8],
-        ) -> Result<SignedDecision, ApprovalError> {
-            let Some(core) = self.relying_party_core() else {
-                return Err(refused(SignedDecisionRefusal::NoRelyingParty));
-            };
-            let pending = self.pending(&statement.approval_id).await?;
-            let edit = self.statement_edit(&pending, statement.decision, edited_arguments)?;
-            let expected = statement_of(
-                &pending,
-                edit.as_ref(),
-                statement.decision,
-                &statement.approver_id,
-                &statement.expires_at,
-            );
-            if let Some(member) = differing_member(statement, &expected) {
-                return Err(refused(SignedDecisionRefusal::OtherStatement(member)));
-            }
-            let now = self.now();
-            let expires_at = OffsetDateTime::parse(&expected.expires_at, &Rfc3339)
-                .map_err(|_| refused(SignedDecisionRefusal::OtherStatement("expires_at")))?;
-            if expires_at <= now {
-                return Err(ApprovalError::Expired);
-            }
+        ) -> Result<String, ApprovalError> {
             let approver = self
-                .approver(&expected.approver_id)
+                .approver(approver_id)
                 .await
                 .map_err(ApprovalError::Store)?
                 .ok_or(refused(SignedDecisionRefusal::UnknownApprover))?;
-            self.may_decide(&approver, &pending).map_err(refused)?;
+            let assertion = self
+                .verified_passkey(&approver, challenge, credential_json)
+                .await?;
+            info!(
+                stage = "console",
+                approver_id = %approver.approver_id,
+                credential_id = %assertion.credential_id,
+                "signed in with a passkey"
+            );
+            Ok(assertion.credential_id)
+        }
+
+        /// The assertion in `credential_json`, once it is shown to be `approver`'s over
+        /// `challenge`: one of their credentials, not revoked, verified by
+        /// `webauthn-rs-core`, and its signature counter risen (atomically across replicas).
+        async fn verified_passkey(
+            &self,
+            approver: &Approver,
+            challenge: &[u8; 32],
+            credential_json: &[u8],
+        ) -> Result<PasskeyAssertion, ApprovalError> {
+            let Some(core) = self.relying_party_core() else {
+                return Err(refused(SignedDecisionRefusal::NoRelyingParty));
+            };
+            let now = self.now();
             let assertion = PasskeyAssertion::from_credential_json(credential_json)
                 .map_err(|why| refused(SignedDecisionRefusal::Assertion(why)))?;
             let enrolled = approver
@@ -505,7 +507,7 @@ mod ceremonies {
                 enrolled.backup_eligible,
             )
             .map_err(|why| refused(SignedDecisionRefusal::Assertion(why)))?;
-            let facts = verify_assertion(core, &credential, &expected.challenge(), &assertion)
+            let facts = verify_assertion(core, &credential, challenge, &assertion)
                 .map_err(|why| refused(SignedDecisionRefusal::Assertion(why)))?;
             let count = SignCount {
                 approver_id: approver.approver_id.clone(),
@@ -535,6 +537,63 @@ mod ceremonies {
                     }));
                 }
             }
+            Ok(assertion)
+        }
+
+        /// Records a decision its approver signed with a passkey: `credential_json` is the
+        /// `PublicKeyCredential` of `navigator.credentials.get()` (JSON form) over
+        /// `statement`'s challenge; `edited_arguments` the edits the statement names, if any.
+        ///
+        /// The statement is made again from the pending approval as the store holds it, and
+        /// must be this one member for member (an assertion for another approval, edit or
+        /// decision is refused); the approver must be enrolled for the principal's tenant and
+        /// the tool, and (when the directory knows them as a principal) not be the one who
+        /// asked; the credential must be theirs and not revoked; `webauthn-rs-core` checks
+        /// the assertion (challenge, origin, RP ID, user verification, signature); and the
+        /// signature counter must rise, atomically across replicas (a regression is refused
+        /// and recorded on the credential). Then the decision is recorded as an approval
+        /// signed by its passkey (counted once per approver id), or a rejection.
+        ///
+        /// # Errors
+        ///
+        /// [`ApprovalError::Refused`] naming the check that refused it; otherwise as
+        /// [`approve`](Self::approve) and [`reject`](Self::reject).
+        pub async fn decide_signed(
+            &self,
+            statement: &ApprovalStatement,
+            edited_arguments: Option<&Value>,
+            credential_json: &[u8],
+        ) -> Result<SignedDecision, ApprovalError> {
+            if self.relying_party_core().is_none() {
+                return Err(refused(SignedDecisionRefusal::NoRelyingParty));
+            }
+            let pending = self.pending(&statement.approval_id).await?;
+            let edit = self.statement_edit(&pending, statement.decision, edited_arguments)?;
+            let expected = statement_of(
+                &pending,
+                edit.as_ref(),
+                statement.decision,
+                &statement.approver_id,
+                &statement.expires_at,
+            );
+            if let Some(member) = differing_member(statement, &expected) {
+                return Err(refused(SignedDecisionRefusal::OtherStatement(member)));
+            }
+            let now = self.now();
+            let expires_at = OffsetDateTime::parse(&expected.expires_at, &Rfc3339)
+                .map_err(|_| refused(SignedDecisionRefusal::OtherStatement("expires_at")))?;
+            if expires_at <= now {
+                return Err(ApprovalError::Expired);
+            }
+            let approver = self
+                .approver(&expected.approver_id)
+                .await
+                .map_err(ApprovalError::Store)?
+                .ok_or(refused(SignedDecisionRefusal::UnknownApprover))?;
+            self.may_decide(&approver, &pending).map_err(refused)?;
+            let assertion = self
+                .verified_passkey(&approver, &expected.challenge(), credential_json)
+                .await?;
             info!(
                 stage = "approval",
                 approver_id = %approver.approver_id,

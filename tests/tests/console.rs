@@ -1,0 +1,445 @@
+//! Issue 32, the approvals console over HTTP: invited supervisors enrol and sign in with
+//! passkeys, see what waits for them, and approve or reject with a signature; the page
+//! itself refuses what it must (no CSRF token, another tenant, state change on GET), and says
+//! so in its headers. Each person's browser is a cookie, the page's CSRF token and the JSON
+//! its script posts; their authenticators are software ones.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tool_contract::SecretKey;
+use tool_contract::console::{Console, ConsoleOptions};
+use tool_contract::control::{Approver, ControlStore, MemoryStore};
+use tool_contract::dispatch::Dispatcher;
+use tool_contract::results::RelyingParty;
+use tool_contract::{ErrorCode, Status};
+use tool_contract_tests::console::{Visit, invitation, serve};
+use tool_contract_tests::passkey::{ORIGIN, RP_ID, SoftAuthenticator};
+use tool_contract_tests::tracker::{
+    Remote, SendMessage, builder, code, context, message, pending_approval, run,
+};
+
+/// A desk whose messages need two approvers, each signing with a passkey; its console on
+/// loopback; three people in its directory, none enrolled yet: two supervisors of `acme`
+/// and one of another tenant.
+struct Desk {
+    remote: Arc<Remote>,
+    dispatcher: Arc<Dispatcher>,
+    console: Console,
+    base: String,
+}
+
+async fn desk() -> Desk {
+    let remote = Remote::new();
+    let store: Arc<dyn ControlStore> = Arc::new(MemoryStore::new());
+    let relying_party =
+        RelyingParty::new(RP_ID, "Acme desk", [ORIGIN]).expect("the tests' relying party");
+    let dispatcher = Arc::new(
+        builder(&remote)
+            .store(store)
+            .relying_party(relying_party)
+            .approvers_when(2, |_: &SendMessage| true)
+            .signed_approvals_when(|_: &SendMessage| true)
+            .build()
+            .expect("the desk builds"),
+    );
+    for (id, name, tenant) in [
+        ("sup-ana", "Ana Lima", "acme"),
+        ("sup-ben", "Ben Okafor", "acme"),
+        ("sup-cy", "Cy Other", "globex"),
+    ] {
+        dispatcher
+            .put_approver(Approver::new(id, name, [tenant], ["*"]))
+            .await
+            .expect("added");
+    }
+    let console = Console::new(
+        Arc::clone(&dispatcher),
+        SecretKey::new([0x33; 32]).unwrap(),
+        ConsoleOptions::new(ORIGIN, "/console"),
+    )
+    .expect("the console sets up");
+    let base = serve(&console).await;
+    Desk {
+        remote,
+        dispatcher,
+        console,
+        base,
+    }
+}
+
+impl Desk {
+    /// `approver_id`'s browser, enrolled through an invitation and signed in.
+    async fn enrolled(&self, approver_id: &str) -> (Visit, SoftAuthenticator) {
+        let mut visit = Visit::new(&self.base);
+        let mut authenticator = SoftAuthenticator::new();
+        let invited = invitation(&self.console, approver_id).await;
+        let enrolled = visit.enrol(&invited, &mut authenticator).await;
+        assert_eq!(enrolled.status, 200, "{}", enrolled.text);
+        assert_eq!(enrolled.json()["next"], "/console/approvals");
+        // As the page's script does: on to the list, whose page carries the new CSRF token.
+        assert_eq!(visit.get("/approvals").await.status, 200);
+        (visit, authenticator)
+    }
+}
+
+#[tokio::test]
+async fn two_supervisors_approve_with_their_passkeys_and_the_write_runs_once() {
+    let desk = desk().await;
+    let (mut ana, mut ana_key) = desk.enrolled("sup-ana").await;
+    let (mut ben, mut ben_key) = desk.enrolled("sup-ben").await;
+    let call = message("m-1", "bob");
+    let pending = pending_approval(&desk.dispatcher, &call).await;
+
+    let list = ana.get("/approvals").await;
+    assert_eq!(list.status, 200, "{}", list.text);
+    assert!(list.text.contains(&pending.approval_id), "{}", list.text);
+    assert!(list.text.contains("0 of 2"), "{}", list.text);
+    let page = ana
+        .get(&format!("/approvals/{}", pending.approval_id))
+        .await;
+    assert!(page.text.contains("send_message"), "{}", page.text);
+    assert!(page.text.contains("2 still needed"), "{}", page.text);
+
+    let decided = ana
+        .decide(&pending.approval_id, "approve", &mut ana_key)
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.text);
+    assert_eq!(decided.json()["outcome"], "approved");
+    let page = ben
+        .get(&format!("/approvals/{}", pending.approval_id))
+        .await;
+    assert!(
+        page.text.contains("sup-ana"),
+        "who approved so far: {}",
+        page.text
+    );
+    assert!(
+        page.text.contains("signed with their passkey"),
+        "{}",
+        page.text
+    );
+    assert_eq!(
+        run(&desk.dispatcher, &call).await.result.model.status(),
+        Status::Failed
+    );
+    assert_eq!(
+        desk.remote.all_requests(),
+        0,
+        "one signature of two runs nothing"
+    );
+
+    let decided = ben
+        .decide(&pending.approval_id, "approve", &mut ben_key)
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.text);
+    assert_eq!(
+        run(&desk.dispatcher, &call).await.result.model.status(),
+        Status::Succeeded
+    );
+    assert_eq!(
+        run(&desk.dispatcher, &call).await.result.model.status(),
+        Status::Succeeded
+    );
+    assert_eq!(desk.remote.all_requests(), 1, "the write ran once");
+    assert!(
+        ana.get("/approvals")
+            .await
+            .text
+            .contains("Nothing waits for you")
+    );
+}
+
+#[tokio::test]
+async fn a_supervisor_of_another_tenant_sees_nothing_and_cannot_ask_to_sign() {
+    let desk = desk().await;
+    let (mut cy, mut cy_key) = desk.enrolled("sup-cy").await;
+    let pending = pending_approval(&desk.dispatcher, &message("m-1", "bob")).await;
+
+    let list = cy.get("/approvals").await;
+    assert!(!list.text.contains(&pending.approval_id), "{}", list.text);
+    assert!(list.text.contains("Nothing waits for you"), "{}", list.text);
+    let page = cy.get(&format!("/approvals/{}", pending.approval_id)).await;
+    assert_eq!(page.status, 404);
+    assert!(!page.text.contains("send_message"), "{}", page.text);
+    let decided = cy
+        .decide(&pending.approval_id, "approve", &mut cy_key)
+        .await;
+    assert_eq!(decided.status, 404, "{}", decided.text);
+    let still = desk.dispatcher.pending_approval(&pending.approval_id).await;
+    assert!(still.unwrap().unwrap().approvals.is_empty());
+}
+
+#[tokio::test]
+async fn a_post_without_its_csrf_token_is_refused_and_changes_nothing() {
+    let desk = desk().await;
+    let (mut ana, _) = desk.enrolled("sup-ana").await;
+    let (mut ben, _) = desk.enrolled("sup-ben").await;
+    let pending = pending_approval(&desk.dispatcher, &message("m-1", "bob")).await;
+    let statement = format!("/approvals/{}/statement", pending.approval_id);
+    ana.get("/approvals").await;
+    ben.get("/approvals").await;
+
+    let without = ana
+        .post_with(&statement, &json!({"decision": "approve"}), None)
+        .await;
+    assert_eq!(without.status, 403, "{}", without.text);
+    assert_eq!(without.json()["error"], "csrf");
+    let bens_token = ben.csrf.clone();
+    let anothers = ana
+        .post_with(
+            &statement,
+            &json!({"decision": "approve"}),
+            Some(&bens_token),
+        )
+        .await;
+    assert_eq!(
+        anothers.status, 403,
+        "another visit's token: {}",
+        anothers.text
+    );
+    let sign_out = ana.post_with("/sign-out", &json!({}), None).await;
+    assert!(sign_out.status.is_client_error(), "{}", sign_out.status);
+    assert_eq!(ana.get("/approvals").await.status, 200, "still signed in");
+    let with = ana.post(&statement, &json!({"decision": "approve"})).await;
+    assert_eq!(with.status, 200, "{}", with.text);
+}
+
+#[tokio::test]
+async fn nothing_changes_state_on_get() {
+    let desk = desk().await;
+    let (mut ana, _) = desk.enrolled("sup-ana").await;
+    let pending = pending_approval(&desk.dispatcher, &message("m-1", "bob")).await;
+    for path in [
+        format!("/approvals/{}/decision", pending.approval_id),
+        format!("/approvals/{}/statement", pending.approval_id),
+        "/sign-out".to_owned(),
+        "/sign-in/options".to_owned(),
+    ] {
+        assert_eq!(ana.get(&path).await.status, 405, "{path}");
+    }
+    assert_eq!(ana.get("/approvals").await.status, 200, "still signed in");
+}
+
+#[tokio::test]
+async fn every_page_carries_a_policy_without_inline_script_and_a_strict_cookie() {
+    let desk = desk().await;
+    let mut visit = Visit::new(&desk.base);
+    for path in ["/sign-in", "/approvals", "/console.js", "/no-such-page"] {
+        let answer = visit.get(path).await;
+        let policy = answer.header("content-security-policy");
+        assert!(policy.contains("script-src 'self'"), "{path}: {policy}");
+        assert!(
+            policy.contains("frame-ancestors 'none'"),
+            "{path}: {policy}"
+        );
+        assert!(!policy.contains("unsafe-inline"), "{path}: {policy}");
+        assert_eq!(answer.header("x-content-type-options"), "nosniff");
+    }
+    let first = Visit::new(&desk.base).get("/sign-in").await;
+    let cookie = first.header("set-cookie");
+    for attribute in ["HttpOnly", "SameSite=Strict", "Secure", "Path=/console"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    assert!(!first.text.contains("<script>"), "no inline script");
+}
+
+#[tokio::test]
+async fn a_loopback_console_sets_its_cookie_without_secure() {
+    let remote = Remote::new();
+    let origin = "http://localhost:8080";
+    let party = RelyingParty::new("localhost", "Local desk", [origin]).unwrap();
+    let dispatcher = builder(&remote).relying_party(party).build().unwrap();
+    let console = Console::new(
+        Arc::new(dispatcher),
+        SecretKey::new([0x33; 32]).unwrap(),
+        ConsoleOptions::new(origin, ""),
+    )
+    .unwrap();
+    let base = serve(&console).await;
+    let answer = Visit::new(&base).get("/sign-in").await;
+    let cookie = answer.header("set-cookie");
+    assert!(
+        cookie.contains("HttpOnly") && !cookie.contains("Secure"),
+        "{cookie}"
+    );
+}
+
+#[tokio::test]
+async fn a_console_is_refused_for_an_origin_its_relying_party_does_not_serve() {
+    let remote = Remote::new();
+    let party = RelyingParty::new(RP_ID, "Acme desk", [ORIGIN]).unwrap();
+    let dispatcher = Arc::new(builder(&remote).relying_party(party).build().unwrap());
+    let key = || SecretKey::new([0x33; 32]).unwrap();
+    let elsewhere = ConsoleOptions::new("https://evil.example", "");
+    assert!(Console::new(Arc::clone(&dispatcher), key(), elsewhere).is_err());
+    let without_party = Arc::new(builder(&remote).build().unwrap());
+    let options = ConsoleOptions::new(ORIGIN, "");
+    assert!(Console::new(without_party, key(), options).is_err());
+}
+
+#[tokio::test]
+async fn an_invitation_holds_until_its_approver_has_a_passkey_and_a_forged_one_never() {
+    let desk = desk().await;
+    let invited = invitation(&desk.console, "sup-ana").await;
+    let mut forged = invited.clone();
+    forged.pop();
+    forged.push(if invited.ends_with('A') { 'B' } else { 'A' });
+    assert_eq!(Visit::new(&desk.base).get(&forged).await.status, 404);
+
+    let mut visit = Visit::new(&desk.base);
+    let enrolled = visit.enrol(&invited, &mut SoftAuthenticator::new()).await;
+    assert_eq!(enrolled.status, 200, "{}", enrolled.text);
+    let again = Visit::new(&desk.base).get(&invited).await;
+    assert_eq!(again.status, 404, "used once: {}", again.text);
+    assert!(
+        desk.console
+            .invitation("sup-ana", std::time::Duration::from_secs(60))
+            .await
+            .is_err()
+    );
+    assert!(
+        desk.console
+            .invitation("nobody", std::time::Duration::from_secs(60))
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn a_supervisor_signs_out_and_in_again_with_the_passkey_enrolled() {
+    let desk = desk().await;
+    let (ana, mut key) = desk.enrolled("sup-ana").await;
+    let csrf = ana.csrf.clone();
+    let signed_out = tool_contract_tests::http::send(
+        http::Method::POST,
+        &format!("{}/sign-out", desk.base),
+        &[
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("cookie", ana.cookie.clone().unwrap().as_str()),
+        ],
+        format!("csrf={csrf}").into_bytes(),
+    )
+    .await;
+    assert_eq!(signed_out.status, 303, "{}", signed_out.text);
+    let mut after = Visit::new(&desk.base);
+    after.cookie = signed_out
+        .header("set-cookie")
+        .split(';')
+        .next()
+        .map(str::to_owned);
+    let home = after.get("/approvals").await;
+    assert_eq!(home.status, 303, "signed out, sent to sign in");
+    assert_eq!(home.header("location"), "/console/sign-in");
+
+    let signed_in = after.sign_in("sup-ana", &mut key).await;
+    assert_eq!(signed_in.status, 200, "{}", signed_in.text);
+    assert_eq!(after.get("/approvals").await.status, 200);
+    let wrong = Visit::new(&desk.base)
+        .sign_in("sup-ben", &mut SoftAuthenticator::new())
+        .await;
+    assert_eq!(wrong.status, 400, "no passkey enrolled: {}", wrong.text);
+}
+
+#[tokio::test]
+async fn another_persons_passkey_does_not_sign_anyone_in() {
+    let desk = desk().await;
+    let (_, _) = desk.enrolled("sup-ana").await;
+    let (_, mut bens_key) = desk.enrolled("sup-ben").await;
+    let mut visit = Visit::new(&desk.base);
+    visit.get("/sign-in").await;
+    let begun = visit
+        .post("/sign-in/options", &json!({"approver_id": "sup-ana"}))
+        .await
+        .json();
+    // Ben's authenticator signs Ana's challenge with his own passkey.
+    let ben = desk.dispatcher.approver("sup-ben").await.unwrap().unwrap();
+    let mut options = begun["options"].clone();
+    options["publicKey"]["allowCredentials"] =
+        json!([{"type": "public-key", "id": ben.credentials[0].credential_id}]);
+    let credential = bens_key.sign(&options).await;
+    let credential: serde_json::Value = serde_json::from_slice(&credential).unwrap();
+    let refused = visit
+        .post(
+            "/sign-in",
+            &json!({"ceremony": begun["ceremony"], "credential": credential}),
+        )
+        .await;
+    assert_eq!(refused.status, 401, "{}", refused.text);
+    assert_eq!(visit.get("/approvals").await.status, 303, "not signed in");
+}
+
+#[tokio::test]
+async fn sign_in_attempts_past_the_limit_are_refused() {
+    let desk = desk().await;
+    let mut visit = Visit::new(&desk.base);
+    visit.get("/sign-in").await;
+    let mut statuses = Vec::new();
+    for _ in 0..11 {
+        let answer = visit
+            .post("/sign-in/options", &json!({"approver_id": "sup-ana"}))
+            .await;
+        statuses.push(answer.status.as_u16());
+    }
+    assert!(
+        statuses[..10].iter().all(|&status| status == 400),
+        "{statuses:?}"
+    );
+    assert_eq!(statuses[10], 429, "{statuses:?}");
+}
+
+#[tokio::test]
+async fn the_preview_shows_hidden_characters_escaped() {
+    let desk = desk().await;
+    let (mut ana, _) = desk.enrolled("sup-ana").await;
+    let call = context(
+        "m-1",
+        "send_message",
+        json!({"to": "bob", "text": "invoice\u{202e}fdp.exe"}),
+        "m-1",
+        "m-1",
+    );
+    let pending = pending_approval(&desk.dispatcher, &call).await;
+    let page = ana
+        .get(&format!("/approvals/{}", pending.approval_id))
+        .await;
+    assert!(page.text.contains(r"invoice\u202efdp.exe"), "{}", page.text);
+    assert!(
+        !page.text.contains('\u{202e}'),
+        "the character itself never reaches the page"
+    );
+}
+
+#[tokio::test]
+async fn a_rejection_with_its_reason_refuses_the_write() {
+    let desk = desk().await;
+    let (mut ana, mut key) = desk.enrolled("sup-ana").await;
+    let call = message("m-1", "bob");
+    let pending = pending_approval(&desk.dispatcher, &call).await;
+    let rejected = ana
+        .decide(&pending.approval_id, "reject_wrong_details", &mut key)
+        .await;
+    assert_eq!(rejected.status, 200, "{}", rejected.text);
+    assert_eq!(rejected.json()["outcome"], "rejected");
+    let after = run(&desk.dispatcher, &call).await;
+    assert_eq!(code(&after), Some(ErrorCode::RejectedWrongDetails));
+    assert_eq!(desk.remote.all_requests(), 0);
+}
+
+#[tokio::test]
+async fn a_session_ends_when_its_passkey_is_revoked() {
+    let desk = desk().await;
+    let (mut ana, _) = desk.enrolled("sup-ana").await;
+    assert_eq!(ana.get("/approvals").await.status, 200);
+    let approver = desk.dispatcher.approver("sup-ana").await.unwrap().unwrap();
+    let credential_id = approver.credentials[0].credential_id.clone();
+    desk.dispatcher
+        .revoke_credential("sup-ana", &credential_id)
+        .await
+        .expect("revoked");
+    assert_eq!(
+        ana.get("/approvals").await.status,
+        303,
+        "sent to sign in again"
+    );
+}

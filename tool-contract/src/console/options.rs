@@ -1,0 +1,48 @@
+//! How a console is set up: where it is served, how long its sign-ins and statements last,
+//! how many sign-in attempts it allows.
+
+use std::time::Duration;
+
+/// How a [`Console`](super::Console) is set up.
+#[derive(Debug, Clone)]
+pub struct ConsoleOptions {
+    /// The path the router is mounted at (`"/console"`), or `""` at the root: the pages' links
+    /// and the cookie's `Path` start with it.
+    pub base_path: String,
+    /// The origin the pages are served from (`https://desk.example.com`), one of the relying
+    /// party's origins. Cookies are `Secure` unless it is `http://` on a loopback host.
+    pub origin: String,
+    /// How long a sign-in lasts.
+    pub session_lifetime: Duration,
+    /// How long an approver has to sign a decision's statement once the page asks.
+    pub statement_lifetime: Duration,
+    /// Sign-in attempts allowed per approver id in [`sign_in_window`](Self::sign_in_window).
+    pub sign_in_attempts: u32,
+    /// The window of [`sign_in_attempts`](Self::sign_in_attempts).
+    pub sign_in_window: Duration,
+}
+
+impl ConsoleOptions {
+    /// Options for pages served from `origin`, mounted at `base_path`: sign-ins of 8 hours,
+    /// statements to sign within 5 minutes, 10 sign-in attempts per id per 15 minutes.
+    #[must_use]
+    pub fn new(origin: impl Into<String>, base_path: impl Into<String>) -> Self {
+        ConsoleOptions {
+            base_path: base_path.into().trim_end_matches('/').to_owned(),
+            origin: origin.into().trim_end_matches('/').to_owned(),
+            session_lifetime: Duration::from_secs(8 * 3600),
+            statement_lifetime: Duration::from_secs(300),
+            sign_in_attempts: 10,
+            sign_in_window: Duration::from_secs(15 * 60),
+        }
+    }
+
+    /// Whether cookies may go without `Secure`: plain HTTP on a loopback host only.
+    pub(super) fn loopback(&self) -> bool {
+        let Some(rest) = self.origin.strip_prefix("http://") else {
+            return false;
+        };
+        let host = rest.rsplit_once(':').map_or(rest, |(host, _port)| host);
+        matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+    }
+}
