@@ -448,24 +448,33 @@ struct CeremonyAnswered {
     credential: Value,
 }
 
+/// A ceremony's answer (its CSRF token checked) and the ceremony it finishes, taken once if
+/// this visit began it.
+fn finished(
+    inner: &Inner,
+    headers: &HeaderMap,
+    bytes: &[u8],
+) -> Result<(CeremonyAnswered, Option<Ceremony>), Response> {
+    let session = inner.posted(headers, None)?;
+    let answered: CeremonyAnswered = body(bytes)?;
+    let ceremony = inner.ceremonies.finish(&answered.ceremony, &session.visit);
+    Ok((answered, ceremony))
+}
+
 /// `POST /sign-in`: the assertion over the challenge; a new signed-in session.
 pub(super) async fn finish_sign_in(
     State(inner): Shared,
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Response {
-    let session = match inner.posted(&headers, None) {
-        Ok(session) => session,
-        Err(response) => return response,
-    };
-    let answered: CeremonyAnswered = match body(&bytes) {
-        Ok(answered) => answered,
+    let (answered, ceremony) = match finished(&inner, &headers, &bytes) {
+        Ok(finished) => finished,
         Err(response) => return response,
     };
     let Some(Ceremony::SignIn {
         approver_id,
         challenge,
-    }) = inner.ceremonies.finish(&answered.ceremony, &session.visit)
+    }) = ceremony
     else {
         return refusal(
             StatusCode::BAD_REQUEST,
@@ -604,18 +613,14 @@ pub(super) async fn finish_enrollment(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Response {
-    let session = match inner.posted(&headers, None) {
-        Ok(session) => session,
-        Err(response) => return response,
-    };
-    let answered: CeremonyAnswered = match body(&bytes) {
-        Ok(answered) => answered,
+    let (answered, ceremony) = match finished(&inner, &headers, &bytes) {
+        Ok(finished) => finished,
         Err(response) => return response,
     };
     let Some(Ceremony::Enrol {
         invitation,
         enrollment,
-    }) = inner.ceremonies.finish(&answered.ceremony, &session.visit)
+    }) = ceremony
     else {
         return refusal(
             StatusCode::BAD_REQUEST,
