@@ -23,9 +23,21 @@
 //! has a Content Security Policy without inline script and `frame-ancestors 'none'`;
 //! sign-in attempts are limited per approver id.
 //!
-//! Not yet here (issue 32): approving with edits from a form, receipts, the audit chain's
-//! state and the per-tool overview.
+//! - **Approve with changes**: a form built from the tool's input schema, read back into
+//!   arguments that the contract checks before anything is signed; the statement then
+//!   names the edits by digest, and the approvers who come after see the diff and approve
+//!   the same edits.
+//! - **Receipts** ([`Console::with_audit_log`]): those the approver took part in (every one
+//!   for an auditor, an approver enrolled for every tenant `"*"`), each verified as an
+//!   auditor would offline and downloadable as the exact text that verifies.
+//! - **The audit chain** (auditors): how many records, whether the keyed chain holds through
+//!   them, and up to which signed tree head the published keys hold it.
+//! - **The overview** (auditors): per tool over the last day, calls, approvals pending,
+//!   granted, rejected and unknown outcomes reconciled, drawn as a small SVG chart.
 
+mod audit;
+mod audit_pages;
+mod form;
 mod limit;
 mod options;
 mod pages;
@@ -34,15 +46,16 @@ mod token;
 
 pub use options::ConsoleOptions;
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::Router;
 use axum::routing::{get, post};
 
-use crate::control::EnrollError;
+use crate::control::{AuditHistory, EnrollError};
 use crate::dispatch::Dispatcher;
-use crate::results::SecretKey;
+use crate::results::{KeySet, SecretKey};
+use audit::AuditView;
 use limit::AttemptLimit;
 use state::{Ceremonies, Inner};
 use token::{Invitation, Signer};
@@ -101,6 +114,7 @@ impl Console {
                 ceremonies: Ceremonies::default(),
                 sign_ins,
                 options,
+                audit: RwLock::new(None),
             }),
         })
     }
@@ -124,11 +138,39 @@ impl Console {
             .route("/approvals/{approval_id}", get(pages::approval))
             .route("/approvals/{approval_id}/statement", post(pages::statement))
             .route("/approvals/{approval_id}/decision", post(pages::decide))
+            .route("/receipts", get(audit_pages::receipts))
+            .route("/receipts/{approval_id}", get(audit_pages::receipt))
+            .route("/audit", get(audit_pages::chain))
+            .route("/overview", get(audit_pages::overview))
             .route("/console.js", get(pages::script))
             .route("/console.css", get(pages::style))
             .fallback(pages::not_found)
             .layer(axum::middleware::map_response(pages::secured))
             .with_state(Arc::clone(&self.inner))
+    }
+
+    /// The same console, with the pages over `log` (the audit log the dispatcher writes):
+    /// receipts, the chain's state and the overview. `audit_key` is the key its chain is
+    /// keyed with; `published_keys` the public keys of whoever signs the receipts and the
+    /// log's tree heads, as auditors hold them. Every page reads the log anew.
+    #[must_use]
+    pub fn with_audit_log(
+        self,
+        log: Arc<dyn AuditHistory>,
+        audit_key: SecretKey,
+        published_keys: KeySet,
+    ) -> Console {
+        let view = AuditView {
+            history: log,
+            key: audit_key,
+            keys: published_keys,
+        };
+        *self
+            .inner
+            .audit
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(view));
+        self
     }
 
     /// An invitation for `approver_id` (in the directory, with no passkey yet) to enrol their

@@ -17,8 +17,10 @@ use minijinja::Environment;
 use minijinja::value::Serde;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
+use super::audit_pages::is_auditor;
+use super::form;
 use super::state::{Ceremony, Inner};
 use super::token::{self, Session};
 use crate::control::{ApprovalBasis, ApprovalError, Approver, PendingApproval};
@@ -48,6 +50,9 @@ pub(super) fn templates() -> Environment<'static> {
         ("pending.html", include_str!("assets/pending.html")),
         ("approval.html", include_str!("assets/approval.html")),
         ("message.html", include_str!("assets/message.html")),
+        ("receipts.html", include_str!("assets/receipts.html")),
+        ("audit.html", include_str!("assets/audit.html")),
+        ("overview.html", include_str!("assets/overview.html")),
     ] {
         if let Err(error) = environment.add_template(name, source) {
             // The templates are this crate's own, checked by its tests.
@@ -80,13 +85,13 @@ pub(super) async fn secured(mut response: Response) -> Response {
 
 /// The visit a request belongs to: its signed session, or a new anonymous one (`fresh`, to be
 /// set as the cookie).
-struct Visit {
+pub(super) struct Visit {
     session: Session,
     fresh: bool,
 }
 
 impl Inner {
-    fn visit(&self, headers: &HeaderMap) -> Result<Visit, Response> {
+    pub(super) fn visit(&self, headers: &HeaderMap) -> Result<Visit, Response> {
         let now = self.unix_now();
         if let Some(session) =
             cookie(headers).and_then(|value| self.signer.open_session(value, now))
@@ -129,7 +134,7 @@ impl Inner {
 
     /// The approver a session is signed in as, while their credential is still theirs and not
     /// revoked.
-    async fn signed_in(&self, session: &Session) -> Option<Approver> {
+    pub(super) async fn signed_in(&self, session: &Session) -> Option<Approver> {
         let (approver_id, credential_id) = (
             session.approver_id.as_deref()?,
             session.credential_id.as_deref()?,
@@ -178,7 +183,37 @@ impl Inner {
             .then_some(pending)
     }
 
-    fn render(&self, template: &str, context: Value, visit: &Visit) -> Response {
+    /// A page's visit and the approver signed in, or the way to sign in.
+    pub(super) async fn page_visit(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<(Visit, Approver), Response> {
+        let visit = self.visit(headers)?;
+        match self.signed_in(&visit.session).await {
+            Some(approver) => Ok((visit, approver)),
+            None => Err(self.to_sign_in(&visit)),
+        }
+    }
+
+    /// [`render`](Self::render) for a signed-in approver: their name, and the pages they
+    /// may reach.
+    pub(super) fn render_for(
+        &self,
+        template: &str,
+        context: Value,
+        visit: &Visit,
+        approver: &Approver,
+    ) -> Response {
+        let mut context = context;
+        if let Value::Object(members) = &mut context {
+            members.insert("approver".into(), approver.display_name.clone().into());
+            members.insert("auditor".into(), is_auditor(approver).into());
+            members.insert("audit_log".into(), self.audit_view().is_some().into());
+        }
+        self.render(template, context, visit)
+    }
+
+    pub(super) fn render(&self, template: &str, context: Value, visit: &Visit) -> Response {
         let mut context = context;
         if let Value::Object(members) = &mut context {
             members.insert("csrf".into(), self.signer.csrf(&visit.session).into());
@@ -210,14 +245,20 @@ impl Inner {
         response
     }
 
-    fn message(&self, status: StatusCode, title: &str, text: &str, visit: &Visit) -> Response {
+    pub(super) fn message(
+        &self,
+        status: StatusCode,
+        title: &str,
+        text: &str,
+        visit: &Visit,
+    ) -> Response {
         let mut response =
             self.render("message.html", json!({"title": title, "text": text}), visit);
         *response.status_mut() = status;
         response
     }
 
-    fn to_sign_in(&self, visit: &Visit) -> Response {
+    pub(super) fn to_sign_in(&self, visit: &Visit) -> Response {
         let mut response = see_other(&self.path("/sign-in"));
         if visit.fresh {
             response
@@ -258,7 +299,7 @@ fn cookie(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// A JSON refusal a page's script shows: `{"error": code, "message": why}`.
-fn refusal(status: StatusCode, code: &str, message: &str) -> Response {
+pub(super) fn refusal(status: StatusCode, code: &str, message: &str) -> Response {
     (
         status,
         axum::Json(json!({"error": code, "message": message})),
@@ -349,12 +390,9 @@ pub(super) async fn home(State(inner): Shared) -> Response {
 /// `GET /approvals`: what waits for the signed-in approver, oldest first (the stores list pending
 /// approvals by when they lapse).
 pub(super) async fn pending(State(inner): Shared, headers: HeaderMap) -> Response {
-    let visit = match inner.visit(&headers) {
-        Ok(visit) => visit,
+    let (visit, approver) = match inner.page_visit(&headers).await {
+        Ok(signed_in) => signed_in,
         Err(response) => return response,
-    };
-    let Some(approver) = inner.signed_in(&visit.session).await else {
-        return inner.to_sign_in(&visit);
     };
     let Ok(all) = inner.dispatcher.pending_approvals().await else {
         return inner.message(
@@ -369,11 +407,7 @@ pub(super) async fn pending(State(inner): Shared, headers: HeaderMap) -> Respons
         .filter(|pending| inner.dispatcher.may_decide(&approver, pending).is_ok())
         .map(|pending| approval_view(&inner, pending))
         .collect();
-    inner.render(
-        "pending.html",
-        json!({"approver": approver.display_name, "items": items}),
-        &visit,
-    )
+    inner.render_for("pending.html", json!({"items": items}), &visit, &approver)
 }
 
 /// `GET /sign-in`.
@@ -657,22 +691,28 @@ pub(super) async fn approval(
     Path(approval_id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let visit = match inner.visit(&headers) {
-        Ok(visit) => visit,
+    let (visit, approver) = match inner.page_visit(&headers).await {
+        Ok(signed_in) => signed_in,
         Err(response) => return response,
     };
-    let Some(approver) = inner.signed_in(&visit.session).await else {
-        return inner.to_sign_in(&visit);
-    };
     match inner.decidable(&approver, &approval_id).await {
-        Some(pending) => inner.render(
-            "approval.html",
-            json!({
-                "approver": approver.display_name,
-                "approval": approval_view(&inner, &pending),
-            }),
-            &visit,
-        ),
+        Some(pending) => {
+            let mut view = approval_view(&inner, &pending);
+            let arguments =
+                earlier_edits(&pending).unwrap_or_else(|| pending.preview.arguments.clone());
+            if let Some(schema) = input_schema(&inner, &pending) {
+                view["fields"] = form::fields(schema, &arguments).into();
+            }
+            if let Some(edited) = earlier_edits(&pending) {
+                view["edits"] = form::diff(&pending.preview.arguments, &edited).into();
+            }
+            inner.render_for(
+                "approval.html",
+                json!({"approval": view}),
+                &visit,
+                &approver,
+            )
+        }
         None => inner.message(
             StatusCode::NOT_FOUND,
             "Nothing waits here",
@@ -682,14 +722,29 @@ pub(super) async fn approval(
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DecisionAsked {
-    decision: Decision,
+/// The input schema of the pending approval's tool.
+fn input_schema<'a>(inner: &'a Inner, pending: &PendingApproval) -> Option<&'a Value> {
+    inner
+        .dispatcher
+        .registry()
+        .get(&pending.preview.tool)
+        .map(|spec| spec.input_schema())
 }
 
-/// `POST /approvals/{approval_id}/statement`: the statement of the decision asked, and the
-/// options that ask the approver's passkey to sign it.
+/// The arguments as the approvers so far changed them, if they did: every approver of one
+/// pending approval approves the same edits, so whoever comes next approves these.
+fn earlier_edits(pending: &PendingApproval) -> Option<Value> {
+    let edited = pending
+        .approvals
+        .iter()
+        .find_map(|given| given.edited_arguments.as_deref())?;
+    crate::json::depth::from_slice(edited.as_bytes()).ok()
+}
+
+/// `POST /approvals/{approval_id}/statement`: the statement of the decision asked (its
+/// form's fields: `decision`, and an edit's `edit.*` fields read back by the tool's input
+/// schema), and the options that ask the approver's passkey to sign it. Edits are checked
+/// against the contract here, before anything is signed.
 pub(super) async fn statement(
     State(inner): Shared,
     Path(approval_id): Path<String>,
@@ -700,20 +755,44 @@ pub(super) async fn statement(
         Ok(signed_in) => signed_in,
         Err(response) => return response,
     };
-    let asked: DecisionAsked = match body(&bytes) {
+    let asked: Map<String, Value> = match body(&bytes) {
         Ok(asked) => asked,
         Err(response) => return response,
     };
-    if inner.decidable(&approver, &approval_id).await.is_none() {
+    let decision = match asked
+        .get("decision")
+        .cloned()
+        .map(serde_json::from_value::<Decision>)
+    {
+        Some(Ok(decision)) => decision,
+        _ => {
+            return refusal(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                "the request names no decision this page offers",
+            );
+        }
+    };
+    let Some(pending) = inner.decidable(&approver, &approval_id).await else {
         return approval_refusal(&ApprovalError::NotPending);
-    }
+    };
+    let posted_edits = match input_schema(&inner, &pending) {
+        Some(schema) => form::arguments(schema, &asked),
+        None => Ok(None),
+    };
+    let edits = match posted_edits {
+        Ok(Some(edits)) => Some(edits),
+        Ok(None) if decision == Decision::Approve => earlier_edits(&pending),
+        Ok(None) => None,
+        Err(why) => return approval_refusal(&ApprovalError::InvalidEdit(why)),
+    };
     let statement = match inner
         .dispatcher
         .approval_statement(
             &approval_id,
             &approver.approver_id,
-            asked.decision,
-            None,
+            decision,
+            edits.as_ref(),
             inner.options.statement_lifetime,
         )
         .await
@@ -724,6 +803,7 @@ pub(super) async fn statement(
     match inner.dispatcher.signing_request(&statement).await {
         Ok(request) => axum::Json(json!({
             "statement": request.statement,
+            "edited_arguments": edits,
             "options": request.options,
         }))
         .into_response(),
@@ -735,6 +815,9 @@ pub(super) async fn statement(
 struct DecisionSigned {
     statement: ApprovalStatement,
     credential: Value,
+    /// The edits the statement names by digest, as the statement's page gave them.
+    #[serde(default)]
+    edited_arguments: Option<Value>,
 }
 
 /// `POST /approvals/{approval_id}/decision`: the signed statement, recorded.
@@ -765,7 +848,7 @@ pub(super) async fn decide(
         .dispatcher
         .decide_signed(
             &signed.statement,
-            None,
+            signed.edited_arguments.as_ref(),
             &credential_bytes(&signed.credential),
         )
         .await

@@ -2,11 +2,12 @@
 //! the ceremonies under way and the sign-in limit.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use minijinja::Environment;
 
+use super::audit::AuditView;
 use super::limit::AttemptLimit;
 use super::options::ConsoleOptions;
 use super::token::{self, Signer};
@@ -21,6 +22,8 @@ pub(super) struct Inner {
     pub(super) templates: Environment<'static>,
     pub(super) ceremonies: Ceremonies,
     pub(super) sign_ins: AttemptLimit,
+    /// The audit log the receipts, chain and overview pages read, once set.
+    pub(super) audit: RwLock<Option<Arc<AuditView>>>,
 }
 
 /// A WebAuthn ceremony begun by one visit and not yet finished: kept here, used once.
@@ -84,5 +87,12 @@ impl Inner {
 
     pub(super) fn path(&self, tail: &str) -> String {
         format!("{}{tail}", self.options.base_path)
+    }
+
+    pub(super) fn audit_view(&self) -> Option<Arc<AuditView>> {
+        self.audit
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 }

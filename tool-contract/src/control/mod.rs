@@ -29,10 +29,12 @@ pub use approval::{
 };
 pub(crate) use approval::{later_by, unix_ms};
 pub use approver::ApproverIdentity;
+pub(crate) use approver::same_approver;
 pub use audit_log::{
-    AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256,
-    JsonLinesAuditLog, LogEvent, MemoryAuditLog, MerkleTree, SegmentReason, SignedTreeHead,
-    TREE_HEAD_DOMAIN, TreeHead, TreeHeadError, TreeHeadsHeld, verify_chain, verify_tree_heads,
+    AuditFuture, AuditHistory, AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256,
+    History, HistoryCalls, HistoryFuture, JsonLinesAuditLog, LogEvent, MemoryAuditLog, MerkleTree,
+    SegmentReason, SignedTreeHead, TREE_HEAD_DOMAIN, TreeHead, TreeHeadError, TreeHeadsHeld,
+    verify_chain, verify_tree_heads,
 };
 #[cfg(feature = "postgres")]
 pub use audit_log::{PostgresAuditLog, StreamHead};

@@ -668,7 +668,7 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
-fn file_name(path: &Path) -> Option<String> {
+pub(super) fn file_name(path: &Path) -> Option<String> {
     path.file_name()?.to_str().map(str::to_owned)
 }
 

@@ -8,6 +8,7 @@
 //! rewritten record breaks the chain even when its digest was recomputed.
 
 mod file;
+mod history;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -21,6 +22,7 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 
 pub use file::JsonLinesAuditLog;
+pub use history::{AuditHistory, History, HistoryCalls, HistoryFuture};
 pub use memory::MemoryAuditLog;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresAuditLog, StreamHead};

@@ -480,3 +480,17 @@ fn sys_rng() -> impl rand::Rng {
         rand::rngs::SmallRng::seed_from_u64(nanos as u64 ^ u64::from(std::process::id()))
     })
 }
+
+impl super::AuditHistory for PostgresAuditLog {
+    /// This sink's stream and its tree heads, in two queries.
+    fn read_back(&self) -> super::HistoryFuture<'_> {
+        Box::pin(async move {
+            let lines = Self::records(&self.store, &self.stream).await?;
+            Ok(super::History {
+                log: self.stream.clone(),
+                lines: lines.into_iter().map(String::into_bytes).collect(),
+                tree_heads: Self::tree_heads(&self.store, &self.stream).await?,
+            })
+        })
+    }
+}

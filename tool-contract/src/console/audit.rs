@@ -1,0 +1,260 @@
+//! What the console shows of the audit log: the receipts of the approvals redeemed, each
+//! verified as an auditor would; where the chain stands, as far as its key and its signed
+//! tree heads hold it; and the last day's calls per tool.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use time::format_description::well_known::Rfc3339;
+use time::{Duration, OffsetDateTime};
+
+use crate::control::{AuditHistory, AuditLogError, History, HistoryCalls, PendingApproval};
+use crate::results::{
+    ApproverKeys, ErrorCode, KeySet, ModelResult, ProtectedAudit, SecretKey, SignedReceipt,
+};
+use crate::results::{Delivery, Status};
+
+/// The audit log a console reads, with what it is checked by.
+pub(super) struct AuditView {
+    pub(super) history: Arc<dyn AuditHistory>,
+    /// The audit key the log's chain is keyed with.
+    pub(super) key: SecretKey,
+    /// The published keys of whoever signed the receipts and the tree heads.
+    pub(super) keys: KeySet,
+}
+
+impl std::fmt::Debug for AuditView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditView").finish_non_exhaustive()
+    }
+}
+
+/// The log as read at one moment, and its calls as far as its chain holds.
+pub(super) struct Read {
+    pub(super) history: History,
+    pub(super) calls: HistoryCalls,
+}
+
+impl AuditView {
+    pub(super) async fn read(&self) -> Result<Read, AuditLogError> {
+        let history = self.history.read_back().await?;
+        let calls = history.calls(&self.key);
+        Ok(Read { history, calls })
+    }
+}
+
+/// The receipts the calls carry, newest first.
+pub(super) fn receipts(calls: &[(ModelResult, ProtectedAudit)]) -> Vec<&SignedReceipt> {
+    let mut receipts: Vec<&SignedReceipt> = calls
+        .iter()
+        .filter_map(|(_, audit)| audit.approval.as_ref()?.receipt.as_ref())
+        .collect();
+    receipts.reverse();
+    receipts
+}
+
+/// Whether a receipt verifies as an auditor checks it offline: the service's signature with
+/// the published keys, each passkey assertion with the published approver keys, the rule.
+pub(super) fn verdict(
+    keys: &KeySet,
+    approvers: Option<&ApproverKeys>,
+    receipt: &SignedReceipt,
+) -> Result<(), String> {
+    let text = receipt.to_json();
+    let verified = match approvers {
+        Some(approvers) => keys.verify_with_approvers(text.as_bytes(), approvers),
+        None => keys.verify(text.as_bytes()),
+    };
+    verified.map(|_| ()).map_err(|error| error.to_string())
+}
+
+/// What the receipts page shows of one.
+pub(super) fn receipt_view(
+    receipt: &SignedReceipt,
+    verdict: &Result<(), String>,
+    href: String,
+) -> Value {
+    let receipt_ = &receipt.receipt;
+    json!({
+        "approval_id": receipt_.approval_id,
+        "tool": receipt_.tool,
+        "approvers": receipt_.approvals.iter().map(|given| given.approver.as_str()).collect::<Vec<_>>(),
+        "redeemed_at": receipt_.redeemed_at,
+        "edited": receipt_.edited_arguments_sha256.is_some(),
+        "verified": verdict.is_ok(),
+        "why": verdict.as_ref().err(),
+        "href": href,
+    })
+}
+
+/// Where the chain stands: its records, whether the keyed chain holds through them, and up
+/// to which signed tree head the published keys hold it.
+pub(super) fn chain_view(read: &Read, keys: &KeySet) -> Value {
+    let records = read.history.lines.len();
+    let (intact, broken) = match &read.calls.chain {
+        Ok(head) => (Some(head.records), None),
+        Err(error) => (None, Some(error.to_string())),
+    };
+    let latest = read
+        .history
+        .tree_heads
+        .iter()
+        .max_by_key(|head| head.tree_head.tree_size);
+    let (held, refused) = match read.history.held(keys) {
+        Ok(held) => (Some(held.verified_through), None),
+        Err(error) => (None, Some(error.to_string())),
+    };
+    json!({
+        "log": read.history.log,
+        "records": records,
+        "intact_through": intact,
+        "broken": broken,
+        "tree_heads": read.history.tree_heads.len(),
+        "verified_through": held,
+        "tree_heads_refused": refused,
+        "latest_signed_at": latest.map(|head| head.tree_head.signed_at.clone()),
+        "latest_key_id": latest.map(|head| head.tree_head.key_id.clone()),
+        "unsigned_tail": held.map(|through| (records as u64).saturating_sub(through)),
+    })
+}
+
+/// One tool's last day.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ToolDay {
+    pub(super) calls: u64,
+    pub(super) pending: u64,
+    pub(super) granted: u64,
+    pub(super) rejected: u64,
+    pub(super) reconciled: u64,
+}
+
+/// The last day before `now`, per tool: calls answered (by when each result was observed),
+/// approvals redeemed (`granted`), rejections the model was told of, unknown outcomes
+/// settled by a status query (`reconciled`), and the approvals pending now.
+pub(super) fn overview(
+    calls: &[(ModelResult, ProtectedAudit)],
+    pending: &[PendingApproval],
+    now: OffsetDateTime,
+) -> BTreeMap<String, ToolDay> {
+    let since = now - Duration::DAY;
+    let mut days: BTreeMap<String, ToolDay> = BTreeMap::new();
+    for (model, audit) in calls {
+        let Some(contract) = &audit.tool_contract else {
+            continue;
+        };
+        let observed = OffsetDateTime::parse(&model.provenance().observed_at, &Rfc3339);
+        if !observed.is_ok_and(|at| at > since && at <= now) {
+            continue;
+        }
+        let day = days.entry(contract.tool.to_string()).or_default();
+        day.calls += 1;
+        if audit.approval.is_some() {
+            day.granted += 1;
+        }
+        let code = model.error().map(crate::results::ModelError::code);
+        if matches!(
+            code,
+            Some(
+                ErrorCode::RejectedNotPermitted
+                    | ErrorCode::RejectedWrongDetails
+                    | ErrorCode::RejectedDuplicate
+            )
+        ) {
+            day.rejected += 1;
+        }
+        if model.execution().delivery == Delivery::ReceiptReconciled
+            && model.status() != Status::Unknown
+        {
+            day.reconciled += 1;
+        }
+    }
+    for approval in pending {
+        days.entry(approval.preview.tool.clone())
+            .or_default()
+            .pending += 1;
+    }
+    days
+}
+
+/// The width of the chart's bars, in its own units.
+const CHART_WIDTH: u64 = 360;
+
+/// The overview as the page draws it: per tool, each count with the length of its bar
+/// (scaled to the largest count), so the template draws an SVG without arithmetic.
+pub(super) fn overview_view(days: &BTreeMap<String, ToolDay>) -> Value {
+    let largest = days
+        .values()
+        .flat_map(|day| {
+            [
+                day.calls,
+                day.pending,
+                day.granted,
+                day.rejected,
+                day.reconciled,
+            ]
+        })
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let bar = |count: u64| count * CHART_WIDTH / largest;
+    let rows: Vec<Value> = days
+        .iter()
+        .enumerate()
+        .map(|(index, (tool, day))| {
+            let measures: Vec<Value> = [
+                ("calls", day.calls),
+                ("pending", day.pending),
+                ("granted", day.granted),
+                ("rejected", day.rejected),
+                ("reconciled", day.reconciled),
+            ]
+            .iter()
+            .enumerate()
+            .map(|(at, (name, count))| {
+                json!({"name": name, "count": count, "width": bar(*count), "y": at * 14})
+            })
+            .collect();
+            json!({"tool": tool, "y": index * 90, "measures": measures})
+        })
+        .collect();
+    json!({"rows": rows, "height": days.len() * 90, "width": CHART_WIDTH + 160})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_are_scaled_to_the_largest_count() {
+        let days = BTreeMap::from([
+            (
+                "a".to_owned(),
+                ToolDay {
+                    calls: 4,
+                    granted: 1,
+                    ..ToolDay::default()
+                },
+            ),
+            (
+                "b".to_owned(),
+                ToolDay {
+                    pending: 2,
+                    ..ToolDay::default()
+                },
+            ),
+        ]);
+        let view = overview_view(&days);
+        assert_eq!(view["rows"][0]["measures"][0]["width"], CHART_WIDTH);
+        assert_eq!(view["rows"][0]["measures"][2]["width"], CHART_WIDTH / 4);
+        assert_eq!(view["rows"][1]["measures"][1]["width"], CHART_WIDTH / 2);
+        assert_eq!(view["rows"][1]["y"], 90);
+    }
+
+    #[test]
+    fn an_empty_overview_draws_nothing_and_divides_by_nothing() {
+        let view = overview_view(&BTreeMap::new());
+        assert_eq!(view["rows"], json!([]));
+        assert_eq!(view["height"], 0);
+    }
+}

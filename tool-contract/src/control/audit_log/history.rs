@@ -1,0 +1,116 @@
+//! An audit log read back for the people who check it: its records and the tree heads it
+//! published, as one log holds them at one moment, whatever the log is kept in.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use super::file::JsonLinesAuditLog;
+use super::memory::MemoryAuditLog;
+use super::record::{ReadEntry, Verifier};
+use super::tree::{SignedTreeHead, TreeHeadsHeld, verify_tree_heads};
+use super::{AuditLogError, ChainHead, TreeHeadError};
+use crate::results::{KeySet, ModelResult, ProtectedAudit, SecretKey};
+
+/// What [`AuditHistory::read_back`] returns: boxed, so the trait stays object safe.
+pub type HistoryFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<History, AuditLogError>> + Send + 'a>>;
+
+/// An audit log that can be read back: the approvals console shows its receipts, its
+/// chain's state and an overview of its calls from it.
+///
+/// Implemented by [`JsonLinesAuditLog`], [`MemoryAuditLog`] and `PostgresAuditLog` (its own
+/// stream).
+pub trait AuditHistory: Send + Sync {
+    /// Every record the log holds now, and the tree heads it published.
+    fn read_back(&self) -> HistoryFuture<'_>;
+}
+
+/// An audit log as read back at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct History {
+    /// The log's name, as its tree heads name it: a file's name, or a PostgreSQL stream.
+    pub log: String,
+    /// Every record, in order, each its line without the newline.
+    pub lines: Vec<Vec<u8>>,
+    /// The signed tree heads the log published, in the order published.
+    pub tree_heads: Vec<SignedTreeHead>,
+}
+
+/// The calls a history holds, as far as its chain holds under the audit key.
+#[derive(Debug)]
+pub struct HistoryCalls {
+    /// Each call's model result and audit, in order, up to the first record that does not
+    /// follow from the one before.
+    pub calls: Vec<(ModelResult, ProtectedAudit)>,
+    /// Where the chain stands after its last record, or the first break in it.
+    pub chain: Result<ChainHead, AuditLogError>,
+}
+
+impl History {
+    /// The calls its records hold, each record checked against the one before with `key`
+    /// (the audit key the log was written with), up to the first break.
+    #[must_use]
+    pub fn calls(&self, key: &SecretKey) -> HistoryCalls {
+        let mut verifier = Verifier::new(key, None);
+        let mut calls = Vec::new();
+        for line in &self.lines {
+            match verifier.next(line) {
+                Ok(ReadEntry::Call(call)) => calls.push(*call),
+                Ok(ReadEntry::Event(_)) => {}
+                Err(error) => {
+                    return HistoryCalls {
+                        calls,
+                        chain: Err(error),
+                    };
+                }
+            }
+        }
+        HistoryCalls {
+            calls,
+            chain: Ok(verifier.head().clone()),
+        }
+    }
+
+    /// The log held up to its own tree heads with `keys` (the published keys of whoever
+    /// signed them), with public keys alone: see [`verify_tree_heads`].
+    ///
+    /// # Errors
+    ///
+    /// The first [`TreeHeadError`] found.
+    pub fn held(&self, keys: &KeySet) -> Result<TreeHeadsHeld, TreeHeadError> {
+        verify_tree_heads(
+            &self.log,
+            self.lines.iter().map(Vec::as_slice),
+            &self.tree_heads,
+            keys,
+        )
+    }
+}
+
+impl AuditHistory for JsonLinesAuditLog {
+    /// Reads the files (every segment, then the active one) before it returns the future, as
+    /// the log appends: a local read.
+    fn read_back(&self) -> HistoryFuture<'_> {
+        let path = self.path();
+        let read = JsonLinesAuditLog::records(path).and_then(|lines| {
+            Ok(History {
+                log: super::file::file_name(path).unwrap_or_default(),
+                lines,
+                tree_heads: JsonLinesAuditLog::tree_heads(path)?,
+            })
+        });
+        Box::pin(std::future::ready(read))
+    }
+}
+
+impl AuditHistory for MemoryAuditLog {
+    /// Its lines; a memory log publishes no tree heads.
+    fn read_back(&self) -> HistoryFuture<'_> {
+        let history = History {
+            log: "memory".to_owned(),
+            lines: self.lines().into_iter().map(String::into_bytes).collect(),
+            tree_heads: Vec::new(),
+        };
+        Box::pin(std::future::ready(Ok(history)))
+    }
+}
