@@ -1,12 +1,124 @@
 //! The approvals console on loopback, and one person's visit to it over plain HTTP: its
 //! cookie, the CSRF token of the page last read, and the same JSON the page's script posts.
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use http::Method;
 use serde_json::{Value, json};
-use tool_contract::console::Console;
+use time::OffsetDateTime;
+use tool_contract::SecretKey;
+use tool_contract::console::{Console, ConsoleOptions};
+use tool_contract::control::{Approver, ControlStore, JsonLinesAuditLog, MemoryStore};
+use tool_contract::dispatch::Dispatcher;
+use tool_contract::results::{KeySet, ReceiptSigner, RelyingParty};
 
 use crate::http::{Answer, send};
-use crate::passkey::SoftAuthenticator;
+use crate::passkey::{ORIGIN, RP_ID, SoftAuthenticator};
+use crate::tracker::{Remote, SendMessage, audit_key, builder};
+
+/// A desk whose messages need two approvers, each signing with a passkey, and whose
+/// redemptions are receipted; its audit log a file that signs a tree head every two records;
+/// its console on loopback, with that log. Four people in its directory, none enrolled yet:
+/// two supervisors of `acme`, one of another tenant, and an auditor of every tenant.
+pub struct Desk {
+    /// The remote the desk's tools call.
+    pub remote: Arc<Remote>,
+    /// The dispatcher.
+    pub dispatcher: Arc<Dispatcher>,
+    /// The console.
+    pub console: Console,
+    /// The console's base URL.
+    pub base: String,
+    /// The audit log's file.
+    pub audit_log: PathBuf,
+    /// The published key of the receipts and tree heads.
+    pub published: KeySet,
+}
+
+/// The signer of the desk's receipts and tree heads.
+pub fn receipt_signer() -> ReceiptSigner {
+    let since = OffsetDateTime::from_unix_timestamp(1_767_225_600).expect("2026");
+    ReceiptSigner::new("desk-2026", [0x51; 32], since)
+}
+
+/// How many desks this process made: each its own audit log.
+static DESKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A new [`Desk`].
+pub async fn desk() -> Desk {
+    let remote = Remote::new();
+    let store: Arc<dyn ControlStore> = Arc::new(MemoryStore::new());
+    let relying_party =
+        RelyingParty::new(RP_ID, "Acme desk", [ORIGIN]).expect("the tests' relying party");
+    let directory = std::env::temp_dir().join(format!(
+        "tool-contract-console-{}-{}",
+        std::process::id(),
+        DESKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&directory).expect("a temporary directory");
+    let audit_log = directory.join("audit.jsonl");
+    let log = Arc::new(
+        JsonLinesAuditLog::open(&audit_log, audit_key())
+            .expect("the audit log opens")
+            .sign_tree_heads(receipt_signer(), 2)
+            .expect("it signs tree heads"),
+    );
+    let dispatcher = Arc::new(
+        builder(&remote)
+            .store(store)
+            .audit_sink(log.clone())
+            .relying_party(relying_party)
+            .approvers_when(2, |_: &SendMessage| true)
+            .signed_approvals_when(|_: &SendMessage| true)
+            .approval_receipts(receipt_signer())
+            .build()
+            .expect("the desk builds"),
+    );
+    for (id, name, tenant) in [
+        ("sup-ana", "Ana Lima", "acme"),
+        ("sup-ben", "Ben Okafor", "acme"),
+        ("sup-cy", "Cy Other", "globex"),
+        ("aud-dee", "Dee Auditor", "*"),
+    ] {
+        dispatcher
+            .put_approver(Approver::new(id, name, [tenant], ["*"]))
+            .await
+            .expect("added");
+    }
+    let published = KeySet::new([receipt_signer().published_key()]).expect("one key");
+    let console = Console::new(
+        Arc::clone(&dispatcher),
+        SecretKey::new([0x33; 32]).expect("a key"),
+        ConsoleOptions::new(ORIGIN, "/console"),
+    )
+    .expect("the console sets up")
+    .with_audit_log(log, audit_key(), published.clone());
+    let base = serve(&console).await;
+    Desk {
+        remote,
+        dispatcher,
+        console,
+        base,
+        audit_log,
+        published,
+    }
+}
+
+impl Desk {
+    /// `approver_id`'s browser, enrolled through an invitation and signed in.
+    pub async fn enrolled(&self, approver_id: &str) -> (Visit, SoftAuthenticator) {
+        let mut visit = Visit::new(&self.base);
+        let mut authenticator = SoftAuthenticator::new();
+        let invited = invitation(&self.console, approver_id).await;
+        let enrolled = visit.enrol(&invited, &mut authenticator).await;
+        assert_eq!(enrolled.status, 200, "{}", enrolled.text);
+        assert_eq!(enrolled.json()["next"], "/console/approvals");
+        // As the page's script does: on to the list, whose page carries the new CSRF token.
+        assert_eq!(visit.get("/approvals").await.status, 200);
+        (visit, authenticator)
+    }
+}
 
 /// Serves `console`'s router at `/console` on a loopback port: its base URL.
 pub async fn serve(console: &Console) -> String {
@@ -150,11 +262,22 @@ impl Visit {
         decision: &str,
         authenticator: &mut SoftAuthenticator,
     ) -> Answer {
+        self.decide_with(approval_id, &json!({"decision": decision}), authenticator)
+            .await
+    }
+
+    /// Decides `approval_id` with the fields of one of the approval page's forms (the
+    /// decision, and an edit's `edit.*` fields): asks the statement, signs it on
+    /// `authenticator`, posts it with the edits the statement names.
+    pub async fn decide_with(
+        &mut self,
+        approval_id: &str,
+        fields: &Value,
+        authenticator: &mut SoftAuthenticator,
+    ) -> Answer {
         let page = format!("/approvals/{approval_id}");
         self.get(&page).await;
-        let asked = self
-            .post(&format!("{page}/statement"), &json!({"decision": decision}))
-            .await;
+        let asked = self.post(&format!("{page}/statement"), fields).await;
         if asked.status != 200 {
             return asked;
         }
@@ -163,7 +286,11 @@ impl Visit {
         let credential: Value = serde_json::from_slice(&credential).expect("JSON");
         self.post(
             &format!("{page}/decision"),
-            &json!({"statement": asked["statement"], "credential": credential}),
+            &json!({
+                "statement": asked["statement"],
+                "edited_arguments": asked["edited_arguments"],
+                "credential": credential,
+            }),
         )
         .await
     }

@@ -9,79 +9,13 @@ use std::sync::Arc;
 use serde_json::json;
 use tool_contract::SecretKey;
 use tool_contract::console::{Console, ConsoleOptions};
-use tool_contract::control::{Approver, ControlStore, MemoryStore};
-use tool_contract::dispatch::Dispatcher;
 use tool_contract::results::RelyingParty;
 use tool_contract::{ErrorCode, Status};
-use tool_contract_tests::console::{Visit, invitation, serve};
+use tool_contract_tests::console::{Visit, desk, invitation, serve};
 use tool_contract_tests::passkey::{ORIGIN, RP_ID, SoftAuthenticator};
 use tool_contract_tests::tracker::{
-    Remote, SendMessage, builder, code, context, message, pending_approval, run,
+    Remote, builder, code, context, message, pending_approval, run,
 };
-
-/// A desk whose messages need two approvers, each signing with a passkey; its console on
-/// loopback; three people in its directory, none enrolled yet: two supervisors of `acme`
-/// and one of another tenant.
-struct Desk {
-    remote: Arc<Remote>,
-    dispatcher: Arc<Dispatcher>,
-    console: Console,
-    base: String,
-}
-
-async fn desk() -> Desk {
-    let remote = Remote::new();
-    let store: Arc<dyn ControlStore> = Arc::new(MemoryStore::new());
-    let relying_party =
-        RelyingParty::new(RP_ID, "Acme desk", [ORIGIN]).expect("the tests' relying party");
-    let dispatcher = Arc::new(
-        builder(&remote)
-            .store(store)
-            .relying_party(relying_party)
-            .approvers_when(2, |_: &SendMessage| true)
-            .signed_approvals_when(|_: &SendMessage| true)
-            .build()
-            .expect("the desk builds"),
-    );
-    for (id, name, tenant) in [
-        ("sup-ana", "Ana Lima", "acme"),
-        ("sup-ben", "Ben Okafor", "acme"),
-        ("sup-cy", "Cy Other", "globex"),
-    ] {
-        dispatcher
-            .put_approver(Approver::new(id, name, [tenant], ["*"]))
-            .await
-            .expect("added");
-    }
-    let console = Console::new(
-        Arc::clone(&dispatcher),
-        SecretKey::new([0x33; 32]).unwrap(),
-        ConsoleOptions::new(ORIGIN, "/console"),
-    )
-    .expect("the console sets up");
-    let base = serve(&console).await;
-    Desk {
-        remote,
-        dispatcher,
-        console,
-        base,
-    }
-}
-
-impl Desk {
-    /// `approver_id`'s browser, enrolled through an invitation and signed in.
-    async fn enrolled(&self, approver_id: &str) -> (Visit, SoftAuthenticator) {
-        let mut visit = Visit::new(&self.base);
-        let mut authenticator = SoftAuthenticator::new();
-        let invited = invitation(&self.console, approver_id).await;
-        let enrolled = visit.enrol(&invited, &mut authenticator).await;
-        assert_eq!(enrolled.status, 200, "{}", enrolled.text);
-        assert_eq!(enrolled.json()["next"], "/console/approvals");
-        // As the page's script does: on to the list, whose page carries the new CSRF token.
-        assert_eq!(visit.get("/approvals").await.status, 200);
-        (visit, authenticator)
-    }
-}
 
 #[tokio::test]
 async fn two_supervisors_approve_with_their_passkeys_and_the_write_runs_once() {

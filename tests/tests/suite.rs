@@ -14,6 +14,7 @@ mod canonical;
 mod canonical_output;
 mod catalog;
 mod console;
+mod console_records;
 mod crash;
 mod declarations;
 mod deep_values;

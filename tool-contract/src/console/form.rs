@@ -5,9 +5,25 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::json::visible::escape_hidden;
+
 /// The prefix of an edit field's name in the posted form, so that no argument's name can
 /// be taken for the form's own members (`decision`).
-pub(super) const FIELD_PREFIX: &str = "edit.";
+const FIELD_PREFIX: &str = "edit.";
+
+/// The prefix of a field whose text is the argument's JSON: objects, arrays, unions, and
+/// text shown escaped.
+const JSON_FIELD_PREFIX: &str = "edit-json.";
+
+/// The argument a posted field's name is of, and whether its text is JSON.
+fn field_of(name: &str) -> Option<(&str, bool)> {
+    name.strip_prefix(JSON_FIELD_PREFIX)
+        .map(|argument| (argument, true))
+        .or_else(|| {
+            name.strip_prefix(FIELD_PREFIX)
+                .map(|argument| (argument, false))
+        })
+}
 
 /// How one argument is written in the form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,12 +86,18 @@ pub(super) fn fields(schema: &Value, arguments: &Value) -> Vec<Value> {
     properties
         .into_iter()
         .map(|(name, property)| {
-            let kind = Kind::of(property);
+            let mut kind = Kind::of(property);
             let current = arguments.get(name);
             let value = match (kind, current) {
                 (_, None) => String::new(),
+                // Text that hides or reorders characters is shown as its JSON, escaped, as the
+                // preview shows it: it reads back to the same text.
+                (Kind::Text, Some(Value::String(text))) if escape_hidden(text) != *text => {
+                    kind = Kind::Json;
+                    escape_hidden(&Value::String(text.clone()).to_string())
+                }
                 (Kind::Text | Kind::Choice, Some(Value::String(text))) => text.clone(),
-                (_, Some(other)) => other.to_string(),
+                (_, Some(other)) => escape_hidden(&other.to_string()),
             };
             let choices: Vec<String> = property
                 .get("enum")
@@ -90,8 +112,13 @@ pub(super) fn fields(schema: &Value, arguments: &Value) -> Vec<Value> {
                         .collect()
                 })
                 .unwrap_or_default();
+            let prefix = if kind == Kind::Json {
+                JSON_FIELD_PREFIX
+            } else {
+                FIELD_PREFIX
+            };
             json!({
-                "name": format!("{FIELD_PREFIX}{name}"),
+                "name": format!("{prefix}{name}"),
                 "id": format!("edit-{name}"),
                 "label": name,
                 "kind": kind.name(),
@@ -120,21 +147,31 @@ pub(super) fn arguments(
     schema: &Value,
     posted: &Map<String, Value>,
 ) -> Result<Option<Value>, String> {
-    if !posted.keys().any(|name| name.starts_with(FIELD_PREFIX)) {
+    if !posted.keys().any(|name| field_of(name).is_some()) {
         return Ok(None);
     }
     let (properties, required) = properties(schema);
     if let Some(unknown) = posted
         .keys()
-        .filter_map(|name| name.strip_prefix(FIELD_PREFIX))
-        .find(|name| !properties.iter().any(|(known, _)| known.as_str() == *name))
+        .filter_map(|name| field_of(name))
+        .map(|(argument, _)| argument)
+        .find(|argument| {
+            !properties
+                .iter()
+                .any(|(known, _)| known.as_str() == *argument)
+        })
     {
         return Err(format!("{unknown} is not an argument of this tool"));
     }
     let mut arguments = Map::new();
     for (name, property) in properties {
-        let kind = Kind::of(property);
-        let given = posted.get(&format!("{FIELD_PREFIX}{name}"));
+        let as_json = posted.get(&format!("{JSON_FIELD_PREFIX}{name}"));
+        let kind = if as_json.is_some() {
+            Kind::Json
+        } else {
+            Kind::of(property)
+        };
+        let given = as_json.or_else(|| posted.get(&format!("{FIELD_PREFIX}{name}")));
         let text = match given {
             Some(Value::String(text)) => text.as_str(),
             Some(Value::Bool(ticked)) if kind == Kind::Boolean => {
@@ -246,7 +283,7 @@ mod tests {
                 "edit.urgent": "on",
                 "edit.channel": "sms",
                 "edit.note": "",
-                "edit.tags": "[\"a\"]",
+                "edit-json.tags": "[\"a\"]",
                 "edit.limit": ""
             })),
         );
@@ -270,7 +307,7 @@ mod tests {
         );
         let read = arguments(
             &schema(),
-            &posted(json!({"edit.order_ref": "A", "edit.amount_cents": "1", "edit.channel": "email", "edit.tags": "[]"})),
+            &posted(json!({"edit.order_ref": "A", "edit.amount_cents": "1", "edit.channel": "email", "edit-json.tags": "[]"})),
         )
         .unwrap()
         .unwrap();
@@ -281,7 +318,7 @@ mod tests {
     fn a_field_that_does_not_read_as_its_kind_or_is_unknown_is_named() {
         let bad_number = arguments(
             &schema(),
-            &posted(json!({"edit.amount_cents": "forty", "edit.tags": "[]"})),
+            &posted(json!({"edit.amount_cents": "forty", "edit-json.tags": "[]"})),
         );
         assert_eq!(
             bad_number,
@@ -320,6 +357,31 @@ mod tests {
         assert_eq!(field("tags")["kind"], "json");
         assert_eq!(field("tags")["value"], "[\"x\"]");
         assert_eq!(field("note")["required"], false);
+    }
+
+    #[test]
+    fn text_with_a_hidden_character_is_shown_escaped_and_reads_back_the_same() {
+        let arguments = json!({"order_ref": "invoice\u{202e}fdp.exe", "amount_cents": 1});
+        let drawn = fields(&schema(), &arguments);
+        let field = drawn
+            .iter()
+            .find(|field| field["label"] == "order_ref")
+            .unwrap();
+        assert_eq!(field["kind"], "json");
+        assert_eq!(field["value"], "\"invoice\\u202efdp.exe\"");
+        let read = arguments_of(&schema(), &field["value"]);
+        assert_eq!(read["order_ref"], arguments["order_ref"]);
+    }
+
+    /// The arguments read back from a form whose `order_ref` field says `order_ref`.
+    fn arguments_of(schema: &Value, order_ref: &Value) -> Value {
+        let posted = posted(json!({
+            "edit-json.order_ref": order_ref,
+            "edit.amount_cents": "1",
+            "edit.channel": "sms",
+            "edit-json.tags": "[]"
+        }));
+        arguments(schema, &posted).unwrap().unwrap()
     }
 
     #[test]

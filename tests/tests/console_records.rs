@@ -1,0 +1,328 @@
+//! Issue 32, the console beyond a plain decision: approving with changes from the form the
+//! tool's input schema builds (checked by the contract before anything is signed, the diff
+//! shown to whoever approves next), and the pages over the audit log: receipts verified and
+//! downloaded, the chain's state, the last day per tool.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::json;
+use tool_contract::console::{Console, ConsoleOptions};
+use tool_contract::control::{AuditHistory, History, HistoryFuture, JsonLinesAuditLog};
+use tool_contract::results::{KeySet, ReceiptSigner};
+use tool_contract::{ErrorCode, SecretKey};
+use tool_contract_tests::console::{Desk, Visit, desk, serve};
+use tool_contract_tests::passkey::{ORIGIN, SoftAuthenticator};
+use tool_contract_tests::tracker::{audit_key, code, message, pending_approval, run};
+
+/// Sends `m-1` to bob, approved by Ana and Ben with their passkeys, and runs it: the
+/// receipted write of the pages over the log. Its approval id, and Ana's browser and
+/// authenticator.
+async fn approved_and_run(desk: &Desk) -> (String, Visit, SoftAuthenticator) {
+    let (mut ana, mut ana_key) = desk.enrolled("sup-ana").await;
+    let (mut ben, mut ben_key) = desk.enrolled("sup-ben").await;
+    let call = message("m-1", "bob");
+    let pending = pending_approval(&desk.dispatcher, &call).await;
+    for (visit, key) in [(&mut ana, &mut ana_key), (&mut ben, &mut ben_key)] {
+        let decided = visit.decide(&pending.approval_id, "approve", key).await;
+        assert_eq!(decided.status, 200, "{}", decided.text);
+    }
+    let ran = run(&desk.dispatcher, &call).await;
+    assert_eq!(code(&ran), None, "{:?}", ran.result.model);
+    (pending.approval_id, ana, ana_key)
+}
+
+/// A log file read back by another reader than its writer, as an auditor's copy would be.
+struct Copy(PathBuf);
+
+impl AuditHistory for Copy {
+    fn read_back(&self) -> HistoryFuture<'_> {
+        let read = JsonLinesAuditLog::records(&self.0).and_then(|lines| {
+            Ok(History {
+                log: "audit.jsonl".to_owned(),
+                lines,
+                tree_heads: JsonLinesAuditLog::tree_heads(&self.0)?,
+            })
+        });
+        Box::pin(std::future::ready(read))
+    }
+}
+
+#[tokio::test]
+async fn the_approval_page_draws_a_form_of_the_tools_arguments_filled_with_the_request() {
+    let desk = desk().await;
+    let (mut ana, _) = desk.enrolled("sup-ana").await;
+    let pending = pending_approval(&desk.dispatcher, &message("m-1", "bob")).await;
+    let page = ana
+        .get(&format!("/approvals/{}", pending.approval_id))
+        .await;
+    assert!(
+        page.text.contains(r#"id="approve-edited""#),
+        "{}",
+        page.text
+    );
+    assert!(
+        page.text.contains(r#"name="edit.to" value="bob""#),
+        "{}",
+        page.text
+    );
+    assert!(
+        page.text.contains(r#"name="edit.text" value="hello""#),
+        "{}",
+        page.text
+    );
+    assert!(page.text.contains(r#"maxlength="5000""#), "{}", page.text);
+}
+
+#[tokio::test]
+async fn a_change_outside_the_contract_is_refused_before_anything_is_signed() {
+    let desk = desk().await;
+    let (mut ana, mut ana_key) = desk.enrolled("sup-ana").await;
+    let pending = pending_approval(&desk.dispatcher, &message("m-1", "bob")).await;
+    let too_long = "x".repeat(5001);
+    let refused = ana
+        .decide_with(
+            &pending.approval_id,
+            &json!({"decision": "approve", "edit.to": "carol", "edit.text": too_long}),
+            &mut ana_key,
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    assert!(
+        refused.text.contains("/text"),
+        "names the argument: {}",
+        refused.text
+    );
+    let unknown = ana
+        .decide_with(
+            &pending.approval_id,
+            &json!({"decision": "approve", "edit.to": "carol", "edit.text": "hi", "edit.cc": "eve"}),
+            &mut ana_key,
+        )
+        .await;
+    assert_eq!(unknown.status, 422, "{}", unknown.text);
+    assert!(
+        unknown.text.contains("cc is not an argument"),
+        "{}",
+        unknown.text
+    );
+    let still = desk.dispatcher.pending_approval(&pending.approval_id).await;
+    assert!(
+        still.unwrap().unwrap().approvals.is_empty(),
+        "nothing recorded"
+    );
+}
+
+#[tokio::test]
+async fn a_change_is_shown_to_the_next_approver_who_approves_it_and_the_changed_write_runs() {
+    let desk = desk().await;
+    let (mut ana, mut ana_key) = desk.enrolled("sup-ana").await;
+    let (mut ben, mut ben_key) = desk.enrolled("sup-ben").await;
+    let call = message("m-1", "bob");
+    let pending = pending_approval(&desk.dispatcher, &call).await;
+    let changed = ana
+        .decide_with(
+            &pending.approval_id,
+            &json!({"decision": "approve", "edit.to": "carol", "edit.text": "hello"}),
+            &mut ana_key,
+        )
+        .await;
+    assert_eq!(changed.status, 200, "{}", changed.text);
+
+    let page = ben
+        .get(&format!("/approvals/{}", pending.approval_id))
+        .await;
+    assert!(
+        page.text.contains(r#"id="edits""#),
+        "the diff: {}",
+        page.text
+    );
+    assert!(
+        page.text
+            .contains("<code>&quot;bob&quot;</code></td><td><code>&quot;carol&quot;</code>"),
+        "{}",
+        page.text
+    );
+    assert!(
+        page.text.contains(r#"name="edit.to" value="carol""#),
+        "{}",
+        page.text
+    );
+    let approved = ben
+        .decide(&pending.approval_id, "approve", &mut ben_key)
+        .await;
+    assert_eq!(approved.status, 200, "{}", approved.text);
+
+    let ran = run(&desk.dispatcher, &call).await;
+    assert_eq!(code(&ran), Some(ErrorCode::ApprovedWithChanges));
+    let approval = ran.result.audit.approval.expect("ran on the approval");
+    assert_eq!(
+        approval.edited_arguments.as_deref(),
+        Some(r#"{"text":"hello","to":"carol"}"#)
+    );
+    assert_eq!(desk.remote.all_requests(), 1);
+}
+
+#[tokio::test]
+async fn receipts_are_listed_verified_and_downloaded_as_the_text_that_verifies_offline() {
+    let desk = desk().await;
+    let (approval_id, mut ana, _) = approved_and_run(&desk).await;
+
+    let list = ana.get("/receipts").await;
+    assert_eq!(list.status, 200, "{}", list.text);
+    assert!(list.text.contains(&approval_id), "{}", list.text);
+    assert!(
+        list.text.contains(r#"<td class="ok">verified</td>"#),
+        "{}",
+        list.text
+    );
+    assert!(list.text.contains("sup-ana, sup-ben"), "{}", list.text);
+
+    let download = ana.get(&format!("/receipts/{approval_id}")).await;
+    assert_eq!(download.status, 200, "{}", download.text);
+    assert!(
+        download
+            .header("content-disposition")
+            .starts_with("attachment;")
+    );
+    let approvers = desk
+        .dispatcher
+        .published_approvers()
+        .await
+        .unwrap()
+        .expect("a relying party");
+    let receipt = desk
+        .published
+        .verify_with_approvers(download.text.as_bytes(), &approvers)
+        .expect("the downloaded receipt verifies offline");
+    assert_eq!(receipt.approval_id, approval_id);
+    assert_eq!(receipt.approvals.len(), 2);
+}
+
+#[tokio::test]
+async fn a_receipt_checked_with_keys_that_did_not_sign_it_does_not_verify() {
+    let desk = desk().await;
+    let (_, _, mut ana_key) = approved_and_run(&desk).await;
+    let other_signer = ReceiptSigner::new("other", [0x77; 32], time::OffsetDateTime::UNIX_EPOCH);
+    // The same records, read through a second console whose published keys are another's.
+    let console = Console::new(
+        desk.dispatcher.clone(),
+        SecretKey::new([0x33; 32]).unwrap(),
+        ConsoleOptions::new(ORIGIN, "/console"),
+    )
+    .unwrap()
+    .with_audit_log(
+        Arc::new(Copy(desk.audit_log.clone())),
+        audit_key(),
+        KeySet::new([other_signer.published_key()]).unwrap(),
+    );
+    let mut ana = Visit::new(&serve(&console).await);
+    assert_eq!(ana.sign_in("sup-ana", &mut ana_key).await.status, 200);
+    let list = ana.get("/receipts").await;
+    assert!(list.text.contains("does not verify"), "{}", list.text);
+    assert!(
+        !list.text.contains(r#"<td class="ok">verified</td>"#),
+        "{}",
+        list.text
+    );
+}
+
+#[tokio::test]
+async fn a_supervisor_sees_only_the_receipts_they_approved_and_no_auditors_page() {
+    let desk = desk().await;
+    let (approval_id, _, _) = approved_and_run(&desk).await;
+    let (mut cy, _) = desk.enrolled("sup-cy").await;
+    let list = cy.get("/receipts").await;
+    assert!(!list.text.contains(&approval_id), "{}", list.text);
+    assert!(list.text.contains("No receipt yet"), "{}", list.text);
+    let download = cy.get(&format!("/receipts/{approval_id}")).await;
+    assert_eq!(download.status, 404);
+    assert!(
+        !download.text.contains("approval-receipt"),
+        "{}",
+        download.text
+    );
+    for page in ["/audit", "/overview"] {
+        let refused = cy.get(page).await;
+        assert_eq!(refused.status, 403, "{page}: {}", refused.text);
+    }
+}
+
+#[tokio::test]
+async fn an_auditor_sees_every_receipt_and_the_chain_held_through_its_signed_tree_heads() {
+    let desk = desk().await;
+    let (approval_id, _, _) = approved_and_run(&desk).await;
+    let (mut dee, _) = desk.enrolled("aud-dee").await;
+    assert!(dee.get("/receipts").await.text.contains(&approval_id));
+
+    let records = JsonLinesAuditLog::records(&desk.audit_log).unwrap().len();
+    let chain = dee.get("/audit").await;
+    assert_eq!(chain.status, 200, "{}", chain.text);
+    assert!(
+        chain
+            .text
+            .contains(&format!("holds through record {records}")),
+        "{}",
+        chain.text
+    );
+    // A head is signed every two records.
+    let signed_through = records - records % 2;
+    assert!(
+        chain.text.contains(&format!(
+            "verified through record {signed_through} of {records}"
+        )),
+        "{}",
+        chain.text
+    );
+    assert!(chain.text.contains("desk-2026"), "{}", chain.text);
+}
+
+#[tokio::test]
+async fn an_edited_record_shows_where_the_chain_breaks() {
+    let desk = desk().await;
+    approved_and_run(&desk).await;
+    let (mut dee, _) = desk.enrolled("aud-dee").await;
+    let text = std::fs::read_to_string(&desk.audit_log).unwrap();
+    let edited = text.replacen("\"number\":241", "\"number\":242", 1);
+    assert_ne!(text, edited, "a record holds the message number");
+    std::fs::write(&desk.audit_log, edited).unwrap();
+
+    let chain = dee.get("/audit").await;
+    assert!(
+        chain
+            .text
+            .contains("breaks: the audit chain breaks at line"),
+        "{}",
+        chain.text
+    );
+    assert!(chain.text.contains("do not hold"), "{}", chain.text);
+}
+
+#[tokio::test]
+async fn the_overview_counts_the_last_day_per_tool_and_draws_it() {
+    let desk = desk().await;
+    approved_and_run(&desk).await;
+    pending_approval(&desk.dispatcher, &message("m-2", "carol")).await;
+    let (mut dee, _) = desk.enrolled("aud-dee").await;
+    let overview = dee.get("/overview").await;
+    assert_eq!(overview.status, 200, "{}", overview.text);
+    // m-1 asked (approval required), then ran on its grant; m-2 asked: three calls, one
+    // granted, one pending.
+    assert!(
+        overview.text.contains(
+            r#"<tr data-tool="send_message"><td><code>send_message</code></td><td>3</td><td>1</td><td>1</td><td>0</td><td>0</td></tr>"#
+        ),
+        "{}",
+        overview.text
+    );
+    assert!(
+        overview.text.contains(r#"<svg id="chart""#),
+        "{}",
+        overview.text
+    );
+    assert!(
+        overview.text.contains(r#"class="bar calls""#),
+        "{}",
+        overview.text
+    );
+}
