@@ -173,6 +173,33 @@ impl Console {
         self
     }
 
+    /// [`router`](Self::router) under the console's base path: an application of its own,
+    /// for a server that serves the console alone.
+    #[must_use]
+    pub fn mounted(&self) -> Router {
+        if self.inner.options.base_path.is_empty() {
+            self.router()
+        } else {
+            Router::new().nest(&self.inner.options.base_path, self.router())
+        }
+    }
+
+    /// The path the console's router is mounted at ([`ConsoleOptions::base_path`]).
+    #[must_use]
+    pub fn base_path(&self) -> &str {
+        &self.inner.options.base_path
+    }
+
+    /// The address of the page of approval `approval_id`, at the console's origin.
+    #[must_use]
+    pub fn approval_url(&self, approval_id: &str) -> String {
+        format!(
+            "{}{}",
+            self.inner.options.origin,
+            self.inner.path(&format!("/approvals/{approval_id}"))
+        )
+    }
+
     /// An invitation for `approver_id` (in the directory, with no passkey yet) to enrol their
     /// first passkey: the path of its page under [`ConsoleOptions::base_path`], valid for
     /// `lifetime` or until that approver has a passkey, whichever comes first. The operator

@@ -69,6 +69,8 @@ impl McpServer {
         let mut config = StreamableHttpServerConfig::default();
         let mut hosts = config.allowed_hosts.clone();
         let front = Arc::new(Front {
+            #[cfg(feature = "console")]
+            console: self.console.clone(),
             max_body: self.max_message_bytes(),
             allowed_origins: self.allowed_origins.clone(),
             #[cfg(feature = "mcp-auth")]
@@ -145,6 +147,9 @@ impl McpServer {
 /// What stands before rmcp: the origin check, the door of an authenticated server, and the
 /// body read once, its arguments kept.
 struct Front {
+    /// The approvals console on the same port, under its base path.
+    #[cfg(feature = "console")]
+    console: Option<(Arc<str>, axum::Router)>,
     max_body: usize,
     allowed_origins: Arc<Vec<String>>,
     #[cfg(feature = "mcp-auth")]
@@ -163,6 +168,11 @@ impl Front {
     async fn serve(&self, mut service: HttpService, request: Request<Incoming>) -> Reply {
         use tower_service::Service;
 
+        #[cfg(feature = "console")]
+        let request = match self.console_request(request) {
+            Ok(answer) => return answer.await,
+            Err(request) => request,
+        };
         let (mut parts, body) = request.into_parts();
         #[cfg(feature = "mcp-auth")]
         if let Some(answer) = self
@@ -223,6 +233,47 @@ impl Front {
             door.observe(&asked.0, asked.1.as_deref(), caller, &answer);
         }
         answer
+    }
+}
+
+#[cfg(feature = "console")]
+impl Front {
+    /// The console's answer to `request` when its path is under the console's base path;
+    /// otherwise the request, for MCP.
+    #[allow(clippy::result_large_err)]
+    fn console_request(
+        &self,
+        request: Request<Incoming>,
+    ) -> Result<impl Future<Output = Reply> + use<>, Request<Incoming>> {
+        let Some((base, router)) = &self.console else {
+            return Err(request);
+        };
+        let under = request
+            .uri()
+            .path()
+            .strip_prefix(&**base)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+        if !under {
+            return Err(request);
+        }
+        let mut router = router.clone();
+        Ok(async move {
+            use tower_service::Service;
+
+            let answer = match router.call(request.map(axum::body::Body::new)).await {
+                Ok(answer) => answer,
+                Err(never) => match never {},
+            };
+            let (parts, body) = answer.into_parts();
+            // The console's pages are small, and whole before they are sent.
+            let bytes = match body.collect().await {
+                Ok(collected) => collected.to_bytes(),
+                Err(_) => {
+                    return reply::text(StatusCode::INTERNAL_SERVER_ERROR, "the page broke off");
+                }
+            };
+            Reply::from_parts(parts, Full::new(bytes).boxed())
+        })
     }
 }
 

@@ -87,6 +87,9 @@ pub struct McpServer {
     /// The `Host` names an authenticating proxy in front forwards, once the application says
     /// one is there.
     pub(super) proxy_hosts: Option<Arc<Vec<String>>>,
+    /// The approvals console served on the same port over HTTP, under its base path.
+    #[cfg(all(feature = "console", feature = "mcp-http"))]
+    pub(super) console: Option<(Arc<str>, axum::Router)>,
 }
 
 /// Why a server stopped before its client closed the session cleanly.
@@ -164,6 +167,8 @@ impl McpServer {
             implementation: Implementation::new("tool-contract", env!("CARGO_PKG_VERSION")),
             approval_ttl: Duration::from_secs(600),
             approvals_console: None,
+            #[cfg(all(feature = "console", feature = "mcp-http"))]
+            console: None,
             request_state,
             captured: None,
             allowed_origins: Arc::new(Vec::new()),
@@ -235,6 +240,24 @@ impl McpServer {
     pub fn with_approvals_console(mut self, url: &str) -> Self {
         self.approvals_console = Some(Arc::from(url));
         self
+    }
+
+    /// Serves `console` on the same port as MCP over Streamable HTTP, under its base path
+    /// (its requests never reach MCP's transport: the console checks its own sessions and
+    /// CSRF tokens), and sends people to its approval pages
+    /// ([`with_approvals_console`](Self::with_approvals_console)) at its origin. A console
+    /// mounted at the root (base path `""`) would take every path: it is not served here,
+    /// only linked to.
+    #[cfg(all(feature = "console", feature = "mcp-http"))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "console", feature = "mcp-http"))))]
+    #[must_use]
+    pub fn with_console(self, console: &crate::console::Console) -> Self {
+        let base = console.base_path();
+        let mut server = self.with_approvals_console(&console.approval_url("{approval_id}"));
+        if !base.is_empty() {
+            server.console = Some((Arc::from(base), console.mounted()));
+        }
+        server
     }
 
     /// How long an approval given through elicitation stays valid, and how long the form

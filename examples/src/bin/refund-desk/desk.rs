@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use tool_contract::control::{AuditSink, ControlStore};
+use tool_contract::control::{Approver, AuditSink, ControlStore};
 use tool_contract::dispatch::{Dispatcher, DispatcherBuilder, HandlerContext, ToolOptions};
 use tool_contract::evidence::{GroundingSource, SourceTier};
 use tool_contract::mcp::auth::{Issuer, JwtVerifier, ResourceServer};
@@ -455,21 +455,55 @@ pub fn four_eyes_dispatcher(
     built(builder)
 }
 
-/// The desk's dispatcher as the replay runs it: [`four_eyes_dispatcher`]'s, where a refund
-/// above [`TWO_SUPERVISORS_ABOVE_CENTS`] counts only approvals each supervisor signs with
-/// their own passkey for the desk's [`relying_party`].
+/// The desk's dispatcher as the replay and the console run it: [`four_eyes_dispatcher`]'s,
+/// where a refund above [`TWO_SUPERVISORS_ABOVE_CENTS`] counts only approvals each
+/// supervisor signs with their own passkey for `relying_party` (the replay's is
+/// [`relying_party`]).
 pub fn signed_four_eyes_dispatcher(
     desk: &Arc<Desk>,
     audit: Arc<dyn AuditSink>,
     store: Arc<dyn ControlStore>,
+    relying_party: RelyingParty,
 ) -> Result<Dispatcher, String> {
     let above = |draft: &CreateRefundDraft| draft.amount_cents > TWO_SUPERVISORS_ABOVE_CENTS;
     let builder = builder(desk, audit, store)?
         .approvers_when(2, above)
         .signed_approvals_when(above)
-        .relying_party(relying_party()?)
+        .relying_party(relying_party)
         .approval_receipts(receipt_signer()?);
     built(builder)
+}
+
+/// The desk's approvers: two supervisors of the shop's tenant, one of another shop, and an
+/// auditor of every tenant, none with a passkey until they enrol by invitation.
+pub fn approvers() -> [Approver; 4] {
+    [
+        Approver::new(
+            "sup-ana",
+            "Ana Lima",
+            ["acme-shop"],
+            ["create_refund_draft"],
+        ),
+        Approver::new(
+            "sup-ben",
+            "Ben Okafor",
+            ["acme-shop"],
+            ["create_refund_draft"],
+        ),
+        Approver::new(
+            "sup-cy",
+            "Cy Other",
+            ["other-shop"],
+            ["create_refund_draft"],
+        ),
+        Approver::new("aud-dee", "Dee Auditor", ["*"], ["*"]),
+    ]
+}
+
+/// The key the console signs its cookies and invitations with: a demo key; a deployment
+/// reads its own secret.
+pub fn console_key() -> Result<SecretKey, String> {
+    SecretKey::new(*b"refund desk console key, a demo!").map_err(|error| error.to_string())
 }
 
 /// The relying party supervisors' passkeys are made for: the desk's approvals console.

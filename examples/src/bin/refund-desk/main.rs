@@ -12,7 +12,10 @@
 //! postgres://…]` serves the same tools as an MCP server over stdio (or Streamable HTTP on
 //! ADDR, each request's principal from its bearer token when an issuer is named), its
 //! approvals and write records in an SQLite file by default (they survive a restart), or in
-//! PostgreSQL for many replicas.
+//! PostgreSQL for many replicas. With `--console`, the approvals console on the same port.
+//!
+//! `refund-desk console [--http ADDR] [--invite APPROVER]` serves the approvals console
+//! alone, or prints an invitation for an approver to enrol their first passkey.
 
 mod desk;
 mod replay;
@@ -21,18 +24,24 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use tool_contract::Principal;
-use tool_contract::control::{ControlStore, JsonLinesAuditLog};
+use tool_contract::console::{Console, ConsoleOptions};
+use tool_contract::control::{
+    AuditHistory, AuditSink, ControlStore, JsonLinesAuditLog, MemoryAuditLog,
+};
 use tool_contract::control::{PostgresStore, SqliteStore};
+use tool_contract::dispatch::Dispatcher;
 use tool_contract::mcp::McpServer;
 use tool_contract::providers::tool_declarations;
+use tool_contract::results::{KeySet, RelyingParty};
 
 use replay::{Output, Wire};
 
 const USAGE: &str = "\
 usage: refund-desk [replay] [--provider NAME] [--verbose | --json]
        refund-desk --declarations [--provider NAME]
-       refund-desk mcp [--http ADDR [--issuer URL --resource URL]]
+       refund-desk mcp [--http ADDR [--issuer URL --resource URL] [--console]]
                        [--store PATH | --store postgres://USER@HOST:PORT/DATABASE]
+       refund-desk console [--http ADDR | --invite APPROVER | --publish DIR] [--store ...]
 
 replay (the default)  recorded model turns of each provider through the dispatcher,
                       one line per call: tool, status, error code, recovery
@@ -51,9 +60,21 @@ mcp                   serve the desk's tools as an MCP server over stdio
                       tools:write, refunds above 40.00 refunds:large too
   --resource URL      with --issuer: the desk's canonical URI, its MCP endpoint
                       (e.g. https://desk.example.com/mcp), every token's audience
+  --console           with --http: the approvals console at /console on the same
+                      port, where a refund above 40.00 waits for two supervisors'
+                      passkey signatures (at http://localhost:PORT, the origin
+                      their passkeys are made for)
   --store PATH        the SQLite file of approvals and write records (default:
                       refund-desk.sqlite in the temporary directory); a postgres://
-                      URL shares them with every replica on that database";
+                      URL shares them with every replica on that database
+console               the approvals console alone, on --http ADDR (default
+                      127.0.0.1:8932); approvers sup-ana, sup-ben (supervisors of
+                      acme-shop), sup-cy (of another shop) and aud-dee (auditor)
+  --invite APPROVER   print the path of APPROVER's invitation to enrol a passkey
+                      (valid a day, until they have one), and exit
+  --publish DIR       write what an auditor checks receipts with offline into DIR:
+                      published-keys.json (the receipt signer's key) and
+                      approver-keys.json (the approvers' passkeys), and exit";
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
@@ -69,8 +90,23 @@ enum Command {
         store: Store,
         http: Option<String>,
         auth: Option<Auth>,
+        console: bool,
+    },
+    Console {
+        store: Store,
+        http: String,
+        once: Option<Once>,
     },
     Help,
+}
+
+/// What `console` does instead of serving.
+#[derive(Debug, PartialEq, Eq)]
+enum Once {
+    /// Prints an invitation for this approver.
+    Invite(String),
+    /// Writes the published keys into this directory.
+    Publish(std::path::PathBuf),
 }
 
 /// Whose tokens `mcp --http` takes, and for which resource.
@@ -110,6 +146,8 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
     let mut http = None;
     let mut issuer = None;
     let mut resource = None;
+    let mut console = false;
+    let mut once = None;
     let mut arguments = arguments.iter();
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
@@ -142,7 +180,19 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
             "--resource" => {
                 resource = Some(arguments.next().ok_or("--resource needs a URL")?.clone());
             }
-            "replay" | "mcp" if mode.is_none() => mode = Some(argument.as_str()),
+            "--console" => console = true,
+            "--invite" | "--publish" if once.is_some() => {
+                return Err("give --invite or --publish, not both".to_owned());
+            }
+            "--invite" => {
+                let approver = arguments.next().ok_or("--invite needs an approver id")?;
+                once = Some(Once::Invite(approver.clone()));
+            }
+            "--publish" => {
+                let directory = arguments.next().ok_or("--publish needs a directory")?;
+                once = Some(Once::Publish(directory.into()));
+            }
+            "replay" | "mcp" | "console" if mode.is_none() => mode = Some(argument.as_str()),
             other => return Err(format!("unexpected argument {other:?}")),
         }
     }
@@ -152,13 +202,33 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
         (Some(_), Some(_)) => return Err("--issuer and --resource are for --http".to_owned()),
         _ => return Err("--issuer and --resource go together".to_owned()),
     };
+    if console && (mode != Some("mcp") || http.is_none()) {
+        return Err("--console is for mcp --http".to_owned());
+    }
+    if once.is_some() && mode != Some("console") {
+        return Err("--invite and --publish are for console".to_owned());
+    }
     match mode {
         _ if auth.is_some() && mode != Some("mcp") => Err("--issuer is for mcp".to_owned()),
+        Some("console") if once.is_some() && http.is_some() => {
+            Err("--invite and --publish serve nothing: no --http".to_owned())
+        }
+        Some("console") if wires.is_empty() && output == Output::Text && !declarations => {
+            Ok(Command::Console {
+                store: store.unwrap_or_else(Store::default_file),
+                http: http.unwrap_or_else(|| "127.0.0.1:8932".to_owned()),
+                once,
+            })
+        }
+        Some("console") => {
+            Err("console takes no --provider, --verbose, --json or --declarations".to_owned())
+        }
         Some("mcp") if declarations => Err("mcp takes no --declarations".to_owned()),
         Some("mcp") if wires.is_empty() && output == Output::Text => Ok(Command::Mcp {
             store: store.unwrap_or_else(Store::default_file),
             http,
             auth,
+            console,
         }),
         Some("mcp") => Err("mcp takes no --provider, --verbose or --json".to_owned()),
         _ if store.is_some() => Err("--store is for mcp".to_owned()),
@@ -198,7 +268,13 @@ fn main() -> ExitCode {
         }
         Command::Replay { wires, output } => replay::run(&wires, output),
         Command::Declarations { wires } => print_declarations(&wires),
-        Command::Mcp { store, http, auth } => serve_mcp(&store, http.as_deref(), auth.as_ref()),
+        Command::Mcp {
+            store,
+            http,
+            auth,
+            console,
+        } => serve_mcp(&store, http.as_deref(), auth.as_ref(), console),
+        Command::Console { store, http, once } => serve_console(&store, &http, once.as_ref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -221,58 +297,206 @@ fn print_declarations(wires: &[Wire]) -> Result<(), String> {
 }
 
 /// Serves the desk over stdio until the client closes the session, or over HTTP on `http`
-/// until stopped (with `auth`, as a resource server of its issuer). Stdout is the
-/// protocol's; everything for people goes to stderr.
-fn serve_mcp(store: &Store, http: Option<&str>, auth: Option<&Auth>) -> Result<(), String> {
-    let path = replay::audit_log_path("mcp-");
-    let audit = Arc::new(
-        JsonLinesAuditLog::open(&path, desk::audit_key()?)
-            .map_err(|error| format!("cannot open {}: {error}", path.display()))?,
-    );
-    eprintln!("audit log: {}", path.display());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| format!("no runtime: {error}"))?;
+/// until stopped (with `auth`, as a resource server of its issuer; with `console`, the
+/// approvals console on the same port). Stdout is the protocol's; everything for people goes
+/// to stderr.
+fn serve_mcp(
+    store: &Store,
+    http: Option<&str>,
+    auth: Option<&Auth>,
+    console: bool,
+) -> Result<(), String> {
+    let runtime = runtime()?;
     runtime.block_on(async {
-        let control: Arc<dyn ControlStore> = match store {
-            Store::Sqlite(path) => Arc::new(
-                SqliteStore::open(path)
-                    .map_err(|error| format!("cannot open {}: {error}", path.display()))?,
-            ),
-            Store::Postgres(url) => Arc::new(
-                PostgresStore::connect(url)
-                    .await
-                    .map_err(|error| format!("cannot use the database: {error}"))?,
-            ),
-        };
+        let control = open_store(store).await?;
         let desk = Arc::new(desk::Desk::seeded());
-        // The same rules as the replay: two supervisors above 40.00, receipts signed.
-        let dispatcher = Arc::new(desk::four_eyes_dispatcher(&desk, audit, control)?);
-        let server = match auth {
-            Some(auth) => McpServer::authenticated(dispatcher, desk::resource_server(auth)?)
-                .map_err(|error| error.to_string())?,
-            None => McpServer::new(dispatcher, Principal::new("acme-shop", "mcp:refund-desk")),
-        }
-        .with_server_info("refund-desk", env!("CARGO_PKG_VERSION"));
         let Some(address) = http else {
+            let (audit, _) = open_audit_log("mcp-")?;
+            // The same rules as the replay: two supervisors above 40.00, receipts signed.
+            let dispatcher = Arc::new(desk::four_eyes_dispatcher(&desk, audit, control)?);
+            let server = McpServer::new(dispatcher, Principal::new("acme-shop", "mcp:refund-desk"))
+                .with_server_info("refund-desk", env!("CARGO_PKG_VERSION"));
             return server
                 .serve_stdio()
                 .await
                 .map_err(|error| error.to_string());
         };
-        let listener = tokio::net::TcpListener::bind(address)
-            .await
-            .map_err(|error| format!("cannot listen on {address}: {error}"))?;
+        let listener = bind(address).await?;
         let bound = listener
             .local_addr()
             .map_err(|error| format!("no address: {error}"))?;
+        let (dispatcher, console) = if console {
+            let audit = open_audit_log("console-")?;
+            let (dispatcher, console) = desk_console(&desk, control, bound.port(), audit).await?;
+            (dispatcher, Some(console))
+        } else {
+            let (audit, _) = open_audit_log("mcp-")?;
+            (
+                Arc::new(desk::four_eyes_dispatcher(&desk, audit, control)?),
+                None,
+            )
+        };
+        let mut server = match auth {
+            Some(auth) => McpServer::authenticated(dispatcher, desk::resource_server(auth)?)
+                .map_err(|error| error.to_string())?,
+            None => McpServer::new(dispatcher, Principal::new("acme-shop", "mcp:refund-desk")),
+        }
+        .with_server_info("refund-desk", env!("CARGO_PKG_VERSION"));
+        if let Some(console) = &console {
+            server = server.with_console(console);
+            eprintln!("console: http://localhost:{}/console", bound.port());
+        }
         eprintln!("listening on http://{bound}");
         server
             .serve_http(listener)
             .await
             .map_err(|error| error.to_string())
     })
+}
+
+/// Serves the approvals console alone on `http` until stopped, or does `once` and returns.
+fn serve_console(store: &Store, http: &str, once: Option<&Once>) -> Result<(), String> {
+    runtime()?.block_on(async {
+        let control = open_store(store).await?;
+        let desk = Arc::new(desk::Desk::seeded());
+        match once {
+            // The invitation is the console's signature over the approver's id: any console
+            // of the desk's key and store takes it, whatever its port.
+            Some(Once::Invite(approver_id)) => {
+                let (_, console) = desk_console(&desk, control, 0, no_audit_log()?).await?;
+                let path = console
+                    .invitation(approver_id, std::time::Duration::from_secs(24 * 3600))
+                    .await
+                    .map_err(|error| error.to_string())?;
+                println!("{path}");
+                return Ok(());
+            }
+            Some(Once::Publish(directory)) => {
+                let (dispatcher, _) = desk_console(&desk, control, 0, no_audit_log()?).await?;
+                return publish(&dispatcher, directory).await;
+            }
+            None => {}
+        }
+        let listener = bind(http).await?;
+        let bound = listener
+            .local_addr()
+            .map_err(|error| format!("no address: {error}"))?;
+        let audit = open_audit_log("console-")?;
+        let (_, console) = desk_console(&desk, control, bound.port(), audit).await?;
+        let app = console.mounted();
+        eprintln!("console: http://localhost:{}/console", bound.port());
+        eprintln!("listening on http://{bound}");
+        axum::serve(listener, app)
+            .await
+            .map_err(|error| error.to_string())
+    })
+}
+
+/// Writes the receipt signer's published key and the approvers' into `directory`.
+async fn publish(dispatcher: &Dispatcher, directory: &std::path::Path) -> Result<(), String> {
+    let keys = KeySet::new([desk::receipt_signer()?.published_key()])
+        .map_err(|error| error.to_string())?;
+    let approvers = dispatcher
+        .published_approvers()
+        .await
+        .map_err(|error| error.to_string())?
+        .ok_or("the desk has no relying party")?;
+    let write = |name: &str, text: String| {
+        let path = directory.join(name);
+        std::fs::write(&path, text)
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+        println!("{}", path.display());
+        Ok::<(), String>(())
+    };
+    std::fs::create_dir_all(directory)
+        .map_err(|error| format!("cannot make {}: {error}", directory.display()))?;
+    write("published-keys.json", keys.to_json())?;
+    write("approver-keys.json", approvers.to_json())
+}
+
+/// The desk's dispatcher with signed four eyes for passkeys made at
+/// `http://localhost:{port}`, its approvers in the directory, and its console there, over
+/// an audit log that signs a tree head every record.
+async fn desk_console(
+    desk: &Arc<desk::Desk>,
+    control: Arc<dyn ControlStore>,
+    port: u16,
+    (audit, log): AuditLog,
+) -> Result<(Arc<Dispatcher>, Console), String> {
+    let origin = format!("http://localhost:{port}");
+    let relying_party = RelyingParty::new("localhost", "Refund desk", [origin.as_str()])
+        .map_err(|error| error.to_string())?;
+    let dispatcher = Arc::new(desk::signed_four_eyes_dispatcher(
+        desk,
+        audit,
+        control,
+        relying_party,
+    )?);
+    for approver in desk::approvers() {
+        dispatcher
+            .put_approver(approver)
+            .await
+            .map_err(|error| error.to_string())?;
+    }
+    let signer = desk::receipt_signer()?;
+    let published = KeySet::new([signer.published_key()]).map_err(|error| error.to_string())?;
+    let console = Console::new(
+        dispatcher.clone(),
+        desk::console_key()?,
+        ConsoleOptions::new(origin, "/console"),
+    )
+    .map_err(|error| error.to_string())?
+    .with_audit_log(log, desk::audit_key()?, published);
+    Ok((dispatcher, console))
+}
+
+/// An audit log as the dispatcher writes it and as the console reads it.
+type AuditLog = (Arc<dyn AuditSink>, Arc<dyn AuditHistory>);
+
+/// A log in memory, for a command that runs no call.
+fn no_audit_log() -> Result<AuditLog, String> {
+    let log = Arc::new(MemoryAuditLog::new(desk::audit_key()?));
+    Ok((log.clone(), log))
+}
+
+/// A new audit log file named with `prefix`, signing a tree head after every record.
+fn open_audit_log(prefix: &str) -> Result<AuditLog, String> {
+    let path = replay::audit_log_path(prefix);
+    let signer = desk::receipt_signer()?;
+    let log = Arc::new(
+        JsonLinesAuditLog::open(&path, desk::audit_key()?)
+            .and_then(|log| log.sign_tree_heads(signer, 1))
+            .map_err(|error| format!("cannot open {}: {error}", path.display()))?,
+    );
+    eprintln!("audit log: {}", path.display());
+    Ok((log.clone(), log))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| format!("no runtime: {error}"))
+}
+
+async fn open_store(store: &Store) -> Result<Arc<dyn ControlStore>, String> {
+    Ok(match store {
+        Store::Sqlite(path) => Arc::new(
+            SqliteStore::open(path)
+                .map_err(|error| format!("cannot open {}: {error}", path.display()))?,
+        ),
+        Store::Postgres(url) => Arc::new(
+            PostgresStore::connect(url)
+                .await
+                .map_err(|error| format!("cannot use the database: {error}"))?,
+        ),
+    })
+}
+
+async fn bind(address: &str) -> Result<tokio::net::TcpListener, String> {
+    tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| format!("cannot listen on {address}: {error}"))
 }
 
 #[cfg(test)]
@@ -330,6 +554,7 @@ mod tests {
                 store: Store::default_file(),
                 http: None,
                 auth: None,
+                console: false,
             })
         );
         assert_eq!(
@@ -338,6 +563,7 @@ mod tests {
                 store: Store::Sqlite("/tmp/desk.sqlite".into()),
                 http: None,
                 auth: None,
+                console: false,
             })
         );
         assert_eq!(
@@ -346,6 +572,7 @@ mod tests {
                 store: Store::Postgres("postgres://postgres@127.0.0.1:5432/test".to_owned()),
                 http: None,
                 auth: None,
+                console: false,
             })
         );
         assert!(parse_words("replay --store x.sqlite").is_err());
@@ -359,9 +586,34 @@ mod tests {
                 store: Store::default_file(),
                 http: Some("127.0.0.1:0".to_owned()),
                 auth: None,
+                console: false,
             })
         );
         assert!(parse_words("replay --http 127.0.0.1:0").is_err());
+        assert!(
+            parse_words("mcp --console").is_err(),
+            "the console needs --http"
+        );
+        assert!(parse_words("replay --invite sup-ana").is_err());
+        assert!(parse_words("console --invite sup-ana --http 127.0.0.1:0").is_err());
+        assert!(parse_words("console --invite sup-ana --publish /tmp/k").is_err());
+        assert_eq!(
+            parse_words("console --invite sup-ana"),
+            Ok(Command::Console {
+                store: Store::default_file(),
+                http: "127.0.0.1:8932".to_owned(),
+                once: Some(Once::Invite("sup-ana".to_owned())),
+            })
+        );
+        assert_eq!(
+            parse_words("mcp --http 127.0.0.1:0 --console"),
+            Ok(Command::Mcp {
+                store: Store::default_file(),
+                http: Some("127.0.0.1:0".to_owned()),
+                auth: None,
+                console: true,
+            })
+        );
         assert!(parse_words("mcp --http").is_err());
     }
 
@@ -378,6 +630,7 @@ mod tests {
                     issuer: "http://127.0.0.1:9000".to_owned(),
                     resource: "http://127.0.0.1:8931/mcp".to_owned(),
                 }),
+                console: false,
             })
         );
         assert!(parse_words("mcp --http 127.0.0.1:0 --issuer http://127.0.0.1:9000").is_err());

@@ -378,6 +378,7 @@ async fn replay(
         &desk,
         audit,
         Arc::new(tool_contract::control::MemoryStore::new()),
+        desk::relying_party()?,
     )?;
     let binder = dispatcher.binder();
     if output != Output::JsonLines {
