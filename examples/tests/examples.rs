@@ -2,6 +2,7 @@
 //! (its binaries, its recorded sessions), so the dependency graph is linked once.
 
 mod conformance;
+mod console_browser;
 mod issue_desk;
 mod mcp_auth;
 mod mcp_http;

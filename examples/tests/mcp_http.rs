@@ -30,6 +30,12 @@ async fn replica(store: &std::path::Path) -> Replica {
 
 /// A `tools/call` of 2026-07-28 to `replica`, with `extra` params; its JSON-RPC response.
 async fn call(replica: &Replica, tool: &str, arguments: Value, extra: Value) -> Value {
+    call_at(&replica.address, tool, arguments, extra).await
+}
+
+/// A `tools/call` of 2026-07-28 to the desk at `address`, with `extra` params; its JSON-RPC
+/// response.
+pub(crate) async fn call_at(address: &str, tool: &str, arguments: Value, extra: Value) -> Value {
     let mut params = json!({
         "name": tool,
         "arguments": arguments,
@@ -43,15 +49,13 @@ async fn call(replica: &Replica, tool: &str, arguments: Value, extra: Value) -> 
         params.extend(extra);
     }
     let message = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
-    let stream = tokio::net::TcpStream::connect(&replica.address)
-        .await
-        .unwrap();
+    let stream = tokio::net::TcpStream::connect(address).await.unwrap();
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .unwrap();
     tokio::spawn(connection);
     let request = http::Request::post("/")
-        .header("host", &replica.address)
+        .header("host", address)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")

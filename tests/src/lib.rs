@@ -5,6 +5,7 @@
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
+pub mod browser;
 pub mod console;
 pub mod http;
 pub mod issuer;

@@ -175,7 +175,6 @@ impl Console {
 
     /// [`router`](Self::router) under the console's base path: an application of its own,
     /// for a server that serves the console alone.
-    #[must_use]
     pub fn mounted(&self) -> Router {
         if self.inner.options.base_path.is_empty() {
             self.router()

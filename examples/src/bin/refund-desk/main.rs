@@ -74,7 +74,9 @@ console               the approvals console alone, on --http ADDR (default
                       (valid a day, until they have one), and exit
   --publish DIR       write what an auditor checks receipts with offline into DIR:
                       published-keys.json (the receipt signer's key) and
-                      approver-keys.json (the approvers' passkeys), and exit";
+                      approver-keys.json (the approvers' passkeys), and exit
+  --origin URL        with --publish: the console's origin, which the passkeys were
+                      made for (default http://localhost:8932)";
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
@@ -105,8 +107,11 @@ enum Command {
 enum Once {
     /// Prints an invitation for this approver.
     Invite(String),
-    /// Writes the published keys into this directory.
-    Publish(std::path::PathBuf),
+    /// Writes the published keys of the console at `origin` into `directory`.
+    Publish {
+        directory: std::path::PathBuf,
+        origin: String,
+    },
 }
 
 /// Whose tokens `mcp --http` takes, and for which resource.
@@ -148,6 +153,7 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
     let mut resource = None;
     let mut console = false;
     let mut once = None;
+    let mut origin = None;
     let mut arguments = arguments.iter();
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
@@ -190,8 +196,12 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
             }
             "--publish" => {
                 let directory = arguments.next().ok_or("--publish needs a directory")?;
-                once = Some(Once::Publish(directory.into()));
+                once = Some(Once::Publish {
+                    directory: directory.into(),
+                    origin: String::new(),
+                });
             }
+            "--origin" => origin = Some(arguments.next().ok_or("--origin needs a URL")?.clone()),
             "replay" | "mcp" | "console" if mode.is_none() => mode = Some(argument.as_str()),
             other => return Err(format!("unexpected argument {other:?}")),
         }
@@ -207,6 +217,13 @@ fn parse(arguments: &[String]) -> Result<Command, String> {
     }
     if once.is_some() && mode != Some("console") {
         return Err("--invite and --publish are for console".to_owned());
+    }
+    match (&mut once, origin) {
+        (Some(Once::Publish { origin, .. }), given) => {
+            *origin = given.unwrap_or_else(|| "http://localhost:8932".to_owned());
+        }
+        (_, Some(_)) => return Err("--origin is for console --publish".to_owned()),
+        _ => {}
     }
     match mode {
         _ if auth.is_some() && mode != Some("mcp") => Err("--issuer is for mcp".to_owned()),
@@ -327,7 +344,8 @@ fn serve_mcp(
             .map_err(|error| format!("no address: {error}"))?;
         let (dispatcher, console) = if console {
             let audit = open_audit_log("console-")?;
-            let (dispatcher, console) = desk_console(&desk, control, bound.port(), audit).await?;
+            let origin = format!("http://localhost:{}", bound.port());
+            let (dispatcher, console) = desk_console(&desk, control, &origin, audit).await?;
             (dispatcher, Some(console))
         } else {
             let (audit, _) = open_audit_log("mcp-")?;
@@ -363,7 +381,8 @@ fn serve_console(store: &Store, http: &str, once: Option<&Once>) -> Result<(), S
             // The invitation is the console's signature over the approver's id: any console
             // of the desk's key and store takes it, whatever its port.
             Some(Once::Invite(approver_id)) => {
-                let (_, console) = desk_console(&desk, control, 0, no_audit_log()?).await?;
+                let origin = "http://localhost:8932";
+                let (_, console) = desk_console(&desk, control, origin, no_audit_log()?).await?;
                 let path = console
                     .invitation(approver_id, std::time::Duration::from_secs(24 * 3600))
                     .await
@@ -371,8 +390,8 @@ fn serve_console(store: &Store, http: &str, once: Option<&Once>) -> Result<(), S
                 println!("{path}");
                 return Ok(());
             }
-            Some(Once::Publish(directory)) => {
-                let (dispatcher, _) = desk_console(&desk, control, 0, no_audit_log()?).await?;
+            Some(Once::Publish { directory, origin }) => {
+                let (dispatcher, _) = desk_console(&desk, control, origin, no_audit_log()?).await?;
                 return publish(&dispatcher, directory).await;
             }
             None => {}
@@ -382,7 +401,8 @@ fn serve_console(store: &Store, http: &str, once: Option<&Once>) -> Result<(), S
             .local_addr()
             .map_err(|error| format!("no address: {error}"))?;
         let audit = open_audit_log("console-")?;
-        let (_, console) = desk_console(&desk, control, bound.port(), audit).await?;
+        let origin = format!("http://localhost:{}", bound.port());
+        let (_, console) = desk_console(&desk, control, &origin, audit).await?;
         let app = console.mounted();
         eprintln!("console: http://localhost:{}/console", bound.port());
         eprintln!("listening on http://{bound}");
@@ -414,17 +434,16 @@ async fn publish(dispatcher: &Dispatcher, directory: &std::path::Path) -> Result
     write("approver-keys.json", approvers.to_json())
 }
 
-/// The desk's dispatcher with signed four eyes for passkeys made at
-/// `http://localhost:{port}`, its approvers in the directory, and its console there, over
-/// an audit log that signs a tree head every record.
+/// The desk's dispatcher with signed four eyes for passkeys made at `origin` (a
+/// `http://localhost` one: the relying party `localhost`), its approvers in the directory,
+/// and its console there, over `audit`.
 async fn desk_console(
     desk: &Arc<desk::Desk>,
     control: Arc<dyn ControlStore>,
-    port: u16,
+    origin: &str,
     (audit, log): AuditLog,
 ) -> Result<(Arc<Dispatcher>, Console), String> {
-    let origin = format!("http://localhost:{port}");
-    let relying_party = RelyingParty::new("localhost", "Refund desk", [origin.as_str()])
+    let relying_party = RelyingParty::new("localhost", "Refund desk", [origin])
         .map_err(|error| error.to_string())?;
     let dispatcher = Arc::new(desk::signed_four_eyes_dispatcher(
         desk,
@@ -597,6 +616,18 @@ mod tests {
         assert!(parse_words("replay --invite sup-ana").is_err());
         assert!(parse_words("console --invite sup-ana --http 127.0.0.1:0").is_err());
         assert!(parse_words("console --invite sup-ana --publish /tmp/k").is_err());
+        assert!(parse_words("console --invite sup-ana --origin http://a").is_err());
+        assert_eq!(
+            parse_words("console --publish /tmp/k"),
+            Ok(Command::Console {
+                store: Store::default_file(),
+                http: "127.0.0.1:8932".to_owned(),
+                once: Some(Once::Publish {
+                    directory: "/tmp/k".into(),
+                    origin: "http://localhost:8932".to_owned(),
+                }),
+            })
+        );
         assert_eq!(
             parse_words("console --invite sup-ana"),
             Ok(Command::Console {
