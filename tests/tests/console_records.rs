@@ -301,16 +301,26 @@ async fn an_edited_record_shows_where_the_chain_breaks() {
 #[tokio::test]
 async fn the_overview_counts_the_last_day_per_tool_and_draws_it() {
     let desk = desk().await;
-    approved_and_run(&desk).await;
+    let (_, mut ana, mut ana_key) = approved_and_run(&desk).await;
     pending_approval(&desk.dispatcher, &message("m-2", "carol")).await;
+    let refused = message("m-3", "mallory");
+    let pending = pending_approval(&desk.dispatcher, &refused).await;
+    let rejected = ana
+        .decide(&pending.approval_id, "reject_wrong_details", &mut ana_key)
+        .await;
+    assert_eq!(rejected.status, 200, "{}", rejected.text);
+    let told = run(&desk.dispatcher, &refused).await;
+    assert_eq!(code(&told), Some(ErrorCode::RejectedWrongDetails));
+
     let (mut dee, _) = desk.enrolled("aud-dee").await;
     let overview = dee.get("/overview").await;
     assert_eq!(overview.status, 200, "{}", overview.text);
-    // m-1 asked (approval required), then ran on its grant; m-2 asked: three calls, one
-    // granted, one pending.
+    // m-1 asked (approval required), then ran on its grant; m-2 asked and waits; m-3 asked,
+    // was rejected, and the model was told so: five calls, one pending, one granted, one
+    // rejected.
     assert!(
         overview.text.contains(
-            r#"<tr data-tool="send_message"><td><code>send_message</code></td><td>3</td><td>1</td><td>1</td><td>0</td><td>0</td></tr>"#
+            r#"<tr data-tool="send_message"><td><code>send_message</code></td><td>5</td><td>1</td><td>1</td><td>1</td><td>0</td></tr>"#
         ),
         "{}",
         overview.text

@@ -9,11 +9,19 @@ use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
 use time::{Duration, OffsetDateTime};
 
-use crate::control::{AuditHistory, AuditLogError, History, HistoryCalls, PendingApproval};
+use crate::control::{
+    Approver, AuditHistory, AuditLogError, History, HistoryCalls, PendingApproval,
+};
 use crate::results::{
     ApproverKeys, ErrorCode, KeySet, ModelResult, ProtectedAudit, SecretKey, SignedReceipt,
 };
 use crate::results::{Delivery, Status};
+
+/// Whether `approver` audits every tenant: enrolled for all of them (`"*"`). The chain and the
+/// overview count every tenant's calls, so they are an auditor's pages only.
+pub(super) fn is_auditor(approver: &Approver) -> bool {
+    approver.tenants.iter().any(|tenant| tenant == "*")
+}
 
 /// The audit log a console reads, with what it is checked by.
 pub(super) struct AuditView {

@@ -14,18 +14,13 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::audit::{self, AuditView, Read};
+use super::audit::{self, AuditView, Read, is_auditor};
 use super::pages::Visit;
 use super::state::Inner;
 use crate::control::{Approver, same_approver};
 use crate::results::SignedReceipt;
 
 type Shared = State<Arc<Inner>>;
-
-/// Whether `approver` audits every tenant.
-pub(super) fn is_auditor(approver: &Approver) -> bool {
-    approver.tenants.iter().any(|tenant| tenant == "*")
-}
 
 /// Whether `approver` may see `receipt`: an auditor, or one of its approvers.
 fn may_see(approver: &Approver, receipt: &SignedReceipt) -> bool {

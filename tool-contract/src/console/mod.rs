@@ -39,6 +39,8 @@ mod audit;
 mod audit_pages;
 mod form;
 mod limit;
+#[cfg(feature = "mcp-http")]
+mod mcp;
 mod options;
 mod pages;
 mod state;

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::audit_pages::is_auditor;
+use super::audit::is_auditor;
 use super::form;
 use super::state::{Ceremony, Inner};
 use super::token::{self, Session};

@@ -242,22 +242,13 @@ impl McpServer {
         self
     }
 
-    /// Serves `console` on the same port as MCP over Streamable HTTP, under its base path
-    /// (its requests never reach MCP's transport: the console checks its own sessions and
-    /// CSRF tokens), and sends people to its approval pages
-    /// ([`with_approvals_console`](Self::with_approvals_console)) at its origin. A console
-    /// mounted at the root (base path `""`) would take every path: it is not served here,
-    /// only linked to.
+    /// Serves `router` (an application's pages, e.g. the approvals console) on the same port
+    /// as MCP over Streamable HTTP, for every path under `base`: those requests never reach
+    /// MCP's transport.
     #[cfg(all(feature = "console", feature = "mcp-http"))]
-    #[cfg_attr(docsrs, doc(cfg(all(feature = "console", feature = "mcp-http"))))]
-    #[must_use]
-    pub fn with_console(self, console: &crate::console::Console) -> Self {
-        let base = console.base_path();
-        let mut server = self.with_approvals_console(&console.approval_url("{approval_id}"));
-        if !base.is_empty() {
-            server.console = Some((Arc::from(base), console.mounted()));
-        }
-        server
+    pub(crate) fn with_routes(mut self, base: &str, router: axum::Router) -> Self {
+        self.console = Some((Arc::from(base), router));
+        self
     }
 
     /// How long an approval given through elicitation stays valid, and how long the form
