@@ -202,8 +202,14 @@ async fn two_supervisors_approve_a_large_refund_in_their_browsers_and_it_drafts_
     assert_eq!(verified.tool, "create_refund_draft");
     assert_eq!(verified.approvals.len(), 2);
 
-    // A supervisor of another shop sees nothing of it.
+    // A supervisor of another shop sees nothing of it, signed in again with their passkey.
     let cy = enrolled(&driver, &base, &store, &work, "sup-cy", None).await;
+    cy.click("header form.inline button").await;
+    cy.wait_for_path("/console/sign-in").await;
+    cy.fill("#approver_id", "sup-cy").await;
+    cy.screenshot(&screenshots().join("sign-in.png")).await;
+    cy.click("#sign-in button").await;
+    cy.wait_for_path("/console/approvals").await;
     assert!(cy.text().await.contains("Nothing waits for you"));
     cy.open(&format!("{base}/receipts")).await;
     let theirs = cy.text().await;
