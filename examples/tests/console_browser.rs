@@ -50,7 +50,7 @@ fn large_refund() -> Value {
 
 /// `person`'s browser, enrolled through their invitation and on the list of approvals.
 async fn enrolled(
-    driver: &Driver,
+    driver: &mut Driver,
     base: &str,
     store: &Path,
     work: &Path,
@@ -98,7 +98,7 @@ async fn two_supervisors_approve_a_large_refund_in_their_browsers_and_it_drafts_
     let asked = call_at(&address, "create_refund_draft", large_refund(), json!({})).await;
     assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
 
-    let driver = Driver::start(&chromedriver).await;
+    let mut driver = Driver::start(&chromedriver).await;
     let ana = enrolled(
         &driver,
         &base,
@@ -152,7 +152,7 @@ async fn two_supervisors_approve_a_large_refund_in_their_browsers_and_it_drafts_
         "one signature of two runs nothing: {not_yet}"
     );
 
-    let ben = enrolled(&driver, &base, &store, &work, "sup-ben", None).await;
+    let ben = enrolled(&mut driver, &base, &store, &work, "sup-ben", None).await;
     assert!(ben.text().await.contains("1 of 2"));
     ben.click("#pending a").await;
     let page = ben.text().await;
@@ -203,7 +203,7 @@ async fn two_supervisors_approve_a_large_refund_in_their_browsers_and_it_drafts_
     assert_eq!(verified.approvals.len(), 2);
 
     // A supervisor of another shop sees nothing of it, signed in again with their passkey.
-    let cy = enrolled(&driver, &base, &store, &work, "sup-cy", None).await;
+    let cy = enrolled(&mut driver, &base, &store, &work, "sup-cy", None).await;
     cy.click("header form.inline button").await;
     cy.wait_for_path("/console/sign-in").await;
     cy.fill("#approver_id", "sup-cy").await;
@@ -217,7 +217,7 @@ async fn two_supervisors_approve_a_large_refund_in_their_browsers_and_it_drafts_
     assert!(!theirs.contains("create_refund_draft"), "{theirs}");
 
     // The auditor: the chain's state and the day's overview.
-    let dee = enrolled(&driver, &base, &store, &work, "aud-dee", None).await;
+    let dee = enrolled(&mut driver, &base, &store, &work, "aud-dee", None).await;
     dee.open(&format!("{base}/audit")).await;
     let chain = dee.text().await;
     assert!(chain.contains("holds through record"), "{chain}");

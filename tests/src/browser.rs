@@ -19,19 +19,29 @@ pub const CHROMEDRIVER_VARIABLE: &str = "TOOL_CONTRACT_CHROMEDRIVER";
 
 /// The `chromedriver` binary, or `None` (with a line saying `test` was skipped).
 pub fn chromedriver(test: &str) -> Option<PathBuf> {
-    match std::env::var(CHROMEDRIVER_VARIABLE) {
-        Ok(path) if !path.is_empty() => Some(PathBuf::from(path)),
-        _ => {
-            eprintln!("skipped {test}: {CHROMEDRIVER_VARIABLE} is not set");
-            None
-        }
-    }
+    crate::program_named_by(CHROMEDRIVER_VARIABLE, test)
 }
 
-/// A running ChromeDriver on a loopback port; stopped when dropped.
+/// A running ChromeDriver on a loopback port; stopped when dropped, with every browser it
+/// started (a test that fails leaves none behind).
 pub struct Driver {
     _process: Child,
     url: String,
+    /// The profiles of the browsers it started.
+    profiles: Vec<PathBuf>,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        // A browser whose session never ended outlives its driver: end each by its profile,
+        // which only its own processes name.
+        for profile in &self.profiles {
+            let _ = std::process::Command::new("pkill")
+                .arg("-f")
+                .arg(format!("--user-data-dir={}", profile.display()))
+                .status();
+        }
+    }
 }
 
 impl Driver {
@@ -57,6 +67,7 @@ impl Driver {
                 return Driver {
                     _process: process,
                     url,
+                    profiles: Vec::new(),
                 };
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -66,8 +77,9 @@ impl Driver {
 
     /// A new browser of its own (its own profile, cookies and authenticator), downloading
     /// into `downloads`.
-    pub async fn browser(&self, downloads: &Path) -> Browser {
+    pub async fn browser(&mut self, downloads: &Path) -> Browser {
         let profile = downloads.join("profile");
+        self.profiles.push(profile.clone());
         let mut capabilities = Capabilities::new();
         capabilities.insert(
             "goog:chromeOptions".to_owned(),

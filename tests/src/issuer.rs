@@ -28,13 +28,7 @@ pub fn node_folder() -> PathBuf {
 
 /// The Node 22 binary, or `None` (with a line saying `test` was skipped).
 pub fn node(test: &str) -> Option<PathBuf> {
-    match std::env::var(NODE_VARIABLE) {
-        Ok(node) if !node.is_empty() => Some(PathBuf::from(node)),
-        _ => {
-            eprintln!("skipped {test}: {NODE_VARIABLE} is not set");
-            None
-        }
-    }
+    crate::program_named_by(NODE_VARIABLE, test)
 }
 
 /// A running issuer; stopped when dropped.

@@ -19,6 +19,18 @@ pub mod tracker;
 use serde_json::{Value, json};
 use tool_contract::{ToolContract, ToolOutput, Violations};
 
+/// The program `variable` names, or `None` (with a line saying `test` was skipped): how the
+/// tests that need a program from outside Cargo (Node 22, ChromeDriver) find it.
+pub fn program_named_by(variable: &str, test: &str) -> Option<std::path::PathBuf> {
+    match std::env::var(variable) {
+        Ok(path) if !path.is_empty() => Some(path.into()),
+        _ => {
+            eprintln!("skipped {test}: {variable} is not set");
+            None
+        }
+    }
+}
+
 /// Read one order by its reference.
 #[derive(Debug, serde::Deserialize, ToolContract)]
 #[tool_contract(output = OrderView, effect = read_only, source_label = "orders",

@@ -1,7 +1,8 @@
 //! Issue 32, the console beyond a plain decision: approving with changes from the form the
 //! tool's input schema builds (checked by the contract before anything is signed, the diff
 //! shown to whoever approves next), and the pages over the audit log: receipts verified and
-//! downloaded, the chain's state, the last day per tool.
+//! downloaded, the chain's state, the last day per tool (calls, pending, granted, rejected,
+//! unknown outcomes reconciled).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,11 +10,14 @@ use std::sync::Arc;
 use serde_json::json;
 use tool_contract::console::{Console, ConsoleOptions};
 use tool_contract::control::{AuditHistory, History, HistoryFuture, JsonLinesAuditLog};
-use tool_contract::results::{KeySet, ReceiptSigner};
-use tool_contract::{ErrorCode, SecretKey};
+use tool_contract::dispatch::Task;
+use tool_contract::results::{Delivery, KeySet, ReceiptSigner};
+use tool_contract::{ErrorCode, SecretKey, Status};
 use tool_contract_tests::console::{Desk, Visit, desk, serve};
 use tool_contract_tests::passkey::{ORIGIN, SoftAuthenticator};
-use tool_contract_tests::tracker::{audit_key, code, message, pending_approval, run};
+use tool_contract_tests::tracker::{
+    Fault, alice, audit_key, code, create, message, pending_approval, run,
+};
 
 /// Sends `m-1` to bob, approved by Ana and Ben with their passkeys, and runs it: the
 /// receipted write of the pages over the log. Its approval id, and Ana's browser and
@@ -332,6 +336,44 @@ async fn the_overview_counts_the_last_day_per_tool_and_draws_it() {
     );
     assert!(
         overview.text.contains(r#"class="bar calls""#),
+        "{}",
+        overview.text
+    );
+}
+
+#[tokio::test]
+async fn the_overview_counts_an_unknown_outcome_settled_by_its_status_query() {
+    let desk = desk().await;
+    desk.remote.script(&[Fault::CommitThenHang]);
+    // The handler's timeout passes in paused time: the write ends unknown, then its status
+    // query finds it committed.
+    tokio::time::pause();
+    let timed_out = run(
+        &desk.dispatcher,
+        &create("c1", "Printer on fire", "3", "k-1"),
+    )
+    .await;
+    assert_eq!(timed_out.result.model.status(), Status::Unknown);
+    let settled = desk
+        .dispatcher
+        .reconcile(
+            &alice(),
+            &create("c2", "Printer on fire", "3", "k-1"),
+            &Task::unlimited(),
+        )
+        .await;
+    assert_eq!(
+        settled.result.model.execution().delivery,
+        Delivery::ReceiptReconciled
+    );
+    tokio::time::resume();
+
+    let (mut dee, _) = desk.enrolled("aud-dee").await;
+    let overview = dee.get("/overview").await;
+    assert!(
+        overview.text.contains(
+            r#"<tr data-tool="create_issue"><td><code>create_issue</code></td><td>2</td><td>0</td><td>0</td><td>0</td><td>1</td></tr>"#
+        ),
         "{}",
         overview.text
     );

@@ -29,6 +29,7 @@ pub use approval::{
 };
 pub(crate) use approval::{later_by, unix_ms};
 pub use approver::ApproverIdentity;
+#[cfg(feature = "console")]
 pub(crate) use approver::same_approver;
 pub use audit_log::{
     AuditFuture, AuditHistory, AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256,
