@@ -100,7 +100,7 @@ async fn two_supervisors_approve_a_large_refund_in_their_browsers_and_it_drafts_
 
     let mut driver = Driver::start(&chromedriver).await;
     let ana = enrolled(
-        &driver,
+        &mut driver,
         &base,
         &store,
         &work,
