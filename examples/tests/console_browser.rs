@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use tokio::process::Command;
 use tool_contract::results::{ApproverKeys, KeySet};
 use tool_contract_tests::browser::{Browser, Driver, chromedriver};
+use tool_contract_tests::console::Visit;
 use tool_contract_tests::listening::listening;
 
 use crate::mcp_http::call_at;
@@ -230,6 +231,31 @@ async fn two_supervisors_approve_a_large_refund_in_their_browsers_and_it_drafts_
     for browser in [ana, ben, cy, dee] {
         browser.close().await;
     }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[tokio::test]
+async fn the_console_alone_serves_the_invitation_made_on_the_command_line() {
+    let work = std::env::temp_dir().join(format!("refund-desk-console-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    let store = work.join("desk.sqlite");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_refund-desk"));
+    command
+        .args(["console", "--http", "127.0.0.1:0", "--store"])
+        .arg(&store);
+    let (_console, address) = listening(command).await;
+    let invitation = desk_command(&["--invite", "sup-ben"], &store).await;
+    assert!(
+        invitation.starts_with("/console/invitations/"),
+        "{invitation}"
+    );
+
+    let mut visit = Visit::new(&format!("http://{address}/console"));
+    let page = visit.get(invitation.trim_start_matches("/console")).await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(page.text.contains("Ben Okafor"), "{}", page.text);
+    let forged = visit.get("/invitations/eyJhIjoxfQ.AAAA").await;
+    assert_eq!(forged.status, 404, "{}", forged.text);
     let _ = std::fs::remove_dir_all(&work);
 }
 
