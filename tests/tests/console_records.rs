@@ -378,3 +378,90 @@ async fn the_overview_counts_an_unknown_outcome_settled_by_its_status_query() {
         overview.text
     );
 }
+
+#[tokio::test]
+async fn a_decision_posted_with_other_edits_than_those_signed_is_refused_and_nothing_recorded() {
+    let desk = desk().await;
+    let (mut ana, mut ana_key) = desk.enrolled("sup-ana").await;
+    let pending = pending_approval(&desk.dispatcher, &message("m-1", "bob")).await;
+    let page = format!("/approvals/{}", pending.approval_id);
+    ana.get(&page).await;
+    let asked = ana
+        .post(
+            &format!("{page}/statement"),
+            &json!({"decision": "approve", "edit.to": "carol", "edit.text": "hello"}),
+        )
+        .await;
+    assert_eq!(asked.status, 200, "{}", asked.text);
+    let asked = asked.json();
+    assert_eq!(
+        asked["edited_arguments"],
+        json!({"to": "carol", "text": "hello"})
+    );
+    let credential = ana_key.sign(&asked["options"]).await;
+    let credential: serde_json::Value = serde_json::from_slice(&credential).unwrap();
+    let swapped = ana
+        .post(
+            &format!("{page}/decision"),
+            &json!({
+                "statement": asked["statement"],
+                "edited_arguments": {"to": "mallory", "text": "hello"},
+                "credential": credential,
+            }),
+        )
+        .await;
+    assert_eq!(swapped.status, 403, "{}", swapped.text);
+    assert!(
+        swapped.text.contains("edited_arguments_sha256"),
+        "{}",
+        swapped.text
+    );
+    let still = desk.dispatcher.pending_approval(&pending.approval_id).await;
+    assert!(
+        still.unwrap().unwrap().approvals.is_empty(),
+        "nothing recorded"
+    );
+}
+
+#[tokio::test]
+async fn a_statement_asked_with_a_body_the_page_never_sends_is_refused_with_its_reason() {
+    let desk = desk().await;
+    let (mut ana, _) = desk.enrolled("sup-ana").await;
+    let pending = pending_approval(&desk.dispatcher, &message("m-1", "bob")).await;
+    let statement = format!("/approvals/{}/statement", pending.approval_id);
+    ana.get(&format!("/approvals/{}", pending.approval_id))
+        .await;
+    for (body, status, says) in [
+        (json!(["approve"]), 400, "not what this page sends"),
+        (json!({}), 400, "no decision"),
+        (
+            json!({"decision": "approve_everything"}),
+            400,
+            "no decision",
+        ),
+        (
+            json!({"decision": "approve", "edit.to": 7}),
+            422,
+            "to is not a form field's text",
+        ),
+        (
+            json!({"decision": "approve", "edit-json.to": "{"}),
+            422,
+            "to does not read as json",
+        ),
+        (
+            json!({"decision": "reject_duplicate", "edit.to": "carol", "edit.text": "x"}),
+            422,
+            "a rejection carries no edits",
+        ),
+    ] {
+        let refused = ana.post(&statement, &body).await;
+        assert_eq!(refused.status, status, "{body}: {}", refused.text);
+        assert!(refused.text.contains(says), "{body}: {}", refused.text);
+    }
+    let still = desk.dispatcher.pending_approval(&pending.approval_id).await;
+    assert!(
+        still.unwrap().unwrap().approvals.is_empty(),
+        "nothing recorded"
+    );
+}
