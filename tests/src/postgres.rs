@@ -1,7 +1,10 @@
 //! PostgreSQL for the tests: the server named by one environment variable, one schema per
 //! test (dropped when the test ends), so tests run in parallel.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use tool_contract::control::{PostgresOptions, PostgresStore};
 
@@ -95,12 +98,29 @@ impl Drop for Schema {
 
 /// A TCP relay to the test database that the test can cut (every connection dropped, new
 /// ones refused) and restore: PostgreSQL going away mid-run, without stopping the server
-/// other tests share.
+/// other tests share. It also counts what its clients ask of the server.
 #[derive(Debug)]
 pub struct Relay {
     /// The relay's port on 127.0.0.1.
     pub port: u16,
     up: tokio::sync::watch::Sender<bool>,
+    traffic: Arc<Traffic>,
+}
+
+/// What the relay's clients asked of the server since the last [`Relay::take_traffic`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Asked {
+    /// Statements: each `Sync` of the extended protocol and each simple `Query` (the
+    /// messages after which the server answers and the client waits).
+    pub statements: u64,
+    /// Round trips: the times a client spoke after the server had answered it.
+    pub round_trips: u64,
+}
+
+#[derive(Debug, Default)]
+struct Traffic {
+    statements: AtomicU64,
+    round_trips: AtomicU64,
 }
 
 impl Relay {
@@ -116,14 +136,24 @@ impl Relay {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let port = listener.local_addr().expect("its address").port();
         let (up, watch) = tokio::sync::watch::channel(true);
+        let traffic = Arc::new(Traffic::default());
+        let counted = traffic.clone();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .expect("a runtime");
-            runtime.block_on(relay(listener, port, target, watch));
+            runtime.block_on(relay(listener, port, target, watch, counted));
         });
-        Relay { port, up }
+        Relay { port, up, traffic }
+    }
+
+    /// What the clients asked since the last call (or since the relay started).
+    pub fn take_traffic(&self) -> Asked {
+        Asked {
+            statements: self.traffic.statements.swap(0, Ordering::SeqCst),
+            round_trips: self.traffic.round_trips.swap(0, Ordering::SeqCst),
+        }
     }
 
     /// `url` with its host and port replaced by the relay's.
@@ -152,6 +182,7 @@ async fn relay(
     port: u16,
     target: String,
     mut up: tokio::sync::watch::Receiver<bool>,
+    traffic: Arc<Traffic>,
 ) {
     listener
         .set_nonblocking(true)
@@ -172,12 +203,13 @@ async fn relay(
                 let Ok((mut client, _)) = accepted else { continue };
                 let target = target.clone();
                 let mut down = up.clone();
+                let traffic = traffic.clone();
                 tokio::spawn(async move {
                     let Ok(mut server) = tokio::net::TcpStream::connect(&target).await else {
                         return;
                     };
                     tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        () = relayed(&mut client, &mut server, &traffic) => {}
                         _ = down.wait_for(|up| !*up) => {}
                     }
                 });
@@ -191,5 +223,92 @@ async fn relay(
                 }
             }
         }
+    }
+}
+
+/// Relays one connection both ways until either side closes, counting the client's
+/// statements and round trips into `traffic`.
+async fn relayed(
+    client: &mut tokio::net::TcpStream,
+    server: &mut tokio::net::TcpStream,
+    traffic: &Traffic,
+) {
+    let (mut client_reads, mut client_writes) = client.split();
+    let (mut server_reads, mut server_writes) = server.split();
+    let answered = AtomicBool::new(false);
+    let upstream = async {
+        let mut messages = FrontendMessages::default();
+        let mut buffer = vec![0; 1 << 16];
+        while let Ok(read @ 1..) = client_reads.read(&mut buffer).await {
+            if answered.swap(false, Ordering::SeqCst) {
+                traffic.round_trips.fetch_add(1, Ordering::SeqCst);
+            }
+            let statements = messages.feed(&buffer[..read]);
+            traffic.statements.fetch_add(statements, Ordering::SeqCst);
+            if server_writes.write_all(&buffer[..read]).await.is_err() {
+                break;
+            }
+        }
+    };
+    let downstream = async {
+        let mut buffer = vec![0; 1 << 16];
+        while let Ok(read @ 1..) = server_reads.read(&mut buffer).await {
+            // Marked before the client can read it, so its next words count as a new trip.
+            answered.store(true, Ordering::SeqCst);
+            if client_writes.write_all(&buffer[..read]).await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::select! {
+        () = upstream => {}
+        () = downstream => {}
+    }
+}
+
+/// The frontend's side of PostgreSQL's wire protocol, read only as far as message
+/// boundaries: an untyped startup packet (after any SSL or GSS encryption request), then
+/// messages of a type byte and a length that counts itself (PostgreSQL's documentation,
+/// "Frontend/Backend Protocol", section "Message Formats").
+#[derive(Debug, Default)]
+struct FrontendMessages {
+    started: bool,
+    pending: Vec<u8>,
+}
+
+impl FrontendMessages {
+    /// The request codes of the 8-byte packets sent before the startup packet.
+    const SSL_REQUEST: u32 = 80_877_103;
+    const GSSENC_REQUEST: u32 = 80_877_104;
+
+    /// Takes the client's next bytes; how many statements they completed.
+    fn feed(&mut self, bytes: &[u8]) -> u64 {
+        self.pending.extend_from_slice(bytes);
+        let mut statements = 0;
+        let mut at = 0;
+        loop {
+            let rest = &self.pending[at..];
+            let (length, kind, starts) = if self.started {
+                let Some(header) = rest.get(..5) else { break };
+                let length = u32::from_be_bytes([header[1], header[2], header[3], header[4]]);
+                (1 + length as usize, Some(header[0]), false)
+            } else {
+                let Some(header) = rest.get(..8) else { break };
+                let length = u32::from_be_bytes([header[0], header[1], header[2], header[3]]);
+                let code = u32::from_be_bytes([header[4], header[5], header[6], header[7]]);
+                let starts = code != Self::SSL_REQUEST && code != Self::GSSENC_REQUEST;
+                (length as usize, None, starts)
+            };
+            if rest.len() < length || length == 0 {
+                break;
+            }
+            self.started |= starts;
+            if matches!(kind, Some(b'S' | b'Q')) {
+                statements += 1;
+            }
+            at += length;
+        }
+        self.pending.drain(..at);
+        statements
     }
 }

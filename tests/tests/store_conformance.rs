@@ -5,7 +5,8 @@
 use time::OffsetDateTime;
 use tool_contract::Effect;
 use tool_contract::control::{
-    Advance, Advanced, Claim, Claimed, Lease, Release, RowSeal, SCHEMA_VERSION, SqliteStore,
+    Advance, Advanced, Claim, Claimed, IfAbsent, Lease, Release, RowSeal, SCHEMA_VERSION,
+    SqliteStore,
 };
 use tool_contract::control::{
     ApprovalAsk, ApprovalBasis, ApprovalCheck, ApprovalError, ApprovalGrant, ApproveStep, Approved,
@@ -461,6 +462,66 @@ async fn concurrent_claims_of_one_key_give_exactly_one_fresh(store: &impl Backen
             .iter()
             .all(|answer| matches!(answer, Claimed::Fresh | Claimed::InFlight(_)))
     );
+}
+
+async fn claim_if_absent_claims_an_empty_key_and_otherwise_writes_nothing(store: &impl Backend) {
+    let ledger = store.open().await;
+    assert_eq!(
+        ledger
+            .claim_if_absent(&claim("k", "r1", "a", T0))
+            .await
+            .unwrap(),
+        IfAbsent::Claimed(Claimed::Fresh)
+    );
+    assert_eq!(state_of(&*ledger, "k").await, Some(WriteState::Executing));
+    // Another request, or the same one again: the record as it stands, left as it is.
+    for request in ["r2", "r1"] {
+        match ledger
+            .claim_if_absent(&claim("k", request, "b", T0 + 1))
+            .await
+            .unwrap()
+        {
+            IfAbsent::Present(record) => {
+                assert_eq!(record.lease, lease("a"));
+                assert_eq!(record.request_sha256, "r1");
+                assert_eq!(record.state, WriteState::Executing);
+            }
+            other => panic!("expected the record, got {other:?}"),
+        }
+    }
+    // Not even a lapsed lease is settled: the look only looks.
+    match ledger
+        .claim_if_absent(&claim("k", "r1", "b", T0 + LEASE + 1))
+        .await
+        .unwrap()
+    {
+        IfAbsent::Present(record) => assert_eq!(record.state, WriteState::Executing),
+        other => panic!("expected the record, got {other:?}"),
+    }
+    assert_eq!(state_of(&*ledger, "k").await, Some(WriteState::Executing));
+}
+
+async fn concurrent_claims_if_absent_of_one_key_give_exactly_one_fresh(store: &impl Backend) {
+    let mut claims = tokio::task::JoinSet::new();
+    for index in 0..8 {
+        let ledger = store.open().await;
+        claims.spawn(async move {
+            ledger
+                .claim_if_absent(&claim("k", "r1", &format!("o{index}"), T0))
+                .await
+                .unwrap()
+        });
+    }
+    let answers = claims.join_all().await;
+    let fresh = answers
+        .iter()
+        .filter(|answer| **answer == IfAbsent::Claimed(Claimed::Fresh))
+        .count();
+    assert_eq!(fresh, 1, "{answers:?}");
+    assert!(answers.iter().all(|answer| matches!(
+        answer,
+        IfAbsent::Claimed(Claimed::Fresh | Claimed::InFlight(_)) | IfAbsent::Present(_)
+    )));
 }
 
 fn at(ms: u64) -> OffsetDateTime {
@@ -928,6 +989,8 @@ conformance!(
     a_new_execution_after_the_retention_needs_a_higher_fencing_token,
     purge_removes_only_finished_records_past_their_retention,
     concurrent_claims_of_one_key_give_exactly_one_fresh,
+    claim_if_absent_claims_an_empty_key_and_otherwise_writes_nothing,
+    concurrent_claims_if_absent_of_one_key_give_exactly_one_fresh,
     a_pending_approval_is_the_same_whoever_asks_again,
     an_approval_given_on_one_replica_is_redeemed_on_another_once,
     concurrent_redemptions_of_one_grant_run_once,

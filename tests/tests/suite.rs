@@ -50,6 +50,7 @@ mod signed_approvals;
 mod source_failures;
 mod store_conformance;
 mod store_outage;
+mod store_round_trips;
 mod stream_mutations;
 mod structured_mutations;
 mod tree_heads;

@@ -1,6 +1,8 @@
-//! One write's store round trip (the ledger look, the claim, the outcome record) at 1, 4 and
-//! 16 concurrent clients, on the memory store and on PostgreSQL, beside `pgbench` running the
-//! same SQL statements (the database's own floor), in the same run.
+//! One write's store steps (the look with the claim, then the outcome record) at 1, 4 and 16
+//! concurrent clients, on the memory store and on PostgreSQL, in the same run beside
+//! `pgbench` running, per write, two single-statement transactions: a plain insert and a
+//! plain fenced update (the database's floor for two state changes), and the store's own
+//! two statements (what its advisory lock and answer cost above the floor).
 //!
 //! PostgreSQL parts need `TOOL_CONTRACT_POSTGRES_URL` (and `pgbench` on the path for the
 //! floor); without them they say so and are left out. After criterion's groups, one line per
@@ -12,7 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use tool_contract::control::{Advance, Claim, Claimed, Lease, PostgresOptions, PostgresStore};
+use tool_contract::control::{
+    Advance, Claim, Claimed, IfAbsent, Lease, PostgresOptions, PostgresStore,
+};
 use tool_contract::control::{ControlStore, MemoryStore, RowSeal, WriteEvent, WriteState};
 use tool_contract::{AuditKeys, SecretKey};
 
@@ -30,7 +34,6 @@ async fn one_write(store: &dyn ControlStore, owner: &str) {
         owner: owner.to_owned(),
         generation: n,
     };
-    assert!(store.get(&key).await.unwrap().is_none());
     let claim = Claim {
         key: key.clone(),
         request_sha256: "r".repeat(64),
@@ -43,7 +46,10 @@ async fn one_write(store: &dyn ControlStore, owner: &str) {
         seal: RowSeal::new(&AuditKeys::new(SecretKey::from([7; 32]))),
         call: None,
     };
-    assert_eq!(store.claim(&claim).await.unwrap(), Claimed::Fresh);
+    assert_eq!(
+        store.claim_if_absent(&claim).await.unwrap(),
+        IfAbsent::Claimed(Claimed::Fresh)
+    );
     let step = Advance {
         key,
         lease,
@@ -153,45 +159,58 @@ fn bench_store(c: &mut Criterion) {
         }
     }
     if let Some((url, _)) = postgres {
-        for clients in CLIENTS {
-            match pgbench(&url, clients, 5) {
-                Some(tps) => println!(
-                    "store_write pgbench (same statements): {clients} clients, {tps:.0} writes/s"
-                ),
-                None => eprintln!("store bench: pgbench did not run; its floor is left out"),
+        for (name, script) in [("floor", FLOOR), ("same statements", SAME_STATEMENTS)] {
+            for clients in CLIENTS {
+                match pgbench(&url, script, clients, 5) {
+                    Some((tps, p99_ms)) => println!(
+                        "store_write pgbench ({name}): {clients} clients, {tps:.0} writes/s, \
+                         p99 {p99_ms:.2} ms"
+                    ),
+                    None => eprintln!("store bench: pgbench did not run; its {name} is left out"),
+                }
             }
         }
     }
 }
 
-/// pgbench with a script of the statements the store sends for one write; its writes per
-/// second, or `None` if it could not run.
-fn pgbench(url: &str, clients: usize, seconds: u64) -> Option<f64> {
-    let ledger = format!("{SCHEMA}.tool_contract_ledger");
-    let script = format!(
-        "\\set n random(1, 9000000000000000)
-SELECT key FROM {ledger} WHERE key = 'pgbench:' || :n;
-BEGIN;
-SELECT pg_advisory_xact_lock(hashtextextended('{SCHEMA}' || chr(10) || 'pgbench:' || :n, 0));
-SELECT key, request_sha256, tool, state, owner, lease_generation, lease_until_ms, expires_at_ms, result FROM {ledger} WHERE key = 'pgbench:' || :n FOR UPDATE;
-INSERT INTO {ledger} (key, request_sha256, tool, state, owner, lease_generation, lease_until_ms, expires_at_ms, result) VALUES ('pgbench:' || :n, repeat('r', 64), 'note_order', 'executing', 'pgbench', :n, 1787392860000, 1787396400000, NULL) ON CONFLICT (key) DO NOTHING;
-COMMIT;
-BEGIN;
-SELECT pg_advisory_xact_lock(hashtextextended('{SCHEMA}' || chr(10) || 'pgbench:' || :n, 0));
-SELECT key, request_sha256, tool, state, owner, lease_generation, lease_until_ms, expires_at_ms, result FROM {ledger} WHERE key = 'pgbench:' || :n FOR UPDATE;
-UPDATE {ledger} SET request_sha256 = repeat('r', 64), tool = 'note_order', state = 'succeeded', owner = 'pgbench', lease_generation = :n, lease_until_ms = 1787392860000, expires_at_ms = 1787396400001, result = repeat('s', 64) WHERE key = 'pgbench:' || :n AND state = 'executing' AND owner = 'pgbench' AND lease_generation = :n;
-COMMIT;
-"
-    );
-    let path =
-        std::env::temp_dir().join(format!("tool-contract-pgbench-{}.sql", std::process::id()));
+/// Two single-statement transactions per write: the insert of a fresh record, and the update
+/// of its outcome fenced by state and lease. `{ledger}` and `{lock}` are filled in.
+const FLOOR: &str = "\\set n random(1, 9000000000000000)
+INSERT INTO {ledger} (key, request_sha256, tool, state, owner, lease_generation, lease_until_ms, expires_at_ms, result, call) VALUES ('pgbench:' || :n, repeat('r', 64), 'note_order', 'executing', 'pgbench', :n, 1787392860000, 1787396400000, NULL, NULL) ON CONFLICT (key) DO NOTHING;
+UPDATE {ledger} SET state = 'succeeded', result = repeat('s', 64), expires_at_ms = 1787396400001 WHERE key = 'pgbench:' || :n AND state = 'executing' AND owner = 'pgbench' AND lease_generation = :n;
+";
+
+/// The store's own two statements (`claim_if_absent`, then `advance`), as it sends them.
+const SAME_STATEMENTS: &str = "\\set n random(1, 9000000000000000)
+WITH locked AS (SELECT pg_advisory_xact_lock(hashtextextended({lock}, 0))), inserted AS (INSERT INTO {ledger} (key, request_sha256, tool, state, owner, lease_generation, lease_until_ms, expires_at_ms, result, call) SELECT 'pgbench:' || :n, repeat('r', 64), 'note_order', 'executing', 'pgbench', :n, 1787392860000, 1787396400000, NULL, NULL FROM locked ON CONFLICT (key) DO NOTHING RETURNING 1) SELECT l.key, l.request_sha256, l.tool, l.state, l.owner, l.lease_generation, l.lease_until_ms, l.expires_at_ms, l.result, l.call, EXISTS (SELECT 1 FROM inserted) FROM (VALUES (1)) AS one LEFT JOIN {ledger} AS l ON l.key = 'pgbench:' || :n;
+WITH locked AS (SELECT pg_advisory_xact_lock(hashtextextended({lock}, 0))) UPDATE {ledger} AS l SET state = 'succeeded', result = COALESCE(repeat('s', 64), l.result), expires_at_ms = 1787396400001 FROM locked WHERE l.key = 'pgbench:' || :n AND l.state = 'executing' AND (NOT TRUE OR (l.owner = 'pgbench' AND l.lease_generation = :n)) RETURNING l.key, l.request_sha256, l.tool, l.state, l.owner, l.lease_generation, l.lease_until_ms, l.expires_at_ms, l.result, l.call;
+";
+
+/// pgbench running `script` (with the bench schema's ledger and lock filled in): its writes
+/// per second and the p99 of one write in milliseconds (from its per-transaction log), or
+/// `None` if it could not run.
+fn pgbench(url: &str, script: &str, clients: usize, seconds: u64) -> Option<(f64, f64)> {
+    let script = script
+        .replace("{ledger}", &format!("{SCHEMA}.tool_contract_ledger"))
+        .replace(
+            "{lock}",
+            &format!("'{SCHEMA}' || chr(10) || 'pgbench:' || :n"),
+        );
+    let directory = std::env::temp_dir().join(format!(
+        "tool-contract-pgbench-{}-{clients}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&directory).ok()?;
+    let path = directory.join("write.sql");
     std::fs::write(&path, script).ok()?;
     let threads = clients.min(2).to_string();
     let output = std::process::Command::new("pgbench")
+        .current_dir(&directory)
         .args([
             "-n",
             "-M",
-            "prepared",
+            "extended",
+            "-l",
             "-c",
             &clients.to_string(),
             "-j",
@@ -204,14 +223,34 @@ COMMIT;
         .arg(url)
         .output()
         .ok()?;
-    let _ = std::fs::remove_file(&path);
     let text = String::from_utf8_lossy(&output.stdout);
-    let line = text.lines().find(|line| line.starts_with("tps = "))?;
-    line.trim_start_matches("tps = ")
+    let tps = text
+        .lines()
+        .find(|line| line.starts_with("tps = "))?
+        .trim_start_matches("tps = ")
         .split_whitespace()
         .next()?
         .parse()
-        .ok()
+        .ok()?;
+    // Each log line: client, transaction number, latency in microseconds, …
+    let mut latencies: Vec<u64> = Vec::new();
+    for entry in std::fs::read_dir(&directory).ok()?.flatten() {
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with("pgbench_log")
+        {
+            let log = std::fs::read_to_string(entry.path()).ok()?;
+            latencies.extend(
+                log.lines()
+                    .filter_map(|line| line.split_whitespace().nth(2)?.parse::<u64>().ok()),
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&directory);
+    latencies.sort_unstable();
+    let p99 = *latencies.get((latencies.len() * 99 / 100).min(latencies.len().checked_sub(1)?))?;
+    Some((tps, p99 as f64 / 1e3))
 }
 
 criterion_group!(benches, bench_store);

@@ -58,6 +58,18 @@ pub enum Claimed {
     GrantSpent,
 }
 
+/// The answer to [`ControlStore::claim_if_absent`](crate::control::ControlStore::claim_if_absent):
+/// the ledger's look at a key and, where it found nothing, the claim, in one step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IfAbsent {
+    /// No record was there when the step began: the claim's answer, as
+    /// [`claim`](crate::control::ControlStore::claim) gives it (`Fresh` unless another step
+    /// wrote the key first).
+    Claimed(Claimed),
+    /// A record is there, as it stands: nothing was written.
+    Present(Record),
+}
+
 /// The answer to an [`Advance`](crate::control::Advance).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Advanced {

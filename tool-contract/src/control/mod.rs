@@ -45,7 +45,7 @@ pub use directory::{
     SignCountCheck, decide_directory_write, decide_sign_count,
 };
 pub use error::StoreError;
-pub use ledger::{Advanced, Claimed, Lease, Purged, Record};
+pub use ledger::{Advanced, Claimed, IfAbsent, Lease, Purged, Record};
 pub use state::{IllegalTransition, UnknownWriteState, WriteEvent, WriteState};
 pub use step::{Advance, ApprovalAsk, ApproveStep, Claim, DirectoryWrite, RejectStep, Release};
 pub(crate) use store::Guarded;

@@ -9,7 +9,7 @@ use futures_util::FutureExt;
 
 use crate::control::RowSeal;
 use crate::control::{
-    Advance, Advanced, Claim, Claimed, ControlStore, Purged, Record, Release, StoreError,
+    Advance, Advanced, Claim, Claimed, ControlStore, IfAbsent, Purged, Record, Release, StoreError,
     StoreFuture,
 };
 use crate::control::{
@@ -36,6 +36,10 @@ fn guarded<'a, T: Send + 'a>(step: impl FnOnce() -> StoreFuture<'a, T>) -> Store
 impl ControlStore for Guarded {
     fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, Claimed> {
         guarded(|| self.0.claim(claim))
+    }
+
+    fn claim_if_absent<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, IfAbsent> {
+        guarded(|| self.0.claim_if_absent(claim))
     }
 
     fn advance<'a>(&'a self, step: &'a Advance) -> StoreFuture<'a, Advanced> {

@@ -48,7 +48,7 @@ pub use sqlite::SqliteStore;
 use super::approval::{ApprovalCheck, ApprovalError, Approved, PendingApproval};
 use super::directory::{Approver, EnrollError, SignCount, SignCountCheck};
 use super::error::StoreError;
-use super::ledger::{Advanced, Claimed, Purged, Record};
+use super::ledger::{Advanced, Claimed, IfAbsent, Purged, Record};
 use super::step::{Advance, ApprovalAsk, ApproveStep, Claim, DirectoryWrite, RejectStep, Release};
 
 /// What a [`ControlStore`] step returns: boxed, so the trait stays object safe.
@@ -68,6 +68,16 @@ pub trait ControlStore: Send + Sync {
     /// of that approval is redeemed in the same step, or nothing is written
     /// ([`Claimed::GrantSpent`]).
     fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, Claimed>;
+
+    /// The look a write begins with and, when it finds no record, the claim, in one step:
+    /// [`IfAbsent::Present`] with the record at `claim.key` as it stands (nothing written),
+    /// or [`IfAbsent::Claimed`] with what [`claim`](Self::claim) answers.
+    ///
+    /// The default is [`get`](Self::get), then `claim` when the key was empty: two steps. A
+    /// store that can do it in one (PostgreSQL: one statement) overrides it.
+    fn claim_if_absent<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, IfAbsent> {
+        Box::pin(look_then_claim(self, claim))
+    }
 
     /// Moves the record at `step.key` by `step.event`, if it is still in `step.from` (and, for
     /// an in-flight record, still leased to `step.lease`).
@@ -135,4 +145,16 @@ pub trait ControlStore: Send + Sync {
     /// [`decide_sign_count`](crate::control::decide_sign_count)), atomically with every other
     /// directory step: of two replicas shown one count, one accepts it.
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck>;
+}
+
+/// [`ControlStore::claim_if_absent`] in two steps: the look, then the claim if the key was
+/// empty.
+async fn look_then_claim<S: ControlStore + ?Sized>(
+    store: &S,
+    claim: &Claim,
+) -> Result<IfAbsent, StoreError> {
+    if let Some(record) = store.get(&claim.key).await? {
+        return Ok(IfAbsent::Present(record));
+    }
+    store.claim(claim).await.map(IfAbsent::Claimed)
 }

@@ -2,6 +2,13 @@
 //! step is one transaction that first takes a transaction-scoped advisory lock on its key,
 //! so two steps on one key never interleave (a missing row cannot be locked with
 //! `FOR UPDATE`), and every write to an in-flight record repeats its fence in the statement.
+//!
+//! The two steps of a write's common path are one statement each, so one round trip each:
+//! [`claim_if_absent`](ControlStore::claim_if_absent) on an empty key, and an
+//! [`advance`](ControlStore::advance) whose record is as the step expects. Each statement
+//! is its own transaction and takes the same advisory lock before it writes, so it still
+//! never interleaves with another step on its key; where it finds the row otherwise than
+//! its common case, it writes nothing and the step runs as the general transaction.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,14 +18,16 @@ use bb8_postgres::PostgresConnectionManager;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Config, NoTls, Row, Transaction};
 
+use super::decide::{ClaimDecision, decide_claim};
+use super::look_then_claim;
 use super::rows::{self, Fence, Rows};
 use super::stored::{
     ApprovalRow, PENDING, ReadApprovalRow, approval_row, from_sql_u64, sealed_entry, to_sql_u64,
 };
 use crate::control::WriteState;
 use crate::control::{
-    Advance, Advanced, Claim, Claimed, ControlStore, Lease, Purged, Record, Release, RowSeal,
-    SCHEMA_VERSION, StoreError, StoreFuture,
+    Advance, Advanced, Claim, Claimed, ControlStore, IfAbsent, Lease, Purged, Record, Release,
+    RowSeal, SCHEMA_VERSION, StoreError, StoreFuture,
 };
 use crate::control::{
     ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
@@ -312,6 +321,8 @@ const APPROVAL_COLUMNS: &str =
 /// The statements, written once for the store's schema.
 struct Sql {
     schema: String,
+    claim_if_absent: String,
+    advance_in_place: String,
     record: String,
     record_for_update: String,
     insert_record: String,
@@ -334,8 +345,38 @@ impl Sql {
         let ledger = format!("{schema}.tool_contract_ledger");
         let approvals = format!("{schema}.tool_contract_approvals");
         let approvers = format!("{schema}.tool_contract_approvers");
+        let returned = COLUMNS
+            .split(", ")
+            .map(|column| format!("l.{column}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        // The key's advisory lock (`$11`, as `lock_key` writes it) is taken before the row
+        // is written, and held until the statement's own transaction ends. The row read
+        // beside the insert is the statement's snapshot: the record as it stood, when one
+        // did.
+        let claim_if_absent = format!(
+            "WITH locked AS (SELECT pg_advisory_xact_lock(hashtextextended($11, 0))), \
+             inserted AS (INSERT INTO {ledger} ({COLUMNS}) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 FROM locked \
+             ON CONFLICT (key) DO NOTHING RETURNING 1) \
+             SELECT {returned}, EXISTS (SELECT 1 FROM inserted) \
+             FROM (VALUES (1)) AS one LEFT JOIN {ledger} AS l ON l.key = $1"
+        );
+        // `decide_advance` in one statement, for a record still in `$5` (and, in flight,
+        // under the lease `$6`, `$7`): the new state, the result if one is given, the new
+        // expiry. Nothing else of the row changes. The lock is `$8`.
+        let advance_in_place = format!(
+            "WITH locked AS (SELECT pg_advisory_xact_lock(hashtextextended($8, 0))) \
+             UPDATE {ledger} AS l SET state = $2, result = COALESCE($3, l.result), \
+             expires_at_ms = $4 FROM locked \
+             WHERE l.key = $1 AND l.state = $5 \
+             AND (NOT $9 OR (l.owner = $6 AND l.lease_generation = $7)) \
+             RETURNING {returned}"
+        );
         Sql {
             schema: schema.to_owned(),
+            claim_if_absent,
+            advance_in_place,
             record: format!("SELECT {COLUMNS} FROM {ledger} WHERE key = $1"),
             record_for_update: format!("SELECT {COLUMNS} FROM {ledger} WHERE key = $1 FOR UPDATE"),
             insert_record: format!(
@@ -387,6 +428,14 @@ impl Sql {
     }
 }
 
+impl Sql {
+    /// The text of `key`'s advisory lock. The schema is part of it: stores in other schemas
+    /// never wait on this one.
+    fn lock(&self, key: &str) -> String {
+        format!("{}\n{key}", self.schema)
+    }
+}
+
 struct PostgresRows<'a> {
     tx: &'a Transaction<'a>,
     sql: &'a Sql,
@@ -394,8 +443,7 @@ struct PostgresRows<'a> {
 
 impl Rows for PostgresRows<'_> {
     async fn lock_key(&mut self, key: &str) -> Result<(), StoreError> {
-        // The schema is part of the lock: stores in other schemas never wait on this one.
-        let lock = format!("{}\n{key}", self.sql.schema);
+        let lock = self.sql.lock(key);
         self.tx
             .execute_typed(
                 "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
@@ -602,8 +650,25 @@ impl ControlStore for PostgresStore {
         Box::pin(async move { in_transaction!(self, |rows| rows::claim(&mut rows, claim)) })
     }
 
+    fn claim_if_absent<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, IfAbsent> {
+        Box::pin(async move {
+            // A grant is redeemed in the general claim, which reads and reseals its row.
+            if claim.redeem.is_none()
+                && let Some(looked) = self.claim_in_one_statement(claim).await?
+            {
+                return Ok(looked);
+            }
+            look_then_claim(self, claim).await
+        })
+    }
+
     fn advance<'a>(&'a self, step: &'a Advance) -> StoreFuture<'a, Advanced> {
-        Box::pin(async move { in_transaction!(self, |rows| rows::advance(&mut rows, step)) })
+        Box::pin(async move {
+            if let Some(applied) = self.advance_in_one_statement(step).await? {
+                return Ok(Advanced::Applied(applied));
+            }
+            in_transaction!(self, |rows| rows::advance(&mut rows, step))
+        })
     }
 
     fn release<'a>(&'a self, release: &'a Release) -> StoreFuture<'a, bool> {
@@ -749,7 +814,79 @@ impl ControlStore for PostgresStore {
     }
 }
 
-/// The nine columns of a ledger row, typed: sent with the statement, never prepared apart
+impl PostgresStore {
+    /// The claim of an empty key, or the record there, in one statement; `None` when a
+    /// record was written by a step that began after the statement's snapshot (the general
+    /// steps then look again).
+    async fn claim_in_one_statement(&self, claim: &Claim) -> Result<Option<IfAbsent>, StoreError> {
+        let ClaimDecision::Write(fresh) = decide_claim(None, claim) else {
+            return Ok(None);
+        };
+        let generation = to_sql_u64(fresh.lease.generation);
+        let lease_until = to_sql_u64(fresh.lease_until_ms);
+        let expires_at = to_sql_u64(fresh.expires_at_ms);
+        let state = fresh.state.as_str();
+        let lock = self.sql.lock(&claim.key);
+        let mut params = record_params(&fresh, &state, &generation, &lease_until, &expires_at);
+        params.push((&lock, Type::TEXT));
+        let connection = self.connection().await?;
+        let Some(row) = connection
+            .query_typed_opt(&self.sql.claim_if_absent, &params)
+            .await
+            .map_err(store)?
+        else {
+            return Ok(None);
+        };
+        if row.try_get::<_, bool>(COLUMN_COUNT).map_err(store)? {
+            return Ok(Some(IfAbsent::Claimed(Claimed::Fresh)));
+        }
+        if row
+            .try_get::<_, Option<String>>(0)
+            .map_err(store)?
+            .is_none()
+        {
+            return Ok(None);
+        }
+        record_of(&row).map(|record| Some(IfAbsent::Present(record)))
+    }
+
+    /// The advance of a record still as `step` expects it, in one statement; `None` when it
+    /// is not (gone, moved on, another lease, or an event with no move from `step.from`),
+    /// for the general step to answer.
+    async fn advance_in_one_statement(&self, step: &Advance) -> Result<Option<Record>, StoreError> {
+        let Ok(next) = step.from.next(step.event) else {
+            return Ok(None);
+        };
+        let lock = self.sql.lock(&step.key);
+        let connection = self.connection().await?;
+        let row = connection
+            .query_typed_opt(
+                &self.sql.advance_in_place,
+                &[
+                    (&step.key, Type::TEXT),
+                    (&next.as_str(), Type::TEXT),
+                    (&step.result, Type::TEXT),
+                    (
+                        &to_sql_u64(step.now_ms.saturating_add(step.retention_ms)),
+                        Type::INT8,
+                    ),
+                    (&step.from.as_str(), Type::TEXT),
+                    (&step.lease.owner, Type::TEXT),
+                    (&to_sql_u64(step.lease.generation), Type::INT8),
+                    (&lock, Type::TEXT),
+                    (&step.from.is_in_flight(), Type::BOOL),
+                ],
+            )
+            .await
+            .map_err(store)?;
+        row.as_ref().map(record_of).transpose()
+    }
+}
+
+/// How many columns a ledger row has ([`COLUMNS`]).
+const COLUMN_COUNT: usize = 10;
+
+/// The ten columns of a ledger row, typed: sent with the statement, never prepared apart
 /// (one round trip each).
 fn record_params<'a>(
     record: &'a Record,

@@ -14,6 +14,8 @@ use super::stale::stored_call;
 use super::{Call, Dispatcher, Ended, PURGE_EVERY, Valid, duration_ms, prefix, sha256_hex};
 use crate::binder::{CallResult, FailureKind, RawProvenance, RawResult, Seal, ToolFailure};
 use crate::contract::ToolSpec;
+use crate::control::IfAbsent;
+use crate::control::StoreError;
 use crate::control::{Advance, Advanced, Claim, Claimed, Lease, Record, Release, RowSeal};
 use crate::control::{
     ApprovalAsk, ApprovalCheck, ApprovalGrant, PendingApproval, Preview, RejectionReason, unix_ms,
@@ -76,7 +78,29 @@ impl Dispatcher {
             request_sha256 = prefix(&key.request_sha256),
             key_sha256 = prefix(&sha256_hex(key.ledger_key.as_bytes()))
         );
-        match self.store.get(&key.ledger_key).await {
+        let approvals_required = self.approvals_required(valid.spec, &call.context.call.arguments);
+        // A write nobody approves claims an empty key in the look's own step (one round trip
+        // on PostgreSQL); one that needs approval only looks, since nothing may be claimed
+        // before a person approves.
+        let looked = if approvals_required == 0 {
+            match self
+                .store
+                .claim_if_absent(&self.claim(call, valid, &key))
+                .await
+            {
+                Ok(IfAbsent::Claimed(claimed)) => {
+                    let ended = self
+                        .ran_as_claimed(call, valid, &key, None, None, Ok(claimed))
+                        .await;
+                    return ended.unwrap_or_else(|| self.grant_none_named(call));
+                }
+                Ok(IfAbsent::Present(record)) => Ok(Some(record)),
+                Err(error) => Err(error),
+            }
+        } else {
+            self.store.get(&key.ledger_key).await
+        };
+        match looked {
             Err(error) => return Ended::new(self.store_failed(call, &error)),
             Ok(Some(record)) => {
                 // The fencing token grows with every claim of the operation: this one's is
@@ -92,15 +116,11 @@ impl Dispatcher {
             }
             Ok(None) => {}
         }
-        let approvals_required = self.approvals_required(valid.spec, &call.context.call.arguments);
         if approvals_required == 0 {
             let ended = self
                 .claim_and_run(call, valid, &key, None, None, None)
                 .await;
-            return ended.unwrap_or_else(|| {
-                let error = ModelError::new(ErrorCode::ToolError);
-                Ended::new(self.control(call, error, "the store asked for a grant none named"))
-            });
+            return ended.unwrap_or_else(|| self.grant_none_named(call));
         }
         // The grant is redeemed by the claim, in the store's same step: spent only by an
         // execution, once, whichever replica claims. A claim that runs nothing (a budget
@@ -187,6 +207,21 @@ impl Dispatcher {
             // This claim redeemed nothing: there is nothing to give a receipt for.
             record.receipt = None;
         }
+        self.ran_as_claimed(call, valid, key, approval, fresh_as, claimed)
+            .await
+    }
+
+    /// What a claim's answer leads to: the execution on a fresh claim, else the existing
+    /// record's answer. `None` when the grant was spent and nothing was claimed.
+    async fn ran_as_claimed(
+        &self,
+        call: &Call<'_>,
+        valid: &Valid<'_>,
+        key: &WriteKey,
+        approval: Option<ApprovalRecord>,
+        fresh_as: Option<(&Call<'_>, &Valid<'_>)>,
+        claimed: Result<Claimed, StoreError>,
+    ) -> Option<Ended> {
         Some(match claimed {
             Err(error) => {
                 let approved = approval.as_ref().map(|_| APPROVED);
@@ -209,6 +244,13 @@ impl Dispatcher {
                     .await
             }
         })
+    }
+
+    /// A write no person approves whose claim asked for a grant: the store answered out of
+    /// turn.
+    fn grant_none_named(&self, call: &Call<'_>) -> Ended {
+        let error = ModelError::new(ErrorCode::ToolError);
+        Ended::new(self.control(call, error, "the store asked for a grant none named"))
     }
 
     /// The model's `call`, approved with edits: the edited call (`context`), checked again
