@@ -1,11 +1,15 @@
 //! Issue 33, point 2: on PostgreSQL, the common path of a write (the look, the claim, the
 //! record of its outcome) costs one statement, in one round trip, per state change; counted
-//! on the wire by a relay between the store and the server.
+//! on the wire by a relay between the store and the server. And what lets those statements
+//! go without the key's advisory lock: a general claim beaten to an empty key by one of them
+//! reads the winner and answers from it.
 
 use std::sync::Arc;
 
 use tool_contract::Status;
-use tool_contract::control::{PostgresStore, WriteState};
+use tool_contract::control::{
+    Claim, Claimed, ControlStore, Lease, PostgresStore, RowSeal, WriteState,
+};
 use tool_contract::results::Delivery;
 use tool_contract_tests::postgres::{Asked, Relay, Schema};
 use tool_contract_tests::tracker::{Remote, builder, create, run, sent};
@@ -51,7 +55,7 @@ async fn a_write_nobody_approves_is_two_statements_in_two_round_trips() {
 }
 
 #[tokio::test]
-async fn a_replayed_write_is_one_statement() {
+async fn a_replayed_write_is_two_statements() {
     let Some(schema) = Schema::new("replay_round_trips") else {
         return;
     };
@@ -71,9 +75,84 @@ async fn a_replayed_write_is_one_statement() {
     assert_eq!(
         relay.take_traffic(),
         Asked {
-            statements: 1,
-            round_trips: 1
+            statements: 2,
+            round_trips: 2
         },
-        "the look finds the record"
+        "the claim finds the key taken, and the look reads the record"
     );
+}
+
+#[tokio::test]
+async fn a_general_claim_beaten_to_an_empty_key_reads_the_winner_and_answers() {
+    let Some(schema) = Schema::new("beaten_claim") else {
+        return;
+    };
+    let store = schema.store().await;
+    let (winner, connection) = tokio_postgres::connect(&schema.url, tokio_postgres::NoTls)
+        .await
+        .expect("the test database is reachable");
+    tokio::spawn(connection);
+    // An insert like `claim_if_absent`'s, left in progress.
+    winner.batch_execute("BEGIN").await.unwrap();
+    winner
+        .execute(
+            &format!(
+                "INSERT INTO {}.tool_contract_ledger (key, request_sha256, tool, state, owner, \
+                 lease_generation, lease_until_ms, expires_at_ms) \
+                 VALUES ('k', 'r1', 'create_issue', 'executing', 'winner', 1, $1, $1)",
+                schema.name
+            ),
+            &[&(T0 as i64 + 60_000)],
+        )
+        .await
+        .unwrap();
+    // The general claim reads the key empty (the insert is not committed), and its own
+    // insert waits for the one in progress.
+    let general = tokio::spawn(async move { store.claim(&claim("k", "loser")).await });
+    wait_for_a_lock_wait(&winner).await;
+    winner.batch_execute("COMMIT").await.unwrap();
+    match general.await.unwrap() {
+        Ok(Claimed::InFlight(record)) => assert_eq!(record.lease.owner, "winner"),
+        other => panic!("expected the winner's record in flight, got {other:?}"),
+    }
+}
+
+const T0: u64 = 1_787_392_800_000;
+
+fn claim(key: &str, owner: &str) -> Claim {
+    Claim {
+        key: key.to_owned(),
+        request_sha256: "r1".to_owned(),
+        tool: "create_issue".to_owned(),
+        lease: Lease {
+            owner: owner.to_owned(),
+            generation: 1,
+        },
+        now_ms: T0,
+        lease_ms: 60_000,
+        retention_ms: 3_600_000,
+        redeem: None,
+        seal: RowSeal::new(&tool_contract_tests::tracker::keys()),
+        call: None,
+    }
+}
+
+/// Until another session of the database waits on a lock.
+async fn wait_for_a_lock_wait(client: &tokio_postgres::Client) {
+    for _ in 0..500 {
+        let waiting: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+                 AND datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the general claim never waited on the insert in progress");
 }

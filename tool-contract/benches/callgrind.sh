@@ -5,15 +5,24 @@
 # load; timings do.
 #
 #   tool-contract/benches/callgrind.sh [LOW HIGH]        (default 20 220)
+#   tool-contract/benches/callgrind.sh mcp [LOW HIGH]    the `mcp` bench's cases
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+bench=callgrind
+features=()
+if [ "${1:-}" = mcp ]; then
+    bench=mcp
+    features=(--features mcp)
+    shift
+fi
 low=${1:-20}
 high=${2:-220}
 
-binary=$(cargo bench -p tool-contract --bench callgrind --no-run --message-format=json 2>/dev/null \
-    | grep -o '"executable":"[^"]*callgrind[^"]*"' | tail -1 | cut -d'"' -f4)
+binary=$(cargo bench -p tool-contract "${features[@]}" --bench "$bench" --no-run \
+    --message-format=json 2>/dev/null \
+    | grep -o '"executable":"[^"]*/'"$bench"'-[^"]*"' | tail -1 | cut -d'"' -f4)
 if [ -z "$binary" ]; then
-    echo "the callgrind bench did not build" >&2
+    echo "the $bench bench did not build" >&2
     exit 1
 fi
 
@@ -24,6 +33,16 @@ count() { # CASE TIMES -> total instructions
     grep '^summary:' "$out" | awk '{print $2}'
     rm -f "$out"
 }
+
+if [ "$bench" = mcp ]; then
+    for case in dispatch rmcp_fixed_answer mcp_server rmcp_fixed_answer_2026_07_28 \
+        mcp_server_2026_07_28; do
+        a=$(count "$case" "$low")
+        b=$(count "$case" "$high")
+        printf '%-36s %12d instructions per call\n' "$case" $(((b - a) / (high - low)))
+    done
+    exit 0
+fi
 
 cases=(validate_tool_contract validate_serde_json validate_sonic_rs validate_simd_json
     validate_value_jsonschema)

@@ -9,6 +9,10 @@
 //!
 //! Each of the two MCP figures on the handshake revision (2025-11-25) and on 2026-07-28, whose
 //! requests each carry their revision and capabilities in `_meta` (`…_2026_07_28`).
+//!
+//! `mcp CASE REPETITIONS` (a case's name as above, e.g. `mcp_server_2026_07_28`) runs one
+//! case that many times after its setup, without criterion: `benches/callgrind.sh mcp` counts
+//! each case's instructions that way.
 
 mod common;
 
@@ -97,7 +101,22 @@ fn request() -> CallToolRequestParams {
     CallToolRequestParams::new("get_order").with_arguments(arguments)
 }
 
-fn bench_tools_call(c: &mut Criterion) {
+/// Everything the cases share: the runtime, the dispatcher, and the clients, connected.
+struct Setup {
+    runtime: tokio::runtime::Runtime,
+    principal: Principal,
+    dispatcher: Arc<tool_contract::dispatch::Dispatcher>,
+    task: Task,
+    context: CallContext,
+    /// Per revision suffix: a client of the fixed answer, and one of `McpServer`.
+    clients: Vec<(
+        &'static str,
+        RunningService<RoleClient, ()>,
+        RunningService<RoleClient, ()>,
+    )>,
+}
+
+fn setup() -> Setup {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -137,6 +156,55 @@ fn bench_tools_call(c: &mut Criterion) {
         ]
     });
 
+    Setup {
+        runtime,
+        principal,
+        dispatcher,
+        task,
+        context,
+        clients: clients.into(),
+    }
+}
+
+impl Setup {
+    /// Runs case `name` once; `false` when there is no such case.
+    fn run(&self, name: &str) -> bool {
+        if name == "dispatch" {
+            self.runtime.block_on(async {
+                black_box(
+                    self.dispatcher
+                        .dispatch(&self.principal, &self.context, &self.task)
+                        .await,
+                )
+            });
+            return true;
+        }
+        for (revision, bare, served) in &self.clients {
+            let client = if name == format!("rmcp_fixed_answer{revision}") {
+                bare
+            } else if name == format!("mcp_server{revision}") {
+                served
+            } else {
+                continue;
+            };
+            self.runtime.block_on(async {
+                black_box(client.call_tool(request()).await.expect("answered"))
+            });
+            return true;
+        }
+        false
+    }
+}
+
+fn bench_tools_call(c: &mut Criterion) {
+    let Setup {
+        runtime,
+        principal,
+        dispatcher,
+        task,
+        context,
+        clients,
+    } = setup();
     let mut group = c.benchmark_group("tools_call");
     group.bench_function("dispatch", |b| {
         b.iter(|| {
@@ -165,4 +233,21 @@ fn bench_tools_call(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench_tools_call);
-criterion_main!(benches);
+
+fn main() {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    if let [case, times] = arguments.as_slice()
+        && let Ok(times) = times.parse::<u64>()
+    {
+        let setup = setup();
+        for _ in 0..times {
+            if !setup.run(case) {
+                eprintln!("no case {case}");
+                std::process::exit(2);
+            }
+        }
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

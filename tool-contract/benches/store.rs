@@ -174,7 +174,7 @@ fn bench_store(c: &mut Criterion) {
 }
 
 /// Two single-statement transactions per write: the insert of a fresh record, and the update
-/// of its outcome fenced by state and lease. `{ledger}` and `{lock}` are filled in.
+/// of its outcome fenced by state and lease. `{ledger}` is filled in.
 const FLOOR: &str = "\\set n random(1, 9000000000000000)
 INSERT INTO {ledger} (key, request_sha256, tool, state, owner, lease_generation, lease_until_ms, expires_at_ms, result, call) VALUES ('pgbench:' || :n, repeat('r', 64), 'note_order', 'executing', 'pgbench', :n, 1787392860000, 1787396400000, NULL, NULL) ON CONFLICT (key) DO NOTHING;
 UPDATE {ledger} SET state = 'succeeded', result = repeat('s', 64), expires_at_ms = 1787396400001 WHERE key = 'pgbench:' || :n AND state = 'executing' AND owner = 'pgbench' AND lease_generation = :n;
@@ -182,11 +182,11 @@ UPDATE {ledger} SET state = 'succeeded', result = repeat('s', 64), expires_at_ms
 
 /// The store's own two statements (`claim_if_absent`, then `advance`), as it sends them.
 const SAME_STATEMENTS: &str = "\\set n random(1, 9000000000000000)
-WITH locked AS (SELECT pg_advisory_xact_lock(hashtextextended({lock}, 0))), inserted AS (INSERT INTO {ledger} (key, request_sha256, tool, state, owner, lease_generation, lease_until_ms, expires_at_ms, result, call) SELECT 'pgbench:' || :n, repeat('r', 64), 'note_order', 'executing', 'pgbench', :n, 1787392860000, 1787396400000, NULL, NULL FROM locked ON CONFLICT (key) DO NOTHING RETURNING 1) SELECT l.key, l.request_sha256, l.tool, l.state, l.owner, l.lease_generation, l.lease_until_ms, l.expires_at_ms, l.result, l.call, EXISTS (SELECT 1 FROM inserted) FROM (VALUES (1)) AS one LEFT JOIN {ledger} AS l ON l.key = 'pgbench:' || :n;
-WITH locked AS (SELECT pg_advisory_xact_lock(hashtextextended({lock}, 0))) UPDATE {ledger} AS l SET state = 'succeeded', result = COALESCE(repeat('s', 64), l.result), expires_at_ms = 1787396400001 FROM locked WHERE l.key = 'pgbench:' || :n AND l.state = 'executing' AND (NOT TRUE OR (l.owner = 'pgbench' AND l.lease_generation = :n)) RETURNING l.key, l.request_sha256, l.tool, l.state, l.owner, l.lease_generation, l.lease_until_ms, l.expires_at_ms, l.result, l.call;
+INSERT INTO {ledger} (key, request_sha256, tool, state, owner, lease_generation, lease_until_ms, expires_at_ms, result, call) VALUES ('pgbench:' || :n, repeat('r', 64), 'note_order', 'executing', 'pgbench', :n, 1787392860000, 1787396400000, NULL, NULL) ON CONFLICT (key) DO NOTHING RETURNING 1;
+UPDATE {ledger} AS l SET state = 'succeeded', result = COALESCE(repeat('s', 64), l.result), expires_at_ms = 1787396400001 WHERE l.key = 'pgbench:' || :n AND l.state = 'executing' AND (NOT TRUE OR (l.owner = 'pgbench' AND l.lease_generation = :n)) RETURNING l.key, l.request_sha256, l.tool, l.state, l.owner, l.lease_generation, l.lease_until_ms, l.expires_at_ms, l.result, l.call;
 ";
 
-/// pgbench running `script` (with the bench schema's ledger and lock filled in): its writes
+/// pgbench running `script` (with the bench schema's ledger filled in): its writes
 /// per second and the p99 of one write in milliseconds (from its per-transaction log), or
 /// `None` if it could not run.
 fn pgbench(url: &str, script: &str, clients: usize, seconds: u64) -> Option<(f64, f64)> {

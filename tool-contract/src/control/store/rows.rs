@@ -250,31 +250,43 @@ fn written(applied: bool) -> Result<(), StoreError> {
 
 pub(crate) async fn claim(rows: &mut impl Rows, claim: &Claim) -> Result<Claimed, StoreError> {
     rows.lock_key(&claim.key).await?;
-    let existing = rows.record(&claim.key).await?;
-    let fence = existing.as_ref().map(Fence::of);
-    match decide_claim(existing.as_ref(), claim) {
-        ClaimDecision::Write(record) => {
-            let redeemed = match &claim.redeem {
-                None => None,
-                Some(approval_id) => {
-                    let entry = opened_approval(rows, &claim.key, &claim.seal).await?;
-                    match decide_redeem(entry.as_ref(), approval_id, &claim.lease) {
-                        Some(redeemed) => Some(redeemed),
-                        None => return Ok(Claimed::GrantSpent),
+    // A store whose one-statement claim takes no lock (PostgreSQL's `claim_if_absent`) can
+    // insert the record between this step's read of an empty key and its insert, which then
+    // writes nothing: the step reads the record that won and decides again, once.
+    let mut empty_key_taken = false;
+    loop {
+        let existing = rows.record(&claim.key).await?;
+        let fence = existing.as_ref().map(Fence::of);
+        return match decide_claim(existing.as_ref(), claim) {
+            ClaimDecision::Write(record) => {
+                let redeemed = match &claim.redeem {
+                    None => None,
+                    Some(approval_id) => {
+                        let entry = opened_approval(rows, &claim.key, &claim.seal).await?;
+                        match decide_redeem(entry.as_ref(), approval_id, &claim.lease) {
+                            Some(redeemed) => Some(redeemed),
+                            None => return Ok(Claimed::GrantSpent),
+                        }
                     }
+                };
+                if !rows.put_record(&record, fence.as_ref()).await? {
+                    if fence.is_none() && !empty_key_taken {
+                        empty_key_taken = true;
+                        continue;
+                    }
+                    return Err(StoreError::LostRace);
                 }
-            };
-            written(rows.put_record(&record, fence.as_ref()).await?)?;
-            if let Some(redeemed) = redeemed {
-                put_sealed(rows, &claim.key, &redeemed, &claim.seal).await?;
+                if let Some(redeemed) = redeemed {
+                    put_sealed(rows, &claim.key, &redeemed, &claim.seal).await?;
+                }
+                Ok(Claimed::Fresh)
             }
-            Ok(Claimed::Fresh)
-        }
-        ClaimDecision::WriteAndAnswer(record, answer) => {
-            written(rows.put_record(&record, fence.as_ref()).await?)?;
-            Ok(answer)
-        }
-        ClaimDecision::Answer(answer) => Ok(answer),
+            ClaimDecision::WriteAndAnswer(record, answer) => {
+                written(rows.put_record(&record, fence.as_ref()).await?)?;
+                Ok(answer)
+            }
+            ClaimDecision::Answer(answer) => Ok(answer),
+        };
     }
 }
 
