@@ -80,6 +80,7 @@ mod capture;
 mod http;
 #[cfg(feature = "mcp-http")]
 mod reply;
+mod same;
 mod server;
 mod telemetry;
 

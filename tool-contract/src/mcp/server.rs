@@ -797,6 +797,11 @@ fn asks_by_elicitation(peer: &Peer<RoleServer>) -> bool {
 /// repeated member keeps its last value and numbers are read as doubles, as rmcp reads them
 /// (the exact reading of the bytes comes after, in validation).
 fn kept_as_read(kept: &[u8], read: Option<&JsonObject>) -> bool {
+    let empty = JsonObject::new();
+    if super::same::reads_as(kept, read.unwrap_or(&empty)) == Some(true) {
+        return true;
+    }
+    // A difference, or a repeated member: the full reading decides.
     let read = read.cloned().map_or_else(|| json!({}), Value::Object);
     crate::json::depth::from_slice::<Value>(kept).is_ok_and(|kept| kept == read)
 }
@@ -876,7 +881,10 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let span = super::telemetry::tools_call(self.dispatcher.registry(), &request, &context);
-        if let Ok((principal, _)) = self.callers.of(&context) {
+        // The caller's pseudonym is a keyed digest: made only for a span that is recorded.
+        if !span.is_disabled()
+            && let Ok((principal, _)) = self.callers.of(&context)
+        {
             let principal_ref = self.dispatcher.binder().keys().principal_ref(&principal);
             super::telemetry::record_caller(&span, &principal_ref);
         }

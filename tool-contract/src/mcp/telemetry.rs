@@ -24,9 +24,7 @@ pub(super) fn tools_call(
     let tool = registry
         .get(&request.name)
         .map_or(UNREGISTERED_TOOL, ToolSpec::name);
-    let version = context
-        .protocol_version()
-        .map(|version| version.to_string());
+    // Inside the macro, the fields are written only for a span something listens to.
     let span = tracing::info_span!(
         "tools/call",
         otel.name = %format_args!("tools/call {tool}"),
@@ -36,7 +34,9 @@ pub(super) fn tools_call(
         gen_ai.tool.name = tool,
         gen_ai.operation.name = "execute_tool",
         jsonrpc.request.id = %context.id,
-        mcp.protocol.version = version,
+        mcp.protocol.version = context
+            .protocol_version()
+            .map(|version| tracing::field::display(version)),
         "error.type" = Empty,
         rpc.response.status_code = Empty,
         enduser.pseudo.id = Empty,
