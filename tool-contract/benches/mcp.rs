@@ -20,7 +20,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use common::orders::dispatcher;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ServerCapabilities,
@@ -108,13 +108,16 @@ struct Setup {
     dispatcher: Arc<tool_contract::dispatch::Dispatcher>,
     task: Task,
     context: CallContext,
-    /// Per revision suffix: a client of the fixed answer, and one of `McpServer`.
-    clients: Vec<(
-        &'static str,
-        RunningService<RoleClient, ()>,
-        RunningService<RoleClient, ()>,
-    )>,
+    clients: Vec<Clients>,
 }
+
+/// A revision's suffix in the cases' names, a client of the fixed answer, and one of
+/// `McpServer`.
+type Clients = (
+    &'static str,
+    RunningService<RoleClient, ()>,
+    RunningService<RoleClient, ()>,
+);
 
 fn setup() -> Setup {
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -36,7 +36,7 @@ pub(super) fn tools_call(
         jsonrpc.request.id = %context.id,
         mcp.protocol.version = context
             .protocol_version()
-            .map(|version| tracing::field::display(version)),
+            .map(tracing::field::display),
         "error.type" = Empty,
         rpc.response.status_code = Empty,
         enduser.pseudo.id = Empty,
