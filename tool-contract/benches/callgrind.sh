@@ -12,7 +12,7 @@ bench=callgrind
 features=()
 if [ "${1:-}" = mcp ]; then
     bench=mcp
-    features=(--features mcp)
+    features=(--features mcp-http)
     shift
 fi
 low=${1:-20}
@@ -36,7 +36,7 @@ count() { # CASE TIMES -> total instructions
 
 if [ "$bench" = mcp ]; then
     for case in dispatch rmcp_fixed_answer mcp_server rmcp_fixed_answer_2026_07_28 \
-        mcp_server_2026_07_28; do
+        mcp_server_2026_07_28 http_rmcp_fixed_answer_2026_07_28 http_mcp_server_2026_07_28; do
         a=$(count "$case" "$low")
         b=$(count "$case" "$high")
         printf '%-36s %12d instructions per call\n' "$case" $(((b - a) / (high - low)))

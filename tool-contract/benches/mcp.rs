@@ -8,7 +8,10 @@
 //!   structured content and text block.
 //!
 //! Each of the two MCP figures on the handshake revision (2025-11-25) and on 2026-07-28, whose
-//! requests each carry their revision and capabilities in `_meta` (`…_2026_07_28`).
+//! requests each carry their revision and capabilities in `_meta` (`…_2026_07_28`). With the
+//! feature `mcp-http`, the 2026-07-28 pair again over Streamable HTTP on loopback, one
+//! kept-alive HTTP/1.1 connection each (`http_…`): rmcp's own HTTP service with the fixed
+//! answer, and `McpServer::serve_http`.
 //!
 //! `mcp CASE REPETITIONS` (a case's name as above, e.g. `mcp_server_2026_07_28`) runs one
 //! case that many times after its setup, without criterion: `benches/callgrind.sh mcp` counts
@@ -109,7 +112,14 @@ struct Setup {
     task: Task,
     context: CallContext,
     clients: Vec<Clients>,
+    /// Over Streamable HTTP (2026-07-28): the address and a kept-alive connection of the
+    /// fixed answer's rmcp service, then of `McpServer::serve_http`.
+    #[cfg(feature = "mcp-http")]
+    http: [(String, std::cell::RefCell<HttpSender>); 2],
 }
+
+#[cfg(feature = "mcp-http")]
+type HttpSender = hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>;
 
 /// A revision's suffix in the cases' names, a client of the fixed answer, and one of
 /// `McpServer`.
@@ -153,12 +163,27 @@ fn setup() -> Setup {
             ),
             (
                 "_2026_07_28",
-                connect(FixedAnswer(fixed), true).await,
+                connect(FixedAnswer(fixed.clone()), true).await,
                 connect_served(server(), true).await,
             ),
         ]
     });
 
+    #[cfg(feature = "mcp-http")]
+    let http = runtime.block_on(async {
+        let fixed_address = http::serve_fixed(fixed).await;
+        let served_address = http::serve(server()).await;
+        [
+            (
+                fixed_address.clone(),
+                common::http_client::connect(&fixed_address).await.into(),
+            ),
+            (
+                served_address.clone(),
+                common::http_client::connect(&served_address).await.into(),
+            ),
+        ]
+    });
     Setup {
         runtime,
         principal,
@@ -166,12 +191,95 @@ fn setup() -> Setup {
         task,
         context,
         clients: clients.into(),
+        #[cfg(feature = "mcp-http")]
+        http,
+    }
+}
+
+/// The servers over Streamable HTTP, on loopback ports of the bench's runtime.
+#[cfg(feature = "mcp-http")]
+mod http {
+    use std::sync::Arc;
+
+    use hyper::body::Incoming;
+    use hyper_util::rt::TokioIo;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    use serde_json::Value;
+    use tokio::net::TcpListener;
+    use tool_contract::mcp::McpServer;
+
+    use super::FixedAnswer;
+
+    /// rmcp's own Streamable HTTP service answering every call with `fixed`, configured as
+    /// `McpServer::serve_http` configures it (a plain JSON answer); its address.
+    pub(super) async fn serve_fixed(fixed: Value) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let address = listener.local_addr().expect("its address").to_string();
+        let mut config = StreamableHttpServerConfig::default();
+        config.json_response = true;
+        let service = StreamableHttpService::new(
+            move || Ok(FixedAnswer(fixed.clone())),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let service = service.clone();
+                tokio::spawn(async move {
+                    let serve =
+                        hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+                            let mut service = service.clone();
+                            async move { tower_service::Service::call(&mut service, request).await }
+                        });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), serve)
+                        .await;
+                });
+            }
+        });
+        address
+    }
+
+    /// `server` over Streamable HTTP; its address.
+    pub(super) async fn serve(server: McpServer) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let address = listener.local_addr().expect("its address").to_string();
+        tokio::spawn(server.serve_http(listener));
+        address
     }
 }
 
 impl Setup {
+    /// The names of the cases, in the order they are measured.
+    fn cases(&self) -> Vec<String> {
+        let mut cases = vec!["dispatch".to_owned()];
+        for (revision, _, _) in &self.clients {
+            cases.push(format!("rmcp_fixed_answer{revision}"));
+            cases.push(format!("mcp_server{revision}"));
+        }
+        #[cfg(feature = "mcp-http")]
+        cases.extend(HTTP_CASES.map(str::to_owned));
+        cases
+    }
+
     /// Runs case `name` once; `false` when there is no such case.
     fn run(&self, name: &str) -> bool {
+        #[cfg(feature = "mcp-http")]
+        if let Some(at) = HTTP_CASES.iter().position(|case| *case == name) {
+            let (address, sender) = &self.http[at];
+            let mut sender = sender.borrow_mut();
+            self.runtime.block_on(async {
+                black_box(common::http_client::call(&mut sender, address, None).await)
+            });
+            return true;
+        }
         if name == "dispatch" {
             self.runtime.block_on(async {
                 black_box(
@@ -199,38 +307,18 @@ impl Setup {
     }
 }
 
+/// The cases over Streamable HTTP, in the order of `Setup::http`.
+#[cfg(feature = "mcp-http")]
+const HTTP_CASES: [&str; 2] = [
+    "http_rmcp_fixed_answer_2026_07_28",
+    "http_mcp_server_2026_07_28",
+];
+
 fn bench_tools_call(c: &mut Criterion) {
-    let Setup {
-        runtime,
-        principal,
-        dispatcher,
-        task,
-        context,
-        clients,
-    } = setup();
+    let setup = setup();
     let mut group = c.benchmark_group("tools_call");
-    group.bench_function("dispatch", |b| {
-        b.iter(|| {
-            runtime.block_on(async {
-                black_box(dispatcher.dispatch(&principal, &context, &task).await)
-            })
-        });
-    });
-    for (revision, bare, served) in &clients {
-        group.bench_function(format!("rmcp_fixed_answer{revision}"), |b| {
-            b.iter(|| {
-                runtime.block_on(async {
-                    black_box(bare.call_tool(request()).await.expect("answered"))
-                })
-            });
-        });
-        group.bench_function(format!("mcp_server{revision}"), |b| {
-            b.iter(|| {
-                runtime.block_on(async {
-                    black_box(served.call_tool(request()).await.expect("answered"))
-                })
-            });
-        });
+    for case in setup.cases() {
+        group.bench_function(&case, |b| b.iter(|| setup.run(&case)));
     }
     group.finish();
 }

@@ -24,8 +24,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::SendRequest;
+use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::json;
@@ -151,48 +150,6 @@ fn pkcs1(base64: &str) -> Vec<u8> {
     der(base64)[26..].to_vec()
 }
 
-/// One kept-alive HTTP/1.1 connection to `address`.
-async fn connect(address: &str) -> SendRequest<Full<Bytes>> {
-    let stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    sender
-}
-
-const CALL: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_order","arguments":{"order_ref":"ORDER-7"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}"#;
-
-/// One `tools/call` round trip; the answer's length.
-async fn call(
-    sender: &mut SendRequest<Full<Bytes>>,
-    address: &str,
-    authorization: Option<&str>,
-) -> usize {
-    let mut request = hyper::Request::post("/mcp")
-        .header("host", address)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "get_order");
-    if let Some(authorization) = authorization {
-        request = request.header("authorization", authorization);
-    }
-    let request = request
-        .body(Full::new(Bytes::from_static(CALL.as_bytes())))
-        .unwrap();
-    sender.ready().await.unwrap();
-    let response = sender.send_request(request).await.unwrap();
-    assert_eq!(response.status(), 200);
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    assert!(
-        body.windows(9).any(|window| window == b"succeeded"),
-        "{body:?}"
-    );
-    body.len()
-}
-
 fn bench(c: &mut Criterion) {
     // One thread for client and servers: no scheduling between cores in the figures.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -208,16 +165,28 @@ fn bench(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("http_tools_call");
     group.measurement_time(Duration::from_secs(8));
-    let mut sender = runtime.block_on(connect(&plain));
+    let mut sender = runtime.block_on(common::http_client::connect(&plain));
     group.bench_function("plain", |b| {
-        b.iter(|| runtime.block_on(call(&mut sender, &plain, None)));
+        b.iter(|| runtime.block_on(common::http_client::call(&mut sender, &plain, None)));
     });
     group.bench_function("plain_with_header", |b| {
-        b.iter(|| runtime.block_on(call(&mut sender, &plain, Some(&bearer))));
+        b.iter(|| {
+            runtime.block_on(common::http_client::call(
+                &mut sender,
+                &plain,
+                Some(&bearer),
+            ))
+        });
     });
-    let mut sender = runtime.block_on(connect(&authenticated));
+    let mut sender = runtime.block_on(common::http_client::connect(&authenticated));
     group.bench_function("cached_token", |b| {
-        b.iter(|| runtime.block_on(call(&mut sender, &authenticated, Some(&bearer))));
+        b.iter(|| {
+            runtime.block_on(common::http_client::call(
+                &mut sender,
+                &authenticated,
+                Some(&bearer),
+            ))
+        });
     });
     group.finish();
 

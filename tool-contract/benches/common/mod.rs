@@ -4,6 +4,8 @@
 //! Each bench target compiles this module on its own and uses part of it.
 #![allow(dead_code)]
 
+#[cfg(feature = "mcp-http")]
+pub mod http_client;
 pub mod orders;
 
 use serde::Deserialize;

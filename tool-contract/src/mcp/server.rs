@@ -888,7 +888,11 @@ impl ServerHandler for McpServer {
             let principal_ref = self.dispatcher.binder().keys().principal_ref(&principal);
             super::telemetry::record_caller(&span, &principal_ref);
         }
-        let answer = self.call(request, &context).instrument(span.clone()).await;
+        // Boxed: the call holds a whole dispatch, and rmcp moves the handler's future by value
+        // as it spawns and polls it.
+        let answer = Box::pin(self.call(request, &context))
+            .instrument(span.clone())
+            .await;
         super::telemetry::record_answer(&span, &answer);
         answer
     }
