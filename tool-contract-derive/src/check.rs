@@ -238,8 +238,27 @@ fn check_fields(cx: &Ctxt, fields: &[Field], output: bool) {
         check_serde_with(cx, field, output);
         if output {
             check_bound_type(cx, field);
+            check_forbidden_key(cx, field);
         }
     }
+}
+
+/// An output key the runtime's default lists forbid, unless allowed on purpose: the lists
+/// are read on the ASCII form the runtime reads a key beyond ASCII as.
+fn check_forbidden_key(cx: &Ctxt, field: &Field) {
+    if field.rules.allow_forbidden_key || !crate::forbidden::is_forbidden(&field.key) {
+        return;
+    }
+    cx.error_spanned_by(
+        &field.key_tokens,
+        format!(
+            "output field key \"{}\" is forbidden: credential and control fields (tokens, \
+             passwords, secrets, keys, call and operation ids, digests) must never reach the \
+             model; rename the field, leave the value out, or, if the name only looks like \
+             one, mark it `#[tool_output(allow_forbidden_key)]`",
+            field.key
+        ),
+    );
 }
 
 /// Each rule applies to the type under every `Option` and `Vec`: `max_len` to a String,

@@ -189,7 +189,7 @@ pub fn output(output: &Output) -> TokenStream {
     let type_name = ident.to_string();
     let description = option_tokens(output.doc.as_deref());
     let output_limits = limits(&output.limits);
-    let (statics, read, shape, bounds, name_checks, write) = match &output.data {
+    let (statics, read, shape, bounds, write) = match &output.data {
         OutputData::Struct(fields) => {
             let sources = fields
                 .iter()
@@ -204,13 +204,8 @@ pub fn output(output: &Output) -> TokenStream {
                     ::tool_contract::__private::ObjectShape::new(#type_name, #description, &__FIELDS);
             };
             let bounds = source_consts(fields, sources.is_some());
-            let name_checks = fields
-                .iter()
-                .filter(|field| !field.rules.allow_forbidden_key)
-                .map(forbidden_name_check)
-                .collect();
             let write = write_object(fields);
-            (statics, read, shape, bounds, name_checks, write)
+            (statics, read, shape, bounds, write)
         }
         OutputData::Enum(variants) => {
             let values = variants.iter().map(|variant| &variant.value);
@@ -224,14 +219,7 @@ pub fn output(output: &Output) -> TokenStream {
             };
             let read = read_enum(variants);
             let write = write_enum(variants);
-            (
-                statics,
-                read,
-                shape,
-                TokenStream::new(),
-                TokenStream::new(),
-                write,
-            )
+            (statics, read, shape, TokenStream::new(), write)
         }
     };
     let shape_variant = match &output.data {
@@ -301,8 +289,6 @@ pub fn output(output: &Output) -> TokenStream {
             }
 
             #bound_check_type
-
-            #name_checks
         };
     }
 }
@@ -773,79 +759,6 @@ pub fn tool_name_check(name: &ToolName) -> TokenStream {
         const _: () = if !::tool_contract::__private::is_tool_name(#value) {
             ::core::panic!("{}", #message)
         };
-    }
-}
-
-/// A compile-time refusal of an output key the runtime's default lists forbid, at the tokens
-/// that chose the key. The lists are read on ASCII there; a key beyond ASCII, which the
-/// runtime first brings to ASCII, is refused unless allowed on purpose.
-fn forbidden_name_check(field: &Field) -> TokenStream {
-    let key = &field.key;
-    let message = format!(
-        "output field key \"{key}\" is forbidden: credential and control fields (tokens, \
-         passwords, secrets, keys, call and operation ids, digests) must never reach the \
-         model; rename the field, leave the value out, or, if the name only looks like one, \
-         mark it `#[tool_output(allow_forbidden_key)]`"
-    );
-    // The runtime's lists, on the ASCII form the runtime reads a key beyond ASCII as.
-    let ascii = ascii_form(key);
-    let span = field
-        .key_tokens
-        .clone()
-        .into_iter()
-        .next()
-        .map_or_else(Span::call_site, |token| token.span());
-    quote_spanned! {span=>
-        const _: () = if ::tool_contract::__private::is_forbidden_key(#ascii) {
-            ::core::panic!(#message)
-        };
-    }
-}
-
-/// `key` as the runtime's forbidden-key check reads it (`tool_contract::vocabulary`'s
-/// `ascii_form`, which a proc-macro crate cannot call): NFKC, then each character drawn to
-/// look like ASCII read as it, every other character beyond ASCII a separator.
-fn ascii_form(key: &str) -> String {
-    use unicode_normalization::UnicodeNormalization;
-    let mut ascii = String::with_capacity(key.len());
-    let mut buffer = [0; 4];
-    for character in key.nfkc() {
-        let character = disguised_letter(character).unwrap_or(character);
-        if character.is_ascii() {
-            ascii.push(character);
-            continue;
-        }
-        let before = ascii.len();
-        let skeleton = unicode_security::skeleton(character.encode_utf8(&mut buffer));
-        ascii.extend(skeleton.filter(char::is_ascii_alphanumeric));
-        if ascii.len() == before {
-            ascii.push('_');
-        }
-    }
-    ascii
-}
-
-/// The letter a character neither NFKC nor the skeleton maps stands for, as the runtime's
-/// `vocabulary::forbidden` reads it (the same ranges and table): tag characters, negative
-/// circled and squared capitals, small capitals.
-fn disguised_letter(character: char) -> Option<char> {
-    let code = u32::from(character);
-    let shifted = |from: u32, first: u8| {
-        u8::try_from(code - from)
-            .ok()
-            .map(|offset| char::from(first + offset))
-    };
-    match code {
-        0xE0030..=0xE0039 => shifted(0xE0030, b'0'),
-        0xE0041..=0xE005A => shifted(0xE0041, b'a'),
-        0xE0061..=0xE007A => shifted(0xE0061, b'a'),
-        0x1F150..=0x1F169 => shifted(0x1F150, b'a'),
-        0x1F170..=0x1F189 => shifted(0x1F170, b'a'),
-        _ => "\u{1D00}\u{0299}\u{1D04}\u{1D05}\u{1D07}\u{A730}\u{0262}\u{029C}\u{026A}\u{1D0A}\u{1D0B}\u{029F}\u{1D0D}\u{0274}\u{1D0F}\u{1D18}\u{A7AF}\u{0280}\u{A731}\u{1D1B}\u{1D1C}\u{1D20}\u{1D21}\u{028F}\u{1D22}"
-            .chars()
-            .zip("abcdefghijklmnopqrstuvwyz".chars())
-            .find(|(small, _)| *small == character)
-            .map(|(_, letter)| letter),
     }
 }
 

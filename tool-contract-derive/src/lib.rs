@@ -8,6 +8,7 @@ mod check;
 mod ctxt;
 mod expand;
 mod fallback;
+mod forbidden;
 mod model;
 mod symbol;
 mod ty;

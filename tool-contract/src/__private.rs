@@ -22,7 +22,6 @@ pub use crate::contract::traits::{ReconciledBy, ToolContract, ToolOutput};
 pub use crate::contract::{BoundField, ContractField};
 pub use crate::json::format::Format;
 pub use crate::vocabulary::effect::{Approval, Effect, Reconcile};
-pub use crate::vocabulary::forbidden::is_forbidden_by_default as is_forbidden_key;
 pub use crate::vocabulary::limits::{FreeFormLimits, Limits};
 pub use crate::vocabulary::name::is_tool_name;
 pub use crate::vocabulary::synthetic::{Detector, SyntheticAction, SyntheticRule};
