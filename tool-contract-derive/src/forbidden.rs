@@ -73,7 +73,12 @@ mod tests {
 
     #[test]
     fn keys_read_as_the_runtime_reads_them() {
-        for key in ["access_token", "X-Api-Key", "ａｃｃｅｓｓ_ｔｏｋｅｎ", "to\u{2060}ken"] {
+        for key in [
+            "access_token",
+            "X-Api-Key",
+            "ａｃｃｅｓｓ_ｔｏｋｅｎ",
+            "to\u{2060}ken",
+        ] {
             assert!(is_forbidden(key), "{key}");
         }
         for key in ["tokens_used", "order_ref", "keyboard"] {

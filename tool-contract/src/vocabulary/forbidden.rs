@@ -23,15 +23,6 @@ mod words;
 pub use words::{FORBIDDEN_KEY_SUFFIXES, FORBIDDEN_KEYS};
 use words::{holds, is_forbidden_ascii};
 
-/// Whether the default lists forbid `key`, read as ASCII (a byte beyond ASCII separates
-/// words); a `const fn`, for constant contexts. For keys beyond ASCII,
-/// [`ForbiddenKeys::is_forbidden`] first brings them to ASCII. The derive refuses forbidden
-/// output field names with a copy of the same lists and matching, as it expands.
-#[must_use]
-pub const fn is_forbidden_by_default(key: &str) -> bool {
-    is_forbidden_ascii(key.as_bytes())
-}
-
 /// `key` brought to ASCII as the [module docs](self) say: NFKC, confusables read as the ASCII
 /// they imitate, every other character a separator.
 fn ascii_form(key: &str) -> Cow<'_, str> {
@@ -215,7 +206,7 @@ mod tests {
             "idempotency_key",
             "request_sha256",
         ] {
-            assert!(is_forbidden_by_default(key), "{key}");
+            assert!(is_forbidden_ascii(key.as_bytes()), "{key}");
             assert!(forbidden(key), "{key}");
         }
     }
@@ -272,7 +263,7 @@ mod tests {
             "jwts",
             "AccessTokens",
         ] {
-            assert!(is_forbidden_by_default(key), "{key}");
+            assert!(is_forbidden_ascii(key.as_bytes()), "{key}");
             assert!(forbidden(key), "{key}");
         }
         for key in [
