@@ -163,6 +163,13 @@ impl Relay {
         format!("{user}@127.0.0.1:{}/{database}", self.port)
     }
 
+    /// A store in `schema`, with `options`, reached through this relay.
+    pub async fn store(&self, schema: &Schema, options: PostgresOptions) -> PostgresStore {
+        PostgresStore::connect_with(&self.url(&schema.url), options)
+            .await
+            .expect("the test database is reachable through the relay")
+    }
+
     /// Drops every relayed connection and refuses new ones.
     pub fn cut(&self) {
         self.up.send_replace(false);

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
+use tool_contract::control::PostgresOptions;
 use tool_contract::control::{ApprovalError, MemoryStore, StoreError, WriteState};
-use tool_contract::control::{PostgresOptions, PostgresStore};
 use tool_contract::dispatch::{Dispatch, Dispatcher};
 use tool_contract::results::{Delivery, Outcome, Recovery};
 use tool_contract::{CallContext, ErrorCode, Status};
@@ -50,9 +50,7 @@ async fn through_relay(schema: &Schema, relay: &Relay, remote: &Arc<Remote>) -> 
         connect_timeout: Duration::from_millis(500),
         ..schema.options()
     };
-    let store = PostgresStore::connect_with(&relay.url(&schema.url), options)
-        .await
-        .expect("the database is reachable through the relay");
+    let store = relay.store(schema, options).await;
     builder(remote).store(Arc::new(store)).build().unwrap()
 }
 

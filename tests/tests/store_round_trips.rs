@@ -7,9 +7,7 @@
 use std::sync::Arc;
 
 use tool_contract::Status;
-use tool_contract::control::{
-    Claim, Claimed, ControlStore, Lease, PostgresStore, RowSeal, WriteState,
-};
+use tool_contract::control::{Claim, Claimed, ControlStore, Lease, RowSeal, WriteState};
 use tool_contract::results::Delivery;
 use tool_contract_tests::postgres::{Asked, Relay, Schema};
 use tool_contract_tests::tracker::{Remote, builder, create, run, sent};
@@ -21,9 +19,7 @@ async fn through(
     relay: &Relay,
     remote: &Arc<Remote>,
 ) -> tool_contract::dispatch::Dispatcher {
-    let store = PostgresStore::connect_with(&relay.url(&schema.url), schema.options())
-        .await
-        .expect("the test database is reachable through the relay");
+    let store = relay.store(schema, schema.options()).await;
     let dispatcher = builder(remote)
         .store(Arc::new(store))
         .build()
