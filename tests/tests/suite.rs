@@ -10,6 +10,7 @@ mod arguments;
 mod audit_log;
 mod audit_log_postgres;
 mod binding;
+mod borrowed_outputs;
 mod canonical;
 mod canonical_output;
 mod catalog;

@@ -28,6 +28,8 @@ pub struct Output<'a> {
     pub grounded: Option<TokenStream>,
     pub doc: Option<String>,
     pub data: OutputData<'a>,
+    /// The one lifetime of a struct that borrows from the document it is read from.
+    pub lifetime: Option<&'a syn::Lifetime>,
 }
 
 pub enum OutputData<'a> {
@@ -77,7 +79,7 @@ impl<'a> Contract<'a> {
         let attrs = ContractAttrs::from_ast(cx, &input.attrs);
         let serde = attr::serde_attrs(cx, SerdePlace::Container, &input.attrs);
         let fields = named_struct_fields(cx, input, Namespace::Contract)?;
-        let fields = fields_from_ast(cx, Namespace::Contract, fields, &serde);
+        let fields = fields_from_ast(cx, Namespace::Contract, fields, &serde, false);
         Some(Contract {
             original: input,
             attrs,
@@ -91,11 +93,26 @@ impl<'a> Output<'a> {
     pub fn from_ast(cx: &Ctxt, input: &'a DeriveInput) -> Option<Self> {
         let attrs = attr::output_container(cx, &input.attrs);
         let serde = attr::serde_attrs(cx, SerdePlace::Container, &input.attrs);
-        reject_generics(cx, input, Namespace::Output);
+        let lifetime = match &input.data {
+            Data::Struct(_) => borrowed_lifetime(cx, input),
+            _ => {
+                reject_generics(cx, input, Namespace::Output);
+                None
+            }
+        };
         let data = match &input.data {
             Data::Struct(_) => {
                 let fields = named_struct_fields(cx, input, Namespace::Output)?;
-                OutputData::Struct(fields_from_ast(cx, Namespace::Output, fields, &serde))
+                // Typed as borrowing whenever it declares a lifetime, so that a refused
+                // parameter list is one error, not one more per `&'a str` field.
+                let borrows = input.generics.lifetimes().next().is_some();
+                OutputData::Struct(fields_from_ast(
+                    cx,
+                    Namespace::Output,
+                    fields,
+                    &serde,
+                    borrows,
+                ))
             }
             Data::Enum(data) => {
                 let mut variants = Vec::new();
@@ -148,7 +165,35 @@ impl<'a> Output<'a> {
             grounded: attrs.grounded,
             doc: attr::doc_comment(&input.attrs),
             data,
+            lifetime,
         })
+    }
+}
+
+/// The lifetime of an output struct that borrows strings from its document: one lifetime
+/// parameter and nothing else generic. Anything more is refused, since a contract has one
+/// exact shape.
+fn borrowed_lifetime<'a>(cx: &Ctxt, input: &'a DeriveInput) -> Option<&'a syn::Lifetime> {
+    let generics = &input.generics;
+    let mut lifetimes = generics.lifetimes();
+    let only_one_lifetime = generics.params.len() == 1 && generics.where_clause.is_none();
+    match lifetimes.next() {
+        Some(param) if only_one_lifetime && param.bounds.is_empty() => Some(&param.lifetime),
+        Some(_)
+            if generics.type_params().next().is_none()
+                && generics.const_params().next().is_none() =>
+        {
+            cx.error_spanned_by(
+                generics,
+                "a borrowed output has one lifetime, the document's, and no bounds or where \
+                 clause: `struct View<'a>`",
+            );
+            None
+        }
+        _ => {
+            reject_generics(cx, input, Namespace::Output);
+            None
+        }
     }
 }
 
@@ -170,7 +215,7 @@ fn named_struct_fields<'a>(
     input: &'a DeriveInput,
     namespace: Namespace,
 ) -> Option<&'a syn::FieldsNamed> {
-    // An output's generics are refused with its enums, before the struct is looked at.
+    // An output's generics are checked before the struct is looked at.
     if namespace == Namespace::Contract {
         reject_generics(cx, input, namespace);
     }
@@ -203,6 +248,7 @@ fn fields_from_ast<'a>(
     namespace: Namespace,
     fields: &'a syn::FieldsNamed,
     container: &SerdeAttrs,
+    borrows: bool,
 ) -> Vec<Field<'a>> {
     fields
         .named
@@ -229,7 +275,7 @@ fn fields_from_ast<'a>(
                 ident,
                 key,
                 key_tokens,
-                ty: FieldType::of(&field.ty),
+                ty: FieldType::of(&field.ty, borrows),
                 rules: FieldAttrs::from_ast(cx, namespace, &field.attrs),
                 serde,
                 doc: attr::doc_comment(&field.attrs),

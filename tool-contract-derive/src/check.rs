@@ -229,7 +229,7 @@ fn check_fields(cx: &Ctxt, fields: &[Field], output: bool) {
             );
         }
         if let Some((ty, why)) = field.ty.unsupported() {
-            let shown = ty.to_token_stream().to_string().replace(' ', "");
+            let shown = shown_type(ty);
             cx.error_spanned_by(ty, format!("unsupported field type `{shown}`: {why}"));
             continue;
         }
@@ -442,4 +442,32 @@ fn check_bound_type(cx: &Ctxt, field: &Field) {
             ),
         );
     }
+}
+
+/// `ty` as written, without the spaces token printing puts between its parts, but for the one
+/// after a lifetime (`&'a str`).
+fn shown_type(ty: &syn::Type) -> String {
+    let text = ty.to_token_stream().to_string();
+    let mut shown = String::with_capacity(text.len());
+    let mut in_lifetime = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' {
+            let word_follows = chars
+                .peek()
+                .is_some_and(|&next| next.is_alphanumeric() || next == '_');
+            if in_lifetime && word_follows {
+                shown.push(' ');
+            }
+            in_lifetime = false;
+            continue;
+        }
+        if c == '\'' {
+            in_lifetime = true;
+        } else if !(c.is_alphanumeric() || c == '_') {
+            in_lifetime = false;
+        }
+        shown.push(c);
+    }
+    shown
 }

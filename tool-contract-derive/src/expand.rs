@@ -8,6 +8,7 @@ use syn::spanned::Spanned;
 
 use crate::ast::{Field, Output, OutputData, Variant};
 use crate::attr::Limits;
+use crate::lifetime;
 use crate::model::{CheckedContract, ToolName};
 use crate::ty::is_sources_list;
 use crate::value::{Detector, Reconcile};
@@ -80,7 +81,7 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
         }
     });
 
-    let statics = field_statics(contract.fields, None);
+    let statics = field_statics(contract.fields, None, None);
     let read_arguments = read_object(contract.fields, &quote!(false), None);
     let type_name = ident.to_string();
 
@@ -157,7 +158,7 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
                     &[#(#input_fields),*];
 
                 fn __read_arguments(
-                    reader: &mut ::tool_contract::__private::Reader<'_>,
+                    reader: &mut ::tool_contract::__private::Reader<'_, '_>,
                 ) -> ::core::result::Result<
                     ::core::option::Option<Self>,
                     ::tool_contract::__private::Stop,
@@ -186,6 +187,25 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
 
 pub fn output(output: &Output) -> TokenStream {
     let ident = &output.original.ident;
+    let lifetime = output.lifetime;
+    // A borrowed output is `T<'a>`, read from a document borrowed for any `'__de` that
+    // outlives `'a`; an owned one from a document borrowed for any `'__de` at all. (A name
+    // no user's lifetime has: theirs is in scope beside it.)
+    let (impl_generics, self_ty, read_generics) = match lifetime {
+        Some(lifetime) => (
+            quote!(<#lifetime>),
+            quote!(#ident<#lifetime>),
+            quote!(<'__de: #lifetime, #lifetime>),
+        ),
+        None => (TokenStream::new(), quote!(#ident), quote!(<'__de>)),
+    };
+    // Only a type that owns its data can be a contract's output.
+    let owned = lifetime.is_none().then(|| {
+        quote! {
+            #[automatically_derived]
+            impl ::tool_contract::__private::OwnedOutput for #ident {}
+        }
+    });
     let type_name = ident.to_string();
     let description = option_tokens(output.doc.as_deref());
     let output_limits = limits(&output.limits);
@@ -196,8 +216,8 @@ pub fn output(output: &Output) -> TokenStream {
                 .position(|field| is_sources_list(&field.original.ty));
             // The sources field must hold sources when the type is grounded: a static rule.
             let grounded_sources = sources.filter(|_| output.grounded.is_some());
-            let mut statics = field_statics(fields, grounded_sources);
-            statics.extend(grounding_checks(&type_name, fields, sources));
+            let mut statics = field_statics(fields, grounded_sources, lifetime);
+            statics.extend(grounding_checks(&type_name, fields, sources, lifetime));
             let read = read_object(fields, &quote!(_rules.grounded()), sources);
             let shape = quote! {
                 static __SHAPE: ::tool_contract::__private::ObjectShape =
@@ -230,7 +250,7 @@ pub fn output(output: &Output) -> TokenStream {
     // checked against; an enum holds no `bound`.
     let (bound_check_type, bound_check) = match &output.data {
         OutputData::Struct(fields) => {
-            let checks = output_bound_check(&type_name, fields);
+            let checks = output_bound_check(&type_name, fields, lifetime);
             let check_type = quote! {
                 #[doc(hidden)]
                 pub struct __Bounds<__I>(::core::marker::PhantomData<__I>);
@@ -259,9 +279,9 @@ pub fn output(output: &Output) -> TokenStream {
 
             #[automatically_derived]
             #[allow(unused_qualifications)]
-            impl ::tool_contract::__private::ContractField for #ident {
+            impl #read_generics ::tool_contract::__private::ReadField<'__de> for #self_ty {
                 fn __read(
-                    reader: &mut ::tool_contract::__private::Reader<'_>,
+                    reader: &mut ::tool_contract::__private::Reader<'__de, '_>,
                     _rules: &::tool_contract::__private::Rules,
                 ) -> ::core::result::Result<
                     ::core::option::Option<Self>,
@@ -269,7 +289,11 @@ pub fn output(output: &Output) -> TokenStream {
                 > {
                     #read
                 }
+            }
 
+            #[automatically_derived]
+            #[allow(unused_qualifications)]
+            impl #impl_generics ::tool_contract::__private::ContractField for #self_ty {
                 fn __shape() -> ::tool_contract::__private::Shape {
                     ::tool_contract::__private::Shape::#shape_variant(&__SHAPE)
                 }
@@ -284,9 +308,11 @@ pub fn output(output: &Output) -> TokenStream {
             }
 
             #[automatically_derived]
-            impl ::tool_contract::__private::ToolOutput for #ident {
+            impl #impl_generics ::tool_contract::__private::ToolOutput for #self_ty {
                 const LIMITS: ::tool_contract::__private::Limits = #output_limits;
             }
+
+            #owned
 
             #bound_check_type
         };
@@ -295,7 +321,13 @@ pub fn output(output: &Output) -> TokenStream {
 
 /// The `Pattern` and synthetic-rule statics and the `__FIELDS` spec array of an object's
 /// fields; `grounded_sources` is the sources field of a grounded type.
-fn field_statics(fields: &[Field], grounded_sources: Option<usize>) -> TokenStream {
+///
+/// `lifetime` is a borrowed output's: the statics name its field types with it as `'static`.
+fn field_statics(
+    fields: &[Field],
+    grounded_sources: Option<usize>,
+    lifetime: Option<&syn::Lifetime>,
+) -> TokenStream {
     let mut patterns = TokenStream::new();
     let specs = fields.iter().enumerate().map(|(index, field)| {
         let mut rules = quote!(::tool_contract::__private::Rules::NONE);
@@ -379,7 +411,8 @@ fn field_statics(fields: &[Field], grounded_sources: Option<usize>) -> TokenStre
         let rust_name = field.ident.unraw().to_string();
         let description = option_tokens(field.doc.as_deref());
         let ty = &field.original.ty;
-        let shape = quote_spanned!(ty.span()=> <#ty as ::tool_contract::__private::ContractField>::__shape);
+        let static_ty = lifetime::outside_impl(ty, lifetime);
+        let shape = quote_spanned!(ty.span()=> <#static_ty as ::tool_contract::__private::ContractField>::__shape);
         let bound = option_tokens(field.rules.bound.as_ref().map(|b| b.unraw().to_string()));
         quote! {
             ::tool_contract::__private::FieldSpec::new(#key, #rust_name, #description, #shape, #rules, #bound)
@@ -413,7 +446,7 @@ fn read_object(
             let key = &field.key;
             let ty = &field.original.ty;
             let read = quote_spanned! {ty.span()=>
-                <#ty as ::tool_contract::__private::ContractField>::__read(reader, __FIELDS[#index].rules())?
+                <#ty as ::tool_contract::__private::ReadField<'_>>::__read(reader, __FIELDS[#index].rules())?
             };
             let bound = field.rules.bound.as_ref().map(|input_field| {
                 let input_field = input_field.unraw().to_string();
@@ -645,7 +678,11 @@ fn write_json_string(text: &str, suffix: &str) -> TokenStream {
 /// The body of `CheckBounds::CHECK` for an output struct: each of its own `bound`s checked
 /// against the input fields of the contract `__I`, the check spanned at the `bound` itself so
 /// that a wrong one is reported there; then its fields' types' checks.
-fn output_bound_check(type_name: &str, fields: &[Field]) -> TokenStream {
+fn output_bound_check(
+    type_name: &str,
+    fields: &[Field],
+    lifetime: Option<&syn::Lifetime>,
+) -> TokenStream {
     let own = fields.iter().filter_map(|field| {
         let bound = field.rules.bound.as_ref()?;
         let input_field = bound.unraw().to_string();
@@ -675,8 +712,9 @@ fn output_bound_check(type_name: &str, fields: &[Field]) -> TokenStream {
     });
     let nested = fields.iter().map(|field| {
         let ty = &field.original.ty;
+        let static_ty = lifetime::outside_impl(ty, lifetime);
         quote_spanned! {ty.span()=>
-            let () = <<#ty as ::tool_contract::__private::ContractField>::__Check<__I>
+            let () = <<#static_ty as ::tool_contract::__private::ContractField>::__Check<__I>
                 as ::tool_contract::__private::BoundCheck>::CHECK;
         }
     });
@@ -698,7 +736,12 @@ fn source_consts(fields: &[Field], holds_sources: bool) -> TokenStream {
 
 /// Compile-time checks of grounding: the sources field is the crate's `GroundingSource`
 /// list, and a field declared `grounded` holds entities that carry sources.
-fn grounding_checks(type_name: &str, fields: &[Field], sources: Option<usize>) -> TokenStream {
+fn grounding_checks(
+    type_name: &str,
+    fields: &[Field],
+    sources: Option<usize>,
+    lifetime: Option<&syn::Lifetime>,
+) -> TokenStream {
     let mut checks = TokenStream::new();
     if let Some(field) = sources.map(|index| &fields[index]) {
         let ty = &field.original.ty;
@@ -719,6 +762,7 @@ fn grounding_checks(type_name: &str, fields: &[Field], sources: Option<usize>) -
             continue;
         }
         let ty = &field.original.ty;
+        let static_ty = lifetime::outside_impl(ty, lifetime);
         let message = format!(
             "`#[tool_output(grounded)]` on `{type_name}::{}`: its type holds no \
              `Vec<GroundingSource>` field, so it cannot carry sources; add one to the type, \
@@ -731,7 +775,7 @@ fn grounding_checks(type_name: &str, fields: &[Field], sources: Option<usize>) -
             .next()
             .map_or_else(|| ty.span(), |token| token.span());
         checks.extend(quote_spanned! {span=>
-            const _: () = if !<#ty as ::tool_contract::__private::ContractField>::__HOLDS_SOURCES {
+            const _: () = if !<#static_ty as ::tool_contract::__private::ContractField>::__HOLDS_SOURCES {
                 ::core::panic!(#message)
             };
         });

@@ -33,7 +33,7 @@ pub fn contract(
             const __ARGUMENT_LIMITS: ::tool_contract::__private::Limits = ::tool_contract::__private::Limits::DEFAULT;
             const __INPUT_FIELDS: &'static [::tool_contract::__private::InputFieldDecl] = &[];
             fn __read_arguments(
-                _: &mut ::tool_contract::__private::Reader<'_>,
+                _: &mut ::tool_contract::__private::Reader<'_, '_>,
             ) -> ::core::result::Result<::core::option::Option<Self>, ::tool_contract::__private::Stop> {
                 ::core::unreachable!("the contract did not compile")
             }
@@ -49,20 +49,40 @@ pub fn contract(
 
 pub fn output(input: &DeriveInput, errors: syn::Error) -> TokenStream {
     let errors = errors.into_compile_error();
-    if !input.generics.params.is_empty() {
-        return errors;
-    }
+    let generics = &input.generics;
+    // A borrowed output's stub has its one lifetime; any other generic type gets none.
+    let lifetime = match generics.lifetimes().next() {
+        Some(param) if generics.params.len() == 1 && param.bounds.is_empty() => {
+            Some(&param.lifetime)
+        }
+        _ if generics.params.is_empty() => None,
+        _ => return errors,
+    };
     let ident = &input.ident;
+    let owned = lifetime
+        .is_none()
+        .then(|| quote!(impl ::tool_contract::__private::OwnedOutput for #ident {}));
+    let (impl_generics, self_ty, read_generics) = match lifetime {
+        Some(lifetime) => (
+            quote!(<#lifetime>),
+            quote!(#ident<#lifetime>),
+            quote!(<'__de: #lifetime, #lifetime>),
+        ),
+        None => (TokenStream::new(), quote!(#ident), quote!(<'__de>)),
+    };
     quote! {
         #errors
         #[allow(unused_qualifications)]
-        impl ::tool_contract::__private::ContractField for #ident {
+        impl #read_generics ::tool_contract::__private::ReadField<'__de> for #self_ty {
             fn __read(
-                _: &mut ::tool_contract::__private::Reader<'_>,
+                _: &mut ::tool_contract::__private::Reader<'__de, '_>,
                 _: &::tool_contract::__private::Rules,
             ) -> ::core::result::Result<::core::option::Option<Self>, ::tool_contract::__private::Stop> {
                 ::core::unreachable!("the output type did not compile")
             }
+        }
+        #[allow(unused_qualifications)]
+        impl #impl_generics ::tool_contract::__private::ContractField for #self_ty {
             fn __shape() -> ::tool_contract::__private::Shape {
                 ::tool_contract::__private::Shape::FreeForm
             }
@@ -75,8 +95,9 @@ pub fn output(input: &DeriveInput, errors: syn::Error) -> TokenStream {
             // As if it held sources and declared none: no second error from a check of it.
             const __HOLDS_SOURCES: bool = true;
         }
-        impl ::tool_contract::__private::ToolOutput for #ident {
+        impl #impl_generics ::tool_contract::__private::ToolOutput for #self_ty {
             const LIMITS: ::tool_contract::__private::Limits = ::tool_contract::__private::Limits::DEFAULT;
         }
+        #owned
     }
 }

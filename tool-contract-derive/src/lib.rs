@@ -9,6 +9,7 @@ mod ctxt;
 mod expand;
 mod fallback;
 mod forbidden;
+mod lifetime;
 mod model;
 mod symbol;
 mod ty;

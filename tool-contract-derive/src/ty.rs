@@ -21,13 +21,27 @@ pub enum FieldType<'a> {
 }
 
 impl<'a> FieldType<'a> {
-    pub fn of(ty: &'a Type) -> Self {
+    /// The meaning of `ty` in a type that `borrows` (an output struct with a lifetime), where
+    /// `&str` and `Cow<str>` are strings too.
+    pub fn of(ty: &'a Type, borrows: bool) -> Self {
         let path = match ty {
             Type::Path(path) if path.qself.is_none() => &path.path,
-            Type::Group(group) => return FieldType::of(&group.elem),
-            Type::Paren(paren) => return FieldType::of(&paren.elem),
+            Type::Group(group) => return FieldType::of(&group.elem, borrows),
+            Type::Paren(paren) => return FieldType::of(&paren.elem, borrows),
+            Type::Reference(reference)
+                if borrows && reference.mutability.is_none() && is_str(&reference.elem) =>
+            {
+                return FieldType::String;
+            }
+            Type::Reference(_) if borrows => {
+                return FieldType::Unsupported(ty, "a borrowed output borrows `&str` only");
+            }
             Type::Reference(_) => {
-                return FieldType::Unsupported(ty, "use an owned type such as `String`");
+                return FieldType::Unsupported(
+                    ty,
+                    "use an owned type such as `String` (an output struct with a lifetime, \
+                     `struct View<'a>`, may borrow `&'a str`)",
+                );
             }
             Type::Tuple(_) | Type::Array(_) | Type::Slice(_) => {
                 return FieldType::Unsupported(
@@ -49,8 +63,9 @@ impl<'a> FieldType<'a> {
             ("f64", None) => FieldType::Float,
             ("OffsetDateTime", None) => FieldType::DateTime,
             ("Value", None) if is_serde_json_value(path) => FieldType::Json,
-            ("Option", Some(inner)) => FieldType::Option(Box::new(FieldType::of(inner))),
-            ("Vec", Some(inner)) => FieldType::Vec(Box::new(FieldType::of(inner))),
+            ("Option", Some(inner)) => FieldType::Option(Box::new(FieldType::of(inner, borrows))),
+            ("Vec", Some(inner)) => FieldType::Vec(Box::new(FieldType::of(inner, borrows))),
+            ("Cow", Some(inner)) if borrows && is_str(inner) => FieldType::String,
             ("f32", _) => FieldType::Unsupported(ty, "use `f64`"),
             ("usize" | "isize", _) => {
                 FieldType::Unsupported(ty, "its width depends on the platform; use `u64` or `i64`")
@@ -129,6 +144,11 @@ pub fn is_sources_list(ty: &Type) -> bool {
             Some(Type::Path(inner))
                 if inner.path.segments.last().is_some_and(|s| s.ident == "GroundingSource")
         )
+}
+
+/// Whether `ty` is written `str`.
+fn is_str(ty: &Type) -> bool {
+    matches!(ty, Type::Path(path) if path.qself.is_none() && path.path.is_ident("str"))
 }
 
 fn single_type_argument(arguments: &PathArguments) -> Option<&Type> {

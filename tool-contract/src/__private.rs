@@ -19,7 +19,7 @@ pub use crate::contract::rules::{Pattern, Rules};
 pub use crate::contract::shape::{EnumShape, FieldSpec, ObjectShape, Shape};
 pub use crate::contract::spec::ToolSpec;
 pub use crate::contract::traits::{ReconciledBy, ToolContract, ToolOutput};
-pub use crate::contract::{BoundField, ContractField};
+pub use crate::contract::{BoundField, ContractField, OwnedOutput, ReadField};
 pub use crate::json::format::Format;
 pub use crate::vocabulary::effect::{Approval, Effect, Reconcile};
 pub use crate::vocabulary::limits::{FreeFormLimits, Limits};

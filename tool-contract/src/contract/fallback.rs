@@ -3,8 +3,8 @@
 use super::reader::{Reader, Stop};
 use super::rules::Rules;
 use super::shape::Shape;
-use super::traits::ContractField;
-use super::traits::ToolOutput;
+use super::traits::{ContractField, ReadField};
+use super::traits::{OwnedOutput, ToolOutput};
 use crate::vocabulary::limits::Limits;
 
 /// Stands in for an output type the derive could not accept, so that a mistake in a contract
@@ -21,10 +21,6 @@ impl serde::Serialize for InvalidOutput {
 impl ContractField for InvalidOutput {
     type __Check<I: crate::contract::ToolContract> = crate::contract::bound::NoBounds;
 
-    fn __read(_: &mut Reader<'_>, _: &Rules) -> Result<Option<Self>, Stop> {
-        Ok(None)
-    }
-
     fn __shape() -> Shape {
         Shape::FreeForm
     }
@@ -34,6 +30,14 @@ impl ContractField for InvalidOutput {
     }
 }
 
+impl<'de> ReadField<'de> for InvalidOutput {
+    fn __read(_: &mut Reader<'de, '_>, _: &Rules) -> Result<Option<Self>, Stop> {
+        Ok(None)
+    }
+}
+
 impl ToolOutput for InvalidOutput {
     const LIMITS: Limits = Limits::DEFAULT;
 }
+
+impl OwnedOutput for InvalidOutput {}

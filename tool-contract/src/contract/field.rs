@@ -1,6 +1,8 @@
 //! The Rust types a contract's fields may have ([`ContractField`]'s implementations), and how
 //! each reads exactly; [`BoundField`], the types a `bound` may compare.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 use time::OffsetDateTime;
 
@@ -8,7 +10,7 @@ use super::bound::NoBounds;
 use super::reader::{BoundValue, Reader, Stop};
 use super::rules::Rules;
 use super::shape::Shape;
-use super::traits::{ContractField, ToolContract};
+use super::traits::{ContractField, ReadField, ToolContract};
 use crate::json::canonical::write as canonical;
 use crate::json::encoding::infallible;
 use crate::json::format::{self, Format};
@@ -19,13 +21,29 @@ use crate::vocabulary::violation::ViolationKind;
 impl ContractField for String {
     type __Check<I: ToolContract> = NoBounds;
 
-    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+    fn __shape() -> Shape {
+        Shape::String
+    }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        canonical::write_str(out, self);
+    }
+}
+
+impl<'de> ReadField<'de> for String {
+    fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop> {
         let Some(value) = reader.read_string()? else {
             return Ok(None);
         };
         let ok = reader.check_string(&value, rules)? && reader.check_synthetic(&value, rules)?;
         Ok(ok.then(|| value.into_owned()))
     }
+}
+
+/// A borrowed output's string, pointing into the document as written: one without escapes
+/// (`BorrowedEscapes` otherwise, since its decoded form is nowhere in the document).
+impl ContractField for &str {
+    type __Check<I: ToolContract> = NoBounds;
 
     fn __shape() -> Shape {
         Shape::String
@@ -36,12 +54,48 @@ impl ContractField for String {
     }
 }
 
-impl ContractField for bool {
+impl<'de: 'a, 'a> ReadField<'de> for &'a str {
+    fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        let Some(value) = reader.read_string()? else {
+            return Ok(None);
+        };
+        let ok = reader.check_string(&value, rules)? && reader.check_synthetic(&value, rules)?;
+        match value {
+            Cow::Borrowed(text) => Ok(ok.then_some(text)),
+            Cow::Owned(_) => {
+                reader.report(ViolationKind::BorrowedEscapes)?;
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// A borrowed output's string: borrowed from the document when it has no escapes, decoded
+/// into a copy when it has.
+impl ContractField for Cow<'_, str> {
     type __Check<I: ToolContract> = NoBounds;
 
-    fn __read(reader: &mut Reader<'_>, _rules: &Rules) -> Result<Option<Self>, Stop> {
-        reader.read_bool()
+    fn __shape() -> Shape {
+        Shape::String
     }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        canonical::write_str(out, self);
+    }
+}
+
+impl<'de: 'a, 'a> ReadField<'de> for Cow<'a, str> {
+    fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        let Some(value) = reader.read_string()? else {
+            return Ok(None);
+        };
+        let ok = reader.check_string(&value, rules)? && reader.check_synthetic(&value, rules)?;
+        Ok(ok.then_some(value))
+    }
+}
+
+impl ContractField for bool {
+    type __Check<I: ToolContract> = NoBounds;
 
     fn __shape() -> Shape {
         Shape::Boolean
@@ -52,18 +106,16 @@ impl ContractField for bool {
     }
 }
 
+impl<'de> ReadField<'de> for bool {
+    fn __read(reader: &mut Reader<'de, '_>, _rules: &Rules) -> Result<Option<Self>, Stop> {
+        reader.read_bool()
+    }
+}
+
 macro_rules! integer_field {
     ($($ty:ty),*) => {$(
         impl ContractField for $ty {
             type __Check<I: ToolContract> = NoBounds;
-
-            #[inline]
-            fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
-                const RANGE: (i64, i64) = safe_range(<$ty>::MIN as i128, <$ty>::MAX as i128);
-                let value = reader.read_integer(RANGE.0, RANGE.1, rules)?;
-                // In range by the check above.
-                Ok(value.and_then(|value| <$ty>::try_from(value).ok()))
-            }
 
             fn __shape() -> Shape {
                 let (min, max) = safe_range(i128::from(<$ty>::MIN), i128::from(<$ty>::MAX));
@@ -72,6 +124,16 @@ macro_rules! integer_field {
 
             fn __write_canonical(&self, out: &mut Vec<u8>) {
                 canonical::write_integer(out, i128::from(*self));
+            }
+        }
+
+        impl<'de> ReadField<'de> for $ty {
+            #[inline]
+            fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+                const RANGE: (i64, i64) = safe_range(<$ty>::MIN as i128, <$ty>::MAX as i128);
+                let value = reader.read_integer(RANGE.0, RANGE.1, rules)?;
+                // In range by the check above.
+                Ok(value.and_then(|value| <$ty>::try_from(value).ok()))
             }
         }
 
@@ -99,10 +161,6 @@ integer_field!(i8, i16, i32, i64, u8, u16, u32, u64);
 impl ContractField for f64 {
     type __Check<I: ToolContract> = NoBounds;
 
-    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
-        reader.read_f64(rules)
-    }
-
     fn __shape() -> Shape {
         Shape::Number
     }
@@ -117,20 +175,14 @@ impl ContractField for f64 {
     }
 }
 
+impl<'de> ReadField<'de> for f64 {
+    fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        reader.read_f64(rules)
+    }
+}
+
 impl ContractField for OffsetDateTime {
     type __Check<I: ToolContract> = NoBounds;
-
-    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
-        let Some(value) = reader.read_string()? else {
-            return Ok(None);
-        };
-        let format = rules.format().unwrap_or(Format::Rfc3339);
-        let parsed = format::parse_rfc3339(&value).filter(|_| format.matches(&value));
-        if parsed.is_none() {
-            reader.report(ViolationKind::InvalidFormat { format })?;
-        }
-        Ok(parsed)
-    }
 
     fn __shape() -> Shape {
         Shape::DateTime
@@ -146,6 +198,20 @@ impl ContractField for OffsetDateTime {
     }
 }
 
+impl<'de> ReadField<'de> for OffsetDateTime {
+    fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        let Some(value) = reader.read_string()? else {
+            return Ok(None);
+        };
+        let format = rules.format().unwrap_or(Format::Rfc3339);
+        let parsed = format::parse_rfc3339(&value).filter(|_| format.matches(&value));
+        if parsed.is_none() {
+            reader.report(ViolationKind::InvalidFormat { format })?;
+        }
+        Ok(parsed)
+    }
+}
+
 /// The limits a free-form value gets should generated code ever pass none (the derive
 /// refuses a `serde_json::Value` field without them): scalars only, small.
 const NO_FREE_FORM: FreeFormLimits = FreeFormLimits {
@@ -155,10 +221,6 @@ const NO_FREE_FORM: FreeFormLimits = FreeFormLimits {
 
 impl ContractField for Value {
     type __Check<I: ToolContract> = NoBounds;
-
-    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
-        reader.read_free_form(rules.free_form().unwrap_or(NO_FREE_FORM))
-    }
 
     fn __shape() -> Shape {
         Shape::FreeForm
@@ -176,19 +238,14 @@ impl ContractField for Value {
     }
 }
 
+impl<'de> ReadField<'de> for Value {
+    fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        reader.read_free_form(rules.free_form().unwrap_or(NO_FREE_FORM))
+    }
+}
+
 impl<T: ContractField> ContractField for Option<T> {
     type __Check<I: ToolContract> = T::__Check<I>;
-
-    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
-        if reader.take_null()? {
-            return Ok(Some(None));
-        }
-        let value = T::__read(reader, rules)?;
-        if reader.take_stripped() {
-            return Ok(Some(None));
-        }
-        Ok(value.map(Some))
-    }
 
     fn __shape() -> Shape {
         Shape::Nullable(T::__shape)
@@ -205,10 +262,43 @@ impl<T: ContractField> ContractField for Option<T> {
     const __CLAIMS_TIER: bool = T::__CLAIMS_TIER;
 }
 
+impl<'de, T: ReadField<'de>> ReadField<'de> for Option<T> {
+    fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        if reader.take_null()? {
+            return Ok(Some(None));
+        }
+        let value = T::__read(reader, rules)?;
+        if reader.take_stripped() {
+            return Ok(Some(None));
+        }
+        Ok(value.map(Some))
+    }
+}
+
 impl<T: ContractField> ContractField for Vec<T> {
     type __Check<I: ToolContract> = T::__Check<I>;
 
-    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+    fn __shape() -> Shape {
+        Shape::Array(T::__shape)
+    }
+
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        out.push(b'[');
+        for (index, item) in self.iter().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            item.__write_canonical(out);
+        }
+        out.push(b']');
+    }
+
+    const __HOLDS_SOURCES: bool = T::__HOLDS_SOURCES;
+    const __CLAIMS_TIER: bool = T::__CLAIMS_TIER;
+}
+
+impl<'de, T: ReadField<'de>> ReadField<'de> for Vec<T> {
+    fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop> {
         let Some(mut array) = reader.begin_array()? else {
             return Ok(None);
         };
@@ -230,24 +320,6 @@ impl<T: ContractField> ContractField for Vec<T> {
         ok &= reader.check_items(count, rules)?;
         Ok(ok.then_some(items))
     }
-
-    fn __shape() -> Shape {
-        Shape::Array(T::__shape)
-    }
-
-    fn __write_canonical(&self, out: &mut Vec<u8>) {
-        out.push(b'[');
-        for (index, item) in self.iter().enumerate() {
-            if index > 0 {
-                out.push(b',');
-            }
-            item.__write_canonical(out);
-        }
-        out.push(b']');
-    }
-
-    const __HOLDS_SOURCES: bool = T::__HOLDS_SOURCES;
-    const __CLAIMS_TIER: bool = T::__CLAIMS_TIER;
 }
 
 /// An input field type that output fields may be `bound` to: `String`, `bool`, integers.
@@ -261,6 +333,18 @@ pub trait BoundField {
 }
 
 impl BoundField for String {
+    fn bound_value(&self) -> BoundValue<'_> {
+        BoundValue::Str(self)
+    }
+}
+
+impl BoundField for &str {
+    fn bound_value(&self) -> BoundValue<'_> {
+        BoundValue::Str(self)
+    }
+}
+
+impl BoundField for Cow<'_, str> {
     fn bound_value(&self) -> BoundValue<'_> {
         BoundValue::Str(self)
     }

@@ -6,8 +6,8 @@ use serde::Serialize;
 use super::reader::{self, NoBoundInputs, Reader, Stop};
 use super::rules::Rules;
 use super::shape::{EnumShape, Shape};
-use super::traits::ContractField;
-use super::traits::ToolOutput;
+use super::traits::{ContractField, ReadField};
+use super::traits::{OwnedOutput, ToolOutput};
 use crate::json::canonical::write as canonical;
 use crate::json::encoding::infallible;
 use crate::vocabulary::forbidden::ForbiddenKeys;
@@ -35,18 +35,6 @@ static TIER_SHAPE: EnumShape = EnumShape::new(
 impl ContractField for SourceTier {
     type __Check<I: crate::contract::ToolContract> = crate::contract::bound::NoBounds;
 
-    fn __read(reader: &mut Reader<'_>, _rules: &Rules) -> Result<Option<Self>, Stop> {
-        let Some(name) = reader.read_string()? else {
-            return Ok(None);
-        };
-        let Some(tier) = SourceTier::from_name(&name) else {
-            reader.not_in_enum(&TIER_NAMES)?;
-            return Ok(None);
-        };
-        let ok = reader.check_source_tier(tier)?;
-        Ok(ok.then_some(tier))
-    }
-
     fn __shape() -> Shape {
         Shape::Enum(&TIER_SHAPE)
     }
@@ -58,9 +46,25 @@ impl ContractField for SourceTier {
     const __CLAIMS_TIER: bool = true;
 }
 
+impl<'de> ReadField<'de> for SourceTier {
+    fn __read(reader: &mut Reader<'de, '_>, _rules: &Rules) -> Result<Option<Self>, Stop> {
+        let Some(name) = reader.read_string()? else {
+            return Ok(None);
+        };
+        let Some(tier) = SourceTier::from_name(&name) else {
+            reader.not_in_enum(&TIER_NAMES)?;
+            return Ok(None);
+        };
+        let ok = reader.check_source_tier(tier)?;
+        Ok(ok.then_some(tier))
+    }
+}
+
 impl ToolOutput for SourceTier {
     const LIMITS: Limits = Limits::DEFAULT;
 }
+
+impl OwnedOutput for SourceTier {}
 
 /// One piece of evidence for a fact: where it was read, what it said, how sure the tool is.
 ///

@@ -25,4 +25,6 @@ pub use registry::{Registry, RegistryBuilder, RegistryError};
 pub use rules::{Pattern, Rules};
 pub use shape::{EnumShape, FieldSpec, ObjectShape, Shape};
 pub use spec::{CONTRACT_DOMAIN, Revisions, ToolSpec, contract_sha256};
-pub use traits::{ContractField, ReconciledBy, ToolContract, ToolOutput, Validated};
+pub use traits::{
+    ContractField, OwnedOutput, ReadField, ReconciledBy, ToolContract, ToolOutput, Validated,
+};

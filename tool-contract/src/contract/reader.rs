@@ -154,18 +154,19 @@ fn word(chunk: &[u8]) -> [u8; 8] {
     chunk.first_chunk().copied().unwrap_or_default()
 }
 
-/// The reader state of one validation.
-pub struct Reader<'a> {
-    text: &'a str,
+/// The reader state of one validation: the document's text, borrowed for `'de` (what a
+/// borrowed output's strings borrow), and the validation's rules, borrowed for `'r`.
+pub struct Reader<'de, 'r> {
+    text: &'de str,
     pos: usize,
     depth: usize,
     max_depth: usize,
     /// Kept as steps and spelled out as a JSON Pointer only when a violation is recorded.
-    path: Vec<Segment<'a>>,
+    path: Vec<Segment<'de>>,
     violations: Vec<Violation>,
     truncated: bool,
-    forbidden: &'a ForbiddenKeys,
-    bounds: &'a dyn BoundInputs,
+    forbidden: &'r ForbiddenKeys,
+    bounds: &'r dyn BoundInputs,
     tier_ceiling: Option<SourceTier>,
     /// Values removed by `strip_synthetic` detectors, for the audit.
     stripped: Vec<Stripped>,
@@ -175,12 +176,12 @@ pub struct Reader<'a> {
 
 /// Validates a whole document with `read`, the generated reader of its top-level type; with
 /// the value, the values synthetic-data detectors stripped from it.
-pub(crate) fn read_document<T>(
-    bytes: &[u8],
+pub(crate) fn read_document<'de, T>(
+    bytes: &'de [u8],
     limits: Limits,
     forbidden: &ForbiddenKeys,
     bounds: &dyn BoundInputs,
-    read: impl FnOnce(&mut Reader<'_>) -> Result<Option<T>, Stop>,
+    read: impl FnOnce(&mut Reader<'de, '_>) -> Result<Option<T>, Stop>,
 ) -> Result<(T, Vec<Stripped>), Violations> {
     if bytes.len() > limits.max_bytes {
         let kind = ViolationKind::TooLarge {
@@ -226,7 +227,7 @@ pub(crate) fn read_document<T>(
     }
 }
 
-impl<'a> Reader<'a> {
+impl<'de> Reader<'de, '_> {
     // ---- violations and the path ----
 
     /// Records `kind` at the current path; stops once [`MAX_VIOLATIONS`] are recorded.
@@ -287,12 +288,12 @@ impl<'a> Reader<'a> {
 
     /// Appends an object key to the path.
     #[inline]
-    pub fn enter_key(&mut self, key: &'a str) -> PathMark {
+    pub fn enter_key(&mut self, key: &'de str) -> PathMark {
         self.enter(Segment::Key(key))
     }
 
     #[inline]
-    fn enter(&mut self, segment: Segment<'a>) -> PathMark {
+    fn enter(&mut self, segment: Segment<'de>) -> PathMark {
         let mark = PathMark(self.path.len());
         self.path.push(segment);
         mark
@@ -313,7 +314,7 @@ impl<'a> Reader<'a> {
     // ---- object fields ----
 
     /// Reports a key the object does not declare (as forbidden if it is) and skips its value.
-    pub fn unknown_key(&mut self, key: &Key<'a>) -> Result<(), Stop> {
+    pub fn unknown_key(&mut self, key: &Key<'de>) -> Result<(), Stop> {
         let mark = self.enter(key.segment());
         let kind = if self.forbidden.is_forbidden(key) {
             ViolationKind::ForbiddenKey
@@ -327,7 +328,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reports a second occurrence of `key` in one object and skips its value.
-    pub fn duplicate_key(&mut self, key: &Key<'a>) -> Result<(), Stop> {
+    pub fn duplicate_key(&mut self, key: &Key<'de>) -> Result<(), Stop> {
         let mark = self.enter(key.segment());
         self.report(ViolationKind::DuplicateKey)?;
         self.skip_value()?;
@@ -485,7 +486,7 @@ impl<'a> Reader<'a> {
 
     /// The next key of the open object, positioned at its value; `None` at the object's end.
     #[inline]
-    pub fn next_key(&mut self, object: &mut ObjectCursor) -> Result<Option<Key<'a>>, Stop> {
+    pub fn next_key(&mut self, object: &mut ObjectCursor) -> Result<Option<Key<'de>>, Stop> {
         match self.peek() {
             Some(b'}') => {
                 self.close();
@@ -582,7 +583,7 @@ impl<'a> Reader<'a> {
 
     /// The string that should come next; `None` (after a report) if another value does.
     #[inline]
-    pub fn read_string(&mut self) -> Result<Option<Cow<'a, str>>, Stop> {
+    pub fn read_string(&mut self) -> Result<Option<Cow<'de, str>>, Stop> {
         if self.peek() == Some(b'"') {
             self.string().map(Some)
         } else {
@@ -701,7 +702,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A number literal, checked against the JSON grammar (RFC 8259 §6).
-    fn number(&mut self) -> Result<&'a str, Stop> {
+    fn number(&mut self) -> Result<&'de str, Stop> {
         let bytes = self.text.as_bytes();
         let start = self.pos;
         let mut i = start;
@@ -747,7 +748,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A string (the reader is at its opening quote), with escapes decoded.
-    fn string(&mut self) -> Result<Cow<'a, str>, Stop> {
+    fn string(&mut self) -> Result<Cow<'de, str>, Stop> {
         let bytes = self.text.as_bytes();
         self.pos += 1;
         let start = self.pos;
@@ -915,7 +916,7 @@ impl<'a> Reader<'a> {
 
     /// The next value's exact text (its syntax and depth checked), for a type with rules of
     /// its own.
-    fn read_raw(&mut self) -> Result<&'a str, Stop> {
+    fn read_raw(&mut self) -> Result<&'de str, Stop> {
         let start = match self.peek() {
             Some(_) => self.pos,
             None => return Err(self.syntax("expected a value")),

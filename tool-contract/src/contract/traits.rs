@@ -1,5 +1,6 @@
 //! The traits the derives implement: `ToolContract` for a tool's arguments, `ToolOutput` for
-//! what it returns, and `ContractField` for every type either may hold.
+//! what it returns, `ContractField` for every type either may hold, and `ReadField` for
+//! reading each of those from a document.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -27,8 +28,10 @@ use crate::vocabulary::violation::Violations;
     note = "add `#[derive(serde::Deserialize, tool_contract::ToolContract)]` to `{Self}`"
 )]
 pub trait ToolContract: Sized + 'static {
-    /// What the tool returns.
-    type Output: ToolOutput;
+    /// What the tool returns: a type that owns its data, since the dispatcher keeps it past
+    /// the bytes it was read from. A view that borrows from those bytes is read with
+    /// [`validate_output_borrowed`](Self::validate_output_borrowed).
+    type Output: OwnedOutput;
 
     /// The tool's name, as providers see it.
     const NAME: &'static str;
@@ -112,9 +115,68 @@ pub trait ToolContract: Sized + 'static {
             <Self::Output as ToolOutput>::LIMITS,
             forbidden,
             &bounds,
-            |reader| <Self::Output as ContractField>::__read(reader, &Rules::NONE),
+            |reader| <Self::Output as ReadField<'_>>::__read(reader, &Rules::NONE),
         )?;
         Ok(Validated { output, stripped })
+    }
+
+    /// [`validate_output_with`](Self::validate_output_with) into `V`, an output type that
+    /// borrows its strings from `bytes` (`&'de str` and `Cow<'de, str>` fields) instead of
+    /// copying them: no allocation for a string without escapes.
+    ///
+    /// `V` is read exactly as an output: its own fields and rules, the forbidden keys, its
+    /// size and depth limits, and its `bound`s against this call's input (checked at compile
+    /// time like the contract's own). It is usually the borrowed twin of
+    /// [`Output`](Self::Output), the same fields with borrowed strings. A `&str` field cannot
+    /// hold a string whose JSON spelling has escapes (there is nothing to borrow); such a
+    /// value is a [`BorrowedEscapes`](crate::vocabulary::ViolationKind::BorrowedEscapes)
+    /// violation, where a `Cow<str>` field takes a decoded copy.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use tool_contract::{ToolContract, ToolOutput};
+    ///
+    /// /// Look up a parcel.
+    /// #[derive(serde::Deserialize, ToolContract)]
+    /// #[tool_contract(output = Parcel, effect = read_only, source_label = "carrier",
+    ///                 producer_revision = "carrier-1")]
+    /// struct TrackParcel { #[tool_contract(max_len = 20)] parcel_ref: String }
+    ///
+    /// #[derive(serde::Serialize, ToolOutput)]
+    /// struct Parcel { #[tool_output(bound = parcel_ref)] parcel_ref: String, status: String }
+    ///
+    /// /// The same output, borrowed from the bytes it is read from.
+    /// #[derive(serde::Serialize, ToolOutput)]
+    /// struct ParcelView<'a> {
+    ///     #[tool_output(bound = parcel_ref)]
+    ///     parcel_ref: &'a str,
+    ///     status: Cow<'a, str>,
+    /// }
+    ///
+    /// let call = TrackParcel { parcel_ref: "P-1".into() };
+    /// let bytes = br#"{"parcel_ref":"P-1","status":"in \"transit\""}"#;
+    /// let forbidden = &tool_contract::vocabulary::ForbiddenKeys::DEFAULT;
+    /// let view: ParcelView<'_> = call.validate_output_borrowed(bytes, forbidden)?;
+    /// assert_eq!(view.parcel_ref, "P-1");
+    /// assert!(matches!(view.status, Cow::Owned(_)), "escapes are decoded into a copy");
+    /// # Ok::<(), tool_contract::Violations>(())
+    /// ```
+    fn validate_output_borrowed<'de, V>(
+        &self,
+        bytes: &'de [u8],
+        forbidden: &ForbiddenKeys,
+    ) -> Result<V, Violations>
+    where
+        V: ToolOutput + ReadField<'de>,
+    {
+        // The `bound`s inside `V` against this contract's input, as the derive checks
+        // `Output`'s: evaluated when this instance is compiled.
+        let () = <V::__Check<Self> as BoundCheck>::CHECK;
+        let bounds = InputOf(self);
+        reader::read_document(bytes, V::LIMITS, forbidden, &bounds, |reader| {
+            V::__read(reader, &Rules::NONE)
+        })
+        .map(|(view, _stripped)| view)
     }
 
     /// [`validate_output`](Self::validate_output) for a value already parsed.
@@ -138,7 +200,7 @@ pub trait ToolContract: Sized + 'static {
     const __INPUT_FIELDS: &'static [InputFieldDecl];
 
     #[doc(hidden)]
-    fn __read_arguments(reader: &mut Reader<'_>) -> Result<Option<Self>, Stop>;
+    fn __read_arguments(reader: &mut Reader<'_, '_>) -> Result<Option<Self>, Stop>;
 
     #[doc(hidden)]
     fn __bound_value(&self, field: &str) -> Option<BoundValue<'_>>;
@@ -217,8 +279,9 @@ pub trait ToolOutput: ContractField + Serialize {
 /// A type that can be a field of a tool's arguments or output.
 ///
 /// Implemented for `String`, `bool`, `i8`–`i64`, `u8`–`u64`, `f64`, `Option<T>`, `Vec<T>`,
-/// `time::OffsetDateTime`, `serde_json::Value` (only with the `free_form` opt-in), and every
-/// type that derives [`ToolOutput`](crate::ToolOutput). Its methods are for generated code.
+/// `time::OffsetDateTime`, `serde_json::Value` (only with the `free_form` opt-in), every type
+/// that derives [`ToolOutput`](crate::ToolOutput), and, in an output struct with a lifetime,
+/// `&str` and `Cow<str>`. Reading is [`ReadField`]'s. Its methods are for generated code.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a field of a tool contract",
     label = "unsupported field type",
@@ -227,9 +290,6 @@ pub trait ToolOutput: ContractField + Serialize {
             derives `ToolOutput`"
 )]
 pub trait ContractField: Sized {
-    #[doc(hidden)]
-    fn __read(reader: &mut Reader<'_>, rules: &Rules) -> Result<Option<Self>, Stop>;
-
     #[doc(hidden)]
     fn __shape() -> Shape;
 
@@ -252,4 +312,30 @@ pub trait ContractField: Sized {
     /// that the contract must declare the `source_tier` it is checked against.
     #[doc(hidden)]
     const __CLAIMS_TIER: bool = false;
+}
+
+/// A [`ToolOutput`] that owns its data: read from a document borrowed for any `'de`, so kept
+/// past it. `#[derive(ToolOutput)]` implements it for every output type without a lifetime; a
+/// contract's output must be one.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool output that owns its data",
+    label = "a contract's output must derive `ToolOutput`, with no lifetime",
+    note = "add `#[derive(serde::Serialize, tool_contract::ToolOutput)]` to `{Self}`; a type that borrows is read with `validate_output_borrowed`"
+)]
+pub trait OwnedOutput: ToolOutput + for<'de> ReadField<'de> {}
+
+/// A [`ContractField`] read from a document borrowed for `'de`: every owned field type for any
+/// `'de` (`for<'de> ReadField<'de>`, as a contract's output must be), and `&'a str`,
+/// `Cow<'a, str>` and the output types that hold them where `'de` outlives `'a`. Its method is
+/// for generated code.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be read as a field of a tool contract",
+    label = "unsupported field type",
+    note = "a field's type must implement `ContractField`, as every supported type does"
+)]
+pub trait ReadField<'de>: ContractField {
+    /// Reads the value that comes next, under `rules`; `None` (after a report) if it breaks
+    /// the contract.
+    #[doc(hidden)]
+    fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop>;
 }

@@ -3,10 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{Category, ErrorCode, Recovery};
-use crate::contract::ContractField;
 use crate::contract::reader::{Reader, Stop};
 use crate::contract::rules::Rules;
 use crate::contract::shape::Shape;
+use crate::contract::{ContractField, ReadField};
 use crate::json::canonical::write as canonical;
 use crate::json::encoding::infallible;
 use crate::vocabulary::name::is_tool_name;
@@ -247,10 +247,6 @@ pub enum CatalogMismatch {
 impl ContractField for ModelError {
     type __Check<I: crate::contract::ToolContract> = crate::contract::bound::NoBounds;
 
-    fn __read(reader: &mut Reader<'_>, _rules: &Rules) -> Result<Option<Self>, Stop> {
-        reader.read_serde("a model error")
-    }
-
     fn __shape() -> Shape {
         // Which members an error has depends on its code: the model result's schema gives one
         // alternative per catalog entry.
@@ -266,5 +262,11 @@ impl ContractField for ModelError {
             canonical::write_value(out, &value),
             "a model error holds no number beyond a double",
         );
+    }
+}
+
+impl<'de> ReadField<'de> for ModelError {
+    fn __read(reader: &mut Reader<'de, '_>, _rules: &Rules) -> Result<Option<Self>, Stop> {
+        reader.read_serde("a model error")
     }
 }

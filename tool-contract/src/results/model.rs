@@ -11,11 +11,11 @@ use serde_json::value::RawValue;
 
 use super::error::ModelError;
 use super::execution::{Delivery, Execution, Outcome, Provenance, Status, Trust};
-use crate::contract::ContractField;
 use crate::contract::reader::{self, NoBoundInputs, Reader, Stop};
 use crate::contract::rules::Rules;
 use crate::contract::shape::Shape;
 use crate::contract::traits::ToolOutput;
+use crate::contract::{ContractField, ReadField};
 use crate::json::depth;
 use crate::json::encoding::infallible;
 use crate::vocabulary::forbidden::ForbiddenKeys;
@@ -58,10 +58,6 @@ impl Serialize for Data {
 impl ContractField for Data {
     type __Check<I: crate::contract::ToolContract> = crate::contract::bound::NoBounds;
 
-    fn __read(reader: &mut Reader<'_>, _rules: &Rules) -> Result<Option<Self>, Stop> {
-        Ok(reader.read_canonical()?.map(Data))
-    }
-
     fn __shape() -> Shape {
         // The tool's output: the model result's schema puts the contract's own there.
         Shape::FreeForm
@@ -69,6 +65,12 @@ impl ContractField for Data {
 
     fn __write_canonical(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.0.as_bytes());
+    }
+}
+
+impl<'de> ReadField<'de> for Data {
+    fn __read(reader: &mut Reader<'de, '_>, _rules: &Rules) -> Result<Option<Self>, Stop> {
+        Ok(reader.read_canonical()?.map(Data))
     }
 }
 

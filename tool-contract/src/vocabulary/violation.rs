@@ -177,6 +177,11 @@ pub enum ViolationKind {
         /// What the value should have been.
         expected: &'static str,
     },
+    /// A string whose JSON spelling has escapes, read into a `&str` field of a borrowed
+    /// output, which can only point into the document as written (a `Cow<str>` field takes a
+    /// decoded copy instead).
+    #[error("a string with escapes cannot be borrowed")]
+    BorrowedEscapes,
     /// A value a synthetic-data detector flags (a placeholder e-mail, a fictional phone
     /// number), on a field declared `reject_synthetic`.
     #[error("synthetic value ({detector})")]
@@ -214,6 +219,7 @@ impl ViolationKind {
             ViolationKind::TierAboveContract { .. } => "tier_above_contract",
             ViolationKind::SyntheticValue { .. } => "synthetic_value",
             ViolationKind::Unreadable { .. } => "unreadable",
+            ViolationKind::BorrowedEscapes => "borrowed_escapes",
         }
     }
 }
