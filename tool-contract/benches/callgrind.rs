@@ -11,8 +11,9 @@ mod common;
 
 use std::hint::black_box;
 
-use common::{GetShipment, PlainShipment, ResultPath};
+use common::{GetShipment, PlainShipment, PlainShipmentView, ResultPath, ShipmentView};
 use tool_contract::ToolContract;
+use tool_contract::vocabulary::ForbiddenKeys;
 
 fn repeat(times: u64, mut run: impl FnMut()) {
     for _ in 0..times {
@@ -39,6 +40,20 @@ fn validate(case: &str, times: u64) -> bool {
         "validate_simd_json" => repeat(times, || {
             let mut copy = black_box(&bytes).clone();
             black_box(simd_json::serde::from_slice::<PlainShipment>(&mut copy).is_ok());
+        }),
+        "borrowed_tool_contract" => repeat(times, || {
+            let view = call.validate_output_borrowed::<ShipmentView<'_>>(
+                black_box(&bytes),
+                &ForbiddenKeys::DEFAULT,
+            );
+            black_box(view.is_ok());
+        }),
+        "borrowed_sonic_rs" => repeat(times, || {
+            black_box(sonic_rs::from_slice::<PlainShipmentView<'_>>(black_box(&bytes)).is_ok());
+        }),
+        "borrowed_simd_json" => repeat(times, || {
+            let mut copy = black_box(&bytes).clone();
+            black_box(simd_json::serde::from_slice::<PlainShipmentView<'_>>(&mut copy).is_ok());
         }),
         "validate_value_jsonschema" => repeat(times, || {
             let value: serde_json::Value =

@@ -45,7 +45,7 @@ if [ "$bench" = mcp ]; then
 fi
 
 cases=(validate_tool_contract validate_serde_json validate_sonic_rs validate_simd_json
-    validate_value_jsonschema)
+    validate_value_jsonschema borrowed_tool_contract borrowed_sonic_rs borrowed_simd_json)
 for size in 1KiB 16KiB 64KiB 256KiB 1MiB; do
     for kind in path_tool_contract path_floor path_off_the_shelf; do
         cases+=("${kind}_${size}")

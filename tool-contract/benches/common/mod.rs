@@ -68,6 +68,41 @@ pub enum ShipmentStatus {
     Delivered,
 }
 
+/// `Shipment`, borrowed from the document it is read from.
+#[derive(serde::Serialize, ToolOutput)]
+pub struct ShipmentView<'a> {
+    #[tool_output(bound = shipment_ref)]
+    pub shipment_ref: &'a str,
+    #[tool_output(max_len = 40)]
+    pub carrier: &'a str,
+    pub status: ShipmentStatus,
+    #[tool_output(format = rfc3339_utc)]
+    pub created_at: &'a str,
+    pub weight_grams: u32,
+    pub declared_value_cents: u64,
+    pub insured: bool,
+    #[tool_output(pattern = "^[A-Z]{2}$")]
+    pub destination_country: &'a str,
+    #[tool_output(format = https_url)]
+    pub tracking_url: &'a str,
+    #[tool_output(max_len = 200)]
+    pub notes: Option<&'a str>,
+    #[tool_output(max_items = 10)]
+    pub parcels: Vec<ParcelView<'a>>,
+}
+
+#[derive(serde::Serialize, ToolOutput)]
+pub struct ParcelView<'a> {
+    #[tool_output(max_len = 32)]
+    pub parcel_ref: &'a str,
+    pub weight_grams: u32,
+    pub length_cm: u16,
+    pub width_cm: u16,
+    pub height_cm: u16,
+    #[tool_output(max_len = 80)]
+    pub contents: &'a str,
+}
+
 /// Baseline (a): what serde alone checks.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -102,6 +137,35 @@ pub enum PlainStatus {
     LabelCreated,
     InTransit,
     Delivered,
+}
+
+/// The borrowed baseline: what serde alone checks, every string borrowed.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlainShipmentView<'a> {
+    pub shipment_ref: &'a str,
+    pub carrier: &'a str,
+    pub status: PlainStatus,
+    pub created_at: &'a str,
+    pub weight_grams: u32,
+    pub declared_value_cents: u64,
+    pub insured: bool,
+    pub destination_country: &'a str,
+    pub tracking_url: &'a str,
+    pub notes: Option<&'a str>,
+    #[serde(borrow)]
+    pub parcels: Vec<PlainParcelView<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlainParcelView<'a> {
+    pub parcel_ref: &'a str,
+    pub weight_grams: u32,
+    pub length_cm: u16,
+    pub width_cm: u16,
+    pub height_cm: u16,
+    pub contents: &'a str,
 }
 
 pub fn document() -> Vec<u8> {
