@@ -195,17 +195,11 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
 pub fn output(output: &Output) -> TokenStream {
     let ident = &output.original.ident;
     let lifetime = output.lifetime;
-    // A borrowed output is `T<'a>`, read from a document borrowed for any `'__de` that
-    // outlives `'a`; an owned one from a document borrowed for any `'__de` at all. (A name
-    // no user's lifetime has: theirs is in scope beside it.)
-    let (impl_generics, self_ty, read_generics) = match lifetime {
-        Some(lifetime) => (
-            quote!(<#lifetime>),
-            quote!(#ident<#lifetime>),
-            quote!(<'__de: #lifetime, #lifetime>),
-        ),
-        None => (TokenStream::new(), quote!(#ident), quote!(<'__de>)),
-    };
+    let lifetime::ImplHeads {
+        generics: impl_generics,
+        self_ty,
+        read_generics,
+    } = lifetime::impl_heads(ident, lifetime);
     // Only a type that owns its data can be a contract's output.
     let owned = lifetime.is_none().then(|| {
         quote! {

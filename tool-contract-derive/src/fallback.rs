@@ -5,6 +5,8 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::DeriveInput;
 
+use crate::lifetime;
+
 pub fn contract(
     input: &DeriveInput,
     output: Option<&syn::Type>,
@@ -62,14 +64,11 @@ pub fn output(input: &DeriveInput, errors: syn::Error) -> TokenStream {
     let owned = lifetime
         .is_none()
         .then(|| quote!(impl ::tool_contract::__private::OwnedOutput for #ident {}));
-    let (impl_generics, self_ty, read_generics) = match lifetime {
-        Some(lifetime) => (
-            quote!(<#lifetime>),
-            quote!(#ident<#lifetime>),
-            quote!(<'__de: #lifetime, #lifetime>),
-        ),
-        None => (TokenStream::new(), quote!(#ident), quote!(<'__de>)),
-    };
+    let lifetime::ImplHeads {
+        generics: impl_generics,
+        self_ty,
+        read_generics,
+    } = lifetime::impl_heads(ident, lifetime);
     quote! {
         #errors
         #[allow(unused_qualifications)]

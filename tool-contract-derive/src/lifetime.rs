@@ -1,10 +1,38 @@
-//! A borrowed output's field types where its lifetime is not in scope (the statics and
-//! compile-time checks beside its impls): the lifetime read as `'static`, which every
-//! `ContractField` impl of a borrowed type covers.
+//! A borrowed output's lifetime in generated code: the heads of its impls, and its field types
+//! where the lifetime is not in scope (the statics and compile-time checks beside the impls),
+//! read as `'static`, which every `ContractField` impl of a borrowed type covers.
 
 use proc_macro2::{Group, Punct, Spacing, TokenStream, TokenTree};
-use quote::ToTokens;
-use syn::Lifetime;
+use quote::{ToTokens, quote};
+use syn::{Ident, Lifetime};
+
+/// The heads of an output type's impls.
+pub struct ImplHeads {
+    /// After `impl`: `<'a>`, or nothing.
+    pub generics: TokenStream,
+    /// The type: `Name<'a>`, or `Name`.
+    pub self_ty: TokenStream,
+    /// After `impl` for `ReadField<'__de>`.
+    pub read_generics: TokenStream,
+}
+
+/// A borrowed output is `Name<'a>`, read from a document borrowed for any `'__de` that
+/// outlives `'a`; an owned one from a document borrowed for any `'__de` at all. (`'__de`: a
+/// name no user's lifetime has, since theirs is in scope beside it.)
+pub fn impl_heads(ident: &Ident, lifetime: Option<&Lifetime>) -> ImplHeads {
+    match lifetime {
+        Some(lifetime) => ImplHeads {
+            generics: quote!(<#lifetime>),
+            self_ty: quote!(#ident<#lifetime>),
+            read_generics: quote!(<'__de: #lifetime, #lifetime>),
+        },
+        None => ImplHeads {
+            generics: TokenStream::new(),
+            self_ty: quote!(#ident),
+            read_generics: quote!(<'__de>),
+        },
+    }
+}
 
 /// `ty` with every `lifetime` in it made `'static`; `ty` as it is without one.
 pub fn outside_impl(ty: &syn::Type, lifetime: Option<&Lifetime>) -> TokenStream {
@@ -28,7 +56,7 @@ fn made_static(tokens: TokenStream, lifetime: &Lifetime) -> TokenStream {
                 let mut apostrophe = Punct::new('\'', Spacing::Joint);
                 apostrophe.set_span(quote.span());
                 out.push(TokenTree::Punct(apostrophe));
-                out.push(TokenTree::Ident(proc_macro2::Ident::new("static", span)));
+                out.push(TokenTree::Ident(Ident::new("static", span)));
             }
             TokenTree::Group(group) => {
                 let mut inner =
