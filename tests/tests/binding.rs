@@ -12,10 +12,10 @@ use tool_contract_tests::kb::{alice, binder, hits, keys, registry, search, searc
 fn tampered_model(result: &CallResult, edit: impl FnOnce(&mut serde_json::Value)) -> CallResult {
     let mut model = serde_json::to_value(&result.model).unwrap();
     edit(&mut model);
-    CallResult {
-        model: serde_json::from_value::<ModelResult>(model).unwrap(),
-        audit: result.audit.clone(),
-    }
+    CallResult::new(
+        serde_json::from_value::<ModelResult>(model).unwrap(),
+        result.audit.clone(),
+    )
 }
 
 #[test]
@@ -61,13 +61,51 @@ fn a_result_of_call_a_presented_for_call_b_fails() {
 fn swapping_the_model_halves_of_two_calls_fails_the_result_digest() {
     let (a, b) = (search_call("a", "refund"), search_call("b", "shipping"));
     let (result_a, result_b) = (search(&a, &hits("refund")), search(&b, &hits("shipping")));
-    let swapped = CallResult {
-        model: result_a.model.clone(),
-        audit: result_b.audit.clone(),
-    };
+    let swapped = CallResult::new(result_a.model.clone(), result_b.audit.clone());
     assert_eq!(
         binder().verify(&alice(), &b, &swapped).unwrap_err(),
         VerifyError::ResultDigest
+    );
+}
+
+#[test]
+fn a_sealed_result_given_another_model_half_fails_the_result_digest() {
+    // The sealed result keeps what sealing computed; with its model half replaced, that no
+    // longer holds and the digest is recomputed from the model half it now has.
+    let (a, b) = (search_call("a", "refund"), search_call("b", "shipping"));
+    let (result_a, result_b) = (search(&a, &hits("refund")), search(&b, &hits("shipping")));
+    let mut swapped = result_b.clone();
+    swapped.model = result_a.model.clone();
+    assert_eq!(
+        binder().verify(&alice(), &b, &swapped).unwrap_err(),
+        VerifyError::ResultDigest
+    );
+    assert!(binder().verify(&alice(), &b, &result_b).is_ok());
+}
+
+#[test]
+fn a_sealed_result_goes_out_as_the_bytes_sealing_hashed_and_one_read_back_as_bytes_written_again() {
+    let context = search_call("1", "refund");
+    let sealed = search(&context, &hits("refund"));
+    let read_back = CallResult::new(sealed.model.clone(), sealed.audit.clone());
+    let binder = binder();
+    let verify = |result| binder.verify(&alice(), &context, result).unwrap();
+    let (first, second) = (verify(&sealed), verify(&sealed));
+    assert_eq!(
+        first.model_json().as_ptr(),
+        second.model_json().as_ptr(),
+        "both are the bytes sealing wrote"
+    );
+    let (first_again, second_again) = (verify(&read_back), verify(&read_back));
+    assert_ne!(
+        first_again.model_json().as_ptr(),
+        second_again.model_json().as_ptr(),
+        "each verification writes them anew"
+    );
+    assert_eq!(first.model_json(), first_again.model_json());
+    assert_eq!(
+        sealed, read_back,
+        "equal results, whatever they keep of their sealing"
     );
 }
 

@@ -201,10 +201,8 @@ fn verification_refuses_an_error_that_differs_from_the_catalog() {
     );
     let mut model = serde_json::to_value(&result.model).unwrap();
     model["error"]["recovery"] = json!("correct_input");
-    let forged = tool_contract::CallResult {
-        model: serde_json::from_value(model).unwrap(),
-        audit: result.audit,
-    };
+    let forged =
+        tool_contract::CallResult::new(serde_json::from_value(model).unwrap(), result.audit);
     assert_eq!(
         binder().verify(&alice(), &context, &forged).unwrap_err(),
         VerifyError::Catalog(CatalogMismatch::Recovery)

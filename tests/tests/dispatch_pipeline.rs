@@ -686,10 +686,7 @@ async fn every_dispatch_is_appended_to_the_audit_sink() {
     assert_eq!(records.len(), 3);
     for ((model, audit), call) in records.iter().zip(&calls) {
         assert_eq!(audit.provider_context.call_id, call.call.call_id);
-        let result = tool_contract::CallResult {
-            model: model.clone(),
-            audit: audit.clone(),
-        };
+        let result = tool_contract::CallResult::new(model.clone(), audit.clone());
         dispatcher.binder().verify(&alice(), call, &result).unwrap();
     }
 }

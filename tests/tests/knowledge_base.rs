@@ -177,15 +177,9 @@ fn swapping_two_calls_projections_fails_call_binding() {
     let outcomes = five();
     let (context_a, result_a) = &outcomes[0];
     let (context_b, result_b) = &outcomes[1];
-    let swapped = CallResult {
-        model: result_b.model.clone(),
-        audit: result_a.audit.clone(),
-    };
+    let swapped = CallResult::new(result_b.model.clone(), result_a.audit.clone());
     assert!(binder().verify(&alice(), context_a, &swapped).is_err());
-    let swapped = CallResult {
-        model: result_a.model.clone(),
-        audit: result_b.audit.clone(),
-    };
+    let swapped = CallResult::new(result_a.model.clone(), result_b.audit.clone());
     assert!(binder().verify(&alice(), context_b, &swapped).is_err());
 }
 

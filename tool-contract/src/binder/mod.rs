@@ -6,13 +6,18 @@
 mod outcome;
 mod project;
 mod seal;
+mod sealed;
 mod verify;
+
+use std::fmt;
+use std::sync::Arc;
 
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 pub use outcome::{FailureKind, RawOutput, RawProvenance, RawResult, ToolFailure};
 pub(crate) use seal::Seal;
+use sealed::SealedDigests;
 pub use verify::{Verified, VerifyError};
 
 use crate::contract::registry::Registry;
@@ -23,12 +28,47 @@ use crate::results::execution::Provenance;
 use crate::results::model::ModelResult;
 
 /// Both halves of one call: what the model sees, and what only auditors see.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// One the binder sealed also keeps what sealing computed (see [`CallResult::new`]), which
+/// [`Binder::verify`] reuses where every input is unchanged; two results are equal when their
+/// halves are.
+#[derive(Clone)]
 pub struct CallResult {
     /// The model half.
     pub model: ModelResult,
     /// The audit half.
     pub audit: ProtectedAudit,
+    /// What sealing computed, and from what, when a binder sealed this result.
+    sealed: Option<Arc<SealedDigests>>,
+}
+
+impl CallResult {
+    /// A result of two halves read back from a store or the wire: [`Binder::verify`]
+    /// recomputes every digest of it.
+    #[must_use]
+    pub fn new(model: ModelResult, audit: ProtectedAudit) -> Self {
+        CallResult {
+            model,
+            audit,
+            sealed: None,
+        }
+    }
+}
+
+impl PartialEq for CallResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.model == other.model && self.audit == other.audit
+    }
+}
+
+impl fmt::Debug for CallResult {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("CallResult")
+            .field("model", &self.model)
+            .field("audit", &self.audit)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Projects each call's outcome into a [`CallResult`] and verifies results later, under one

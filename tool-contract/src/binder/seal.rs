@@ -1,5 +1,8 @@
 //! Sealing: the three digests of one result, and the audit that records them.
 
+use std::sync::Arc;
+
+use super::sealed::SealedDigests;
 use super::{Binder, CallResult};
 use crate::contract::spec::ToolSpec;
 use crate::results::audit::{
@@ -77,6 +80,19 @@ impl Binder<'_> {
         let call_binding_sha256 =
             self.keys
                 .call_binding_digest(context, spec, &request_sha256, &result_sha256);
+        let sealed = SealedDigests::worth_keeping(&call.arguments, &model_json).then(|| {
+            Arc::new(SealedDigests {
+                keys: self.keys.id(),
+                principal: principal.clone(),
+                context: context.clone(),
+                spec,
+                model: model.clone(),
+                model_json,
+                request_sha256: request_sha256.clone(),
+                result_sha256: result_sha256.clone(),
+                call_binding_sha256: call_binding_sha256.clone(),
+            })
+        });
         let audit = ProtectedAudit {
             schema_version: PROTECTED_AUDIT_SCHEMA_VERSION.into(),
             principal_ref: self.keys.principal_ref(principal),
@@ -95,7 +111,11 @@ impl Binder<'_> {
             detail,
             approval: None,
         };
-        CallResult { model, audit }
+        CallResult {
+            model,
+            audit,
+            sealed,
+        }
     }
 
     /// `result` again, delivered as `delivery` (a stored result replayed, one learned from a
@@ -110,7 +130,7 @@ impl Binder<'_> {
         delivery: Delivery,
         note: &str,
     ) -> CallResult {
-        let CallResult { model, audit } = result;
+        let CallResult { model, audit, .. } = result;
         let detail = match audit.detail {
             Some(detail) => format!("{note}; {detail}"),
             None => note.to_owned(),

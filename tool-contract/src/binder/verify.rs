@@ -1,6 +1,8 @@
 //! Verification: every digest recomputed from trusted inputs, every claim checked against the
 //! registry and the catalog. Nothing the audit record says is taken on trust.
 
+use std::borrow::Cow;
+
 use super::{Binder, CallResult};
 use crate::contract::ToolSpec;
 use crate::json::encoding::infallible;
@@ -19,7 +21,7 @@ use crate::vocabulary::call::{CallContext, Principal};
 pub struct Verified<'a> {
     context: &'a CallContext,
     result: &'a CallResult,
-    model_json: Vec<u8>,
+    model_json: Cow<'a, [u8]>,
 }
 
 impl<'a> Verified<'a> {
@@ -168,18 +170,47 @@ enum CallBindingSchema {
 impl Binder<'_> {
     /// Recomputes the three digests of `result` as the answer to `context` and compares each
     /// with its audit's; the model half's canonical JSON, which the result digest covers.
-    fn check_digests(
+    fn check_digests<'a>(
         &self,
         principal: &Principal,
         context: &CallContext,
         spec: Option<&ToolSpec>,
-        result: &CallResult,
+        result: &'a CallResult,
         schema: CallBindingSchema,
-    ) -> Result<Vec<u8>, VerifyError> {
+    ) -> Result<Cow<'a, [u8]>, VerifyError> {
         let binding = &result.audit.binding;
         let call = &context.call;
         if binding.algorithm != self.keys.algorithm() {
             return Err(VerifyError::Algorithm);
+        }
+        // What sealing computed from these very inputs is what recomputing would give.
+        if let CallBindingSchema::Contract = schema
+            && let Some(sealed) = result.sealed.as_deref()
+            && sealed.hold_for(self.keys.id(), principal, context, spec, &result.model)
+        {
+            let checks = [
+                (
+                    &binding.request_sha256,
+                    &sealed.request_sha256,
+                    VerifyError::RequestDigest,
+                ),
+                (
+                    &binding.result_sha256,
+                    &sealed.result_sha256,
+                    VerifyError::ResultDigest,
+                ),
+                (
+                    &binding.call_binding_sha256,
+                    &sealed.call_binding_sha256,
+                    VerifyError::CallBinding,
+                ),
+            ];
+            for (recorded, computed, error) in checks {
+                if !digests_equal(recorded, computed) {
+                    return Err(error);
+                }
+            }
+            return Ok(Cow::Borrowed(&sealed.model_json));
         }
         let request_sha256 = self
             .keys
@@ -205,6 +236,6 @@ impl Binder<'_> {
         if !digests_equal(&binding.call_binding_sha256, &call_binding_sha256) {
             return Err(VerifyError::CallBinding);
         }
-        Ok(model_json)
+        Ok(Cow::Owned(model_json))
     }
 }

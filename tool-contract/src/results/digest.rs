@@ -35,13 +35,19 @@ const CALL_BINDING_V1_DOMAIN: &str = "tool-contract/call-binding-v1";
 const PRINCIPAL_DOMAIN: &str = "tool-contract/principal-v1";
 const LEDGER_RECORD_DOMAIN: &str = "tool-contract/ledger-record-v1";
 const DERIVED_KEY_DOMAIN: &str = "tool-contract/derived-key-v1";
+const KEY_FINGERPRINT_DOMAIN: &str = "tool-contract/key-fingerprint-v1";
 
 /// A secret key for HMAC-SHA256: at least 32 bytes. Its `Debug` shows nothing of it.
 ///
 /// Held as HMAC's keyed state, so each digest starts from a copy of it instead of hashing the
 /// key again.
 #[derive(Clone)]
-pub struct SecretKey(Hmac<Sha256>);
+pub struct SecretKey {
+    mac: Hmac<Sha256>,
+    /// HMAC-SHA256 of a fixed label under the key: the same for the same key, and no way back
+    /// to it.
+    fingerprint: [u8; 32],
+}
 
 impl SecretKey {
     /// The shortest key accepted, in bytes (SHA-256's output size).
@@ -57,14 +63,25 @@ impl SecretKey {
         if bytes.len() < Self::MIN_LEN {
             return Err(KeyTooShort { len: bytes.len() });
         }
-        Ok(SecretKey(infallible(
-            <Hmac<Sha256> as Mac>::new_from_slice(&bytes),
+        Ok(SecretKey::of(&bytes))
+    }
+
+    fn of(bytes: &[u8]) -> Self {
+        let mac = infallible(
+            <Hmac<Sha256> as Mac>::new_from_slice(bytes),
             "HMAC takes keys of any length",
-        )))
+        );
+        let fingerprint = mac
+            .clone()
+            .chain_update(KEY_FINGERPRINT_DOMAIN.as_bytes())
+            .finalize()
+            .into_bytes()
+            .into();
+        SecretKey { mac, fingerprint }
     }
 
     pub(crate) fn mac(&self) -> Hmac<Sha256> {
-        self.0.clone()
+        self.mac.clone()
     }
 }
 
@@ -81,10 +98,7 @@ impl SecretKey {
 /// ```
 impl From<[u8; SecretKey::MIN_LEN]> for SecretKey {
     fn from(bytes: [u8; SecretKey::MIN_LEN]) -> Self {
-        SecretKey(infallible(
-            <Hmac<Sha256> as Mac>::new_from_slice(&bytes),
-            "HMAC takes keys of any length",
-        ))
+        SecretKey::of(&bytes)
     }
 }
 
@@ -128,6 +142,13 @@ pub struct AuditKeys {
     digest: Option<SecretKey>,
     principal_refs: Arc<PrincipalRefs>,
 }
+
+/// Which digest key made the binding digests (`None`: plain SHA-256), as a derived
+/// fingerprint that shows nothing of the key: equal for equal keys, so that what one set of
+/// keys computed is taken for what another would compute only when the other's would be the
+/// same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KeysId(Option<[u8; 32]>);
 
 /// The principal references already made, so that one principal's keyed reference is paid
 /// once, not on every call (it is asked several times per call). Shared by the clones of one
@@ -175,6 +196,11 @@ impl AuditKeys {
     pub fn with_digest_key(mut self, digest_key: SecretKey) -> Self {
         self.digest = Some(digest_key);
         self
+    }
+
+    /// Which digest key these keys compute the binding digests with.
+    pub(crate) fn id(&self) -> KeysId {
+        KeysId(self.digest.as_ref().map(|key| key.fingerprint))
     }
 
     /// How the binding digests are computed.
