@@ -505,8 +505,10 @@ fn read_object(
     });
     // The two orders producers write keys in: the declared one (serde's writer of the
     // type) and the canonical one (RFC 8785, and maps sorted by name such as serde_json's).
+    // Each key is matched with its colon: `"key":`.
     let quoted = |(index, field): (usize, &Field)| {
-        let key = syn::LitByteStr::new(json_string(&field.key).as_bytes(), Span::call_site());
+        let key_colon = format!("{}:", json_string(&field.key));
+        let key = syn::LitByteStr::new(key_colon.as_bytes(), Span::call_site());
         quote!((#key, #index))
     };
     let declared_order = fields.iter().enumerate().map(quoted);
@@ -553,6 +555,11 @@ fn read_object(
                     __order = &__ORDERS[1];
                     __canonical_tried = true;
                     continue;
+                }
+                ::core::option::Option::None
+                    if __in_order == #count && reader.end_object_is(&mut object) =>
+                {
+                    break;
                 }
                 _ => {
                     __order = &[];

@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use serde_json::{Map, Number, Value};
+use smallvec::SmallVec;
 
 use super::rules::Rules;
 use crate::json::canonical::{self, CanonicalError};
@@ -113,13 +114,16 @@ impl BoundInputs for NoBoundInputs {
     }
 }
 
+/// Whether `byte` is JSON whitespace (RFC 8259 section 2).
+#[inline]
+fn is_whitespace(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
+}
+
 /// The index of the first byte at or after `from` that is not JSON whitespace.
 #[inline]
 fn skip_whitespace(bytes: &[u8], mut from: usize) -> usize {
-    while bytes
-        .get(from)
-        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-    {
+    while bytes.get(from).copied().is_some_and(is_whitespace) {
         from += 1;
     }
     from
@@ -154,6 +158,9 @@ fn word(chunk: &[u8]) -> [u8; 8] {
     chunk.first_chunk().copied().unwrap_or_default()
 }
 
+/// The path steps a reader holds without allocating: more than the nesting of most documents.
+const PATH_INLINE: usize = 16;
+
 /// The reader state of one validation: the document's text, borrowed for `'de` (what a
 /// borrowed output's strings borrow), and the validation's rules, borrowed for `'r`.
 pub struct Reader<'de, 'r> {
@@ -162,7 +169,7 @@ pub struct Reader<'de, 'r> {
     depth: usize,
     max_depth: usize,
     /// Kept as steps and spelled out as a JSON Pointer only when a violation is recorded.
-    path: Vec<Segment<'de>>,
+    path: SmallVec<[Segment<'de>; PATH_INLINE]>,
     violations: Vec<Violation>,
     truncated: bool,
     forbidden: &'r ForbiddenKeys,
@@ -205,7 +212,7 @@ pub(crate) fn read_document<'de, T>(
         pos: 0,
         depth: 0,
         max_depth: limits.max_depth,
-        path: Vec::with_capacity(limits.max_depth.min(16)),
+        path: SmallVec::new(),
         violations: Vec::new(),
         truncated: false,
         forbidden,
@@ -484,6 +491,18 @@ impl<'de> Reader<'de, '_> {
         }
     }
 
+    /// Whether the open object ends here (after whitespace), and if so closes it: what a
+    /// generated reader asks once it has read every declared key in order.
+    #[inline]
+    pub fn end_object_is(&mut self, _object: &mut ObjectCursor) -> bool {
+        if self.peek() == Some(b'}') {
+            self.close();
+            true
+        } else {
+            false
+        }
+    }
+
     /// The next key of the open object, positioned at its value; `None` at the object's end.
     #[inline]
     pub fn next_key(&mut self, object: &mut ObjectCursor) -> Result<Option<Key<'de>>, Stop> {
@@ -512,15 +531,43 @@ impl<'de> Reader<'de, '_> {
         Ok(Some(Key { raw, text }))
     }
 
-    /// Whether the open object's next key is spelled exactly `quoted` (the key's canonical JSON
-    /// string, quotes included), and if so reads past it and its `:`, to its value. Otherwise
-    /// nothing is read, and [`next_key`](Self::next_key) reads what comes next.
+    /// Whether the open object's next key is spelled exactly as `key_colon` says (the key's
+    /// canonical JSON string, quotes included, then `:`), and if so reads past it, to its
+    /// value. Otherwise nothing is read, and [`next_key`](Self::next_key) reads what comes
+    /// next.
     ///
     /// Generated readers try each declared key in order first: producers mostly write them
     /// so, and a key recognised by its bytes needs no scan, no decoding and no lookup. A key
-    /// written another way (escapes, another order) is simply read the general way.
+    /// written another way (escapes, another order) is simply read the general way. Compact
+    /// JSON (`,"key":`) is recognised in one comparison; whitespace before or after the comma
+    /// (and then also before the colon), by a second look.
     #[inline]
-    pub fn next_key_is(&mut self, object: &mut ObjectCursor, quoted: &[u8]) -> bool {
+    pub fn next_key_is(&mut self, object: &mut ObjectCursor, key_colon: &[u8]) -> bool {
+        let bytes = self.text.as_bytes();
+        let at_key = self.pos + usize::from(!object.first);
+        if (object.first || bytes.get(self.pos) == Some(&b','))
+            && starts_with_at(bytes, at_key, key_colon)
+        {
+            self.pos = at_key + key_colon.len();
+            object.first = false;
+            return true;
+        }
+        // Another key, or this one written with whitespace: only the second is looked at again.
+        let spaced = match bytes.get(self.pos) {
+            Some(b',') => bytes.get(at_key).copied().is_some_and(is_whitespace),
+            Some(&byte) => is_whitespace(byte),
+            None => false,
+        };
+        spaced && self.next_key_is_spaced(object, key_colon)
+    }
+
+    /// [`next_key_is`](Self::next_key_is) where whitespace may stand before the comma, after
+    /// it, and between the key and its colon.
+    #[inline(never)]
+    fn next_key_is_spaced(&mut self, object: &mut ObjectCursor, key_colon: &[u8]) -> bool {
+        let Some((b':', quoted)) = key_colon.split_last() else {
+            return false;
+        };
         let Some(at) = self.peek() else {
             return false;
         };
@@ -604,6 +651,53 @@ impl<'de> Reader<'de, '_> {
     /// The integer that should come next, within `min..=max` and ±(2^53 − 1); `None` (after
     /// a report) otherwise. `1.0` is a number, not an integer.
     pub fn read_integer(&mut self, min: i64, max: i64, rules: &Rules) -> Result<Option<i64>, Stop> {
+        // The common case, kept apart from every other so that it needs few registers: a
+        // non-negative integer of plain digits in range, with no `minimum` or `maximum`.
+        if self.peek().is_some() && rules.minimum().is_none() && rules.maximum().is_none() {
+            let bytes = self.text.as_bytes();
+            let start = self.pos;
+            let (value, end) = match number::leading_digits(bytes, start) {
+                // Fewer than eight digits: under 2^53, so the conversion is exact.
+                Some((value, count)) => (value as i64, start + count),
+                None => {
+                    let mut end = start;
+                    let mut value: i64 = 0;
+                    while let Some(digit) = bytes.get(end).map(|byte| byte.wrapping_sub(b'0')) {
+                        if digit > 9 {
+                            break;
+                        }
+                        // Wrapping: a longer literal is left to the general path, unread.
+                        value = value.wrapping_mul(10).wrapping_add(i64::from(digit));
+                        end += 1;
+                    }
+                    (value, end)
+                }
+            };
+            // At most 15 digits, so within ±(2^53 − 1); no leading zero, no fraction or
+            // exponent after them.
+            let digits = end - start;
+            if (1..=15).contains(&digits)
+                && (digits == 1 || bytes[start] != b'0')
+                && !matches!(bytes.get(end), Some(b'.' | b'e' | b'E'))
+                && (min..=max).contains(&value)
+            {
+                self.pos = end;
+                return Ok(Some(value));
+            }
+        }
+        self.read_integer_otherwise(min, max, rules)
+    }
+
+    /// [`read_integer`](Self::read_integer) for every case but plain digits in range with no
+    /// bounds of their own.
+    #[cold]
+    #[inline(never)]
+    fn read_integer_otherwise(
+        &mut self,
+        min: i64,
+        max: i64,
+        rules: &Rules,
+    ) -> Result<Option<i64>, Stop> {
         if !matches!(self.peek(), Some(b'-' | b'0'..=b'9')) {
             return self.wrong_type(JsonType::Integer).map(|()| None);
         }
@@ -753,12 +847,21 @@ impl<'de> Reader<'de, '_> {
         self.pos += 1;
         let start = self.pos;
         self.pos = find_string_special(bytes, self.pos);
+        if bytes.get(self.pos) == Some(&b'"') {
+            let text = &self.text[start..self.pos];
+            self.pos += 1;
+            return Ok(Cow::Borrowed(text));
+        }
+        self.string_otherwise(start)
+    }
+
+    /// The rest of the string [`string`](Self::string) began at `start`, from the first
+    /// escape, control character or end of the text: what few strings have, kept apart so
+    /// the common case needs few registers.
+    #[inline(never)]
+    fn string_otherwise(&mut self, start: usize) -> Result<Cow<'de, str>, Stop> {
+        let bytes = self.text.as_bytes();
         match bytes.get(self.pos) {
-            Some(b'"') => {
-                let text = &self.text[start..self.pos];
-                self.pos += 1;
-                return Ok(Cow::Borrowed(text));
-            }
             Some(b'\\') => {}
             Some(_) => return Err(self.syntax("control character in a string")),
             None => return Err(self.syntax("unterminated string")),

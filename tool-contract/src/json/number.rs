@@ -35,6 +35,34 @@ pub(crate) fn parse_integer(literal: &str) -> Result<i64, IntegerError> {
     Ok(value)
 }
 
+/// The digits `0`–`9` that begin `bytes[at..]`, when fewer than eight do and eight bytes are
+/// there to read: their count (1 to 7) and their value, read a word at a time. `None` when
+/// there are no eight bytes, no digit first, or eight digits in a row: the caller reads those
+/// a byte at a time.
+///
+/// The word trick is simdjson's `parse_eight_digits_unrolled` (Lemire, "Number parsing at a
+/// gigabyte per second", 2021), on the digits moved to the word's high end.
+#[inline]
+pub(crate) fn leading_digits(bytes: &[u8], at: usize) -> Option<(u64, usize)> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let word = u64::from_le_bytes(*bytes.get(at..)?.first_chunk::<8>()?);
+    // Each byte less `0`: a digit becomes 0–9; any other byte has its high bit set, either
+    // here or once 0x76 more lifts 10 and up past 0x7f. A borrow or a carry starts only at
+    // such a byte, so the lowest flagged byte is always the first that is not a digit.
+    let values = word.wrapping_sub(ONES * u64::from(b'0'));
+    let not_digits = (values | values.wrapping_add(ONES * 0x76)) & HIGHS;
+    let count = (not_digits.trailing_zeros() / 8) as usize;
+    if count == 0 || count == 8 {
+        return None;
+    }
+    // The digits at the top of the word, zeros (leading zeros of the number) below them.
+    let digits = values << (8 * (8 - count));
+    let pairs = ((digits & (ONES * 0x0f)).wrapping_mul(2561) >> 8) & 0x00ff_00ff_00ff_00ff;
+    let quads = (pairs.wrapping_mul(6_553_601) >> 16) & 0x0000_ffff_0000_ffff;
+    Some((quads.wrapping_mul(42_949_672_960_001) >> 32, count))
+}
+
 /// The fast path for integers: `-?(0|[1-9][0-9]{0,15})` at `bytes[start..]`, not followed by
 /// a fraction, an exponent or more digits, within ±(2^53 − 1). Returns the value and the end.
 /// `None` leaves every other literal, and every error, to the general path.
@@ -201,6 +229,56 @@ impl<'a> Decimal<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leading_digits_are_counted_and_read_a_word_at_a_time() {
+        for text in [
+            "7,",
+            "40}",
+            "1200 ",
+            "189900]",
+            "0000012\"",
+            "9999999x",
+            "1234567.",
+        ] {
+            let padded = format!("{text}........");
+            let count = text.bytes().take_while(u8::is_ascii_digit).count();
+            let value: u64 = text[..count].parse().unwrap();
+            assert_eq!(
+                leading_digits(padded.as_bytes(), 0),
+                Some((value, count)),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn leading_digits_leave_eight_digits_no_digit_and_short_input_to_the_caller() {
+        assert_eq!(leading_digits(b"12345678,", 0), None);
+        assert_eq!(leading_digits(b"-1234567", 0), None);
+        assert_eq!(leading_digits(b"x1234567", 0), None);
+        assert_eq!(leading_digits(b"1234", 0), None);
+        assert_eq!(leading_digits(b"..12,.....", 2), Some((12, 2)));
+    }
+
+    #[test]
+    fn leading_digits_agree_with_reading_byte_by_byte_whatever_follows() {
+        // Every byte value after every digit count, and bytes that borrow or carry between
+        // the word's bytes (`/`, `:`, 0x00, 0xff) around the digits.
+        for count in 1..8 {
+            for follower in 0..=255u8 {
+                let mut bytes: Vec<u8> = b"9081726354"[..count].to_vec();
+                bytes.push(follower);
+                bytes.extend_from_slice(&[0xff, b'/', 0x00, b':', b'9', b'9', b'9', b'9']);
+                let expected_count = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+                let expected = (expected_count < 8).then(|| {
+                    let text = std::str::from_utf8(&bytes[..expected_count]).unwrap();
+                    (text.parse().unwrap(), expected_count)
+                });
+                assert_eq!(leading_digits(&bytes, 0), expected, "{count} {follower}");
+            }
+        }
+    }
 
     #[test]
     fn integers_within_the_safe_range_are_read() {
