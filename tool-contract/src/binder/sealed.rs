@@ -29,8 +29,9 @@ pub(crate) struct SealedDigests {
 impl SealedDigests {
     /// The most bytes of arguments and canonical model half a result keeps copies of: a
     /// call's usual size many times over. Past it, the copies would cost more memory (the
-    /// whole call held twice more, for as long as its result lives) than recomputing costs
-    /// time, so a larger result keeps nothing and is verified by recomputing.
+    /// arguments and the model half's text held once more, for as long as the result lives)
+    /// than recomputing costs time, so a larger result keeps nothing and is verified by
+    /// recomputing.
     pub(super) const MAX_BYTES: usize = 16 * 1024;
 
     /// Whether a result of a call with `arguments`, whose model half is `model_json`, keeps

@@ -79,7 +79,7 @@ impl Kept {
             method: Option<Cow<'a, str>>,
             id: Option<Value>,
             #[serde(borrow)]
-            params: Option<&'a RawValue>,
+            params: Option<Params<'a>>,
         }
         #[derive(Deserialize)]
         struct Params<'a> {
@@ -101,7 +101,6 @@ impl Kept {
             Value::String(text) => format!("\"{text}"),
             _ => return None,
         };
-        let params = serde_json::from_str::<Params<'_>>(params.get()).ok()?;
         // No arguments at all is the empty object, as MCP has it.
         let arguments = params
             .arguments

@@ -32,6 +32,7 @@ use crate::control::{
     ApprovalError, ApproverIdentity, PendingApproval, RejectionReason, later_by, unix_ms,
 };
 use crate::dispatch::{Dispatch, Dispatcher, Task};
+use crate::json::encoding::infallible;
 use crate::results::digest::canonical_within;
 use crate::results::{ApprovalBasis, Status};
 use crate::vocabulary::Effect;
@@ -372,7 +373,8 @@ impl McpServer {
             // difference between the two readings: nothing runs on bytes that may not be
             // this request's.
             return Err(ErrorData::invalid_request(
-                "the call's arguments as kept from the client's bytes are not the arguments                  of this request: nothing ran",
+                "the call's arguments as kept from the client's bytes are not the arguments \
+                 of this request: nothing ran",
                 None,
             ));
         }
@@ -701,7 +703,8 @@ impl McpServer {
             .map_err(|error| {
                 ErrorData::internal_error(format!("the result did not verify: {error}"), None)
             })?;
-        let structured: Value = serde_json::from_slice(verified.model_json())
+        // From `str`: canonical JSON is UTF-8 already, and is not checked again.
+        let structured: Value = serde_json::from_str(verified.model_json_str())
             .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
         let content = vec![ContentBlock::text(verified.model_json_str())];
         let mut result = if verified.model().status() == Status::Succeeded {
@@ -790,9 +793,6 @@ fn asks_by_elicitation(peer: &Peer<RoleServer>) -> bool {
         .contains(&ElicitationMode::Form)
 }
 
-/// The operation of a call that names none: its tool and exact arguments, so a repeated
-/// call is the same operation. Arguments over the tool's size are hashed as they are, never
-/// parsed.
 /// Whether the kept bytes say what rmcp read of the same request: the same value once a
 /// repeated member keeps its last value and numbers are read as doubles, as rmcp reads them
 /// (the exact reading of the bytes comes after, in validation).
@@ -806,13 +806,23 @@ fn kept_as_read(kept: &[u8], read: Option<&JsonObject>) -> bool {
     crate::json::depth::from_slice::<Value>(kept).is_ok_and(|kept| kept == read)
 }
 
+/// The operation of a call that names none: its tool and exact arguments, so a repeated
+/// call is the same operation. Arguments over the tool's size are hashed as they are, never
+/// parsed.
 fn derived_operation_id(spec: Option<&ToolSpec>, tool: &str, arguments: &[u8]) -> String {
     let canonical_arguments = canonical_within(spec, arguments);
     let mut digest = Sha256::new();
     digest.update(tool.as_bytes());
     digest.update([0]);
     digest.update(canonical_arguments.as_deref().unwrap_or(arguments));
-    format!("mcp:{tool}:{}", &hex::encode(digest.finalize())[..32])
+    // The first 16 bytes of the digest, as 32 lowercase hex digits.
+    let mut prefix = [0; 32];
+    infallible(
+        hex::encode_to_slice(&digest.finalize()[..16], &mut prefix),
+        "16 bytes are 32 hex digits",
+    );
+    let prefix = infallible(std::str::from_utf8(&prefix), "hex digits are ASCII");
+    format!("mcp:{tool}:{prefix}")
 }
 
 /// A registry entry as an MCP tool.

@@ -4,6 +4,8 @@
 //! writer (the bytes the model is sent and `result_sha256` covers), its reader and the
 //! skeleton of its JSON Schema all come from that declaration, so none can drift from another.
 
+use std::sync::Arc;
+
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -103,9 +105,23 @@ impl<'de> ReadField<'de> for Data {
 /// assert!(serde_json::from_str::<ModelResult>(&inconsistent).is_err());
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(transparent)]
-pub struct ModelResult(Envelope);
+///
+/// Immutable once made, and shared by its clones: cloning one (a result kept, replayed or
+/// answered twice) copies no text.
+#[derive(Debug, Clone)]
+pub struct ModelResult(Arc<Envelope>);
+
+impl PartialEq for ModelResult {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl Serialize for ModelResult {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
 
 /// Why bytes are not a model result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -159,7 +175,7 @@ impl ModelResult {
         provenance: Provenance,
     ) -> Self {
         debug_assert_eq!(provenance.trust, Trust::UntrustedData);
-        ModelResult(Envelope {
+        ModelResult(Arc::new(Envelope {
             schema_version: SchemaVersion::V2,
             status: Status::Succeeded,
             data: Some(Data(data_json)),
@@ -171,7 +187,7 @@ impl ModelResult {
                 truncated,
             },
             provenance,
-        })
+        }))
     }
 
     /// A failure, or an unknown outcome, by `error`'s code.
@@ -182,7 +198,7 @@ impl ModelResult {
         } else {
             Status::Failed
         };
-        ModelResult(Envelope {
+        ModelResult(Arc::new(Envelope {
             schema_version: SchemaVersion::V2,
             status,
             data: None,
@@ -194,13 +210,13 @@ impl ModelResult {
                 truncated: false,
             },
             provenance,
-        })
+        }))
     }
 
     /// The same result, as delivered another way (a stored result replayed, or one learned
     /// from a status query).
     pub(crate) fn delivered_as(mut self, delivery: Delivery) -> Self {
-        self.0.execution.delivery = delivery;
+        Arc::make_mut(&mut self.0).execution.delivery = delivery;
         self
     }
 
@@ -220,7 +236,7 @@ impl ModelResult {
         )
         .map_err(ModelResultError::Unreadable)?;
         envelope.check()?;
-        Ok(ModelResult(envelope))
+        Ok(ModelResult(Arc::new(envelope)))
     }
 
     /// How the call ended.

@@ -92,7 +92,8 @@ impl Dispatcher {
                     None | Some(WriteState::Failed | WriteState::Cancelled | WriteState::Disputed)
                 );
                 if may_have_acted && settled_otherwise {
-                    return self.settled_otherwise(call, key, ended, state).await;
+                    // On the heap: rare, and a third of this future's size otherwise.
+                    return Box::pin(self.settled_otherwise(call, key, ended, state)).await;
                 }
                 state
             }

@@ -719,7 +719,11 @@ impl Dispatcher {
         let mut call = self.call(principal, context, task);
         let ended = match self.admit(&call) {
             Err(result) => Ended::new(*result),
-            Ok(valid) if valid.spec.effect().is_write() => self.write(&call, &valid).await,
+            // On the heap: a write's steps make a future of some 15 KB, which every read's
+            // future would otherwise be as large as, and be copied whole where it is moved.
+            Ok(valid) if valid.spec.effect().is_write() => {
+                Box::pin(self.write(&call, &valid)).await
+            }
             Ok(valid) => self.read(&mut call, &valid).await,
         };
         self.finish(ended).await
