@@ -34,8 +34,14 @@ fuzz_target!(|bytes: &[u8]| {
     let verified = binder.verify(&fixture.principal, &fixture.context, &result);
     let recomputed = binder.verify(&fixture.principal, &fixture.context, &read_back);
     assert_eq!(
-        verified.as_ref().map(|verified| verified.model_json()).map_err(Clone::clone),
-        recomputed.as_ref().map(|verified| verified.model_json()).map_err(Clone::clone),
+        verified
+            .as_ref()
+            .map(|verified| verified.model_json())
+            .map_err(Clone::clone),
+        recomputed
+            .as_ref()
+            .map(|verified| verified.model_json())
+            .map_err(Clone::clone),
         "what sealing computed answered otherwise than recomputing"
     );
     let Ok(verified) = verified else {
