@@ -559,7 +559,7 @@ impl Hasher {
 
 /// `bytes` as lowercase hex, as `hex::encode` writes it, without building it a `char` at a
 /// time (every call pays for three digests).
-fn lower_hex(bytes: &[u8]) -> String {
+pub(crate) fn lower_hex(bytes: &[u8]) -> String {
     let mut text = vec![0; bytes.len() * 2];
     infallible(
         hex::encode_to_slice(bytes, &mut text),

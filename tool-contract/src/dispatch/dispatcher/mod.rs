@@ -50,7 +50,7 @@ use crate::dispatch::options::Authorizer;
 use crate::dispatch::outcome::{Dispatch, DispatchedTurn};
 use crate::dispatch::telemetry;
 use crate::providers::{Answer, Turn};
-use crate::results::digest::canonical_within;
+use crate::results::digest::{canonical_within, lower_hex};
 use crate::results::{ApprovalRecord, AuditKeys, ErrorCode, ModelError, ReceiptSigner};
 use crate::vocabulary::{CallContext, Principal, Reconcile, ToolCall};
 
@@ -885,7 +885,7 @@ fn duration_ms(duration: Duration) -> u64 {
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
+    lower_hex(&Sha256::digest(bytes))
 }
 
 /// The first 12 hex digits: enough to correlate traces, too few to matter as a digest.
