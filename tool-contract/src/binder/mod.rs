@@ -29,9 +29,9 @@ use crate::results::model::ModelResult;
 
 /// Both halves of one call: what the model sees, and what only auditors see.
 ///
-/// One the binder sealed also keeps what sealing computed (see [`CallResult::new`]), which
-/// [`Binder::verify`] reuses where every input is unchanged; two results are equal when their
-/// halves are.
+/// A result the binder sealed also keeps what sealing computed, which [`Binder::verify`]
+/// reuses where every input is unchanged; one made with [`CallResult::new`] keeps nothing.
+/// Two results are equal when their halves are.
 #[derive(Clone)]
 pub struct CallResult {
     /// The model half.

@@ -7,11 +7,11 @@ use crate::results::model::ModelResult;
 use crate::vocabulary::call::{CallContext, Principal};
 
 /// The digests a binder computed when it sealed a result, beside every input it computed them
-/// from. [`Binder::verify`](super::Binder::verify) takes them in place of recomputing only where each input it is
-/// given equals the one here (the same keys, principal, call and contract, and an equal model
-/// half), so it answers exactly as recomputing would: a result changed since, or verified for
-/// another call, is recomputed, and refused as before. Nothing here is read from outside the
-/// process: a result read back from a store has none.
+/// from. [`Binder::verify`](super::Binder::verify) takes them in place of recomputing only
+/// where each input it is given equals the one here (the same keys, principal, call and
+/// contract, and an equal model half), so it answers exactly as recomputing would: a result
+/// changed since, or verified for another call, is recomputed, and refused as before. Nothing
+/// here is read from outside the process: a result read back from a store has none.
 #[derive(Debug)]
 pub(crate) struct SealedDigests {
     pub(super) keys: KeysId,

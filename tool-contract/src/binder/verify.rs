@@ -1,5 +1,6 @@
-//! Verification: every digest recomputed from trusted inputs, every claim checked against the
-//! registry and the catalog. Nothing the audit record says is taken on trust.
+//! Verification: every digest recomputed from trusted inputs (or taken from what sealing
+//! computed from the very same inputs), every claim checked against the registry and the
+//! catalog. Nothing the audit record says is taken on trust.
 
 use std::borrow::Cow;
 
@@ -168,8 +169,10 @@ enum CallBindingSchema {
 }
 
 impl Binder<'_> {
-    /// Recomputes the three digests of `result` as the answer to `context` and compares each
-    /// with its audit's; the model half's canonical JSON, which the result digest covers.
+    /// The three digests of `result` as the answer to `context`, each compared with its
+    /// audit's: those sealing computed where every input is the one they came from,
+    /// recomputed otherwise. Returns the model half's canonical JSON, which the result digest
+    /// covers.
     fn check_digests<'a>(
         &self,
         principal: &Principal,
