@@ -653,37 +653,14 @@ impl<'de> Reader<'de, '_> {
     pub fn read_integer(&mut self, min: i64, max: i64, rules: &Rules) -> Result<Option<i64>, Stop> {
         // The common case, kept apart from every other so that it needs few registers: a
         // non-negative integer of plain digits in range, with no `minimum` or `maximum`.
-        if self.peek().is_some() && rules.minimum().is_none() && rules.maximum().is_none() {
-            let bytes = self.text.as_bytes();
-            let start = self.pos;
-            let (value, end) = match number::leading_digits(bytes, start) {
-                // Fewer than eight digits: under 2^53, so the conversion is exact.
-                Some((value, count)) => (value as i64, start + count),
-                None => {
-                    let mut end = start;
-                    let mut value: i64 = 0;
-                    while let Some(digit) = bytes.get(end).map(|byte| byte.wrapping_sub(b'0')) {
-                        if digit > 9 {
-                            break;
-                        }
-                        // Wrapping: a longer literal is left to the general path, unread.
-                        value = value.wrapping_mul(10).wrapping_add(i64::from(digit));
-                        end += 1;
-                    }
-                    (value, end)
-                }
-            };
-            // At most 15 digits, so within ±(2^53 − 1); no leading zero, no fraction or
-            // exponent after them.
-            let digits = end - start;
-            if (1..=15).contains(&digits)
-                && (digits == 1 || bytes[start] != b'0')
-                && !matches!(bytes.get(end), Some(b'.' | b'e' | b'E'))
-                && (min..=max).contains(&value)
-            {
-                self.pos = end;
-                return Ok(Some(value));
-            }
+        if self.peek().is_some()
+            && rules.minimum().is_none()
+            && rules.maximum().is_none()
+            && let Some((value, end)) = number::scan_plain_integer(self.text.as_bytes(), self.pos)
+            && (min..=max).contains(&value)
+        {
+            self.pos = end;
+            return Ok(Some(value));
         }
         self.read_integer_otherwise(min, max, rules)
     }
@@ -703,15 +680,7 @@ impl<'de> Reader<'de, '_> {
         }
         let min = min.max(-number::MAX_SAFE_INTEGER);
         let max = max.min(number::MAX_SAFE_INTEGER);
-        let scanned = number::scan_safe_integer(self.text.as_bytes(), self.pos);
-        let parsed = match scanned {
-            Some((value, end)) => {
-                self.pos = end;
-                Ok(value)
-            }
-            None => number::parse_integer(self.number()?),
-        };
-        let value = match parsed {
+        let value = match number::parse_integer(self.number()?) {
             Ok(value) if (min..=max).contains(&value) => value,
             Ok(_) | Err(IntegerError::OutOfRange) => {
                 return self

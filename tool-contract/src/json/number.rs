@@ -63,34 +63,34 @@ pub(crate) fn leading_digits(bytes: &[u8], at: usize) -> Option<(u64, usize)> {
     Some((quads.wrapping_mul(42_949_672_960_001) >> 32, count))
 }
 
-/// The fast path for integers: `-?(0|[1-9][0-9]{0,15})` at `bytes[start..]`, not followed by
-/// a fraction, an exponent or more digits, within ±(2^53 − 1). Returns the value and the end.
-/// `None` leaves every other literal, and every error, to the general path.
-#[inline]
-pub(crate) fn scan_safe_integer(bytes: &[u8], start: usize) -> Option<(i64, usize)> {
-    let mut i = start;
-    let negative = bytes.get(i) == Some(&b'-');
-    if negative {
-        i += 1;
-    }
-    let first = i;
-    let mut value: i64 = 0;
-    while let Some(digit) = bytes.get(i).filter(|b| b.is_ascii_digit()) {
-        if i - first == 16 {
-            return None;
+/// The fast path for integers: `0|[1-9][0-9]{0,14}` at `bytes[start..]`, not followed by a
+/// fraction, an exponent or more digits: a non-negative integer of at most 15 digits, so
+/// within 2^53 − 1. Returns the value and the end. `None` leaves every other literal (a sign,
+/// 16 digits and more), and every error, to the general path.
+#[inline(always)]
+pub(crate) fn scan_plain_integer(bytes: &[u8], start: usize) -> Option<(i64, usize)> {
+    let (value, end) = match leading_digits(bytes, start) {
+        // Fewer than eight digits: under 2^53, so the conversion is exact.
+        Some((value, count)) => (value as i64, start + count),
+        None => {
+            let mut end = start;
+            let mut value: i64 = 0;
+            while let Some(digit) = bytes.get(end).map(|byte| byte.wrapping_sub(b'0')) {
+                if digit > 9 {
+                    break;
+                }
+                // Wrapping: a longer literal is left to the general path.
+                value = value.wrapping_mul(10).wrapping_add(i64::from(digit));
+                end += 1;
+            }
+            (value, end)
         }
-        value = value * 10 + i64::from(digit - b'0');
-        i += 1;
-    }
-    let digits = i - first;
-    let leading_zero = digits > 1 && bytes[first] == b'0';
-    if digits == 0 || leading_zero || matches!(bytes.get(i), Some(b'.' | b'e' | b'E')) {
-        return None;
-    }
-    if value > MAX_SAFE_INTEGER {
-        return None;
-    }
-    Some((if negative { -value } else { value }, i))
+    };
+    let digits = end - start;
+    let plain = (1..=15).contains(&digits)
+        && (digits == 1 || bytes[start] != b'0')
+        && !matches!(bytes.get(end), Some(b'.' | b'e' | b'E'));
+    plain.then_some((value, end))
 }
 
 /// Reads a literal as a double, only if the double is exactly the number written.
@@ -302,30 +302,41 @@ mod tests {
 
     #[test]
     fn the_integer_fast_path_agrees_with_the_general_one() {
+        // What the fast path reads, the general path reads the same; what it leaves, it
+        // leaves whole. The literals sit before a `,` (and enough bytes for a word).
         for literal in [
             "0",
             "-0",
             "7",
             "-12",
+            "1200",
+            "1234567",
+            "12345678",
+            "999999999999999",
+            "1000000000000000",
             "9007199254740991",
             "9007199254740992",
             "01",
+            "00",
             "1.5",
             "1e3",
+            "1E3",
             "12345678901234567",
+            "123456789012345678901",
             "-",
             "",
         ] {
-            let fast = scan_safe_integer(literal.as_bytes(), 0)
-                .filter(|(_, end)| *end == literal.len())
-                .map(|(value, _)| value);
-            if let Some(value) = fast {
-                assert_eq!(parse_integer(literal), Ok(value), "{literal}");
-            } else {
-                assert!(!matches!(
-                    literal,
-                    "0" | "-0" | "7" | "-12" | "9007199254740991"
-                ));
+            let text = format!("{literal},........");
+            match scan_plain_integer(text.as_bytes(), 0) {
+                Some((value, end)) => {
+                    assert_eq!(end, literal.len(), "{literal}");
+                    assert_eq!(parse_integer(literal), Ok(value), "{literal}");
+                }
+                None => assert!(
+                    !matches!(literal, "0" | "7" | "1200" | "1234567" | "12345678")
+                        && literal != "999999999999999",
+                    "{literal} was left to the general path"
+                ),
             }
         }
     }

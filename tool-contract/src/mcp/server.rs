@@ -32,8 +32,7 @@ use crate::control::{
     ApprovalError, ApproverIdentity, PendingApproval, RejectionReason, later_by, unix_ms,
 };
 use crate::dispatch::{Dispatch, Dispatcher, Task};
-use crate::json::encoding::infallible;
-use crate::results::digest::canonical_within;
+use crate::results::digest::{canonical_within, lower_hex};
 use crate::results::{ApprovalBasis, Status};
 use crate::vocabulary::Effect;
 use crate::vocabulary::{CallContext, Principal};
@@ -815,14 +814,7 @@ fn derived_operation_id(spec: Option<&ToolSpec>, tool: &str, arguments: &[u8]) -
     digest.update(tool.as_bytes());
     digest.update([0]);
     digest.update(canonical_arguments.as_deref().unwrap_or(arguments));
-    // The first 16 bytes of the digest, as 32 lowercase hex digits.
-    let mut prefix = [0; 32];
-    infallible(
-        hex::encode_to_slice(&digest.finalize()[..16], &mut prefix),
-        "16 bytes are 32 hex digits",
-    );
-    let prefix = infallible(std::str::from_utf8(&prefix), "hex digits are ASCII");
-    format!("mcp:{tool}:{prefix}")
+    format!("mcp:{tool}:{}", &lower_hex(&digest.finalize())[..32])
 }
 
 /// A registry entry as an MCP tool.
