@@ -124,3 +124,30 @@ fn a_key_that_needs_escapes_is_written_canonically() {
         r#"{"count":3,"id":"c1","name":"Ada","say \"hi\"\\":"q"}"#
     );
 }
+
+#[test]
+fn each_violation_is_reported_at_its_own_key_in_declared_order() {
+    let text = r#"{"id":"c2","name":7,"count":"3","say \"hi\"\\":"q"}"#;
+    assert_eq!(
+        violations(text),
+        [
+            ("/id".to_owned(), "bound_mismatch"),
+            ("/name".to_owned(), "wrong_type"),
+            ("/count".to_owned(), "wrong_type")
+        ]
+    );
+}
+
+#[test]
+fn each_violation_is_reported_at_its_own_key_in_any_order() {
+    let text = r#"{"name":7,"extra":1,"count":"3","id":"c2","say \"hi\"\\":"q"}"#;
+    assert_eq!(
+        violations(text),
+        [
+            ("/name".to_owned(), "wrong_type"),
+            ("/extra".to_owned(), "unknown_field"),
+            ("/count".to_owned(), "wrong_type"),
+            ("/id".to_owned(), "bound_mismatch")
+        ]
+    );
+}

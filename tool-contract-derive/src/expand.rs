@@ -430,6 +430,10 @@ fn field_statics(
 
 /// Reads an object of exactly `fields`, reporting unknown, duplicate and missing keys.
 ///
+/// The key matching is the runtime's (`Reader::next_field`), written once for every type:
+/// what is emitted here per type is the key tables and one arm per field, so that rustc
+/// checks and compiles little per derived type.
+///
 /// `sources` is the field holding the object's sources; it must be non-empty when its rules
 /// say `grounded`, or when `parent_grounded` (an expression: the rules the object is read
 /// under) does.
@@ -446,11 +450,7 @@ fn read_object(
         .zip(&slots)
         .enumerate()
         .map(|(index, (field, slot))| {
-            let key = &field.key;
             let ty = &field.original.ty;
-            let read = quote_spanned! {ty.span()=>
-                <#ty as ::tool_contract::__private::ReadField<'_>>::__read(reader, __FIELDS[#index].rules())?
-            };
             let bound = field.rules.bound.as_ref().map(|input_field| {
                 let input_field = input_field.unraw().to_string();
                 quote! {
@@ -474,114 +474,62 @@ fn read_object(
                     }
                 }
             });
+            // The runtime's `next_field` puts the key on the path, so a report points at it.
+            let read = quote_spanned! {ty.span()=>
+                <#ty as ::tool_contract::__private::ReadField<'_>>::__read(reader, __FIELDS[#index].rules())?
+            };
+            if bound.is_none() && grounded.is_none() {
+                return quote!(#index => #slot = ::core::option::Option::Some(#read),);
+            }
             quote! {
                 #index => {
-                    let mark = reader.enter_key(#key);
                     let value = #read;
                     #bound
                     #grounded
-                    reader.leave(mark);
                     #slot = ::core::option::Option::Some(value);
                 }
             }
         });
-    let first_time = fields
-        .iter()
-        .zip(&slots)
-        .enumerate()
-        .map(|(index, (field, slot))| {
-            let key = &field.key;
-            quote!(#key if #slot.is_none() => #index,)
-        });
-    let keys: Vec<_> = fields.iter().map(|field| &field.key).collect();
-    // A key seen before: every declared key, once read.
-    let duplicate = (!keys.is_empty()).then(|| {
-        quote! {
-            #(#keys)|* => {
-                reader.duplicate_key(&key)?;
-                continue;
-            }
-        }
-    });
-    // The two orders producers write keys in: the declared one (serde's writer of the
-    // type) and the canonical one (RFC 8785, and maps sorted by name such as serde_json's).
-    // Each key is matched with its colon: `"key":`.
+    let keys = fields.iter().map(|field| &field.key);
+    // Each key with its colon as its canonical JSON string (`"key":`), with its field and
+    // itself, in the declared order and in the canonical one: the two orders producers write
+    // keys in.
     let quoted = |(index, field): (usize, &Field)| {
-        let key_colon = format!("{}:", json_string(&field.key));
-        let key = syn::LitByteStr::new(key_colon.as_bytes(), Span::call_site());
-        quote!((#key, #index))
+        let key = &field.key;
+        let key_colon = format!("{}:", json_string(key));
+        let key_colon = syn::LitByteStr::new(key_colon.as_bytes(), Span::call_site());
+        quote!((#key_colon, #index, #key))
     };
     let declared_order = fields.iter().enumerate().map(quoted);
     let mut sorted: Vec<(usize, &Field)> = fields.iter().enumerate().collect();
     sorted.sort_by(|(_, a), (_, b)| a.key.encode_utf16().cmp(b.key.encode_utf16()));
     let canonical_order = sorted.into_iter().map(quoted);
     let count = fields.len();
-    let missing = fields.iter().zip(&slots).map(|(field, slot)| {
-        let key = &field.key;
-        quote! {
-            if #slot.is_none() {
-                reader.missing_key(#key)?;
-            }
-        }
-    });
     let members: Vec<_> = fields.iter().map(|field| field.ident).collect();
     let values: Vec<_> = (0..fields.len())
         .map(|i| format_ident!("__value_{i}"))
         .collect();
     quote! {
-        let ::core::option::Option::Some(mut object) = reader.begin_object()? else {
+        static __KEYS: ::tool_contract::__private::FieldKeys =
+            ::tool_contract::__private::FieldKeys::new(
+                &[#(#keys),*],
+                &[#(#declared_order),*],
+                &[#(#canonical_order),*],
+            );
+        let ::core::option::Option::Some(mut __fields) = reader.begin_fields(&__KEYS)? else {
             return ::core::result::Result::Ok(::core::option::Option::None);
         };
         #(let mut #slots = ::core::option::Option::None;)*
-        // Each key as its canonical JSON string, with its field, in the declared order and in
-        // the canonical one: the keys are tried by their bytes in the order the first key
-        // follows, and from the first key written otherwise they are read the general way.
-        const __ORDERS: [[(&[u8], usize); #count]; 2] =
-            [[#(#declared_order),*], [#(#canonical_order),*]];
-        let mut __order: &[(&[u8], usize)] = &__ORDERS[0];
-        let mut __canonical_tried = false;
-        let mut __in_order = 0usize;
-        loop {
-            let __index: usize = match __order.get(__in_order) {
-                ::core::option::Option::Some(&(quoted, index))
-                    if reader.next_key_is(&mut object, quoted) =>
-                {
-                    __in_order += 1;
-                    index
-                }
-                ::core::option::Option::Some(_)
-                    if __in_order == 0 && !__canonical_tried =>
-                {
-                    __order = &__ORDERS[1];
-                    __canonical_tried = true;
-                    continue;
-                }
-                ::core::option::Option::None
-                    if __in_order == #count && reader.end_object_is(&mut object) =>
-                {
-                    break;
-                }
-                _ => {
-                    __order = &[];
-                    let ::core::option::Option::Some(key) = reader.next_key(&mut object)? else {
-                        break;
-                    };
-                    match &*key {
-                        #(#first_time)*
-                        #duplicate
-                        _ => {
-                            reader.unknown_key(&key)?;
-                            continue;
-                        }
-                    }
-                }
-            };
+        let mut __seen = [false; #count];
+        while let ::core::option::Option::Some(__index) =
+            reader.next_field(&mut __fields, &mut __seen)?
+        {
             match __index {
                 #(#reads)*
                 _ => {}
             }
         }
-        #(#missing)*
+        reader.missing_fields(&__KEYS, &__seen)?;
         ::core::result::Result::Ok(match (#(#slots,)*) {
             (#(::core::option::Option::Some(::core::option::Option::Some(#values)),)*) => {
                 ::core::option::Option::Some(Self { #(#members: #values),* })

@@ -12,6 +12,7 @@ pub use crate::contract::build::{
 };
 pub use crate::contract::const_check::ConstMessage;
 pub use crate::contract::fallback::InvalidOutput;
+pub use crate::contract::fields::FieldKeys;
 pub use crate::contract::grounding::GroundingSource;
 pub use crate::contract::reader::{BoundValue, Reader, Stop};
 pub use crate::contract::registry::{Registry, duplicate_tool_name};

@@ -11,6 +11,7 @@ pub(crate) mod build;
 pub(crate) mod const_check;
 pub(crate) mod fallback;
 pub(crate) mod field;
+pub(crate) mod fields;
 pub(crate) mod grounding;
 pub(crate) mod reader;
 pub(crate) mod registry;

@@ -66,7 +66,7 @@ impl std::ops::Deref for Key<'_> {
 }
 
 /// A position in the path, to return to with [`Reader::leave`].
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 #[must_use]
 pub struct PathMark(usize);
 
@@ -291,6 +291,12 @@ impl<'de> Reader<'de, '_> {
             }
         }
         pointer
+    }
+
+    /// Where the path is now.
+    #[inline]
+    pub(crate) fn path_mark(&self) -> PathMark {
+        PathMark(self.path.len())
     }
 
     /// Appends an object key to the path.
