@@ -151,3 +151,20 @@ fn each_violation_is_reported_at_its_own_key_in_any_order() {
         ]
     );
 }
+
+/// Look at nothing.
+#[derive(serde::Deserialize, ToolContract)]
+#[tool_contract(output = Done, effect = read_only, source_label = "cards", producer_revision = "cards-1")]
+struct Ping {}
+
+/// An answer that carries nothing.
+#[derive(Debug, PartialEq, serde::Serialize, ToolOutput)]
+struct Done {}
+
+#[test]
+fn an_output_without_fields_is_the_empty_object() {
+    assert_eq!(Done {}.to_canonical_json(), b"{}");
+    assert_eq!(Ping {}.validate_output(b" { } "), Ok(Done {}));
+    let refused = Ping {}.validate_output(br#"{"id":"c1"}"#).unwrap_err();
+    assert_eq!(found(&refused), [("/id".to_owned(), "unknown_field")]);
+}

@@ -6,13 +6,24 @@
 # in turn; the script prints each build's seconds, the medians and their ratio, and the size
 # of each crate's expanded source (`-Zunpretty=expanded` through RUSTC_BOOTSTRAP).
 #
-#   tool-contract-derive/benches/compile_cost.sh [N] [--release]
+# With --instructions, each crate is built cold once under callgrind instead, and the script
+# prints the instructions rustc took for each and their ratio: a figure the machine's load
+# does not move (seconds on a shared machine vary by a fifth from one build to the next).
+#
+#   tool-contract-derive/benches/compile_cost.sh [N] [--release] [--instructions]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-n=${1:-100}
+n=100
 profile=()
-[ "${2:-}" = --release ] && profile=(--release)
+instructions=false
+for arg in "$@"; do
+    case $arg in
+        --release) profile=(--release) ;;
+        --instructions) instructions=true ;;
+        *) n=$arg ;;
+    esac
+done
 out=$root/target/compile-cost
 mkdir -p "$out/contracts/src" "$out/serde_only/src"
 
@@ -85,6 +96,30 @@ done
 
 cd "$out"
 cargo build -q "${profile[@]}" --workspace 2>/dev/null || cargo build "${profile[@]}" --workspace
+if $instructions; then
+    # rustc itself under callgrind, for the two measured crates only.
+    cat >"$out/rustc-callgrind.sh" <<'WRAPPER'
+#!/usr/bin/env bash
+rustc=$1
+shift
+case " $* " in
+    *" --crate-name compile_cost_"*)
+        exec valgrind -q --tool=callgrind --callgrind-out-file="$CALLGRIND_OUT" "$rustc" "$@" ;;
+    *) exec "$rustc" "$@" ;;
+esac
+WRAPPER
+    chmod +x "$out/rustc-callgrind.sh"
+    declare -A counts
+    for crate in contracts serde_only; do
+        cargo clean -q "${profile[@]}" -p "compile-cost-$crate"
+        CALLGRIND_OUT="$out/callgrind.$crate" RUSTC_WRAPPER="$out/rustc-callgrind.sh" \
+            CARGO_INCREMENTAL=0 cargo build -q "${profile[@]}" -p "compile-cost-$crate"
+        counts[$crate]=$(grep '^summary:' "$out/callgrind.$crate" | awk '{print $2}')
+        printf '%-11s %14d instructions\n' "$crate" "${counts[$crate]}"
+    done
+    printf 'ratio: %.2fx\n' "$(echo "${counts[contracts]} / ${counts[serde_only]}" | bc -l)"
+    exit 0
+fi
 declare -A times
 for round in 1 2 3; do
     for crate in contracts serde_only; do

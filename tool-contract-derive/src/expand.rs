@@ -490,14 +490,12 @@ fn read_object(
                 }
             }
         });
-    let keys = fields.iter().map(|field| &field.key);
     // Each key with its colon as its canonical JSON string (`"key":`), with its field and
     // itself, in the declared order and in the canonical one: the two orders producers write
     // keys in.
     let quoted = |(index, field): (usize, &Field)| {
         let key = &field.key;
-        let key_colon = format!("{}:", json_string(key));
-        let key_colon = syn::LitByteStr::new(key_colon.as_bytes(), Span::call_site());
+        let key_colon = bytes_literal(&format!("{}:", json_string(key)));
         quote!((#key_colon, #index, #key))
     };
     let declared_order = fields.iter().enumerate().map(quoted);
@@ -512,7 +510,6 @@ fn read_object(
     quote! {
         static __KEYS: ::tool_contract::__private::FieldKeys =
             ::tool_contract::__private::FieldKeys::new(
-                &[#(#keys),*],
                 &[#(#declared_order),*],
                 &[#(#canonical_order),*],
             );
@@ -582,30 +579,34 @@ fn read_enum(variants: &[Variant]) -> TokenStream {
 }
 
 /// `__write_canonical` of a struct: its members in RFC 8785 order (names by UTF-16 code
-/// units, sorted here at compile time), each value by its own type's writer.
+/// units, sorted here at compile time), each value by its own type's writer. What comes
+/// between two values (`,"key":`, with the brace before the first) is one literal, escaped
+/// here at compile time.
 fn write_object(fields: &[Field]) -> TokenStream {
     let mut sorted: Vec<&Field> = fields.iter().collect();
     sorted.sort_by(|a, b| a.key.encode_utf16().cmp(b.key.encode_utf16()));
     let members = sorted.iter().enumerate().map(|(index, field)| {
-        let key = &field.key;
         let ident = field.ident;
         let ty = &field.original.ty;
-        let comma = (index > 0).then(|| quote!(out.push(b',');));
+        let before = if index == 0 { "{" } else { "," };
+        let key = bytes_literal(&format!("{before}{}:", json_string(&field.key)));
         // At the field's type, like the read: an unsupported type is one error there.
         let write = quote_spanned! {ty.span()=>
             <#ty as ::tool_contract::__private::ContractField>::__write_canonical(&self.#ident, out);
         };
-        let write_key = write_json_string(key, ":");
         quote! {
-            #comma
-            #write_key
+            out.extend_from_slice(#key);
             #write
         }
     });
+    let close = if fields.is_empty() {
+        quote!(out.extend_from_slice(b"{}");)
+    } else {
+        quote!(out.push(b'}');)
+    };
     quote! {
-        out.push(b'{');
         #(#members)*
-        out.push(b'}');
+        #close
     }
 }
 
@@ -626,11 +627,12 @@ fn write_enum(variants: &[Variant]) -> TokenStream {
 /// Code that writes `text` as a canonical JSON string followed by `suffix`: one literal,
 /// escaped here at compile time.
 fn write_json_string(text: &str, suffix: &str) -> TokenStream {
-    let literal = syn::LitByteStr::new(
-        format!("{}{suffix}", json_string(text)).as_bytes(),
-        Span::call_site(),
-    );
+    let literal = bytes_literal(&format!("{}{suffix}", json_string(text)));
     quote!(out.extend_from_slice(#literal);)
+}
+
+fn bytes_literal(text: &str) -> syn::LitByteStr {
+    syn::LitByteStr::new(text.as_bytes(), Span::call_site())
 }
 
 /// The body of `CheckBounds::CHECK` for an output struct: each of its own `bound`s checked

@@ -14,9 +14,7 @@ pub type KeyEntry = (&'static [u8], usize, &'static str);
 /// The declared keys of an object type: what its generated reader matches keys against.
 #[derive(Debug)]
 pub struct FieldKeys {
-    /// Each field's key, by field index.
-    keys: &'static [&'static str],
-    /// The keys in the declared order (serde's writer of the type writes them so).
+    /// The keys in the declared order, which serde's writer of the type follows.
     declared: &'static [KeyEntry],
     /// The keys in the canonical order (RFC 8785, and maps sorted by name such as
     /// serde_json's).
@@ -24,16 +22,11 @@ pub struct FieldKeys {
 }
 
 impl FieldKeys {
-    /// The keys of a type whose fields have `keys`, in `declared` and `canonical` order
-    /// (each of the two holds every field once).
+    /// The keys of a type's fields in `declared` order and in `canonical` order (each of the
+    /// two holds every field once).
     #[must_use]
-    pub const fn new(
-        keys: &'static [&'static str],
-        declared: &'static [KeyEntry],
-        canonical: &'static [KeyEntry],
-    ) -> Self {
+    pub const fn new(declared: &'static [KeyEntry], canonical: &'static [KeyEntry]) -> Self {
         FieldKeys {
-            keys,
             declared,
             canonical,
         }
@@ -100,7 +93,7 @@ impl<'de> Reader<'de, '_> {
                     fields.order = fields.keys.canonical;
                     fields.canonical_tried = true;
                 }
-                None if fields.in_order == fields.keys.keys.len()
+                None if fields.in_order == fields.keys.declared.len()
                     && self.end_object_is(&mut fields.object) =>
                 {
                     return Ok(None);
@@ -124,9 +117,13 @@ impl<'de> Reader<'de, '_> {
         seen: &mut [bool],
     ) -> Result<Option<usize>, Stop> {
         while let Some(key) = self.next_key(object)? {
-            match keys.keys.iter().position(|declared| **declared == *key) {
-                Some(index) if !seen.get(index).copied().unwrap_or(true) => {
-                    return Ok(Some(self.entered(seen, index, keys.keys[index])));
+            let declared = keys
+                .declared
+                .iter()
+                .find(|&&(_, _, declared)| declared == &*key);
+            match declared {
+                Some(&(_, index, declared_key)) if !seen.get(index).copied().unwrap_or(true) => {
+                    return Ok(Some(self.entered(seen, index, declared_key)));
                 }
                 Some(_) => self.duplicate_key(&key)?,
                 None => self.unknown_key(&key)?,
@@ -146,8 +143,8 @@ impl<'de> Reader<'de, '_> {
 
     #[cold]
     fn report_missing(&mut self, keys: &'static FieldKeys, seen: &[bool]) -> Result<(), Stop> {
-        for (key, seen) in keys.keys.iter().zip(seen) {
-            if !seen {
+        for &(_, index, key) in keys.declared {
+            if !seen.get(index).copied().unwrap_or(true) {
                 self.missing_key(key)?;
             }
         }
