@@ -479,14 +479,14 @@ fn read_object(
                 <#ty as ::tool_contract::__private::ReadField<'_>>::__read(reader, __FIELDS[#index].rules())?
             };
             if bound.is_none() && grounded.is_none() {
-                return quote!(#index => #slot = ::core::option::Option::Some(#read),);
+                return quote!(#index => #slot = #read,);
             }
             quote! {
                 #index => {
                     let value = #read;
                     #bound
                     #grounded
-                    #slot = ::core::option::Option::Some(value);
+                    #slot = value;
                 }
             }
         });
@@ -516,6 +516,7 @@ fn read_object(
         let ::core::option::Option::Some(mut __fields) = reader.begin_fields(&__KEYS)? else {
             return ::core::result::Result::Ok(::core::option::Option::None);
         };
+        // Each field's value, `None` until it is read and valid: `__seen` says which were read.
         #(let mut #slots = ::core::option::Option::None;)*
         let mut __seen = [false; #count];
         while let ::core::option::Option::Some(__index) =
@@ -528,7 +529,7 @@ fn read_object(
         }
         reader.missing_fields(&__KEYS, &__seen)?;
         ::core::result::Result::Ok(match (#(#slots,)*) {
-            (#(::core::option::Option::Some(::core::option::Option::Some(#values)),)*) => {
+            (#(::core::option::Option::Some(#values),)*) => {
                 ::core::option::Option::Some(Self { #(#members: #values),* })
             }
             #[allow(unreachable_patterns)]
