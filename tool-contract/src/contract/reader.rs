@@ -65,7 +65,7 @@ impl std::ops::Deref for Key<'_> {
     }
 }
 
-/// A position in the path, to return to with [`Reader::leave`].
+/// A position in the path, to return to when the step below it is read.
 #[derive(Debug, Clone, Copy)]
 #[must_use]
 pub struct PathMark(usize);
@@ -301,7 +301,7 @@ impl<'de> Reader<'de, '_> {
 
     /// Appends an object key to the path.
     #[inline]
-    pub fn enter_key(&mut self, key: &'de str) -> PathMark {
+    pub(crate) fn enter_key(&mut self, key: &'de str) -> PathMark {
         self.enter(Segment::Key(key))
     }
 
@@ -320,14 +320,14 @@ impl<'de> Reader<'de, '_> {
 
     /// Returns the path to where it was at `mark`.
     #[inline]
-    pub fn leave(&mut self, mark: PathMark) {
+    pub(crate) fn leave(&mut self, mark: PathMark) {
         self.path.truncate(mark.0);
     }
 
     // ---- object fields ----
 
     /// Reports a key the object does not declare (as forbidden if it is) and skips its value.
-    pub fn unknown_key(&mut self, key: &Key<'de>) -> Result<(), Stop> {
+    pub(crate) fn unknown_key(&mut self, key: &Key<'de>) -> Result<(), Stop> {
         let mark = self.enter(key.segment());
         let kind = if self.forbidden.is_forbidden(key) {
             ViolationKind::ForbiddenKey
@@ -341,7 +341,7 @@ impl<'de> Reader<'de, '_> {
     }
 
     /// Reports a second occurrence of `key` in one object and skips its value.
-    pub fn duplicate_key(&mut self, key: &Key<'de>) -> Result<(), Stop> {
+    pub(crate) fn duplicate_key(&mut self, key: &Key<'de>) -> Result<(), Stop> {
         let mark = self.enter(key.segment());
         self.report(ViolationKind::DuplicateKey)?;
         self.skip_value()?;
@@ -350,7 +350,7 @@ impl<'de> Reader<'de, '_> {
     }
 
     /// Reports that the object lacks the declared `key`.
-    pub fn missing_key(&mut self, key: &'static str) -> Result<(), Stop> {
+    pub(crate) fn missing_key(&mut self, key: &'static str) -> Result<(), Stop> {
         let mark = self.enter_key(key);
         self.report(ViolationKind::MissingField)?;
         self.leave(mark);
@@ -488,7 +488,7 @@ impl<'de> Reader<'de, '_> {
 
     /// Opens the object that should come next; `None` (after a report) if another value does.
     #[inline]
-    pub fn begin_object(&mut self) -> Result<Option<ObjectCursor>, Stop> {
+    pub(crate) fn begin_object(&mut self) -> Result<Option<ObjectCursor>, Stop> {
         if self.peek() == Some(b'{') {
             self.open()?;
             Ok(Some(ObjectCursor { first: true }))
@@ -497,10 +497,10 @@ impl<'de> Reader<'de, '_> {
         }
     }
 
-    /// Whether the open object ends here (after whitespace), and if so closes it: what a
-    /// generated reader asks once it has read every declared key in order.
+    /// Whether the open object ends here (after whitespace), and if so closes it: what
+    /// `next_field` asks once it has read every declared key in order.
     #[inline]
-    pub fn end_object_is(&mut self, _object: &mut ObjectCursor) -> bool {
+    pub(crate) fn end_object_is(&mut self, _object: &mut ObjectCursor) -> bool {
         if self.peek() == Some(b'}') {
             self.close();
             true
@@ -511,7 +511,7 @@ impl<'de> Reader<'de, '_> {
 
     /// The next key of the open object, positioned at its value; `None` at the object's end.
     #[inline]
-    pub fn next_key(&mut self, object: &mut ObjectCursor) -> Result<Option<Key<'de>>, Stop> {
+    pub(crate) fn next_key(&mut self, object: &mut ObjectCursor) -> Result<Option<Key<'de>>, Stop> {
         match self.peek() {
             Some(b'}') => {
                 self.close();
@@ -542,13 +542,14 @@ impl<'de> Reader<'de, '_> {
     /// value. Otherwise nothing is read, and [`next_key`](Self::next_key) reads what comes
     /// next.
     ///
-    /// Generated readers try each declared key in order first: producers mostly write them
-    /// so, and a key recognised by its bytes needs no scan, no decoding and no lookup. A key
-    /// written another way (escapes, another order) is simply read the general way. Compact
+    /// A generated reader's `next_field` tries each declared key in order first: producers
+    /// mostly write them so, and a key recognised by its bytes needs no scan, no decoding and
+    /// no lookup. A key written another way (escapes, another order) is simply read the
+    /// general way. Compact
     /// JSON (`,"key":`) is recognised in one comparison; whitespace before or after the comma
     /// (and then also before the colon), by a second look.
     #[inline]
-    pub fn next_key_is(&mut self, object: &mut ObjectCursor, key_colon: &[u8]) -> bool {
+    pub(crate) fn next_key_is(&mut self, object: &mut ObjectCursor, key_colon: &[u8]) -> bool {
         let bytes = self.text.as_bytes();
         let at_key = self.pos + usize::from(!object.first);
         if (object.first || bytes.get(self.pos) == Some(&b','))
