@@ -10,7 +10,7 @@ use tool_contract::Status;
 use tool_contract::control::{Claim, Claimed, ControlStore, Lease, RowSeal, WriteState};
 use tool_contract::results::Delivery;
 use tool_contract_tests::postgres::{Asked, Relay, Schema};
-use tool_contract_tests::tracker::{Remote, builder, create, run, sent};
+use tool_contract_tests::tracker::{Remote, approve, builder, create, message, run, sent};
 
 /// A dispatcher over a PostgreSQL store reached through `relay`, with what connecting and
 /// migrating asked already taken out of the relay's count.
@@ -47,6 +47,32 @@ async fn a_write_nobody_approves_is_two_statements_in_two_round_trips() {
             round_trips: 2
         },
         "the claim with its look, and the outcome"
+    );
+}
+
+#[tokio::test]
+async fn an_approved_write_redeems_its_grant_in_one_statement() {
+    let Some(schema) = Schema::new("approved_round_trips") else {
+        return;
+    };
+    let relay = Relay::start(&schema.url);
+    let remote = Remote::new();
+    let dispatcher = through(&schema, &relay, &remote).await;
+    let call = message("m1", "ops@example.com");
+    approve(&dispatcher, &call, "supervisor").await;
+    relay.take_traffic();
+
+    let sent_once = run(&dispatcher, &call).await;
+    assert_eq!(sent_once.result.model.status(), Status::Succeeded);
+    assert!(remote.committed(&sent("m1")));
+    assert_eq!(
+        relay.take_traffic(),
+        Asked {
+            statements: 4,
+            round_trips: 4
+        },
+        "the look at the key, the look at its approval, the claim that redeems the grant, \
+         and the outcome"
     );
 }
 

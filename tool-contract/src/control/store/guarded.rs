@@ -13,7 +13,8 @@ use crate::control::{
     StoreFuture,
 };
 use crate::control::{
-    ApprovalAsk, ApprovalCheck, ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep,
+    ApprovalAsk, ApprovalCheck, ApprovalError, ApprovalGrant, ApproveStep, Approved,
+    PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
 
@@ -40,6 +41,14 @@ impl ControlStore for Guarded {
 
     fn claim_if_absent<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, IfAbsent> {
         guarded(|| self.0.claim_if_absent(claim))
+    }
+
+    fn claim_redeeming<'a>(
+        &'a self,
+        claim: &'a Claim,
+        grant: &'a ApprovalGrant,
+    ) -> StoreFuture<'a, Claimed> {
+        guarded(|| self.0.claim_redeeming(claim, grant))
     }
 
     fn advance<'a>(&'a self, step: &'a Advance) -> StoreFuture<'a, Advanced> {

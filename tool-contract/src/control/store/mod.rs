@@ -45,7 +45,7 @@ pub use seal::RowSeal;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 
-use super::approval::{ApprovalCheck, ApprovalError, Approved, PendingApproval};
+use super::approval::{ApprovalCheck, ApprovalError, ApprovalGrant, Approved, PendingApproval};
 use super::directory::{Approver, EnrollError, SignCount, SignCountCheck};
 use super::error::StoreError;
 use super::ledger::{Advanced, Claimed, IfAbsent, Purged, Record};
@@ -56,7 +56,7 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>>
 
 /// The version of the schema this build of the crate writes. A database holding a newer
 /// one is refused ([`StoreError::SchemaTooNew`]), never downgraded.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The shared state of writes: ledger records and approvals, by the operation's ledger key.
 ///
@@ -77,6 +77,22 @@ pub trait ControlStore: Send + Sync {
     /// store that can do it in one (PostgreSQL: one statement) overrides it.
     fn claim_if_absent<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, IfAbsent> {
         Box::pin(look_then_claim(self, claim))
+    }
+
+    /// [`claim`](Self::claim) of a write that redeems `grant`, the grant the approval stage
+    /// answered for it ([`ApprovalCheck::Proceed`]); `claim.redeem` names its approval. The
+    /// answer is `claim`'s: the grant is redeemed in the same step, or nothing is written.
+    ///
+    /// The default is `claim`, which reads the grant's row again. A store that can redeem
+    /// `grant` in one step while its row is still as the approval stage read it (PostgreSQL:
+    /// one statement) overrides it, and runs `claim` when it is not.
+    fn claim_redeeming<'a>(
+        &'a self,
+        claim: &'a Claim,
+        grant: &'a ApprovalGrant,
+    ) -> StoreFuture<'a, Claimed> {
+        let _ = grant;
+        self.claim(claim)
     }
 
     /// Moves the record at `step.key` by `step.event`, if it is still in `step.from` (and, for

@@ -203,6 +203,7 @@ fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     if found < 4 {
         transaction.execute_batch(SCHEMA_V4).map_err(store)?;
     }
+    // Version 5 added a PostgreSQL function only; a SQLite file has nothing to change.
     if found < SCHEMA_VERSION {
         transaction
             .pragma_update(None, "user_version", SCHEMA_VERSION)

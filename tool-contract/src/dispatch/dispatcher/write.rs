@@ -200,7 +200,10 @@ impl Dispatcher {
                 }
             }
         }
-        let claimed = self.store.claim(&claim).await;
+        let claimed = match redeem {
+            Some(grant) => self.store.claim_redeeming(&claim, grant).await,
+            None => self.store.claim(&claim).await,
+        };
         if !matches!(claimed, Ok(Claimed::Fresh))
             && let Some(record) = approval.as_mut()
         {

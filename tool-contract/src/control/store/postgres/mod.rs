@@ -3,23 +3,11 @@
 //! so two steps on one key never interleave (a missing row cannot be locked with
 //! `FOR UPDATE`), and every write to an in-flight record repeats its fence in the statement.
 //!
-//! The two steps of a write's common path are one statement each, so one round trip each:
-//! [`claim_if_absent`](ControlStore::claim_if_absent) on an empty key (an insert that does
-//! nothing if the key is taken), and an [`advance`](ControlStore::advance) whose record is
-//! as the step expects (an update whose conditions are the fence). Anything else writes
-//! nothing and runs as the general step. They take no advisory lock, which costs a quarter
-//! of their throughput, and need none:
-//!
-//! - the key's primary index admits one row, and an insert of a key another transaction is
-//!   inserting waits for it to end; a general claim that read the key empty and then finds
-//!   its insert beaten reads the row that won and decides again;
-//! - the update takes the row's lock, which a general step holds from its
-//!   `SELECT … FOR UPDATE` to its end; PostgreSQL then checks the update's conditions again on
-//!   the row as committed (READ COMMITTED), so it moves only a record still in the step's
-//!   state under its lease;
-//! - a general step that read the key empty and writes only approval rows (the approval
-//!   stage) orders before an insert that lands after its read, as if it had run first: it
-//!   read nothing the insert wrote, and the insert reads nothing it writes.
+//! The steps of a write's common path are one statement each, without the advisory lock
+//! (`one_statement.rs` says why that is safe); anything off that path runs as the general
+//! step.
+
+mod one_statement;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,7 +17,6 @@ use bb8_postgres::PostgresConnectionManager;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Config, NoTls, Row, Transaction};
 
-use super::decide::{ClaimDecision, decide_claim};
 use super::look_then_claim;
 use super::rows::{self, Fence, Rows};
 use super::stored::{
@@ -41,7 +28,7 @@ use crate::control::{
     RowSeal, SCHEMA_VERSION, StoreError, StoreFuture,
 };
 use crate::control::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep, Approved,
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
@@ -234,6 +221,11 @@ impl PostgresStore {
             .await
             .map_err(store)?;
         }
+        if found < 5 {
+            tx.batch_execute(&claim_redeeming_v5(schema))
+                .await
+                .map_err(store)?;
+        }
         if found < SCHEMA_VERSION {
             tx.execute(
                 &format!(
@@ -312,6 +304,54 @@ fn schema_v1(schema: &str) -> String {
     )
 }
 
+/// Version 5: the claim that redeems a grant, in one statement (see `one_statement.rs`).
+/// Its arguments: the record's ten columns ([`COLUMNS`]); the grant's approval id; the
+/// granted row as the approval stage read it (state, expiry, body, seal); the redeemed row
+/// (state, expiry, body, redeeming owner and generation, seal). It answers `claimed`, or
+/// `changed` (the grant's row is not that row) or `taken` (the key holds a record), having
+/// written nothing.
+fn claim_redeeming_v5(schema: &str) -> String {
+    let ledger = format!("{schema}.tool_contract_ledger");
+    let approvals = format!("{schema}.tool_contract_approvals");
+    format!(
+        "CREATE OR REPLACE FUNCTION {schema}.tool_contract_claim_redeeming(
+             claim_key TEXT, claim_request_sha256 TEXT, claim_tool TEXT, claim_state TEXT,
+             claim_owner TEXT, claim_generation BIGINT, claim_lease_until_ms BIGINT,
+             claim_expires_at_ms BIGINT, claim_result TEXT, claim_call TEXT,
+             grant_approval_id TEXT,
+             granted_state TEXT, granted_expires_at_ms BIGINT, granted_body TEXT,
+             granted_seal TEXT,
+             redeemed_state TEXT, redeemed_expires_at_ms BIGINT, redeemed_body TEXT,
+             redeemed_by_owner TEXT, redeemed_by_generation BIGINT, redeemed_seal TEXT
+         ) RETURNS TEXT LANGUAGE plpgsql AS $$
+         BEGIN
+             PERFORM 1 FROM {approvals} AS a
+              WHERE a.key = claim_key AND a.approval_id = grant_approval_id
+                AND a.state = granted_state AND a.expires_at_ms = granted_expires_at_ms
+                AND a.body = granted_body AND a.redeemed_owner IS NULL
+                AND a.redeemed_generation IS NULL AND a.seal = granted_seal
+                FOR UPDATE;
+             IF NOT FOUND THEN
+                 RETURN 'changed';
+             END IF;
+             INSERT INTO {ledger} ({COLUMNS})
+                  VALUES (claim_key, claim_request_sha256, claim_tool, claim_state, claim_owner,
+                          claim_generation, claim_lease_until_ms, claim_expires_at_ms,
+                          claim_result, claim_call)
+                  ON CONFLICT (key) DO NOTHING;
+             IF NOT FOUND THEN
+                 RETURN 'taken';
+             END IF;
+             UPDATE {approvals} AS a
+                SET state = redeemed_state, expires_at_ms = redeemed_expires_at_ms,
+                    body = redeemed_body, redeemed_owner = redeemed_by_owner,
+                    redeemed_generation = redeemed_by_generation, seal = redeemed_seal
+              WHERE a.key = claim_key;
+             RETURN 'claimed';
+         END $$;"
+    )
+}
+
 /// A lowercase SQL identifier, safe to write into statements unquoted.
 fn is_identifier(name: &str) -> bool {
     let mut bytes = name.bytes();
@@ -333,6 +373,8 @@ const APPROVAL_COLUMNS: &str =
 struct Sql {
     schema: String,
     claim_if_absent: String,
+    claim_redeeming: String,
+    approval_look: String,
     advance_in_place: String,
     record: String,
     record_for_update: String,
@@ -375,9 +417,26 @@ impl Sql {
              AND (NOT $8 OR (l.owner = $6 AND l.lease_generation = $7)) \
              RETURNING {returned}"
         );
+        let approval_returned = APPROVAL_COLUMNS
+            .split(", ")
+            .map(|column| format!("a.{column}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        // The approval row and the record at `$1`, each all nulls when there is none.
+        let approval_look = format!(
+            "SELECT {approval_returned}, {returned} FROM (SELECT $1::text AS key) AS asked \
+             LEFT JOIN {approvals} AS a ON a.key = asked.key \
+             LEFT JOIN {ledger} AS l ON l.key = asked.key"
+        );
+        let claim_redeeming = format!(
+            "SELECT {schema}.tool_contract_claim_redeeming($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+             $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
+        );
         Sql {
             schema: schema.to_owned(),
             claim_if_absent,
+            claim_redeeming,
+            approval_look,
             advance_in_place,
             record: format!("SELECT {COLUMNS} FROM {ledger} WHERE key = $1"),
             record_for_update: format!("SELECT {COLUMNS} FROM {ledger} WHERE key = $1 FOR UPDATE"),
@@ -657,6 +716,19 @@ impl ControlStore for PostgresStore {
         })
     }
 
+    fn claim_redeeming<'a>(
+        &'a self,
+        claim: &'a Claim,
+        grant: &'a ApprovalGrant,
+    ) -> StoreFuture<'a, Claimed> {
+        Box::pin(async move {
+            if let Some(claimed) = self.claim_redeeming_in_one_statement(claim, grant).await? {
+                return Ok(claimed);
+            }
+            in_transaction!(self, |rows| rows::claim(&mut rows, claim))
+        })
+    }
+
     fn advance<'a>(&'a self, step: &'a Advance) -> StoreFuture<'a, Advanced> {
         Box::pin(async move {
             if let Some(applied) = self.advance_in_one_statement(step).await? {
@@ -737,7 +809,12 @@ impl ControlStore for PostgresStore {
     }
 
     fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck> {
-        Box::pin(async move { in_transaction!(self, |rows| rows::check_approval(&mut rows, ask)) })
+        Box::pin(async move {
+            if let Some(checked) = self.check_approval_in_one_statement(ask).await? {
+                return Ok(checked);
+            }
+            in_transaction!(self, |rows| rows::check_approval(&mut rows, ask))
+        })
     }
 
     fn approve<'a>(
@@ -809,66 +886,6 @@ impl ControlStore for PostgresStore {
     }
 }
 
-impl PostgresStore {
-    /// The claim of an empty key in one statement, else the record there in a second;
-    /// `None` when the record that was there is gone again (the general steps then decide).
-    async fn claim_in_one_statement(&self, claim: &Claim) -> Result<Option<IfAbsent>, StoreError> {
-        let ClaimDecision::Write(fresh) = decide_claim(None, claim) else {
-            return Ok(None);
-        };
-        let generation = to_sql_u64(fresh.lease.generation);
-        let lease_until = to_sql_u64(fresh.lease_until_ms);
-        let expires_at = to_sql_u64(fresh.expires_at_ms);
-        let state = fresh.state.as_str();
-        let params = record_params(&fresh, &state, &generation, &lease_until, &expires_at);
-        let connection = self.connection().await?;
-        let inserted = connection
-            .execute_typed(&self.sql.claim_if_absent, &params)
-            .await
-            .map_err(store)?;
-        if inserted == 1 {
-            return Ok(Some(IfAbsent::Claimed(Claimed::Fresh)));
-        }
-        let row = connection
-            .query_typed_opt(&self.sql.record, &[(&claim.key, Type::TEXT)])
-            .await
-            .map_err(store)?;
-        row.as_ref()
-            .map(|row| record_of(row).map(IfAbsent::Present))
-            .transpose()
-    }
-
-    /// The advance of a record still as `step` expects it, in one statement; `None` when it
-    /// is not (gone, moved on, another lease, or an event with no move from `step.from`),
-    /// for the general step to answer.
-    async fn advance_in_one_statement(&self, step: &Advance) -> Result<Option<Record>, StoreError> {
-        let Ok(next) = step.from.next(step.event) else {
-            return Ok(None);
-        };
-        let connection = self.connection().await?;
-        let row = connection
-            .query_typed_opt(
-                &self.sql.advance_in_place,
-                &[
-                    (&step.key, Type::TEXT),
-                    (&next.as_str(), Type::TEXT),
-                    (&step.result, Type::TEXT),
-                    (
-                        &to_sql_u64(step.now_ms.saturating_add(step.retention_ms)),
-                        Type::INT8,
-                    ),
-                    (&step.from.as_str(), Type::TEXT),
-                    (&step.lease.owner, Type::TEXT),
-                    (&to_sql_u64(step.lease.generation), Type::INT8),
-                    (&step.from.is_in_flight(), Type::BOOL),
-                ],
-            )
-            .await
-            .map_err(store)?;
-        row.as_ref().map(record_of).transpose()
-    }
-}
-
 /// The ten columns of a ledger row, typed: sent with the statement, never prepared apart
 /// (one round trip each).
 fn record_params<'a>(
@@ -893,22 +910,27 @@ fn record_params<'a>(
 }
 
 fn record_of(row: &Row) -> Result<Record, StoreError> {
-    let state: String = row.try_get(3).map_err(store)?;
+    record_at(row, 0)
+}
+
+/// The record whose ten columns ([`COLUMNS`]) begin at column `first` of `row`.
+fn record_at(row: &Row, first: usize) -> Result<Record, StoreError> {
+    let state: String = row.try_get(first + 3).map_err(store)?;
     Ok(Record {
-        key: row.try_get(0).map_err(store)?,
-        request_sha256: row.try_get(1).map_err(store)?,
-        tool: row.try_get(2).map_err(store)?,
+        key: row.try_get(first).map_err(store)?,
+        request_sha256: row.try_get(first + 1).map_err(store)?,
+        tool: row.try_get(first + 2).map_err(store)?,
         state: state
             .parse::<WriteState>()
             .map_err(|error| StoreError::Corrupt(error.to_string()))?,
         lease: Lease {
-            owner: row.try_get(4).map_err(store)?,
-            generation: from_sql_u64(row.try_get(5).map_err(store)?, "lease generation")?,
+            owner: row.try_get(first + 4).map_err(store)?,
+            generation: from_sql_u64(row.try_get(first + 5).map_err(store)?, "lease generation")?,
         },
-        lease_until_ms: from_sql_u64(row.try_get(6).map_err(store)?, "time")?,
-        expires_at_ms: from_sql_u64(row.try_get(7).map_err(store)?, "time")?,
-        result: row.try_get(8).map_err(store)?,
-        call: row.try_get(9).map_err(store)?,
+        lease_until_ms: from_sql_u64(row.try_get(first + 6).map_err(store)?, "time")?,
+        expires_at_ms: from_sql_u64(row.try_get(first + 7).map_err(store)?, "time")?,
+        result: row.try_get(first + 8).map_err(store)?,
+        call: row.try_get(first + 9).map_err(store)?,
     })
 }
 
