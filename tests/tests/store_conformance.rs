@@ -698,6 +698,161 @@ async fn concurrent_redemptions_of_one_grant_run_once(store: &impl Backend) {
     assert_eq!(fresh, 1, "{answers:?}");
 }
 
+/// The grant of `apr_a` for request `r1` on key `k`, approved at `T0`, as the approval
+/// stage answers it.
+async fn grant_of_apr_a(ledger: &dyn ControlStore) -> ApprovalGrant {
+    ledger
+        .check_approval(&ask("r1", "apr_a", T0))
+        .await
+        .unwrap();
+    granted(
+        ledger
+            .approve(&approval("apr_a", "r1", T0))
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+}
+
+async fn a_grant_the_approval_stage_read_is_redeemed_by_one_claim(store: &impl Backend) {
+    let (a, b) = (store.open().await, store.open().await);
+    grant_of_apr_a(a.as_ref()).await;
+    let ApprovalCheck::Proceed(grant) =
+        b.check_approval(&ask("r1", "apr_b", T0 + 1)).await.unwrap()
+    else {
+        panic!("the approved request proceeds");
+    };
+    assert_eq!(
+        b.claim_redeeming(&redeeming("b", "apr_a", T0 + 1), &grant)
+            .await
+            .unwrap(),
+        Claimed::Fresh
+    );
+    // The same grant, as the stage read it before, claims nothing more.
+    assert!(matches!(
+        a.claim_redeeming(&redeeming("a", "apr_a", T0 + 2), &grant)
+            .await
+            .unwrap(),
+        Claimed::InFlight(record) if record.lease.owner == "b"
+    ));
+    b.advance(&step(
+        "k",
+        "b",
+        WriteState::Executing,
+        WriteEvent::Commit,
+        Some("{}"),
+        T0 + 2,
+    ))
+    .await
+    .unwrap();
+    let expired_record = later_claim("k", "r1", "a", T0 + 2 + RETENTION);
+    assert_eq!(
+        a.claim_redeeming(
+            &Claim {
+                redeem: Some("apr_a".to_owned()),
+                ..expired_record
+            },
+            &grant
+        )
+        .await
+        .unwrap(),
+        Claimed::GrantSpent,
+        "once its record is gone, the grant is spent"
+    );
+}
+
+async fn concurrent_claims_redeeming_one_grant_run_once(store: &impl Backend) {
+    let grant = grant_of_apr_a(store.open().await.as_ref()).await;
+    let mut claims = tokio::task::JoinSet::new();
+    for index in 0..8 {
+        let (replica, grant) = (store.open().await, grant.clone());
+        claims.spawn(async move {
+            let owner = format!("o{index}");
+            replica
+                .claim_redeeming(&redeeming(&owner, "apr_a", T0 + 1), &grant)
+                .await
+                .unwrap()
+        });
+    }
+    let answers = claims.join_all().await;
+    let fresh = answers
+        .iter()
+        .filter(|answer| **answer == Claimed::Fresh)
+        .count();
+    assert_eq!(fresh, 1, "{answers:?}");
+}
+
+async fn a_claim_redeeming_on_a_taken_key_answers_from_its_record_and_spends_nothing(
+    store: &impl Backend,
+) {
+    let ledger = store.open().await;
+    let grant = grant_of_apr_a(ledger.as_ref()).await;
+    assert_eq!(
+        ledger.claim(&claim("k", "r1", "x", T0)).await.unwrap(),
+        Claimed::Fresh
+    );
+    assert!(matches!(
+        ledger
+            .claim_redeeming(&redeeming("b", "apr_a", T0 + 1), &grant)
+            .await
+            .unwrap(),
+        Claimed::InFlight(record) if record.lease.owner == "x"
+    ));
+    assert!(ledger.release(&release("x", false)).await.unwrap());
+    assert_eq!(
+        ledger
+            .claim_redeeming(&redeeming("b", "apr_a", T0 + 2), &grant)
+            .await
+            .unwrap(),
+        Claimed::Fresh,
+        "the grant was still unspent"
+    );
+}
+
+async fn a_grant_replaced_since_the_approval_stage_is_not_redeemed(store: &impl Backend) {
+    let ledger = store.open().await;
+    let grant = grant_of_apr_a(ledger.as_ref()).await;
+    // The request changed: the stage writes a new pending approval over the grant.
+    assert!(matches!(
+        ledger
+            .check_approval(&ask("r2", "apr_b", T0 + 1))
+            .await
+            .unwrap(),
+        ApprovalCheck::Invalid(..)
+    ));
+    assert_eq!(
+        ledger
+            .claim_redeeming(&redeeming("b", "apr_a", T0 + 2), &grant)
+            .await
+            .unwrap(),
+        Claimed::GrantSpent
+    );
+    assert_eq!(ledger.get("k").await.unwrap(), None, "nothing was claimed");
+}
+
+async fn a_claim_naming_another_approval_than_its_grant_redeems_only_what_it_names(
+    store: &impl Backend,
+) {
+    let ledger = store.open().await;
+    let grant = grant_of_apr_a(ledger.as_ref()).await;
+    assert_eq!(
+        ledger
+            .claim_redeeming(&redeeming("b", "apr_other", T0 + 1), &grant)
+            .await
+            .unwrap(),
+        Claimed::GrantSpent
+    );
+    assert_eq!(ledger.get("k").await.unwrap(), None);
+    assert_eq!(
+        ledger
+            .check_approval(&ask("r1", "apr_b", T0 + 1))
+            .await
+            .unwrap(),
+        ApprovalCheck::Proceed(grant),
+        "the grant stands"
+    );
+}
+
 async fn a_release_before_any_attempt_gives_the_grant_back_and_after_one_does_not(
     store: &impl Backend,
 ) {
@@ -1001,7 +1156,41 @@ conformance!(
     a_grant_with_edits_keeps_them_on_every_replica,
     a_lapsed_owner_cannot_write_over_a_record_claimed_again,
     purging_on_one_replica_keeps_what_another_still_needs,
+    a_grant_the_approval_stage_read_is_redeemed_by_one_claim,
+    concurrent_claims_redeeming_one_grant_run_once,
+    a_claim_redeeming_on_a_taken_key_answers_from_its_record_and_spends_nothing,
+    a_grant_replaced_since_the_approval_stage_is_not_redeemed,
+    a_claim_naming_another_approval_than_its_grant_redeems_only_what_it_names,
 );
+
+#[tokio::test]
+async fn a_grant_row_edited_after_the_approval_stage_is_refused_on_postgres_and_nothing_is_claimed()
+{
+    let Some(schema) = Schema::new("edited_grant") else {
+        return;
+    };
+    let store = schema.store().await;
+    let grant = grant_of_apr_a(&store).await;
+    // Another approver's name in the stored grant, its seal left as it was: the one-statement
+    // claim finds another row than the stage read, and the general claim opens it.
+    schema.execute(&format!(
+        "UPDATE {}.tool_contract_approvals SET body = replace(body, 'supervisor', 'mallory')",
+        schema.name
+    ));
+    let claimed = store
+        .claim_redeeming(&redeeming("b", "apr_a", T0 + 1), &grant)
+        .await;
+    assert!(
+        matches!(claimed, Err(StoreError::Unsealed(_))),
+        "{claimed:?}"
+    );
+    assert_eq!(store.get("k").await.unwrap(), None, "nothing was claimed");
+    let checked = store.check_approval(&ask("r1", "apr_b", T0 + 1)).await;
+    assert!(
+        matches!(checked, Err(StoreError::Unsealed(_))),
+        "the one-statement approval stage opens the row too: {checked:?}"
+    );
+}
 
 #[test]
 fn a_corrupt_row_is_an_error_not_a_panic() {

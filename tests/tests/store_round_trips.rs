@@ -71,7 +71,7 @@ async fn an_approved_write_redeems_its_grant_in_one_statement() {
             statements: 4,
             round_trips: 4
         },
-        "the look at the key, the look at its approval, the claim that redeems the grant, \
+        "the look at the key, the approval stage's read, the claim that redeems the grant, \
          and the outcome"
     );
 }
