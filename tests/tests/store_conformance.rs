@@ -853,6 +853,82 @@ async fn a_claim_naming_another_approval_than_its_grant_redeems_only_what_it_nam
     );
 }
 
+/// The look for approval at `now_ms`: its record is `get`'s, and the stage's answer, where
+/// the look reads one, is `check_approval`'s (which then writes nothing).
+async fn look_agrees_with_the_stage(ledger: &dyn ControlStore, fresh_id: &str, now_ms: u64) {
+    let look = ledger
+        .look_for_approval(&ask("r1", fresh_id, now_ms))
+        .await
+        .unwrap();
+    assert_eq!(look.record, ledger.get("k").await.unwrap());
+    if let Some(read) = look.check {
+        let checked = ledger
+            .check_approval(&ask("r1", "apr_unused", now_ms))
+            .await
+            .unwrap();
+        assert_eq!(read, checked);
+    }
+}
+
+async fn a_look_for_approval_answers_as_the_approval_stage_would(store: &impl Backend) {
+    let ledger = store.open().await;
+    let empty = ledger
+        .look_for_approval(&ask("r1", "apr_a", T0))
+        .await
+        .unwrap();
+    assert_eq!(
+        empty.check, None,
+        "a stage that writes a pending approval is not answered by a look"
+    );
+    assert!(
+        ledger
+            .pending_approvals(T0, &seal())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    ledger
+        .check_approval(&ask("r1", "apr_a", T0))
+        .await
+        .unwrap();
+    look_agrees_with_the_stage(ledger.as_ref(), "apr_b", T0).await;
+    granted(
+        ledger
+            .approve(&approval("apr_a", "r1", T0))
+            .await
+            .unwrap()
+            .unwrap(),
+    );
+    look_agrees_with_the_stage(ledger.as_ref(), "apr_b", T0 + 1).await;
+    assert_eq!(
+        ledger
+            .claim(&redeeming("a", "apr_a", T0 + 1))
+            .await
+            .unwrap(),
+        Claimed::Fresh
+    );
+    look_agrees_with_the_stage(ledger.as_ref(), "apr_b", T0 + 2).await;
+    ledger
+        .advance(&step(
+            "k",
+            "a",
+            WriteState::Executing,
+            WriteEvent::Commit,
+            Some("{}"),
+            T0 + 2,
+        ))
+        .await
+        .unwrap();
+    let spent = ledger
+        .look_for_approval(&ask("r1", "apr_b", T0 + 2 + RETENTION))
+        .await
+        .unwrap();
+    assert_eq!(
+        spent.check, None,
+        "a spent grant needs a new pending approval"
+    );
+}
+
 async fn a_release_before_any_attempt_gives_the_grant_back_and_after_one_does_not(
     store: &impl Backend,
 ) {
@@ -1161,6 +1237,7 @@ conformance!(
     a_claim_redeeming_on_a_taken_key_answers_from_its_record_and_spends_nothing,
     a_grant_replaced_since_the_approval_stage_is_not_redeemed,
     a_claim_naming_another_approval_than_its_grant_redeems_only_what_it_names,
+    a_look_for_approval_answers_as_the_approval_stage_would,
 );
 
 #[tokio::test]

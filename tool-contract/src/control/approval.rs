@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
 use super::error::StoreError;
-use super::ledger::Lease;
+use super::ledger::{Lease, Record};
 use crate::json::canonical;
 use crate::json::encoding::infallible;
 use crate::json::visible::escape_hidden;
@@ -129,6 +129,19 @@ pub struct GivenApproval {
     pub edited_arguments: Option<String>,
     /// What the approval rests on: a passkey's signature, or only someone's word.
     pub basis: ApprovalBasis,
+}
+
+/// The answer to [`ControlStore::look_for_approval`](crate::control::ControlStore::look_for_approval):
+/// the look a write that needs approval begins with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalLook {
+    /// The record at the ask's ledger key, as it stands.
+    pub record: Option<Record>,
+    /// The approval stage's answer, read in the same step, when that stage writes nothing
+    /// ([`decide_approval`](crate::control::decide_approval) says which); `None` when it
+    /// would write (or the store does not read it in this step): then
+    /// [`check_approval`](crate::control::ControlStore::check_approval) answers.
+    pub check: Option<ApprovalCheck>,
 }
 
 /// What an approval came to: the grant, once every approval needed is given, or the pending

@@ -24,8 +24,8 @@ mod store;
 
 pub use crate::results::ApprovalBasis;
 pub use approval::{
-    ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, Approved, GivenApproval,
-    Invalidity, PendingApproval, Preview, RejectionReason, SignedDecisionRefusal,
+    ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApprovalLook, Approved,
+    GivenApproval, Invalidity, PendingApproval, Preview, RejectionReason, SignedDecisionRefusal,
 };
 pub(crate) use approval::{later_by, unix_ms};
 pub use approver::ApproverIdentity;

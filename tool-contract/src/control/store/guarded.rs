@@ -13,7 +13,7 @@ use crate::control::{
     StoreFuture,
 };
 use crate::control::{
-    ApprovalAsk, ApprovalCheck, ApprovalError, ApprovalGrant, ApproveStep, Approved,
+    ApprovalAsk, ApprovalCheck, ApprovalError, ApprovalGrant, ApprovalLook, ApproveStep, Approved,
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
@@ -69,6 +69,10 @@ impl ControlStore for Guarded {
 
     fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {
         guarded(|| self.0.purge_expired(now_ms))
+    }
+
+    fn look_for_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalLook> {
+        guarded(|| self.0.look_for_approval(ask))
     }
 
     fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck> {

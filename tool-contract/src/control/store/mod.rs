@@ -45,7 +45,9 @@ pub use seal::RowSeal;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 
-use super::approval::{ApprovalCheck, ApprovalError, ApprovalGrant, Approved, PendingApproval};
+use super::approval::{
+    ApprovalCheck, ApprovalError, ApprovalGrant, ApprovalLook, Approved, PendingApproval,
+};
 use super::directory::{Approver, EnrollError, SignCount, SignCountCheck};
 use super::error::StoreError;
 use super::ledger::{Advanced, Claimed, IfAbsent, Purged, Record};
@@ -116,6 +118,23 @@ pub trait ControlStore: Send + Sync {
     /// before `now_ms`, and approvals (pending, granted, rejected) whose own expiry did.
     /// `unknown` and in-flight records are never purged: they wait for reconciliation.
     fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged>;
+
+    /// The look a write that needs approval begins with: the record at `ask.ledger_key`
+    /// and, when the approval stage would write nothing, that stage's answer
+    /// ([`ApprovalLook`]), each approval row opened with `ask.seal`.
+    ///
+    /// The default is [`get`](Self::get) alone, leaving the stage to
+    /// [`check_approval`](Self::check_approval). A store that reads both in one step
+    /// (PostgreSQL: one statement) overrides it.
+    fn look_for_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalLook> {
+        Box::pin(async move {
+            let record = self.get(&ask.ledger_key).await?;
+            Ok(ApprovalLook {
+                record,
+                check: None,
+            })
+        })
+    }
 
     /// The approval stage of one request (see [`decide_approval`]).
     fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck>;

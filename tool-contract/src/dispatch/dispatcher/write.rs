@@ -82,6 +82,9 @@ impl Dispatcher {
         // A write nobody approves claims an empty key in the look's own step (one round trip
         // on PostgreSQL); one that needs approval only looks, since nothing may be claimed
         // before a person approves.
+        // The approval stage as the look asked and read it, when the look found no record:
+        // the stage then needs no step of its own (`Some` answer), or is asked the same.
+        let mut looked_stage = None;
         let looked = if approvals_required == 0 {
             match self
                 .store
@@ -98,7 +101,14 @@ impl Dispatcher {
                 Err(error) => Err(error),
             }
         } else {
-            self.store.get(&key.ledger_key).await
+            let ask = self.approval_ask(call, valid, &key, approvals_required);
+            let look = self.store.look_for_approval(&ask).await;
+            look.map(|look| {
+                if look.record.is_none() {
+                    looked_stage = Some((ask, look.check));
+                }
+                look.record
+            })
         };
         match looked {
             Err(error) => return Ended::new(self.store_failed(call, &error)),
@@ -126,7 +136,10 @@ impl Dispatcher {
         // execution, once, whichever replica claims. A claim that runs nothing (a budget
         // stop) releases the key and gives the grant back.
         for _ in 0..2 {
-            let (approval, grant) = match self.approval(call, valid, &key, approvals_required).await
+            let looked = looked_stage.take();
+            let (approval, grant) = match self
+                .approval(call, valid, &key, approvals_required, looked)
+                .await
             {
                 Ok(approved) => approved,
                 Err(ended) => return *ended,
@@ -560,40 +573,39 @@ impl Dispatcher {
 
     /// The approval stage: the grant for exactly this request, for the claim to redeem
     /// (with what the audit records of it); or the end of the dispatch, waiting for a person
-    /// or refused by one.
+    /// or refused by one. `looked` is what the write's look asked of the stage, with the
+    /// answer it read if the stage writes nothing.
     async fn approval(
         &self,
         call: &Call<'_>,
         valid: &Valid<'_>,
         key: &WriteKey,
         approvals_required: u32,
+        looked: Option<(ApprovalAsk, Option<ApprovalCheck>)>,
     ) -> Result<(ApprovalRecord, ApprovalGrant), Box<Ended>> {
-        let principal_ref = self.keys.principal_ref(call.principal);
-        let fresh = self.new_pending_approval(call, valid, key, &principal_ref, approvals_required);
-        let ask = ApprovalAsk {
-            ledger_key: key.ledger_key.clone(),
-            request_sha256: key.request_sha256.clone(),
-            tool: valid.spec.name().to_owned(),
-            principal_ref,
-            operation_id: call.context.operation_id.clone(),
-            now: (self.clock)(),
-            fresh,
-            retention_ms: duration_ms(self.retention),
-            seal: key.seal.clone(),
-        };
         let guardrail = Guardrail::Approval.span(call.context);
-        let checked = match self
-            .store
-            .check_approval(&ask)
-            .instrument(guardrail.clone())
-            .await
-        {
-            Ok(checked) => checked,
-            Err(error) => {
-                telemetry::verdict(&guardrail, Verdict::Deny);
-                return Err(Box::new(Ended::new(self.store_failed(call, &error))));
+        let checked = match looked {
+            Some((_, Some(checked))) => checked,
+            looked => {
+                let ask = match looked {
+                    Some((ask, _)) => ask,
+                    None => self.approval_ask(call, valid, key, approvals_required),
+                };
+                match self
+                    .store
+                    .check_approval(&ask)
+                    .instrument(guardrail.clone())
+                    .await
+                {
+                    Ok(checked) => checked,
+                    Err(error) => {
+                        telemetry::verdict(&guardrail, Verdict::Deny);
+                        return Err(Box::new(Ended::new(self.store_failed(call, &error))));
+                    }
+                }
             }
         };
+
         let decided = match &checked {
             ApprovalCheck::Proceed(_) => Verdict::Allow,
             ApprovalCheck::Required(_) | ApprovalCheck::Invalid(..) => Verdict::Escalate,
@@ -679,6 +691,30 @@ impl Dispatcher {
             expires_at: grant.expires_at,
             redeemed_at,
             edited_arguments: grant.edited_arguments.clone(),
+        }
+    }
+
+    /// What the approval stage is asked for `call`: its request, and the pending approval
+    /// it writes if it needs one.
+    fn approval_ask(
+        &self,
+        call: &Call<'_>,
+        valid: &Valid<'_>,
+        key: &WriteKey,
+        approvals_required: u32,
+    ) -> ApprovalAsk {
+        let principal_ref = self.keys.principal_ref(call.principal);
+        let fresh = self.new_pending_approval(call, valid, key, &principal_ref, approvals_required);
+        ApprovalAsk {
+            ledger_key: key.ledger_key.clone(),
+            request_sha256: key.request_sha256.clone(),
+            tool: valid.spec.name().to_owned(),
+            principal_ref,
+            operation_id: call.context.operation_id.clone(),
+            now: (self.clock)(),
+            fresh,
+            retention_ms: duration_ms(self.retention),
+            seal: key.seal.clone(),
         }
     }
 

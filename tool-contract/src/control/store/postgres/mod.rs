@@ -28,8 +28,8 @@ use crate::control::{
     RowSeal, SCHEMA_VERSION, StoreError, StoreFuture,
 };
 use crate::control::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep, Approved,
-    PendingApproval, RejectStep,
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApprovalLook,
+    ApproveStep, Approved, PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
 
@@ -808,9 +808,13 @@ impl ControlStore for PostgresStore {
         })
     }
 
+    fn look_for_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalLook> {
+        Box::pin(self.look_in_one_statement(ask))
+    }
+
     fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck> {
         Box::pin(async move {
-            if let Some(checked) = self.check_approval_in_one_statement(ask).await? {
+            if let Some(checked) = self.look_in_one_statement(ask).await?.check {
                 return Ok(checked);
             }
             in_transaction!(self, |rows| rows::check_approval(&mut rows, ask))

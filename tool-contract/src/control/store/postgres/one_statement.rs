@@ -2,8 +2,9 @@
 //!
 //! - [`claim_if_absent`](crate::control::ControlStore::claim_if_absent) on an empty key: an insert that does
 //!   nothing if the key is taken;
-//! - the approval stage when it writes nothing (the grant or the pending approval for this
-//!   very request): the approval row and the record, read together;
+//! - the look of a write that needs approval, with the approval stage when it writes
+//!   nothing (the grant or the pending approval for this very request): the record and the
+//!   approval row, read together;
 //! - the claim that redeems the grant that stage read: a function that checks the grant's row
 //!   is still, column for column and seal for seal, the row the stage read, inserts the
 //!   record, and writes the redeemed row with the seal computed here;
@@ -41,7 +42,7 @@ use crate::control::store::decide::{
 };
 use crate::control::store::stored::{approval_row, sealed_entry, to_sql_u64};
 use crate::control::{
-    Advance, ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalGrant, Claim, Claimed, IfAbsent,
+    Advance, ApprovalAsk, ApprovalEntry, ApprovalGrant, ApprovalLook, Claim, Claimed, IfAbsent,
     Record, StoreError, unix_ms,
 };
 
@@ -181,14 +182,15 @@ impl PostgresStore {
         Ok((answer == CLAIMED).then_some(Claimed::Fresh))
     }
 
-    /// The approval stage in one statement when it writes nothing (the grant or the
-    /// pending approval for this very request, a rejection): the approval row and the
-    /// record at the ask's key, read together; `None` when the stage writes (a new pending
-    /// approval), for the general step to do under the key's lock.
-    pub(super) async fn check_approval_in_one_statement(
+    /// The look of a write that needs approval, in one statement: the record and the
+    /// approval row at the ask's key, read together, and the approval stage's answer when
+    /// that stage writes nothing (the grant or the pending approval for this very request,
+    /// a rejection); a stage that writes (a new pending approval) is left to the general
+    /// step, under the key's lock.
+    pub(super) async fn look_in_one_statement(
         &self,
         ask: &ApprovalAsk,
-    ) -> Result<Option<ApprovalCheck>, StoreError> {
+    ) -> Result<ApprovalLook, StoreError> {
         let connection = self.connection().await?;
         let row = connection
             .query_typed_one(&self.sql.approval_look, &[(&ask.ledger_key, Type::TEXT)])
@@ -209,8 +211,13 @@ impl PostgresStore {
             None => None,
             Some(_) => Some(record_at(&row, LOOK_RECORD)?),
         };
-        let claimed = record.is_some_and(|record| !record_expired(&record, unix_ms(ask.now)));
+        let claimed = record
+            .as_ref()
+            .is_some_and(|record| !record_expired(record, unix_ms(ask.now)));
         let decision = decide_approval(entry.as_ref(), ask, claimed);
-        Ok(decision.write.is_none().then_some(decision.answer))
+        Ok(ApprovalLook {
+            record,
+            check: decision.write.is_none().then_some(decision.answer),
+        })
     }
 }
