@@ -131,8 +131,8 @@ pub struct GivenApproval {
     pub basis: ApprovalBasis,
 }
 
-/// The answer to [`ControlStore::look_for_approval`](crate::control::ControlStore::look_for_approval):
-/// the look a write that needs approval begins with.
+/// What [`look_for_approval`](crate::control::ControlStore::look_for_approval) answers: the
+/// look a write that needs approval begins with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalLook {
     /// The record at the ask's ledger key, as it stands.

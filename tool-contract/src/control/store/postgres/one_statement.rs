@@ -1,15 +1,15 @@
 //! The steps of a write's common path, each one statement and so one round trip:
 //!
-//! - [`claim_if_absent`](crate::control::ControlStore::claim_if_absent) on an empty key: an insert that does
-//!   nothing if the key is taken;
+//! - [`claim_if_absent`](crate::control::ControlStore::claim_if_absent) on an empty key:
+//!   an insert that does nothing if the key is taken;
 //! - the look of a write that needs approval, with the approval stage when it writes
 //!   nothing (the grant or the pending approval for this very request): the record and the
 //!   approval row, read together;
 //! - the claim that redeems the grant that stage read: a function that checks the grant's row
 //!   is still, column for column and seal for seal, the row the stage read, inserts the
 //!   record, and writes the redeemed row with the seal computed here;
-//! - an [`advance`](crate::control::ControlStore::advance) whose record is as the step expects: an update
-//!   whose conditions are the fence.
+//! - an [`advance`](crate::control::ControlStore::advance) whose record is as the step
+//!   expects: an update whose conditions are the fence.
 //!
 //! Anything else writes nothing and runs as the general step. They take no advisory lock,
 //! which costs a quarter of their throughput, and need none:
@@ -26,7 +26,11 @@
 //!   on the row; PostgreSQL checks its conditions on the row as committed, and a row another
 //!   step changed (spent, given back, replaced by a new pending approval) no longer matches:
 //!   the claim writes nothing and the general claim decides. It inserts the record only
-//!   while it holds that lock, and the redeemed row only after the insert took the key;
+//!   while it holds that lock, and the redeemed row only after the insert took the key. It
+//!   takes the grant's row before the key, as the general claim does; the one step that
+//!   takes the key first and then a grant's row (a release that gives a grant back) finds
+//!   that grant redeemed, which the claim's conditions never match, so the two never wait
+//!   on each other;
 //! - a read of one statement sees one committed state of both rows: the approval stage it
 //!   answers is the one the general step would have answered at that moment, and what it
 //!   answers (a grant) is checked again by the claim that redeems it;
