@@ -698,6 +698,22 @@ async fn concurrent_redemptions_of_one_grant_run_once(store: &impl Backend) {
     assert_eq!(fresh, 1, "{answers:?}");
 }
 
+/// The execution `owner` runs on key `k` commits at `now_ms`.
+async fn committed(ledger: &dyn ControlStore, owner: &str, now_ms: u64) {
+    let step = step(
+        "k",
+        owner,
+        WriteState::Executing,
+        WriteEvent::Commit,
+        Some("{}"),
+        now_ms,
+    );
+    assert!(matches!(
+        ledger.advance(&step).await.unwrap(),
+        Advanced::Applied(_)
+    ));
+}
+
 /// The grant of `apr_a` for request `r1` on key `k`, approved at `T0`, as the approval
 /// stage answers it.
 async fn grant_of_apr_a(ledger: &dyn ControlStore) -> ApprovalGrant {
@@ -735,16 +751,7 @@ async fn a_grant_the_approval_stage_read_is_redeemed_by_one_claim(store: &impl B
             .unwrap(),
         Claimed::InFlight(record) if record.lease.owner == "b"
     ));
-    b.advance(&step(
-        "k",
-        "b",
-        WriteState::Executing,
-        WriteEvent::Commit,
-        Some("{}"),
-        T0 + 2,
-    ))
-    .await
-    .unwrap();
+    committed(b.as_ref(), "b", T0 + 2).await;
     let expired_record = later_claim("k", "r1", "a", T0 + 2 + RETENTION);
     assert_eq!(
         a.claim_redeeming(
@@ -908,17 +915,7 @@ async fn a_look_for_approval_answers_as_the_approval_stage_would(store: &impl Ba
         Claimed::Fresh
     );
     look_agrees_with_the_stage(ledger.as_ref(), "apr_b", T0 + 2).await;
-    ledger
-        .advance(&step(
-            "k",
-            "a",
-            WriteState::Executing,
-            WriteEvent::Commit,
-            Some("{}"),
-            T0 + 2,
-        ))
-        .await
-        .unwrap();
+    committed(ledger.as_ref(), "a", T0 + 2).await;
     let spent = ledger
         .look_for_approval(&ask("r1", "apr_b", T0 + 2 + RETENTION))
         .await
