@@ -35,7 +35,8 @@ count() { # CASE TIMES -> total instructions
 }
 
 if [ "$bench" = mcp ]; then
-    for case in dispatch rmcp_fixed_answer mcp_server rmcp_fixed_answer_2026_07_28 \
+    for case in dispatch rmcp_fixed_answer mcp_server rmcp_dispatching_fixed_answer \
+        rmcp_fixed_answer_2026_07_28 \
         mcp_server_2026_07_28 http_rmcp_fixed_answer_2026_07_28 http_mcp_server_2026_07_28; do
         a=$(count "$case" "$low")
         b=$(count "$case" "$high")

@@ -5,7 +5,10 @@
 //! - `tools_call/rmcp_fixed_answer`: an rmcp client and a server that answers every
 //!   `tools/call` with a fixed result of the same size, over an in-memory pipe: rmcp's own cost;
 //! - `tools_call/mcp_server`: the same client and pipe to `McpServer`: dispatch, verification,
-//!   structured content and text block.
+//!   structured content and text block;
+//! - `tools_call/rmcp_dispatching_fixed_answer`: the fixed answer again, from a server that
+//!   first runs the same dispatch and drops it: the two parts in one process, each with the
+//!   other's use of the caches (the two parts measured apart each run with warm ones).
 //!
 //! Each of the two MCP figures on the handshake revision (2025-11-25) and on 2026-07-28, whose
 //! requests each carry their revision and capabilities in `_meta` (`…_2026_07_28`). With the
@@ -52,9 +55,45 @@ impl ServerHandler for FixedAnswer {
         _request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let mut result = CallToolResult::success(vec![ContentBlock::text(self.0.to_string())]);
-        result.structured_content = Some(self.0.clone());
-        Ok(result.into())
+        Ok(fixed_result(&self.0))
+    }
+}
+
+/// `fixed` as a call's result: its text, and itself as structured content.
+fn fixed_result(fixed: &Value) -> CallToolResponse {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(fixed.to_string())]);
+    result.structured_content = Some(fixed.clone());
+    result.into()
+}
+
+/// The fixed answer, given after a dispatch of the call it then drops: rmcp and the
+/// dispatcher in one handler, with nothing of `McpServer` between them.
+struct DispatchingFixedAnswer {
+    fixed: Value,
+    dispatcher: Arc<tool_contract::dispatch::Dispatcher>,
+    principal: Principal,
+    context: CallContext,
+}
+
+impl ServerHandler for DispatchingFixedAnswer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn call_tool(
+        &self,
+        _request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // Boxed as `McpServer` boxes its call, for the same reason.
+        let dispatched = Box::pin(self.dispatcher.dispatch(
+            &self.principal,
+            &self.context,
+            &Task::unlimited(),
+        ))
+        .await;
+        black_box(dispatched);
+        Ok(fixed_result(&self.fixed))
     }
 }
 
@@ -112,6 +151,8 @@ struct Setup {
     task: Task,
     context: CallContext,
     clients: Vec<Clients>,
+    /// A client of [`DispatchingFixedAnswer`] (handshake revision).
+    dispatching: RunningService<RoleClient, ()>,
     /// Over Streamable HTTP (2026-07-28): the address and a kept-alive connection of the
     /// fixed answer's rmcp service, then of `McpServer::serve_http`.
     #[cfg(feature = "mcp-http")]
@@ -169,6 +210,16 @@ fn setup() -> Setup {
         ]
     });
 
+    let dispatching = runtime.block_on(connect(
+        DispatchingFixedAnswer {
+            fixed: fixed.clone(),
+            dispatcher: dispatcher.clone(),
+            principal: principal.clone(),
+            context: context.clone(),
+        },
+        false,
+    ));
+
     #[cfg(feature = "mcp-http")]
     let http = runtime.block_on(async {
         let fixed_address = http::serve_fixed(fixed).await;
@@ -191,6 +242,7 @@ fn setup() -> Setup {
         task,
         context,
         clients: clients.into(),
+        dispatching,
         #[cfg(feature = "mcp-http")]
         http,
     }
@@ -264,6 +316,7 @@ impl Setup {
             cases.push(format!("rmcp_fixed_answer{revision}"));
             cases.push(format!("mcp_server{revision}"));
         }
+        cases.push(DISPATCHING.to_owned());
         #[cfg(feature = "mcp-http")]
         cases.extend(HTTP_CASES.map(str::to_owned));
         cases
@@ -290,6 +343,17 @@ impl Setup {
             });
             return true;
         }
+        if name == DISPATCHING {
+            self.runtime.block_on(async {
+                black_box(
+                    self.dispatching
+                        .call_tool(request())
+                        .await
+                        .expect("answered"),
+                )
+            });
+            return true;
+        }
         for (revision, bare, served) in &self.clients {
             let client = if name == format!("rmcp_fixed_answer{revision}") {
                 bare
@@ -306,6 +370,9 @@ impl Setup {
         false
     }
 }
+
+/// The case of [`DispatchingFixedAnswer`].
+const DISPATCHING: &str = "rmcp_dispatching_fixed_answer";
 
 /// The cases over Streamable HTTP, in the order of `Setup::http`.
 #[cfg(feature = "mcp-http")]
