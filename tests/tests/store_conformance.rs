@@ -1259,10 +1259,10 @@ async fn a_grant_row_edited_after_the_approval_stage_is_refused_on_postgres_and_
         "{claimed:?}"
     );
     assert_eq!(store.get("k").await.unwrap(), None, "nothing was claimed");
-    let checked = store.check_approval(&ask("r1", "apr_b", T0 + 1)).await;
+    let looked = store.look_for_approval(&ask("r1", "apr_b", T0 + 1)).await;
     assert!(
-        matches!(checked, Err(StoreError::Unsealed(_))),
-        "the one-statement approval stage opens the row too: {checked:?}"
+        matches!(looked, Err(StoreError::Unsealed(_))),
+        "the one-statement look opens the row too: {looked:?}"
     );
 }
 

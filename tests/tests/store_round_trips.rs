@@ -10,7 +10,7 @@ use tool_contract::Status;
 use tool_contract::control::{Claim, Claimed, ControlStore, Lease, RowSeal, WriteState};
 use tool_contract::results::Delivery;
 use tool_contract_tests::postgres::{Asked, Relay, Schema};
-use tool_contract_tests::tracker::{Remote, approve, builder, create, message, run, sent};
+use tool_contract_tests::tracker::{Remote, builder, clock, create, message, run, sent};
 
 /// A dispatcher over a PostgreSQL store reached through `relay`, with what connecting and
 /// migrating asked already taken out of the relay's count.
@@ -59,7 +59,28 @@ async fn an_approved_write_is_three_statements_its_grant_redeemed_in_the_claim()
     let remote = Remote::new();
     let dispatcher = through(&schema, &relay, &remote).await;
     let call = message("m1", "ops@example.com");
-    approve(&dispatcher, &call, "supervisor").await;
+    let asked = run(&dispatcher, &call).await;
+    let pending = asked
+        .pending_approval
+        .expect("the write waits for approval");
+    assert_eq!(
+        relay.take_traffic(),
+        Asked {
+            statements: 7,
+            round_trips: 7
+        },
+        "the look, then the approval stage's transaction (begin, the key's lock, the approval \
+         row, the record, the pending approval, commit)"
+    );
+    dispatcher
+        .approve(
+            &pending.approval_id,
+            &pending.preview_sha256,
+            "supervisor",
+            clock() + std::time::Duration::from_secs(3600),
+        )
+        .await
+        .expect("the pending approval is approved");
     relay.take_traffic();
 
     let sent_once = run(&dispatcher, &call).await;

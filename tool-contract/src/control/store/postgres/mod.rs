@@ -813,12 +813,9 @@ impl ControlStore for PostgresStore {
     }
 
     fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck> {
-        Box::pin(async move {
-            if let Some(checked) = self.look_in_one_statement(ask).await?.check {
-                return Ok(checked);
-            }
-            in_transaction!(self, |rows| rows::check_approval(&mut rows, ask))
-        })
+        // The one-statement read is the write's look (`look_for_approval`): a stage asked
+        // for is one that writes, or is asked again.
+        Box::pin(async move { in_transaction!(self, |rows| rows::check_approval(&mut rows, ask)) })
     }
 
     fn approve<'a>(
