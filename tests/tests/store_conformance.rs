@@ -860,21 +860,22 @@ async fn a_claim_naming_another_approval_than_its_grant_redeems_only_what_it_nam
     );
 }
 
-/// The look for approval at `now_ms`: its record is `get`'s, and the stage's answer, where
-/// the look reads one, is `check_approval`'s (which then writes nothing).
+/// The look for approval at `now_ms`, where the stage writes nothing: its record is `get`'s,
+/// and it answers as `check_approval` does.
 async fn look_agrees_with_the_stage(ledger: &dyn ControlStore, fresh_id: &str, now_ms: u64) {
     let look = ledger
         .look_for_approval(&ask("r1", fresh_id, now_ms))
         .await
         .unwrap();
     assert_eq!(look.record, ledger.get("k").await.unwrap());
-    if let Some(read) = look.check {
-        let checked = ledger
-            .check_approval(&ask("r1", "apr_unused", now_ms))
-            .await
-            .unwrap();
-        assert_eq!(read, checked);
-    }
+    let read = look
+        .check
+        .expect("the look answers a stage that writes nothing");
+    let checked = ledger
+        .check_approval(&ask("r1", "apr_unused", now_ms))
+        .await
+        .unwrap();
+    assert_eq!(read, checked);
 }
 
 async fn a_look_for_approval_answers_as_the_approval_stage_would(store: &impl Backend) {
@@ -1438,5 +1439,7 @@ async fn an_sqlite_read_does_not_wait_for_another_processes_write_lock() {
     assert!(record.is_some());
     let pending = tokio::time::timeout(quick, store.pending_approvals(T0, &seal())).await;
     assert!(pending.expect("nor does the supervisor's queue").is_ok());
+    let look = tokio::time::timeout(quick, store.look_for_approval(&ask("r1", "apr_a", T0))).await;
+    assert!(look.expect("nor does a write's look for approval").is_ok());
     writer.execute_batch("ROLLBACK").unwrap();
 }

@@ -13,7 +13,7 @@ use crate::control::{
     StoreFuture,
 };
 use crate::control::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalLook, ApproveStep, Approved,
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
@@ -222,6 +222,13 @@ impl ControlStore for MemoryStore {
             records: (records - state.records.len()) as u64,
             approvals: (approvals - state.approvals.len()) as u64,
         }))
+    }
+
+    fn look_for_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalLook> {
+        answered(at_once(rows::look_for_approval(
+            &mut MemoryRows(&mut self.state()),
+            ask,
+        )))
     }
 
     fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck> {

@@ -124,8 +124,9 @@ pub trait ControlStore: Send + Sync {
     /// ([`ApprovalLook`]), each approval row opened with `ask.seal`.
     ///
     /// The default is [`get`](Self::get) alone, leaving the stage to
-    /// [`check_approval`](Self::check_approval). A store that reads both in one step
-    /// (PostgreSQL: one statement) overrides it.
+    /// [`check_approval`](Self::check_approval). The crate's stores read both in one step
+    /// that only reads: PostgreSQL in one statement, SQLite in one read transaction (no
+    /// write lock), the memory store under its lock.
     fn look_for_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalLook> {
         Box::pin(async move {
             let record = self.get(&ask.ledger_key).await?;

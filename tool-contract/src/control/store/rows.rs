@@ -11,8 +11,8 @@ use crate::control::{
     decide_advance, decide_approval, decide_approve, decide_claim, decide_redeem, decide_reject,
 };
 use crate::control::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved, RejectStep,
-    unix_ms,
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalLook, ApproveStep, Approved,
+    RejectStep, unix_ms,
 };
 use crate::control::{
     Approver, DirectoryChange, DirectoryWrite, EnrollError, SignCount, SignCountCheck,
@@ -337,6 +337,34 @@ pub(crate) async fn check_approval(
         put_sealed(rows, &ask.ledger_key, entry, &ask.seal).await?;
     }
     Ok(decision.answer)
+}
+
+/// The look of a write that needs approval: the record at the ask's key and, when the
+/// approval stage would write nothing, its answer. Only reads.
+pub(crate) async fn look_for_approval(
+    rows: &mut impl Rows,
+    ask: &ApprovalAsk,
+) -> Result<ApprovalLook, StoreError> {
+    let record = rows.record(&ask.ledger_key).await?;
+    let entry = opened_approval(rows, &ask.ledger_key, &ask.seal).await?;
+    Ok(approval_look(record, entry.as_ref(), ask))
+}
+
+/// What a look that read `record` and the approval entry `entry` (its seal checked)
+/// answers for `ask`.
+pub(crate) fn approval_look(
+    record: Option<Record>,
+    entry: Option<&ApprovalEntry>,
+    ask: &ApprovalAsk,
+) -> ApprovalLook {
+    let claimed = record
+        .as_ref()
+        .is_some_and(|record| !record_expired(record, unix_ms(ask.now)));
+    let decision = decide_approval(entry, ask, claimed);
+    ApprovalLook {
+        record,
+        check: decision.write.is_none().then_some(decision.answer),
+    }
 }
 
 pub(crate) async fn approve(

@@ -19,7 +19,7 @@ use crate::control::{
     SCHEMA_VERSION, StoreError, StoreFuture,
 };
 use crate::control::{
-    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApproveStep, Approved,
+    ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalLook, ApproveStep, Approved,
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
@@ -527,6 +527,11 @@ impl ControlStore for SqliteStore {
                 approvals: approvals as u64,
             })
         })
+    }
+
+    fn look_for_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalLook> {
+        let ask = ask.clone();
+        self.read(move |tx| at_once(rows::look_for_approval(&mut SqliteRows(tx), &ask)))
     }
 
     fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck> {

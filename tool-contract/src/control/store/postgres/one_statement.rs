@@ -41,13 +41,12 @@
 use tokio_postgres::types::{ToSql, Type};
 
 use super::{PostgresStore, approval_row_of, record_at, record_of, record_params, store};
-use crate::control::store::decide::{
-    ClaimDecision, decide_approval, decide_claim, decide_redeem, record_expired,
-};
+use crate::control::store::decide::{ClaimDecision, decide_claim, decide_redeem};
+use crate::control::store::rows::approval_look;
 use crate::control::store::stored::{approval_row, sealed_entry, to_sql_u64};
 use crate::control::{
     Advance, ApprovalAsk, ApprovalEntry, ApprovalGrant, ApprovalLook, Claim, Claimed, IfAbsent,
-    Record, StoreError, unix_ms,
+    Record, StoreError,
 };
 
 /// What `tool_contract_claim_redeeming` answers when it claimed the key and redeemed the
@@ -215,13 +214,6 @@ impl PostgresStore {
             None => None,
             Some(_) => Some(record_at(&row, LOOK_RECORD)?),
         };
-        let claimed = record
-            .as_ref()
-            .is_some_and(|record| !record_expired(record, unix_ms(ask.now)));
-        let decision = decide_approval(entry.as_ref(), ask, claimed);
-        Ok(ApprovalLook {
-            record,
-            check: decision.write.is_none().then_some(decision.answer),
-        })
+        Ok(approval_look(record, entry.as_ref(), ask))
     }
 }
