@@ -8,17 +8,26 @@
 //! floor); without them they say so and are left out. After criterion's groups, one line per
 //! client count gives writes per second and the p99 of one write, measured over a fixed
 //! time, for the store and for pgbench.
+//!
+//! Then an approved write's steps (the look with the approval stage, the claim that redeems
+//! the grant, the outcome), each grant made beforehand and left out of the time, beside
+//! `pgbench` running three single-statement transactions per write: the look's read of two
+//! rows, an insert that updates a second table in the same statement, and the fenced
+//! update.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use time::OffsetDateTime;
 use tool_contract::control::{
     Advance, Claim, Claimed, IfAbsent, Lease, PostgresOptions, PostgresStore,
 };
+use tool_contract::control::{ApprovalAsk, ApprovalCheck, ApproveStep, PendingApproval, Preview};
 use tool_contract::control::{ControlStore, MemoryStore, RowSeal, WriteEvent, WriteState};
-use tool_contract::{AuditKeys, SecretKey};
+use tool_contract::results::ApprovalBasis;
+use tool_contract::{AuditKeys, Effect, SecretKey};
 
 const CLIENTS: [usize; 3] = [1, 4, 16];
 const SCHEMA: &str = "tool_contract_bench";
@@ -43,7 +52,7 @@ async fn one_write(store: &dyn ControlStore, owner: &str) {
         lease_ms: 60_000,
         retention_ms: 3_600_000,
         redeem: None,
-        seal: RowSeal::new(&AuditKeys::new(SecretKey::from([7; 32]))),
+        seal: seal(),
         call: None,
     };
     assert_eq!(
@@ -60,6 +69,147 @@ async fn one_write(store: &dyn ControlStore, owner: &str) {
         retention_ms: 3_600_000,
     };
     store.advance(&step).await.unwrap();
+}
+
+/// An approved write made ready: its stage's ask, and the claim that will redeem its grant.
+struct Approved {
+    ask: ApprovalAsk,
+    claim: Claim,
+}
+
+/// The seal of the bench's approval rows.
+fn seal() -> RowSeal {
+    RowSeal::new(&AuditKeys::new(SecretKey::from([7; 32])))
+}
+
+fn at(ms: u64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).expect("a time in range")
+}
+
+/// A write under a fresh key, asked for approval and granted: what the timed part needs.
+async fn approved(store: &dyn ControlStore, owner: &str) -> Approved {
+    let n = KEYS.fetch_add(1, Ordering::Relaxed);
+    let key = format!("bench-approved:{n}");
+    let approval_id = format!("apr_{n}");
+    let preview = Preview {
+        tool: "note_order".to_owned(),
+        description: "Note an order.".to_owned(),
+        effect: Effect::NonIdempotentWrite,
+        arguments: serde_json::json!({ "order_ref": format!("ORDER-{n}") }),
+    };
+    let preview_sha256 = preview.sha256();
+    let ask = ApprovalAsk {
+        ledger_key: key.clone(),
+        request_sha256: "r".repeat(64),
+        tool: "note_order".to_owned(),
+        principal_ref: "p".repeat(64),
+        operation_id: format!("op-{n}"),
+        now: at(T0),
+        fresh: PendingApproval {
+            approval_id: approval_id.clone(),
+            request_sha256: "r".repeat(64),
+            preview,
+            preview_sha256: preview_sha256.clone(),
+            principal_ref: "p".repeat(64),
+            tenant: "acme".to_owned(),
+            operation_id: format!("op-{n}"),
+            ledger_key: key.clone(),
+            approvals_required: 1,
+            signatures_required: false,
+            approvals: Vec::new(),
+        },
+        retention_ms: 3_600_000,
+        seal: seal(),
+    };
+    store.check_approval(&ask).await.unwrap();
+    let step = ApproveStep {
+        approval_id: approval_id.clone(),
+        preview_sha256,
+        approver: "supervisor".to_owned(),
+        expires_at: at(T0 + 3_600_000),
+        now: at(T0),
+        edited_arguments: None,
+        approvals_required: 0,
+        signatures_required: false,
+        basis: ApprovalBasis::Service,
+        seal: seal(),
+    };
+    assert!(store.approve(&step).await.unwrap().is_ok());
+    let claim = Claim {
+        key,
+        request_sha256: "r".repeat(64),
+        tool: "note_order".to_owned(),
+        lease: Lease {
+            owner: owner.to_owned(),
+            generation: n,
+        },
+        now_ms: T0,
+        lease_ms: 60_000,
+        retention_ms: 3_600_000,
+        redeem: Some(approval_id),
+        seal: seal(),
+        call: None,
+    };
+    Approved { ask, claim }
+}
+
+/// The store's steps of one approved write, as the dispatcher takes them.
+async fn one_approved_write(store: &dyn ControlStore, write: &Approved) {
+    let look = store.look_for_approval(&write.ask).await.unwrap();
+    let Some(ApprovalCheck::Proceed(grant)) = look.check else {
+        panic!("the look answers with the grant, not {:?}", look.check);
+    };
+    assert_eq!(
+        store.claim_redeeming(&write.claim, &grant).await.unwrap(),
+        Claimed::Fresh
+    );
+    let step = Advance {
+        key: write.claim.key.clone(),
+        lease: write.claim.lease.clone(),
+        from: WriteState::Executing,
+        event: WriteEvent::Commit,
+        result: Some("s".repeat(64) + "\n{\"status\":\"succeeded\"}"),
+        now_ms: T0 + 1,
+        retention_ms: 3_600_000,
+    };
+    store.advance(&step).await.unwrap();
+}
+
+/// Approved writes per second and the p99 of one, `per_client` writes by each of `clients`
+/// tasks, their grants made before the clock starts.
+async fn approved_throughput(
+    store: Arc<dyn ControlStore>,
+    clients: usize,
+    per_client: usize,
+) -> (f64, Duration) {
+    let mut ready = Vec::with_capacity(clients);
+    for client in 0..clients {
+        let owner = format!("bench-{client}");
+        let mut writes = Vec::with_capacity(per_client);
+        for _ in 0..per_client {
+            writes.push(approved(&*store, &owner).await);
+        }
+        ready.push(writes);
+    }
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for writes in ready {
+        let store = store.clone();
+        tasks.spawn(async move {
+            let mut latencies = Vec::with_capacity(writes.len());
+            for write in &writes {
+                let one = Instant::now();
+                one_approved_write(&*store, write).await;
+                latencies.push(one.elapsed());
+            }
+            latencies
+        });
+    }
+    let mut latencies: Vec<Duration> = tasks.join_all().await.into_iter().flatten().collect();
+    let elapsed = started.elapsed();
+    latencies.sort();
+    let p99 = latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)];
+    (latencies.len() as f64 / elapsed.as_secs_f64(), p99)
 }
 
 /// `writes` writes spread over `clients` tasks; the time they took.
@@ -113,11 +263,27 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// Runs `sql` in the bench database, outside any store.
+async fn execute(url: &str, sql: &str) {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("the bench database is reachable");
+    let driver = tokio::spawn(connection);
+    client.batch_execute(sql).await.expect("the statement runs");
+    drop(client);
+    let _ = driver.await;
+}
+
 fn postgres(runtime: &tokio::runtime::Runtime) -> Option<(String, Arc<dyn ControlStore>)> {
     let Ok(url) = std::env::var("TOOL_CONTRACT_POSTGRES_URL") else {
         eprintln!("store bench: TOOL_CONTRACT_POSTGRES_URL is not set; PostgreSQL left out");
         return None;
     };
+    // Each run starts from an empty schema: its keys count from 0 again.
+    runtime.block_on(execute(
+        &url,
+        &format!("DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"),
+    ));
     let options = PostgresOptions {
         schema: SCHEMA.to_owned(),
         pool_size: 16,
@@ -158,7 +324,33 @@ fn bench_store(c: &mut Criterion) {
             );
         }
     }
+    for (name, store) in &stores {
+        for clients in CLIENTS {
+            let (per_second, p99) =
+                runtime.block_on(approved_throughput(store.clone(), clients, 2400 / clients));
+            println!(
+                "store_approved_write {name}: {clients} clients, {per_second:.0} writes/s, \
+                 p99 {:.2} ms",
+                p99.as_secs_f64() * 1e3
+            );
+        }
+    }
+    if let Some((url, _)) = &postgres {
+        runtime.block_on(execute(
+            url,
+            &GRANTED_ROWS.replace("{approvals}", &format!("{SCHEMA}.tool_contract_approvals")),
+        ));
+    }
     if let Some((url, _)) = postgres {
+        for clients in CLIENTS {
+            match pgbench(&url, APPROVED_FLOOR, clients, 5) {
+                Some((tps, p99_ms)) => println!(
+                    "store_approved_write pgbench (floor): {clients} clients, {tps:.0} writes/s, \
+                     p99 {p99_ms:.2} ms"
+                ),
+                None => eprintln!("store bench: pgbench did not run; its floor is left out"),
+            }
+        }
         for (name, script) in [("floor", FLOOR), ("same statements", SAME_STATEMENTS)] {
             for clients in CLIENTS {
                 match pgbench(&url, script, clients, 5) {
@@ -186,12 +378,29 @@ INSERT INTO {ledger} (key, request_sha256, tool, state, owner, lease_generation,
 UPDATE {ledger} AS l SET state = 'succeeded', result = COALESCE(repeat('s', 64), l.result), expires_at_ms = 1787396400001 WHERE l.key = 'pgbench:' || :n AND l.state = 'executing' AND (NOT TRUE OR (l.owner = 'pgbench' AND l.lease_generation = :n)) RETURNING l.key, l.request_sha256, l.tool, l.state, l.owner, l.lease_generation, l.lease_until_ms, l.expires_at_ms, l.result, l.call;
 ";
 
+/// Three single-statement transactions per approved write: the read of the record and the
+/// approval row together, an insert that updates the write's approval row in the same
+/// statement, and the fenced update of the outcome. `{ledger}` and `{approvals}` are filled
+/// in; the approval rows are made beforehand ([`GRANTED_ROWS`]), and a key drawn twice
+/// finds its record there and writes nothing.
+const APPROVED_FLOOR: &str = "\\set n random(1, 200000)
+SELECT a.state, a.body, a.seal, l.state FROM (SELECT 'pgbench:' || :n AS key) AS asked LEFT JOIN {approvals} AS a ON a.key = asked.key LEFT JOIN {ledger} AS l ON l.key = asked.key;
+WITH claimed AS (INSERT INTO {ledger} (key, request_sha256, tool, state, owner, lease_generation, lease_until_ms, expires_at_ms, result, call) VALUES ('pgbench:' || :n, repeat('r', 64), 'note_order', 'executing', 'pgbench', :n, 1787392860000, 1787396400000, NULL, NULL) ON CONFLICT (key) DO NOTHING RETURNING key) UPDATE {approvals} SET redeemed_owner = 'pgbench', redeemed_generation = :n, seal = repeat('s', 64) WHERE key IN (SELECT key FROM claimed);
+UPDATE {ledger} SET state = 'succeeded', result = repeat('s', 64), expires_at_ms = 1787396400001 WHERE key = 'pgbench:' || :n AND state = 'executing' AND owner = 'pgbench' AND lease_generation = :n;
+";
+
+/// The approval rows [`APPROVED_FLOOR`] redeems: one granted row per key it may draw.
+const GRANTED_ROWS: &str = "INSERT INTO {approvals} (key, approval_id, state, expires_at_ms, body, seal) \
+     SELECT 'pgbench:' || n, 'apr_pgbench_' || n, 'granted', 1787396400000, repeat('b', 600), \
+     repeat('s', 64) FROM generate_series(1, 200000) AS n ON CONFLICT (key) DO NOTHING";
+
 /// pgbench running `script` (with the bench schema's ledger filled in): its writes
 /// per second and the p99 of one write in milliseconds (from its per-transaction log), or
 /// `None` if it could not run.
 fn pgbench(url: &str, script: &str, clients: usize, seconds: u64) -> Option<(f64, f64)> {
     let script = script
         .replace("{ledger}", &format!("{SCHEMA}.tool_contract_ledger"))
+        .replace("{approvals}", &format!("{SCHEMA}.tool_contract_approvals"))
         .replace(
             "{lock}",
             &format!("'{SCHEMA}' || chr(10) || 'pgbench:' || :n"),
