@@ -782,11 +782,14 @@ async fn concurrent_claims_redeeming_one_grant_run_once(store: &impl Backend) {
         });
     }
     let answers = claims.join_all().await;
-    let fresh = answers
-        .iter()
-        .filter(|answer| **answer == Claimed::Fresh)
-        .count();
-    assert_eq!(fresh, 1, "{answers:?}");
+    assert_eq!(
+        answers
+            .iter()
+            .filter(|answer| **answer == Claimed::Fresh)
+            .count(),
+        1,
+        "{answers:?}"
+    );
 }
 
 async fn a_claim_redeeming_on_a_taken_key_answers_from_its_record_and_spends_nothing(

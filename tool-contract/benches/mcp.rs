@@ -47,7 +47,7 @@ struct FixedAnswer(Value);
 
 impl ServerHandler for FixedAnswer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        tools_only()
     }
 
     async fn call_tool(
@@ -57,6 +57,11 @@ impl ServerHandler for FixedAnswer {
     ) -> Result<CallToolResponse, ErrorData> {
         Ok(fixed_result(&self.0))
     }
+}
+
+/// A server of tools and nothing else.
+fn tools_only() -> ServerConfig {
+    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
 }
 
 /// `fixed` as a call's result: its text, and itself as structured content.
@@ -77,7 +82,7 @@ struct DispatchingFixedAnswer {
 
 impl ServerHandler for DispatchingFixedAnswer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        tools_only()
     }
 
     async fn call_tool(

@@ -59,6 +59,11 @@ async fn one_write(store: &dyn ControlStore, owner: &str) {
         store.claim_if_absent(&claim).await.unwrap(),
         IfAbsent::Claimed(Claimed::Fresh)
     );
+    record_outcome(store, key, lease).await;
+}
+
+/// The outcome of the write claimed at `key` under `lease`: committed.
+async fn record_outcome(store: &dyn ControlStore, key: String, lease: Lease) {
     let step = Advance {
         key,
         lease,
@@ -163,16 +168,7 @@ async fn one_approved_write(store: &dyn ControlStore, write: &Approved) {
         store.claim_redeeming(&write.claim, &grant).await.unwrap(),
         Claimed::Fresh
     );
-    let step = Advance {
-        key: write.claim.key.clone(),
-        lease: write.claim.lease.clone(),
-        from: WriteState::Executing,
-        event: WriteEvent::Commit,
-        result: Some("s".repeat(64) + "\n{\"status\":\"succeeded\"}"),
-        now_ms: T0 + 1,
-        retention_ms: 3_600_000,
-    };
-    store.advance(&step).await.unwrap();
+    record_outcome(store, write.claim.key.clone(), write.claim.lease.clone()).await;
 }
 
 /// Approved writes per second and the p99 of one, `per_client` writes by each of `clients`
@@ -205,11 +201,7 @@ async fn approved_throughput(
             latencies
         });
     }
-    let mut latencies: Vec<Duration> = tasks.join_all().await.into_iter().flatten().collect();
-    let elapsed = started.elapsed();
-    latencies.sort();
-    let p99 = latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)];
-    (latencies.len() as f64 / elapsed.as_secs_f64(), p99)
+    rate_and_p99(tasks.join_all().await, started.elapsed())
 }
 
 /// `writes` writes spread over `clients` tasks; the time they took.
@@ -248,8 +240,12 @@ async fn throughput(store: Arc<dyn ControlStore>, clients: usize, seconds: u64) 
             latencies
         });
     }
-    let mut latencies: Vec<Duration> = tasks.join_all().await.into_iter().flatten().collect();
-    let elapsed = started.elapsed();
+    rate_and_p99(tasks.join_all().await, started.elapsed())
+}
+
+/// Writes per second over `elapsed`, and the p99 of one, from each task's latencies.
+fn rate_and_p99(per_task: Vec<Vec<Duration>>, elapsed: Duration) -> (f64, Duration) {
+    let mut latencies: Vec<Duration> = per_task.into_iter().flatten().collect();
     latencies.sort();
     let p99 = latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)];
     (latencies.len() as f64 / elapsed.as_secs_f64(), p99)
