@@ -79,12 +79,12 @@ impl Dispatcher {
             key_sha256 = prefix(&sha256_hex(key.ledger_key.as_bytes()))
         );
         let approvals_required = self.approvals_required(valid.spec, &call.context.call.arguments);
-        // A write nobody approves claims an empty key in the look's own step (one round trip
-        // on PostgreSQL); one that needs approval only looks, since nothing may be claimed
-        // before a person approves.
         // The approval stage as the look asked and read it, when the look found no record:
         // the stage then needs no step of its own (`Some` answer), or is asked the same.
         let mut looked_stage = None;
+        // A write nobody approves claims an empty key in the look's own step (one round trip
+        // on PostgreSQL); one that needs approval only looks (with its approval stage, one
+        // round trip too), since nothing may be claimed before a person approves.
         let looked = if approvals_required == 0 {
             match self
                 .store
@@ -605,7 +605,6 @@ impl Dispatcher {
                 }
             }
         };
-
         let decided = match &checked {
             ApprovalCheck::Proceed(_) => Verdict::Allow,
             ApprovalCheck::Required(_) | ApprovalCheck::Invalid(..) => Verdict::Escalate,
