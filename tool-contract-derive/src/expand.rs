@@ -455,10 +455,10 @@ fn read_object(
                 let input_field = input_field.unraw().to_string();
                 quote! {
                     if let ::core::option::Option::Some(value) = &value {
-                        reader.check_bound(
+                        ::tool_contract::__tri!(reader.check_bound(
                             #input_field,
                             ::tool_contract::__private::BoundField::bound_value(value),
-                        )?;
+                        ));
                     }
                 }
             });
@@ -469,15 +469,16 @@ fn read_object(
                         if sources.is_empty()
                             && (__FIELDS[#index].rules().grounded() || #parent_grounded)
                         {
-                            reader.missing_sources()?;
+                            ::tool_contract::__tri!(reader.missing_sources());
                         }
                     }
                 }
             });
             // The runtime's `next_field` puts the key on the path, so a report points at it.
-            let read = quote_spanned! {ty.span()=>
-                <#ty as ::tool_contract::__private::ReadField<'_>>::__read(reader, __FIELDS[#index].rules())?
+            let call = quote_spanned! {ty.span()=>
+                <#ty as ::tool_contract::__private::ReadField<'_>>::__read(reader, __FIELDS[#index].rules())
             };
+            let read = quote!(::tool_contract::__tri!(#call));
             if bound.is_none() && grounded.is_none() {
                 return quote!(#index => #slot = #read,);
             }
@@ -513,21 +514,23 @@ fn read_object(
                 &[#(#declared_order),*],
                 &[#(#canonical_order),*],
             );
-        let ::core::option::Option::Some(mut __fields) = reader.begin_fields(&__KEYS)? else {
+        let ::core::option::Option::Some(mut __fields) =
+            ::tool_contract::__tri!(reader.begin_fields(&__KEYS))
+        else {
             return ::core::result::Result::Ok(::core::option::Option::None);
         };
         // Each field's value, `None` until it is read and valid: `__seen` says which were read.
         #(let mut #slots = ::core::option::Option::None;)*
         let mut __seen = [false; #count];
         while let ::core::option::Option::Some(__index) =
-            reader.next_field(&mut __fields, &mut __seen)?
+            ::tool_contract::__tri!(reader.next_field(&mut __fields, &mut __seen))
         {
             match __index {
                 #(#reads)*
                 _ => {}
             }
         }
-        reader.missing_fields(&__KEYS, &__seen)?;
+        ::tool_contract::__tri!(reader.missing_fields(&__KEYS, &__seen));
         ::core::result::Result::Ok(match (#(#slots,)*) {
             (#(::core::option::Option::Some(#values),)*) => {
                 ::core::option::Option::Some(Self { #(#members: #values),* })
@@ -566,13 +569,14 @@ fn read_enum(variants: &[Variant]) -> TokenStream {
         quote!(#value => ::core::option::Option::Some(Self::#ident),)
     });
     quote! {
-        let ::core::option::Option::Some(value) = reader.read_string()? else {
+        let ::core::option::Option::Some(value) = ::tool_contract::__tri!(reader.read_string())
+        else {
             return ::core::result::Result::Ok(::core::option::Option::None);
         };
         ::core::result::Result::Ok(match &*value {
             #(#arms)*
             _ => {
-                reader.not_in_enum(&__VALUES)?;
+                ::tool_contract::__tri!(reader.not_in_enum(&__VALUES));
                 ::core::option::Option::None
             }
         })

@@ -1,6 +1,6 @@
-//! What generated code calls, and nothing else: re-exports only. Not part of the semver API;
-//! the derives and `registry!` name every path through here, so this list is the whole
-//! boundary between expansions and the crate.
+//! What generated code calls, and nothing else: re-exports only (and `__tri!`, exported at
+//! the crate's root). Not part of the semver API; the derives and `registry!` name every path
+//! through here, so this list is the whole boundary between expansions and the crate.
 
 pub use std::sync::OnceLock;
 
@@ -27,3 +27,17 @@ pub use crate::vocabulary::limits::{FreeFormLimits, Limits};
 pub use crate::vocabulary::name::is_tool_name;
 pub use crate::vocabulary::synthetic::{Detector, SyntheticAction, SyntheticRule};
 pub use crate::vocabulary::tier::SourceTier;
+
+/// `?` for the generated readers, without `Try`: `?` has rustc instantiate `Try::branch` and
+/// `FromResidual` for every result type a reader returns or reads, and a debug build compile
+/// each (as serde_json's `tri!`). The error type is the reader's `Stop` on both sides.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tri {
+    ($result:expr) => {
+        match $result {
+            ::core::result::Result::Ok(value) => value,
+            ::core::result::Result::Err(stop) => return ::core::result::Result::Err(stop),
+        }
+    };
+}

@@ -284,16 +284,25 @@ impl<T: ContractField> ContractField for Vec<T> {
 
 impl<'de, T: ReadField<'de>> ReadField<'de> for Vec<T> {
     fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop> {
-        let Some(mut array) = reader.begin_array()? else {
+        // `stop!`, not `?`, as the derived readers use `__tri!`: no `Try` instance per item
+        // type for a debug build to compile.
+        macro_rules! stop {
+            ($result:expr) => {
+                match $result {
+                    Ok(value) => value,
+                    Err(stop) => return Err(stop),
+                }
+            };
+        }
+        let Some(mut array) = stop!(reader.begin_array()) else {
             return Ok(None);
         };
-        // A small start spares the first regrowths without trusting a declared maximum.
-        let mut items = Vec::with_capacity(rules.max_items().map_or(4, |max| max.min(8) as usize));
+        let mut items = Vec::with_capacity(first_capacity(rules));
         let mut count = 0;
         let mut ok = true;
-        while reader.next_item(&mut array)? {
+        while stop!(reader.next_item(&mut array)) {
             let mark = reader.enter_index(count);
-            match T::__read(reader, rules)? {
+            match stop!(T::__read(reader, rules)) {
                 _ if reader.take_stripped() => {}
                 Some(item) if ok => items.push(item),
                 Some(_) => {}
@@ -302,9 +311,16 @@ impl<'de, T: ReadField<'de>> ReadField<'de> for Vec<T> {
             reader.leave(mark);
             count += 1;
         }
-        ok &= reader.check_items(count, rules)?;
-        Ok(ok.then_some(items))
+        ok &= stop!(reader.check_items(count, rules));
+        // Not `then_some`: a generic call, compiled again for each item type.
+        Ok(if ok { Some(items) } else { None })
     }
+}
+
+/// How many items an array's `Vec` starts with: a small start spares the first regrowths
+/// without trusting a declared maximum. Apart from the generic reader, so it is compiled once.
+fn first_capacity(rules: &Rules) -> usize {
+    rules.max_items().map_or(4, |max| max.min(8) as usize)
 }
 
 /// An input field type that output fields may be `bound` to: `String`, `bool`, integers.
