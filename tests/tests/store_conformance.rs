@@ -611,13 +611,7 @@ async fn a_pending_approval_is_the_same_whoever_asks_again(store: &impl Backend)
 
 async fn an_approval_given_on_one_replica_is_redeemed_on_another_once(store: &impl Backend) {
     let (a, b) = (store.open().await, store.open().await);
-    a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
-    let grant = granted(
-        a.approve(&approval("apr_a", "r1", T0))
-            .await
-            .unwrap()
-            .unwrap(),
-    );
+    let grant = grant_of_apr_a(a.as_ref()).await;
     assert_eq!(grant.approvers().collect::<Vec<_>>(), ["supervisor"]);
     assert!(a.pending_approvals(T0, &seal()).await.unwrap().is_empty());
     let seen = b.check_approval(&ask("r1", "apr_b", T0 + 1)).await.unwrap();
@@ -670,15 +664,7 @@ async fn an_approval_given_on_one_replica_is_redeemed_on_another_once(store: &im
 }
 
 async fn concurrent_redemptions_of_one_grant_run_once(store: &impl Backend) {
-    let first = store.open().await;
-    first.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
-    granted(
-        first
-            .approve(&approval("apr_a", "r1", T0))
-            .await
-            .unwrap()
-            .unwrap(),
-    );
+    grant_of_apr_a(store.open().await.as_ref()).await;
     let mut claims = tokio::task::JoinSet::new();
     for index in 0..8 {
         let replica = store.open().await;
@@ -721,6 +707,11 @@ async fn grant_of_apr_a(ledger: &dyn ControlStore) -> ApprovalGrant {
         .check_approval(&ask("r1", "apr_a", T0))
         .await
         .unwrap();
+    approve_apr_a(ledger).await
+}
+
+/// The pending approval `apr_a`, approved at `T0`: its grant.
+async fn approve_apr_a(ledger: &dyn ControlStore) -> ApprovalGrant {
     granted(
         ledger
             .approve(&approval("apr_a", "r1", T0))
@@ -903,13 +894,7 @@ async fn a_look_for_approval_answers_as_the_approval_stage_would(store: &impl Ba
         .await
         .unwrap();
     look_agrees_with_the_stage(ledger.as_ref(), "apr_b", T0).await;
-    granted(
-        ledger
-            .approve(&approval("apr_a", "r1", T0))
-            .await
-            .unwrap()
-            .unwrap(),
-    );
+    approve_apr_a(ledger.as_ref()).await;
     look_agrees_with_the_stage(ledger.as_ref(), "apr_b", T0 + 1).await;
     assert_eq!(
         ledger
@@ -934,17 +919,7 @@ async fn a_release_before_any_attempt_gives_the_grant_back_and_after_one_does_no
     store: &impl Backend,
 ) {
     let ledger = store.open().await;
-    ledger
-        .check_approval(&ask("r1", "apr_a", T0))
-        .await
-        .unwrap();
-    let grant = granted(
-        ledger
-            .approve(&approval("apr_a", "r1", T0))
-            .await
-            .unwrap()
-            .unwrap(),
-    );
+    let grant = grant_of_apr_a(ledger.as_ref()).await;
     assert_eq!(
         ledger.claim(&redeeming("a", "apr_a", T0)).await.unwrap(),
         Claimed::Fresh
@@ -973,13 +948,7 @@ async fn a_release_before_any_attempt_gives_the_grant_back_and_after_one_does_no
 
 async fn a_changed_request_after_approval_is_invalid_on_every_replica(store: &impl Backend) {
     let (a, b) = (store.open().await, store.open().await);
-    a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
-    granted(
-        a.approve(&approval("apr_a", "r1", T0))
-            .await
-            .unwrap()
-            .unwrap(),
-    );
+    grant_of_apr_a(a.as_ref()).await;
     let changed = b.check_approval(&ask("r2", "apr_b", T0 + 1)).await.unwrap();
     assert_eq!(
         changed,
