@@ -23,9 +23,7 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
     let approval = option_tokens(contract.approval);
     let (reconcile, reconcile_check) = match contract.reconcile {
         Some(Reconcile::Manual) => (
-            quote!(::core::option::Option::Some(
-                ::tool_contract::__private::Reconcile::Manual
-            )),
+            quote!(__private::Some(__private::Reconcile::Manual)),
             TokenStream::new(),
         ),
         Some(Reconcile::Tool(path)) => {
@@ -35,26 +33,26 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
                  finds out whether the write happened"
             );
             let check = quote_spanned! {path.span()=>
-                const _: () = if !<#path as ::tool_contract::__private::ToolContract>::EFFECT
+                const _: () = if !<#path as __private::ToolContract>::EFFECT
                     .can_reconcile()
                 {
                     ::core::panic!(#message)
                 };
             };
             let reconcile = quote! {
-                ::core::option::Option::Some(::tool_contract::__private::Reconcile::Tool(
-                    <#path as ::tool_contract::__private::ToolContract>::NAME,
+                __private::Some(__private::Reconcile::Tool(
+                    <#path as __private::ToolContract>::NAME,
                 ))
             };
             let reconciled_by = quote! {
                 #[automatically_derived]
-                impl ::tool_contract::__private::ReconciledBy for #ident {
+                impl __private::ReconciledBy for #ident {
                     type StatusTool = #path;
                 }
             };
             (reconcile, quote!(#check #reconciled_by))
         }
-        None => (quote!(::core::option::Option::None), TokenStream::new()),
+        None => (quote!(__private::None), TokenStream::new()),
     };
     let source_label = contract.source_label;
     let producer_revision = contract.producer_revision;
@@ -75,7 +73,7 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
              `web_search` or `community` to `#[tool_contract(...)]`"
         );
         quote_spanned! {output_ty.span()=>
-            const _: () = if ::tool_contract::__private::output_claims_tier::<#ident>() {
+            const _: () = if __private::output_claims_tier::<#ident>() {
                 ::core::panic!(#message)
             };
         }
@@ -88,7 +86,7 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
     let input_fields = contract.fields.iter().map(|field| {
         let name = field.ident.unraw().to_string();
         let kind = option_tokens(field.ty.bound_kind());
-        quote!(::tool_contract::__private::InputFieldDecl { name: #name, kind: #kind })
+        quote!(__private::InputFieldDecl { name: #name, kind: #kind })
     });
     let bound_values = contract
         .fields
@@ -98,8 +96,8 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
             let name = field.ident.unraw().to_string();
             let member = field.ident;
             quote! {
-                #name => ::core::option::Option::Some(
-                    ::tool_contract::__private::BoundField::bound_value(&self.#member),
+                #name => __private::Some(
+                    __private::BoundField::bound_value(&self.#member),
                 ),
             }
         });
@@ -107,30 +105,36 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
     let output_assoc = quote_spanned!(output_ty.span()=> type Output = #output_ty;);
     // Evaluated here, failing at the output's own `bound` (see `output_bound_check`).
     let bound_check = quote_spanned! {output_ty.span()=>
-        const _: () = ::tool_contract::__private::check_output_bounds::<#ident>();
+        const _: () = __private::check_output_bounds::<#ident>();
     };
 
     quote! {
+        // The short paths below at a field's own span are that field's tokens to rustc, so
+        // `unused_qualifications` would name them where the user imported the same names.
+        #[allow(unused_qualifications)]
         const _: () = {
+            // One short path for all the block's names (as serde's `_serde`): fewer tokens
+            // for rustc to parse and resolve in every derived type.
+            use ::tool_contract::__private;
             #statics
-            static __ARGUMENTS: ::tool_contract::__private::ObjectShape =
-                ::tool_contract::__private::ObjectShape::new(#type_name, ::core::option::Option::None, &__FIELDS);
+            static __ARGUMENTS: __private::ObjectShape =
+                __private::ObjectShape::new(#type_name, __private::None, &__FIELDS);
 
             #[automatically_derived]
             #[allow(unused_qualifications)]
-            impl ::tool_contract::__private::ToolContract for #ident {
+            impl __private::ToolContract for #ident {
                 #output_assoc
                 const NAME: &'static str = #name;
-                const EFFECT: ::tool_contract::__private::Effect = #effect;
+                const EFFECT: __private::Effect = #effect;
 
-                // `#[inline]` here and on the other generated methods but the output reader:
-                // compiled where a contract is used, not in every crate that declares one (as
-                // serde's generic impls are). The reader stays out of line: inlined into its
-                // callers, it cost the validator 4% more instructions.
+                // `#[inline]` here and on the other generated methods: compiled where a
+                // contract is used, not in every crate that declares one (as serde's generic
+                // impls are). The output reader is `#[inline]` only with debug assertions
+                // (see there).
                 #[inline]
-                fn spec() -> &'static ::tool_contract::__private::ToolSpec {
-                    static DECL: ::tool_contract::__private::ContractDecl =
-                        ::tool_contract::__private::ContractDecl {
+                fn spec() -> &'static __private::ToolSpec {
+                    static DECL: __private::ContractDecl =
+                        __private::ContractDecl {
                             name: #name,
                             description: #description,
                             effect: #effect,
@@ -146,28 +150,28 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
                             policy_revision: #policy_revision,
                             arguments: &__ARGUMENTS,
                             argument_limits: #argument_limits,
-                            output: ::tool_contract::__private::output_shape::<#ident>,
-                            output_limits: ::tool_contract::__private::output_limits::<#ident>(),
+                            output: __private::output_shape::<#ident>,
+                            output_limits: __private::output_limits::<#ident>(),
                         };
-                    static SPEC: ::tool_contract::__private::OnceLock<::tool_contract::__private::ToolSpec> =
-                        ::tool_contract::__private::OnceLock::new();
-                    SPEC.get_or_init(|| ::tool_contract::__private::build_spec(&DECL))
+                    static SPEC: __private::OnceLock<__private::ToolSpec> =
+                        __private::OnceLock::new();
+                    SPEC.get_or_init(|| __private::build_spec(&DECL))
                 }
 
-                const __ARGUMENT_LIMITS: ::tool_contract::__private::Limits = #argument_limits;
+                const __ARGUMENT_LIMITS: __private::Limits = #argument_limits;
 
-                const __SOURCE_TIER: ::core::option::Option<::tool_contract::__private::SourceTier> =
+                const __SOURCE_TIER: __private::Option<__private::SourceTier> =
                     #source_tier;
 
-                const __INPUT_FIELDS: &'static [::tool_contract::__private::InputFieldDecl] =
+                const __INPUT_FIELDS: &'static [__private::InputFieldDecl] =
                     &[#(#input_fields),*];
 
                 #[inline]
                 fn __read_arguments(
-                    reader: &mut ::tool_contract::__private::Reader<'_, '_>,
-                ) -> ::core::result::Result<
-                    ::core::option::Option<Self>,
-                    ::tool_contract::__private::Stop,
+                    reader: &mut __private::Reader<'_, '_>,
+                ) -> __private::Result<
+                    __private::Option<Self>,
+                    __private::Stop,
                 > {
                     #read_arguments
                 }
@@ -176,10 +180,10 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
                 fn __bound_value(
                     &self,
                     field: &str,
-                ) -> ::core::option::Option<::tool_contract::__private::BoundValue<'_>> {
+                ) -> __private::Option<__private::BoundValue<'_>> {
                     match field {
                         #(#bound_values)*
-                        _ => ::core::option::Option::None,
+                        _ => __private::None,
                     }
                 }
             }
@@ -204,7 +208,7 @@ pub fn output(output: &Output) -> TokenStream {
     let owned = lifetime.is_none().then(|| {
         quote! {
             #[automatically_derived]
-            impl ::tool_contract::__private::OwnedOutput for #ident {}
+            impl __private::OwnedOutput for #ident {}
         }
     });
     let type_name = ident.to_string();
@@ -221,8 +225,8 @@ pub fn output(output: &Output) -> TokenStream {
             statics.extend(grounding_checks(&type_name, fields, sources, lifetime));
             let read = read_object(fields, &quote!(_rules.grounded()), sources);
             let shape = quote! {
-                static __SHAPE: ::tool_contract::__private::ObjectShape =
-                    ::tool_contract::__private::ObjectShape::new(#type_name, #description, &__FIELDS);
+                static __SHAPE: __private::ObjectShape =
+                    __private::ObjectShape::new(#type_name, #description, &__FIELDS);
             };
             let bounds = source_consts(fields, sources.is_some());
             let write = write_object(fields);
@@ -235,8 +239,8 @@ pub fn output(output: &Output) -> TokenStream {
                 static __VALUES: [&str; #count] = [#(#values),*];
             };
             let shape = quote! {
-                static __SHAPE: ::tool_contract::__private::EnumShape =
-                    ::tool_contract::__private::EnumShape::new(#type_name, #description, &__VALUES);
+                static __SHAPE: __private::EnumShape =
+                    __private::EnumShape::new(#type_name, #description, &__VALUES);
             };
             let read = read_enum(variants);
             let write = write_enum(variants);
@@ -257,8 +261,8 @@ pub fn output(output: &Output) -> TokenStream {
                 pub struct __Bounds<__I>(::core::marker::PhantomData<__I>);
 
                 #[automatically_derived]
-                impl<__I: ::tool_contract::__private::ToolContract>
-                    ::tool_contract::__private::BoundCheck for __Bounds<__I>
+                impl<__I: __private::ToolContract>
+                    __private::BoundCheck for __Bounds<__I>
                 {
                     const CHECK: () = {
                         #checks
@@ -267,26 +271,34 @@ pub fn output(output: &Output) -> TokenStream {
             };
             (check_type, quote!(__Bounds<__I>))
         }
-        OutputData::Enum(_) => (
-            TokenStream::new(),
-            quote!(::tool_contract::__private::NoBounds),
-        ),
+        OutputData::Enum(_) => (TokenStream::new(), quote!(__private::NoBounds)),
     };
 
     quote! {
+        // The short paths below at a field's own span are that field's tokens to rustc, so
+        // `unused_qualifications` would name them where the user imported the same names.
+        #[allow(unused_qualifications)]
         const _: () = {
+            // One short path for all the block's names (as serde's `_serde`): fewer tokens
+            // for rustc to parse and resolve in every derived type.
+            use ::tool_contract::__private;
             #statics
             #shape
 
             #[automatically_derived]
             #[allow(unused_qualifications)]
-            impl #read_generics ::tool_contract::__private::ReadField<'__de> for #self_ty {
+            impl #read_generics __private::ReadField<'__de> for #self_ty {
+                // With debug assertions (a debug build) `#[inline]` only defers the
+                // reader's machine code to where it is used, as the other methods'; in an
+                // optimized build it would have the reader inlined into its callers, which
+                // cost the validator 4% more instructions, so there it stays out of line.
+                #[cfg_attr(debug_assertions, inline)]
                 fn __read(
-                    reader: &mut ::tool_contract::__private::Reader<'__de, '_>,
-                    _rules: &::tool_contract::__private::Rules,
-                ) -> ::core::result::Result<
-                    ::core::option::Option<Self>,
-                    ::tool_contract::__private::Stop,
+                    reader: &mut __private::Reader<'__de, '_>,
+                    _rules: &__private::Rules,
+                ) -> __private::Result<
+                    __private::Option<Self>,
+                    __private::Stop,
                 > {
                     #read
                 }
@@ -294,10 +306,10 @@ pub fn output(output: &Output) -> TokenStream {
 
             #[automatically_derived]
             #[allow(unused_qualifications)]
-            impl #impl_generics ::tool_contract::__private::ContractField for #self_ty {
+            impl #impl_generics __private::ContractField for #self_ty {
                 #[inline]
-                fn __shape() -> ::tool_contract::__private::Shape {
-                    ::tool_contract::__private::Shape::#shape_variant(&__SHAPE)
+                fn __shape() -> __private::Shape {
+                    __private::Shape::#shape_variant(&__SHAPE)
                 }
 
                 #[inline]
@@ -305,14 +317,14 @@ pub fn output(output: &Output) -> TokenStream {
                     #write
                 }
 
-                type __Check<__I: ::tool_contract::__private::ToolContract> = #bound_check;
+                type __Check<__I: __private::ToolContract> = #bound_check;
 
                 #bounds
             }
 
             #[automatically_derived]
-            impl #impl_generics ::tool_contract::__private::ToolOutput for #self_ty {
-                const LIMITS: ::tool_contract::__private::Limits = #output_limits;
+            impl #impl_generics __private::ToolOutput for #self_ty {
+                const LIMITS: __private::Limits = #output_limits;
             }
 
             #owned
@@ -332,99 +344,104 @@ fn field_statics(
     lifetime: Option<&syn::Lifetime>,
 ) -> TokenStream {
     let mut patterns = TokenStream::new();
-    let specs = fields.iter().enumerate().map(|(index, field)| {
-        let mut rules = quote!(::tool_contract::__private::Rules::NONE);
-        let rule_fields = &field.rules;
-        if let Some(min_len) = &rule_fields.min_len {
-            let n = min_len.value;
-            rules.extend(quote!(.with_min_len(#n)));
-        }
-        if let Some(max_len) = &rule_fields.max_len {
-            let n = max_len.value;
-            rules.extend(quote!(.with_max_len(#n)));
-        }
-        if let Some(pattern) = &rule_fields.pattern {
-            let static_name = format_ident!("__PATTERN_{index}");
-            patterns.extend(quote! {
-                static #static_name: ::tool_contract::__private::Pattern = ::tool_contract::__private::Pattern::new(#pattern);
-            });
-            rules.extend(quote!(.with_pattern(&#static_name)));
-        }
-        if let Some(format) = &rule_fields.format {
-            let format = format.value;
-            rules.extend(quote!(.with_format(#format)));
-        }
-        if let Some(max_items) = &rule_fields.max_items {
-            let n = max_items.value;
-            rules.extend(quote!(.with_max_items(#n)));
-        }
-        if let Some(minimum) = &rule_fields.minimum {
-            let n = minimum.value;
-            rules.extend(quote!(.with_minimum(#n)));
-        }
-        if let Some(maximum) = &rule_fields.maximum {
-            let n = maximum.value;
-            rules.extend(quote!(.with_maximum(#n)));
-        }
-        if let Some(free_form) = &rule_fields.free_form {
-            let max_depth = free_form.value.max_depth;
-            let max_bytes = free_form.value.max_bytes;
-            rules.extend(quote! {
-                .with_free_form(::tool_contract::__private::FreeFormLimits {
-                    max_depth: #max_depth,
-                    max_bytes: #max_bytes,
-                })
-            });
-        }
-        if rule_fields.grounded.is_some() || grounded_sources == Some(index) {
-            rules.extend(quote!(.with_grounded()));
-        }
-        if let Some(synthetic) = &rule_fields.synthetic {
-            let detectors_name = format_ident!("__SYNTHETIC_DETECTORS_{index}");
-            let rule_name = format_ident!("__SYNTHETIC_{index}");
-            let detectors: Vec<TokenStream> = synthetic
-                .value
-                .detectors
-                .iter()
-                .map(|detector| match detector {
-                    Detector::Builtin(detector) => detector.to_token_stream(),
-                    Detector::Custom(path) => {
-                        let name = path.to_token_stream().to_string().replace(' ', "");
-                        quote_spanned!(path.span()=> ::tool_contract::__private::Detector::new(#name, #path))
-                    }
-                })
-                .collect();
-            let count = detectors.len();
-            let action = if synthetic.value.strip {
-                quote!(Strip)
-            } else {
-                quote!(Reject)
-            };
-            patterns.extend(quote! {
-                static #detectors_name: [::tool_contract::__private::Detector; #count] = [#(#detectors),*];
-                static #rule_name: ::tool_contract::__private::SyntheticRule =
-                    ::tool_contract::__private::SyntheticRule::new(
-                        ::tool_contract::__private::SyntheticAction::#action,
-                        &#detectors_name,
-                    );
-            });
-            rules.extend(quote!(.with_synthetic(&#rule_name)));
-        }
-        let key = &field.key;
-        let rust_name = field.ident.unraw().to_string();
-        let description = option_tokens(field.doc.as_deref());
-        let ty = &field.original.ty;
-        let static_ty = lifetime::outside_impl(ty, lifetime);
-        let shape = quote_spanned!(ty.span()=> <#static_ty as ::tool_contract::__private::ContractField>::__shape);
-        let bound = option_tokens(field.rules.bound.as_ref().map(|b| b.unraw().to_string()));
-        quote! {
-            ::tool_contract::__private::FieldSpec::new(#key, #rust_name, #description, #shape, #rules, #bound)
-        }
-    }).collect::<Vec<_>>();
+    let specs = fields
+        .iter()
+        .enumerate()
+        .map(|(index, field)| {
+            let mut rules = quote!(__private::Rules::NONE);
+            let rule_fields = &field.rules;
+            if let Some(min_len) = &rule_fields.min_len {
+                let n = min_len.value;
+                rules.extend(quote!(.with_min_len(#n)));
+            }
+            if let Some(max_len) = &rule_fields.max_len {
+                let n = max_len.value;
+                rules.extend(quote!(.with_max_len(#n)));
+            }
+            if let Some(pattern) = &rule_fields.pattern {
+                let static_name = format_ident!("__PATTERN_{index}");
+                patterns.extend(quote! {
+                    static #static_name: __private::Pattern = __private::Pattern::new(#pattern);
+                });
+                rules.extend(quote!(.with_pattern(&#static_name)));
+            }
+            if let Some(format) = &rule_fields.format {
+                let format = format.value;
+                rules.extend(quote!(.with_format(#format)));
+            }
+            if let Some(max_items) = &rule_fields.max_items {
+                let n = max_items.value;
+                rules.extend(quote!(.with_max_items(#n)));
+            }
+            if let Some(minimum) = &rule_fields.minimum {
+                let n = minimum.value;
+                rules.extend(quote!(.with_minimum(#n)));
+            }
+            if let Some(maximum) = &rule_fields.maximum {
+                let n = maximum.value;
+                rules.extend(quote!(.with_maximum(#n)));
+            }
+            if let Some(free_form) = &rule_fields.free_form {
+                let max_depth = free_form.value.max_depth;
+                let max_bytes = free_form.value.max_bytes;
+                rules.extend(quote! {
+                    .with_free_form(__private::FreeFormLimits {
+                        max_depth: #max_depth,
+                        max_bytes: #max_bytes,
+                    })
+                });
+            }
+            if rule_fields.grounded.is_some() || grounded_sources == Some(index) {
+                rules.extend(quote!(.with_grounded()));
+            }
+            if let Some(synthetic) = &rule_fields.synthetic {
+                let detectors_name = format_ident!("__SYNTHETIC_DETECTORS_{index}");
+                let rule_name = format_ident!("__SYNTHETIC_{index}");
+                let detectors: Vec<TokenStream> = synthetic
+                    .value
+                    .detectors
+                    .iter()
+                    .map(|detector| match detector {
+                        Detector::Builtin(detector) => detector.to_token_stream(),
+                        Detector::Custom(path) => {
+                            let name = path.to_token_stream().to_string().replace(' ', "");
+                            quote_spanned!(path.span()=> __private::Detector::new(#name, #path))
+                        }
+                    })
+                    .collect();
+                let count = detectors.len();
+                let action = if synthetic.value.strip {
+                    quote!(Strip)
+                } else {
+                    quote!(Reject)
+                };
+                patterns.extend(quote! {
+                    static #detectors_name: [__private::Detector; #count] = [#(#detectors),*];
+                    static #rule_name: __private::SyntheticRule =
+                        __private::SyntheticRule::new(
+                            __private::SyntheticAction::#action,
+                            &#detectors_name,
+                        );
+                });
+                rules.extend(quote!(.with_synthetic(&#rule_name)));
+            }
+            let key = &field.key;
+            let rust_name = field.ident.unraw().to_string();
+            let description = option_tokens(field.doc.as_deref());
+            let ty = &field.original.ty;
+            let static_ty = lifetime::outside_impl(ty, lifetime);
+            let shape =
+                quote_spanned!(ty.span()=> <#static_ty as __private::ContractField>::__shape);
+            let bound = option_tokens(field.rules.bound.as_ref().map(|b| b.unraw().to_string()));
+            quote! {
+                __private::FieldSpec::new(#key, #rust_name, #description, #shape, #rules, #bound)
+            }
+        })
+        .collect::<Vec<_>>();
     let count = fields.len();
     quote! {
         #patterns
-        static __FIELDS: [::tool_contract::__private::FieldSpec; #count] = [#(#specs),*];
+        static __FIELDS: [__private::FieldSpec; #count] = [#(#specs),*];
     }
 }
 
@@ -454,10 +471,10 @@ fn read_object(
             let bound = field.rules.bound.as_ref().map(|input_field| {
                 let input_field = input_field.unraw().to_string();
                 quote! {
-                    if let ::core::option::Option::Some(value) = &value {
-                        ::tool_contract::__tri!(reader.check_bound(
+                    if let __private::Some(value) = &value {
+                        __private::__tri!(reader.check_bound(
                             #input_field,
-                            ::tool_contract::__private::BoundField::bound_value(value),
+                            __private::BoundField::bound_value(value),
                         ));
                     }
                 }
@@ -465,20 +482,20 @@ fn read_object(
             let grounded = (sources == Some(index)).then(|| {
                 // No let-chain: the code lands in the user's crate, whatever its edition.
                 quote! {
-                    if let ::core::option::Option::Some(sources) = &value {
+                    if let __private::Some(sources) = &value {
                         if sources.is_empty()
                             && (__FIELDS[#index].rules().grounded() || #parent_grounded)
                         {
-                            ::tool_contract::__tri!(reader.missing_sources());
+                            __private::__tri!(reader.missing_sources());
                         }
                     }
                 }
             });
             // The runtime's `next_field` puts the key on the path, so a report points at it.
             let call = quote_spanned! {ty.span()=>
-                <#ty as ::tool_contract::__private::ReadField<'_>>::__read(reader, __FIELDS[#index].rules())
+                <#ty as __private::ReadField<'_>>::__read(reader, __FIELDS[#index].rules())
             };
-            let read = quote!(::tool_contract::__tri!(#call));
+            let read = quote!(__private::__tri!(#call));
             if bound.is_none() && grounded.is_none() {
                 return quote!(#index => #slot = #read,);
             }
@@ -509,34 +526,34 @@ fn read_object(
         .map(|i| format_ident!("__value_{i}"))
         .collect();
     quote! {
-        static __KEYS: ::tool_contract::__private::FieldKeys =
-            ::tool_contract::__private::FieldKeys::new(
+        static __KEYS: __private::FieldKeys =
+            __private::FieldKeys::new(
                 &[#(#declared_order),*],
                 &[#(#canonical_order),*],
             );
-        let ::core::option::Option::Some(mut __fields) =
-            ::tool_contract::__tri!(reader.begin_fields(&__KEYS))
+        let __private::Some(mut __fields) =
+            __private::__tri!(reader.begin_fields(&__KEYS))
         else {
-            return ::core::result::Result::Ok(::core::option::Option::None);
+            return __private::Ok(__private::None);
         };
         // Each field's value, `None` until it is read and valid: `__seen` says which were read.
-        #(let mut #slots = ::core::option::Option::None;)*
+        #(let mut #slots = __private::None;)*
         let mut __seen = [false; #count];
-        while let ::core::option::Option::Some(__index) =
-            ::tool_contract::__tri!(reader.next_field(&mut __fields, &mut __seen))
+        while let __private::Some(__index) =
+            __private::__tri!(reader.next_field(&mut __fields, &mut __seen))
         {
             match __index {
                 #(#reads)*
                 _ => {}
             }
         }
-        ::tool_contract::__tri!(reader.missing_fields(&__KEYS, &__seen));
-        ::core::result::Result::Ok(match (#(#slots,)*) {
-            (#(::core::option::Option::Some(#values),)*) => {
-                ::core::option::Option::Some(Self { #(#members: #values),* })
+        __private::__tri!(reader.missing_fields(&__KEYS, &__seen));
+        __private::Ok(match (#(#slots,)*) {
+            (#(__private::Some(#values),)*) => {
+                __private::Some(Self { #(#members: #values),* })
             }
             #[allow(unreachable_patterns)]
-            _ => ::core::option::Option::None,
+            _ => __private::None,
         })
     }
 }
@@ -566,18 +583,18 @@ fn read_enum(variants: &[Variant]) -> TokenStream {
     let arms = variants.iter().map(|variant| {
         let value = &variant.value;
         let ident = variant.ident;
-        quote!(#value => ::core::option::Option::Some(Self::#ident),)
+        quote!(#value => __private::Some(Self::#ident),)
     });
     quote! {
-        let ::core::option::Option::Some(value) = ::tool_contract::__tri!(reader.read_string())
+        let __private::Some(value) = __private::__tri!(reader.read_string())
         else {
-            return ::core::result::Result::Ok(::core::option::Option::None);
+            return __private::Ok(__private::None);
         };
-        ::core::result::Result::Ok(match &*value {
+        __private::Ok(match &*value {
             #(#arms)*
             _ => {
-                ::tool_contract::__tri!(reader.not_in_enum(&__VALUES));
-                ::core::option::Option::None
+                __private::__tri!(reader.not_in_enum(&__VALUES));
+                __private::None
             }
         })
     }
@@ -597,7 +614,7 @@ fn write_object(fields: &[Field]) -> TokenStream {
         let key = bytes_literal(&format!("{before}{}:", json_string(&field.key)));
         // At the field's type, like the read: an unsupported type is one error there.
         let write = quote_spanned! {ty.span()=>
-            <#ty as ::tool_contract::__private::ContractField>::__write_canonical(&self.#ident, out);
+            <#ty as __private::ContractField>::__write_canonical(&self.#ident, out);
         };
         quote! {
             out.extend_from_slice(#key);
@@ -662,14 +679,14 @@ fn output_bound_check(
              same kind (String, bool or integer)"
         );
         Some(quote_spanned! {bound.span()=>
-            if let ::core::option::Option::Some(message) = ::tool_contract::__private::bound_error(
-                &[::tool_contract::__private::BoundDecl {
+            if let __private::Some(message) = __private::bound_error(
+                &[__private::BoundDecl {
                     input_field: #input_field,
                     kind: #kind,
                     missing: #missing,
                     mismatch: #mismatch,
                 }],
-                <__I as ::tool_contract::__private::ToolContract>::__INPUT_FIELDS,
+                <__I as __private::ToolContract>::__INPUT_FIELDS,
             ) {
                 ::core::panic!("{}", message)
             }
@@ -679,8 +696,8 @@ fn output_bound_check(
         let ty = &field.original.ty;
         let static_ty = lifetime::outside_impl(ty, lifetime);
         quote_spanned! {ty.span()=>
-            let () = <<#static_ty as ::tool_contract::__private::ContractField>::__Check<__I>
-                as ::tool_contract::__private::BoundCheck>::CHECK;
+            let () = <<#static_ty as __private::ContractField>::__Check<__I>
+                as __private::BoundCheck>::CHECK;
         }
     });
     quote!(#(#own)* #(#nested)*)
@@ -691,7 +708,7 @@ fn output_bound_check(
 fn source_consts(fields: &[Field], holds_sources: bool) -> TokenStream {
     let claims = fields.iter().map(|field| {
         let ty = &field.original.ty;
-        quote_spanned!(ty.span()=> <#ty as ::tool_contract::__private::ContractField>::__CLAIMS_TIER)
+        quote_spanned!(ty.span()=> <#ty as __private::ContractField>::__CLAIMS_TIER)
     });
     quote! {
         const __HOLDS_SOURCES: bool = #holds_sources;
@@ -714,7 +731,7 @@ fn grounding_checks(
             #[allow(dead_code)]
             fn __sources_are_grounding_sources(
                 sources: #ty,
-            ) -> ::std::vec::Vec<::tool_contract::__private::GroundingSource> {
+            ) -> ::std::vec::Vec<__private::GroundingSource> {
                 sources
             }
         });
@@ -740,7 +757,7 @@ fn grounding_checks(
             .next()
             .map_or_else(|| ty.span(), |token| token.span());
         checks.extend(quote_spanned! {span=>
-            const _: () = if !<#static_ty as ::tool_contract::__private::ContractField>::__HOLDS_SOURCES {
+            const _: () = if !<#static_ty as __private::ContractField>::__HOLDS_SOURCES {
                 ::core::panic!(#message)
             };
         });
@@ -774,18 +791,18 @@ pub fn tool_name_check(name: &ToolName) -> TokenStream {
 fn limits(limits: &Limits) -> TokenStream {
     let max_bytes = match limits.max_bytes.as_ref().map(|n| n.value) {
         Some(n) => quote!(#n),
-        None => quote!(::tool_contract::__private::Limits::DEFAULT.max_bytes),
+        None => quote!(__private::Limits::DEFAULT.max_bytes),
     };
     let max_depth = match limits.max_depth.as_ref().map(|n| n.value) {
         Some(n) => quote!(#n),
-        None => quote!(::tool_contract::__private::Limits::DEFAULT.max_depth),
+        None => quote!(__private::Limits::DEFAULT.max_depth),
     };
-    quote!(::tool_contract::__private::Limits { max_bytes: #max_bytes, max_depth: #max_depth })
+    quote!(__private::Limits { max_bytes: #max_bytes, max_depth: #max_depth })
 }
 
 fn option_tokens(value: Option<impl ToTokens>) -> TokenStream {
     match value {
-        Some(value) => quote!(::core::option::Option::Some(#value)),
-        None => quote!(::core::option::Option::None),
+        Some(value) => quote!(__private::Some(#value)),
+        None => quote!(__private::None),
     }
 }

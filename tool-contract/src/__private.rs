@@ -2,6 +2,9 @@
 //! the crate's root). Not part of the semver API; the derives and `registry!` name every path
 //! through here, so this list is the whole boundary between expansions and the crate.
 
+// The prelude's names, so that a generated block names them by its one short path.
+pub use core::option::Option::{self, None, Some};
+pub use core::result::Result::{self, Err, Ok};
 pub use std::sync::OnceLock;
 
 pub use crate::contract::bound::{
@@ -36,8 +39,9 @@ pub use crate::vocabulary::tier::SourceTier;
 macro_rules! __tri {
     ($result:expr) => {
         match $result {
-            ::core::result::Result::Ok(value) => value,
-            ::core::result::Result::Err(stop) => return ::core::result::Result::Err(stop),
+            $crate::__private::Ok(value) => value,
+            $crate::__private::Err(stop) => return $crate::__private::Err(stop),
         }
     };
 }
+pub use crate::__tri;
