@@ -74,3 +74,55 @@ fn derive_output(input: &DeriveInput) -> proc_macro2::TokenStream {
         Err(errors) => fallback::output(input, errors),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::{Delimiter, TokenStream, TokenTree};
+
+    /// The attributes (each as printed) of every `fn` named `name` in `tokens`, at any depth.
+    fn attributes_of_fns(tokens: TokenStream, name: &str, found: &mut Vec<Vec<String>>) {
+        let trees: Vec<TokenTree> = tokens.into_iter().collect();
+        for (at, tree) in trees.iter().enumerate() {
+            match tree {
+                TokenTree::Group(group) => attributes_of_fns(group.stream(), name, found),
+                TokenTree::Ident(keyword) if keyword == "fn" => {
+                    let named =
+                        matches!(trees.get(at + 1), Some(TokenTree::Ident(ident)) if ident == name);
+                    if !named {
+                        continue;
+                    }
+                    let mut attributes = Vec::new();
+                    let mut start = at;
+                    while let [TokenTree::Punct(pound), TokenTree::Group(attribute)] =
+                        &trees[start.saturating_sub(2)..start]
+                    {
+                        if pound.as_char() != '#' || attribute.delimiter() != Delimiter::Bracket {
+                            break;
+                        }
+                        attributes.push(attribute.stream().to_string());
+                        start -= 2;
+                    }
+                    found.push(attributes);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn an_output_reader_is_inline_under_debug_assertions_only() {
+        let input: syn::DeriveInput = syn::parse_quote! {
+            struct OrderView {
+                order_ref: String,
+                total_cents: u64,
+            }
+        };
+        let mut readers = Vec::new();
+        attributes_of_fns(super::derive_output(&input), "__read", &mut readers);
+        assert_eq!(
+            readers,
+            [["cfg_attr (debug_assertions , inline)".to_owned()]],
+            "one reader, compiled where used in a debug build and out of line in an optimized one"
+        );
+    }
+}
