@@ -115,12 +115,16 @@ pub struct Asked {
     pub statements: u64,
     /// Round trips: the times a client spoke after the server had answered it.
     pub round_trips: u64,
+    /// Statements the server was asked to parse: each `Parse` of the extended protocol and
+    /// each simple `Query` (a prepared statement's later runs send neither).
+    pub parses: u64,
 }
 
 #[derive(Debug, Default)]
 struct Traffic {
     statements: AtomicU64,
     round_trips: AtomicU64,
+    parses: AtomicU64,
 }
 
 impl Relay {
@@ -153,6 +157,7 @@ impl Relay {
         Asked {
             statements: self.traffic.statements.swap(0, Ordering::SeqCst),
             round_trips: self.traffic.round_trips.swap(0, Ordering::SeqCst),
+            parses: self.traffic.parses.swap(0, Ordering::SeqCst),
         }
     }
 
@@ -250,8 +255,11 @@ async fn relayed(
             if answered.swap(false, Ordering::SeqCst) {
                 traffic.round_trips.fetch_add(1, Ordering::SeqCst);
             }
-            let statements = messages.feed(&buffer[..read]);
-            traffic.statements.fetch_add(statements, Ordering::SeqCst);
+            let fed = messages.feed(&buffer[..read]);
+            traffic
+                .statements
+                .fetch_add(fed.statements, Ordering::SeqCst);
+            traffic.parses.fetch_add(fed.parses, Ordering::SeqCst);
             if server_writes.write_all(&buffer[..read]).await.is_err() {
                 break;
             }
@@ -277,6 +285,13 @@ async fn relayed(
 /// boundaries: an untyped startup packet (after any SSL or GSS encryption request), then
 /// messages of a type byte and a length that counts itself (PostgreSQL's documentation,
 /// "Frontend/Backend Protocol", section "Message Formats").
+/// What one read of the client's bytes completed.
+#[derive(Debug, Default)]
+struct Fed {
+    statements: u64,
+    parses: u64,
+}
+
 #[derive(Debug, Default)]
 struct FrontendMessages {
     started: bool,
@@ -288,10 +303,10 @@ impl FrontendMessages {
     const SSL_REQUEST: u32 = 80_877_103;
     const GSSENC_REQUEST: u32 = 80_877_104;
 
-    /// Takes the client's next bytes; how many statements they completed.
-    fn feed(&mut self, bytes: &[u8]) -> u64 {
+    /// Takes the client's next bytes; what the messages they completed asked.
+    fn feed(&mut self, bytes: &[u8]) -> Fed {
         self.pending.extend_from_slice(bytes);
-        let mut statements = 0;
+        let mut fed = Fed::default();
         let mut at = 0;
         loop {
             let rest = &self.pending[at..];
@@ -310,12 +325,11 @@ impl FrontendMessages {
                 break;
             }
             self.started |= starts;
-            if matches!(kind, Some(b'S' | b'Q')) {
-                statements += 1;
-            }
+            fed.statements += u64::from(matches!(kind, Some(b'S' | b'Q')));
+            fed.parses += u64::from(matches!(kind, Some(b'P' | b'Q')));
             at += length;
         }
         self.pending.drain(..at);
-        statements
+        fed
     }
 }

@@ -1,13 +1,16 @@
 //! Issue 33, point 2: on PostgreSQL, the common path of a write (the look, the claim, the
-//! record of its outcome) costs one statement, in one round trip, per state change; counted
-//! on the wire by a relay between the store and the server. And what lets those statements
+//! record of its outcome) costs one statement, in one round trip, per state change, and the
+//! server parses none of them (they are prepared once per connection); counted on the wire
+//! by a relay between the store and the server. And what lets those statements
 //! go without the key's advisory lock: a general claim beaten to an empty key by one of them
 //! reads the winner and answers from it.
 
 use std::sync::Arc;
 
 use tool_contract::Status;
-use tool_contract::control::{Claim, Claimed, ControlStore, Lease, RowSeal, WriteState};
+use tool_contract::control::{
+    Claim, Claimed, ControlStore, Lease, PostgresOptions, RowSeal, WriteState,
+};
 use tool_contract::results::Delivery;
 use tool_contract_tests::postgres::{Asked, Relay, Schema};
 use tool_contract_tests::tracker::{Remote, builder, clock, create, message, run, sent};
@@ -29,7 +32,7 @@ async fn through(
 }
 
 #[tokio::test]
-async fn a_write_nobody_approves_is_two_statements_in_two_round_trips() {
+async fn a_write_nobody_approves_is_two_prepared_statements_in_two_round_trips() {
     let Some(schema) = Schema::new("write_round_trips") else {
         return;
     };
@@ -44,14 +47,74 @@ async fn a_write_nobody_approves_is_two_statements_in_two_round_trips() {
         relay.take_traffic(),
         Asked {
             statements: 2,
-            round_trips: 2
+            round_trips: 2,
+            parses: 0
         },
         "the claim with its look, and the outcome"
     );
 }
 
 #[tokio::test]
-async fn an_approved_write_is_three_statements_its_grant_redeemed_in_the_claim() {
+async fn a_new_connection_prepares_the_common_statements_in_one_round_trip() {
+    let Some(schema) = Schema::new("new_connection_round_trips") else {
+        return;
+    };
+    let relay = Relay::start(&schema.url);
+    let remote = Remote::new();
+    let dispatcher = through(&schema, &relay, &remote).await;
+    // The connection that migrated, and prepared, is gone: the write opens another.
+    relay.cut();
+    // The pool's client sees its connection closed once its task runs.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    relay.restore();
+    relay.take_traffic();
+
+    let written = run(&dispatcher, &create("c1", "Broken build", "b", "k1")).await;
+    assert_eq!(written.result.model.status(), Status::Succeeded);
+    assert_eq!(
+        relay.take_traffic(),
+        Asked {
+            statements: 7,
+            round_trips: 3,
+            parses: 5
+        },
+        "the five statements prepared together, then the write's two"
+    );
+}
+
+#[tokio::test]
+async fn a_store_that_prepares_nothing_has_each_statement_parsed() {
+    let Some(schema) = Schema::new("unprepared_round_trips") else {
+        return;
+    };
+    let relay = Relay::start(&schema.url);
+    let remote = Remote::new();
+    let options = PostgresOptions {
+        prepare_statements: false,
+        ..schema.options()
+    };
+    let store = relay.store(&schema, options).await;
+    let dispatcher = builder(&remote)
+        .store(Arc::new(store))
+        .build()
+        .expect("every tool has its handler");
+    relay.take_traffic();
+
+    let written = run(&dispatcher, &create("c1", "Broken build", "b", "k1")).await;
+    assert_eq!(written.result.model.status(), Status::Succeeded);
+    assert_eq!(
+        relay.take_traffic(),
+        Asked {
+            statements: 2,
+            round_trips: 2,
+            parses: 2
+        },
+        "the same two statements, each sent unnamed"
+    );
+}
+
+#[tokio::test]
+async fn an_approved_write_is_three_prepared_statements_its_grant_redeemed_in_the_claim() {
     let Some(schema) = Schema::new("approved_round_trips") else {
         return;
     };
@@ -67,10 +130,12 @@ async fn an_approved_write_is_three_statements_its_grant_redeemed_in_the_claim()
         relay.take_traffic(),
         Asked {
             statements: 7,
-            round_trips: 7
+            round_trips: 7,
+            parses: 6
         },
         "the look, then the approval stage's transaction (begin, the key's lock, the approval \
-         row, the record, the pending approval, commit)"
+         row, the record, the pending approval, commit), which is off the common path and \
+         prepares nothing"
     );
     dispatcher
         .approve(
@@ -90,7 +155,8 @@ async fn an_approved_write_is_three_statements_its_grant_redeemed_in_the_claim()
         relay.take_traffic(),
         Asked {
             statements: 3,
-            round_trips: 3
+            round_trips: 3,
+            parses: 0
         },
         "the look with the approval stage's read, the claim that redeems the grant, and the \
          outcome"
@@ -98,7 +164,7 @@ async fn an_approved_write_is_three_statements_its_grant_redeemed_in_the_claim()
 }
 
 #[tokio::test]
-async fn a_replayed_write_is_two_statements() {
+async fn a_replayed_write_is_two_prepared_statements() {
     let Some(schema) = Schema::new("replay_round_trips") else {
         return;
     };
@@ -119,7 +185,8 @@ async fn a_replayed_write_is_two_statements() {
         relay.take_traffic(),
         Asked {
             statements: 2,
-            round_trips: 2
+            round_trips: 2,
+            parses: 0
         },
         "the claim finds the key taken, and the look reads the record"
     );

@@ -14,6 +14,10 @@
 //! `pgbench` running three single-statement transactions per write: the look's read of two
 //! rows, an insert that updates a second table in the same statement, and the fenced
 //! update.
+//!
+//! Each pgbench floor runs twice: with its statements prepared once per connection
+//! (`-M prepared`), as the store prepares its common path's statements, and with each
+//! statement parsed and planned every time it is sent (`-M extended`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -338,23 +342,29 @@ fn bench_store(c: &mut Criterion) {
         ));
     }
     if let Some((url, _)) = postgres {
-        for clients in CLIENTS {
-            match pgbench(&url, APPROVED_FLOOR, clients, 5) {
-                Some((tps, p99_ms)) => println!(
-                    "store_approved_write pgbench (floor): {clients} clients, {tps:.0} writes/s, \
-                     p99 {p99_ms:.2} ms"
-                ),
-                None => eprintln!("store bench: pgbench did not run; its floor is left out"),
+        for mode in ["prepared", "extended"] {
+            for clients in CLIENTS {
+                match pgbench(&url, APPROVED_FLOOR, mode, clients, 5) {
+                    Some((tps, p99_ms)) => println!(
+                        "store_approved_write pgbench (floor, {mode}): {clients} clients, \
+                         {tps:.0} writes/s, p99 {p99_ms:.2} ms"
+                    ),
+                    None => eprintln!("store bench: pgbench did not run; its floor is left out"),
+                }
             }
         }
         for (name, script) in [("floor", FLOOR), ("same statements", SAME_STATEMENTS)] {
-            for clients in CLIENTS {
-                match pgbench(&url, script, clients, 5) {
-                    Some((tps, p99_ms)) => println!(
-                        "store_write pgbench ({name}): {clients} clients, {tps:.0} writes/s, \
-                         p99 {p99_ms:.2} ms"
-                    ),
-                    None => eprintln!("store bench: pgbench did not run; its {name} is left out"),
+            for mode in ["prepared", "extended"] {
+                for clients in CLIENTS {
+                    match pgbench(&url, script, mode, clients, 5) {
+                        Some((tps, p99_ms)) => println!(
+                            "store_write pgbench ({name}, {mode}): {clients} clients, \
+                             {tps:.0} writes/s, p99 {p99_ms:.2} ms"
+                        ),
+                        None => {
+                            eprintln!("store bench: pgbench did not run; its {name} is left out")
+                        }
+                    }
                 }
             }
         }
@@ -390,10 +400,16 @@ const GRANTED_ROWS: &str = "INSERT INTO {approvals} (key, approval_id, state, ex
      SELECT 'pgbench:' || n, 'apr_pgbench_' || n, 'granted', 1787396400000, repeat('b', 600), \
      repeat('s', 64) FROM generate_series(1, 200000) AS n ON CONFLICT (key) DO NOTHING";
 
-/// pgbench running `script` (with the bench schema's ledger filled in): its writes
-/// per second and the p99 of one write in milliseconds (from its per-transaction log), or
-/// `None` if it could not run.
-fn pgbench(url: &str, script: &str, clients: usize, seconds: u64) -> Option<(f64, f64)> {
+/// pgbench running `script` (with the bench schema's ledger filled in) in the query
+/// `mode` it names (`prepared` or `extended`): its writes per second and the p99 of one
+/// write in milliseconds (from its per-transaction log), or `None` if it could not run.
+fn pgbench(
+    url: &str,
+    script: &str,
+    mode: &str,
+    clients: usize,
+    seconds: u64,
+) -> Option<(f64, f64)> {
     let script = script
         .replace("{ledger}", &format!("{SCHEMA}.tool_contract_ledger"))
         .replace("{approvals}", &format!("{SCHEMA}.tool_contract_approvals"))
@@ -414,7 +430,7 @@ fn pgbench(url: &str, script: &str, clients: usize, seconds: u64) -> Option<(f64
         .args([
             "-n",
             "-M",
-            "extended",
+            mode,
             "-l",
             "-c",
             &clients.to_string(),

@@ -4,10 +4,11 @@
 //! `FOR UPDATE`), and every write to an in-flight record repeats its fence in the statement.
 //!
 //! The steps of a write's common path are one statement each, without the advisory lock
-//! (`one_statement.rs` says why that is safe); anything off that path runs as the general
-//! step.
+//! (`one_statement.rs` says why that is safe), prepared once on each pooled connection
+//! (`prepared.rs`); anything off that path runs as the general step.
 
 mod one_statement;
+mod prepared;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +34,7 @@ use crate::control::{
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
 
-type Manager = PostgresConnectionManager<NoTls>;
+use prepared::{Common, Manager, RECORD_TYPES};
 
 /// How a [`PostgresStore`] connects.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +47,13 @@ pub struct PostgresOptions {
     /// How long a step waits for a connection before it fails (and the write does not
     /// run). Default 5 s.
     pub connect_timeout: Duration,
+    /// Whether each connection prepares the common path's statements once (named
+    /// statements), so the server parses and plans them once per connection rather than
+    /// on every write. Default `true`. Turn it off behind a pooler in transaction mode that
+    /// does not carry prepared statements across server connections (PgBouncer before
+    /// 1.21, or later without `max_prepared_statements`): every statement is then sent
+    /// unnamed.
+    pub prepare_statements: bool,
 }
 
 impl Default for PostgresOptions {
@@ -54,6 +62,7 @@ impl Default for PostgresOptions {
             schema: "tool_contract".to_owned(),
             pool_size: 4,
             connect_timeout: Duration::from_secs(5),
+            prepare_statements: true,
         }
     }
 }
@@ -106,7 +115,10 @@ impl PostgresStore {
             .max_size(options.pool_size.max(1))
             .test_on_check_out(false)
             .connection_timeout(options.connect_timeout)
-            .build(Manager::new(config, NoTls))
+            .build(Manager::new(
+                PostgresConnectionManager::new(config, NoTls),
+                options.prepare_statements,
+            ))
             .await
             .map_err(StoreError::store)?;
         let store = PostgresStore {
@@ -114,6 +126,9 @@ impl PostgresStore {
             sql: Arc::new(Sql::new(&options.schema)),
         };
         store.migrate().await?;
+        // The connection that migrated opened before the tables existed: it prepares the
+        // common path's statements now, so no write pays for them.
+        store.connection().await?.prepare(&store.sql).await?;
         Ok(store)
     }
 
@@ -744,11 +759,10 @@ impl ControlStore for PostgresStore {
 
     fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Record>> {
         Box::pin(async move {
-            let connection = self.connection().await?;
+            let mut connection = self.connection().await?;
             let row = connection
-                .query_typed_opt(&self.sql.record, &[(&key, Type::TEXT)])
-                .await
-                .map_err(store)?;
+                .query_common(&self.sql, Common::Record, &[&key])
+                .await?;
             row.as_ref().map(record_of).transpose()
         })
     }
@@ -887,8 +901,29 @@ impl ControlStore for PostgresStore {
     }
 }
 
-/// The ten columns of a ledger row, typed: sent with the statement, never prepared apart
-/// (one round trip each).
+/// The ten columns of a ledger row, in the order of [`COLUMNS`] and [`RECORD_TYPES`].
+fn record_values<'a>(
+    record: &'a Record,
+    state: &'a &'a str,
+    generation: &'a i64,
+    lease_until: &'a i64,
+    expires_at: &'a i64,
+) -> [&'a (dyn ToSql + Sync); 10] {
+    [
+        &record.key,
+        &record.request_sha256,
+        &record.tool,
+        state,
+        &record.lease.owner,
+        generation,
+        lease_until,
+        expires_at,
+        &record.result,
+        &record.call,
+    ]
+}
+
+/// The ten columns of a ledger row, typed, for an unnamed statement.
 fn record_params<'a>(
     record: &'a Record,
     state: &'a &'a str,
@@ -896,18 +931,10 @@ fn record_params<'a>(
     lease_until: &'a i64,
     expires_at: &'a i64,
 ) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
-    vec![
-        (&record.key, Type::TEXT),
-        (&record.request_sha256, Type::TEXT),
-        (&record.tool, Type::TEXT),
-        (state, Type::TEXT),
-        (&record.lease.owner, Type::TEXT),
-        (generation, Type::INT8),
-        (lease_until, Type::INT8),
-        (expires_at, Type::INT8),
-        (&record.result, Type::TEXT),
-        (&record.call, Type::TEXT),
-    ]
+    record_values(record, state, generation, lease_until, expires_at)
+        .into_iter()
+        .zip(RECORD_TYPES)
+        .collect()
 }
 
 fn record_of(row: &Row) -> Result<Record, StoreError> {

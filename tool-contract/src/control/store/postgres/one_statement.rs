@@ -38,9 +38,10 @@
 //!   stage) orders before an insert that lands after its read, as if it had run first: it
 //!   read nothing the insert wrote, and the insert reads nothing it writes.
 
-use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::types::ToSql;
 
-use super::{PostgresStore, approval_row_of, record_at, record_of, record_params, store};
+use super::prepared::Common;
+use super::{PostgresStore, approval_row_of, record_at, record_of, record_values, store};
 use crate::control::store::decide::{ClaimDecision, decide_claim, decide_redeem};
 use crate::control::store::rows::approval_look;
 use crate::control::store::stored::{approval_row, sealed_entry, to_sql_u64};
@@ -71,19 +72,17 @@ impl PostgresStore {
         let lease_until = to_sql_u64(fresh.lease_until_ms);
         let expires_at = to_sql_u64(fresh.expires_at_ms);
         let state = fresh.state.as_str();
-        let params = record_params(&fresh, &state, &generation, &lease_until, &expires_at);
-        let connection = self.connection().await?;
+        let params = record_values(&fresh, &state, &generation, &lease_until, &expires_at);
+        let mut connection = self.connection().await?;
         let inserted = connection
-            .execute_typed(&self.sql.claim_if_absent, &params)
-            .await
-            .map_err(store)?;
-        if inserted == 1 {
+            .query_common(&self.sql, Common::ClaimIfAbsent, &params)
+            .await?;
+        if inserted.is_some() {
             return Ok(Some(IfAbsent::Claimed(Claimed::Fresh)));
         }
         let row = connection
-            .query_typed_opt(&self.sql.record, &[(&claim.key, Type::TEXT)])
-            .await
-            .map_err(store)?;
+            .query_common(&self.sql, Common::Record, &[&claim.key])
+            .await?;
         row.as_ref()
             .map(|row| record_of(row).map(IfAbsent::Present))
             .transpose()
@@ -99,26 +98,23 @@ impl PostgresStore {
         let Ok(next) = step.from.next(step.event) else {
             return Ok(None);
         };
-        let connection = self.connection().await?;
+        let mut connection = self.connection().await?;
         let row = connection
-            .query_typed_opt(
-                &self.sql.advance_in_place,
+            .query_common(
+                &self.sql,
+                Common::AdvanceInPlace,
                 &[
-                    (&step.key, Type::TEXT),
-                    (&next.as_str(), Type::TEXT),
-                    (&step.result, Type::TEXT),
-                    (
-                        &to_sql_u64(step.now_ms.saturating_add(step.retention_ms)),
-                        Type::INT8,
-                    ),
-                    (&step.from.as_str(), Type::TEXT),
-                    (&step.lease.owner, Type::TEXT),
-                    (&to_sql_u64(step.lease.generation), Type::INT8),
-                    (&step.from.is_in_flight(), Type::BOOL),
+                    &step.key,
+                    &next.as_str(),
+                    &step.result,
+                    &to_sql_u64(step.now_ms.saturating_add(step.retention_ms)),
+                    &step.from.as_str(),
+                    &step.lease.owner,
+                    &to_sql_u64(step.lease.generation),
+                    &step.from.is_in_flight(),
                 ],
             )
-            .await
-            .map_err(store)?;
+            .await?;
         row.as_ref().map(record_of).transpose()
     }
 
@@ -162,25 +158,25 @@ impl PostgresStore {
         let (was_expires_at, now_expires_at) =
             (to_sql_u64(was.expires_at_ms), to_sql_u64(now.expires_at_ms));
         let by_generation = to_sql_u64(by.generation);
-        let mut params = record_params(&fresh, &state, &generation, &lease_until, &expires_at);
+        let mut params =
+            record_values(&fresh, &state, &generation, &lease_until, &expires_at).to_vec();
         params.extend([
-            (&grant.approval_id as &(dyn ToSql + Sync), Type::TEXT),
-            (&was.state, Type::TEXT),
-            (&was_expires_at, Type::INT8),
-            (&was.body, Type::TEXT),
-            (&granted_seal, Type::TEXT),
-            (&now.state, Type::TEXT),
-            (&now_expires_at, Type::INT8),
-            (&now.body, Type::TEXT),
-            (&by.owner, Type::TEXT),
-            (&by_generation, Type::INT8),
-            (&redeemed_seal, Type::TEXT),
+            &grant.approval_id as &(dyn ToSql + Sync),
+            &was.state,
+            &was_expires_at,
+            &was.body,
+            &granted_seal,
+            &now.state,
+            &now_expires_at,
+            &now.body,
+            &by.owner,
+            &by_generation,
+            &redeemed_seal,
         ]);
-        let connection = self.connection().await?;
+        let mut connection = self.connection().await?;
         let row = connection
-            .query_typed_one(&self.sql.claim_redeeming, &params)
-            .await
-            .map_err(store)?;
+            .query_common_one(&self.sql, Common::ClaimRedeeming, &params)
+            .await?;
         let answer: String = row.try_get(0).map_err(store)?;
         Ok((answer == CLAIMED).then_some(Claimed::Fresh))
     }
@@ -194,11 +190,10 @@ impl PostgresStore {
         &self,
         ask: &ApprovalAsk,
     ) -> Result<ApprovalLook, StoreError> {
-        let connection = self.connection().await?;
+        let mut connection = self.connection().await?;
         let row = connection
-            .query_typed_one(&self.sql.approval_look, &[(&ask.ledger_key, Type::TEXT)])
-            .await
-            .map_err(store)?;
+            .query_common_one(&self.sql, Common::ApprovalLook, &[&ask.ledger_key])
+            .await?;
         let entry = match row.try_get::<_, Option<String>>(0).map_err(store)? {
             None => None,
             Some(_) => {
