@@ -22,7 +22,17 @@ async fn through(
     relay: &Relay,
     remote: &Arc<Remote>,
 ) -> tool_contract::dispatch::Dispatcher {
-    let store = relay.store(schema, schema.options()).await;
+    through_with(schema, relay, remote, schema.options()).await
+}
+
+/// As [`through`], the store connected with `options`.
+async fn through_with(
+    schema: &Schema,
+    relay: &Relay,
+    remote: &Arc<Remote>,
+    options: PostgresOptions,
+) -> tool_contract::dispatch::Dispatcher {
+    let store = relay.store(schema, options).await;
     let dispatcher = builder(remote)
         .store(Arc::new(store))
         .build()
@@ -83,7 +93,7 @@ async fn a_new_connection_prepares_the_common_statements_in_one_round_trip() {
 }
 
 #[tokio::test]
-async fn a_store_that_prepares_nothing_has_each_statement_parsed() {
+async fn a_store_that_prepares_nothing_has_each_common_statement_parsed() {
     let Some(schema) = Schema::new("unprepared_round_trips") else {
         return;
     };
@@ -93,12 +103,7 @@ async fn a_store_that_prepares_nothing_has_each_statement_parsed() {
         prepare_statements: false,
         ..schema.options()
     };
-    let store = relay.store(&schema, options).await;
-    let dispatcher = builder(&remote)
-        .store(Arc::new(store))
-        .build()
-        .expect("every tool has its handler");
-    relay.take_traffic();
+    let dispatcher = through_with(&schema, &relay, &remote, options).await;
 
     let written = run(&dispatcher, &create("c1", "Broken build", "b", "k1")).await;
     assert_eq!(written.result.model.status(), Status::Succeeded);
@@ -110,6 +115,49 @@ async fn a_store_that_prepares_nothing_has_each_statement_parsed() {
             parses: 2
         },
         "the same two statements, each sent unnamed"
+    );
+
+    let call = message("m1", "ops@example.com");
+    let pending = run(&dispatcher, &call)
+        .await
+        .pending_approval
+        .expect("the write waits for approval");
+    dispatcher
+        .approve(
+            &pending.approval_id,
+            &pending.preview_sha256,
+            "supervisor",
+            clock() + std::time::Duration::from_secs(3600),
+        )
+        .await
+        .expect("the pending approval is approved");
+    relay.take_traffic();
+    let sent_once = run(&dispatcher, &call).await;
+    assert_eq!(sent_once.result.model.status(), Status::Succeeded);
+    assert!(remote.committed(&sent("m1")));
+    assert_eq!(
+        relay.take_traffic(),
+        Asked {
+            statements: 3,
+            round_trips: 3,
+            parses: 3
+        },
+        "the approved write's three statements, each sent unnamed"
+    );
+
+    let replayed = run(&dispatcher, &create("c2", "Broken build", "b", "k1")).await;
+    assert_eq!(
+        replayed.result.model.execution().delivery,
+        Delivery::LocalReplay
+    );
+    assert_eq!(
+        relay.take_traffic(),
+        Asked {
+            statements: 2,
+            round_trips: 2,
+            parses: 2
+        },
+        "the replay's two statements, each sent unnamed"
     );
 }
 

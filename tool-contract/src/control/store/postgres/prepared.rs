@@ -16,61 +16,8 @@ use futures_util::future::try_join_all;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
-use super::{Sql, store};
+use super::sql::{ADVANCE_TYPES, RECORD_TYPES, REDEEM_TYPES, Sql};
 use crate::control::StoreError;
-
-/// The types of a ledger row's ten columns ([`COLUMNS`](super::COLUMNS)), in order.
-pub(super) const RECORD_TYPES: [Type; 10] = [
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-    Type::TEXT,
-    Type::TEXT,
-];
-
-/// The types of `advance_in_place`'s eight parameters.
-const ADVANCE_TYPES: [Type; 8] = [
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::INT8,
-    Type::TEXT,
-    Type::TEXT,
-    Type::INT8,
-    Type::BOOL,
-];
-
-/// The types of `tool_contract_claim_redeeming`'s 21 arguments: the record's ten columns,
-/// the approval id, the granted row (state, expiry, body, seal), the redeemed row (state,
-/// expiry, body, owner, generation, seal).
-const REDEEM_TYPES: [Type; 21] = [
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::INT8,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::INT8,
-    Type::TEXT,
-    Type::TEXT,
-    Type::INT8,
-    Type::TEXT,
-];
 
 /// One of the common path's statements.
 #[derive(Debug, Clone, Copy)]
@@ -144,7 +91,7 @@ impl Connection {
             Common::ALL.map(|common| client.prepare_typed(common.text(sql), common.types())),
         )
         .await
-        .map_err(store)?;
+        .map_err(StoreError::store)?;
         let prepared: Arc<[Statement; 5]> = <[Statement; 5]>::try_from(statements)
             .map_err(|_| StoreError::Corrupt("five statements prepared as another count".into()))?
             .into();
@@ -171,7 +118,7 @@ impl Connection {
                 self.client.query_typed(common.text(sql), &typed).await
             }
         }
-        .map_err(store)?;
+        .map_err(StoreError::store)?;
         let mut rows = rows.into_iter();
         match (rows.next(), rows.next()) {
             (row, None) => Ok(row),

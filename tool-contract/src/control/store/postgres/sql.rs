@@ -1,0 +1,182 @@
+//! The store's statements, written once for its schema, and the types of the common path's
+//! parameters (sent with each statement, or given when it is prepared).
+
+use tokio_postgres::types::Type;
+
+pub(super) const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation, \
+                       lease_until_ms, expires_at_ms, result, call";
+pub(super) const APPROVAL_COLUMNS: &str =
+    "state, approval_id, expires_at_ms, body, redeemed_owner, redeemed_generation, seal";
+
+/// The statements, written once for the store's schema.
+pub(super) struct Sql {
+    pub(super) schema: String,
+    pub(super) claim_if_absent: String,
+    pub(super) claim_redeeming: String,
+    pub(super) approval_look: String,
+    pub(super) advance_in_place: String,
+    pub(super) record: String,
+    pub(super) record_for_update: String,
+    pub(super) insert_record: String,
+    pub(super) update_record: String,
+    pub(super) delete_record: String,
+    pub(super) approval: String,
+    pub(super) approval_key: String,
+    pub(super) put_approval: String,
+    pub(super) purge_records: String,
+    pub(super) purge_approvals: String,
+    pub(super) stale: String,
+    pub(super) pending: String,
+    pub(super) approver: String,
+    pub(super) approvers: String,
+    pub(super) put_approver: String,
+}
+
+impl Sql {
+    pub(super) fn new(schema: &str) -> Self {
+        let ledger = format!("{schema}.tool_contract_ledger");
+        let approvals = format!("{schema}.tool_contract_approvals");
+        let approvers = format!("{schema}.tool_contract_approvers");
+        let returned = COLUMNS
+            .split(", ")
+            .map(|column| format!("l.{column}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        // Neither statement takes the key's advisory lock (see the module's notes).
+        let claim_if_absent = format!(
+            "INSERT INTO {ledger} ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+             ON CONFLICT (key) DO NOTHING RETURNING 1"
+        );
+        // `decide_advance` in one statement, for a record still in `$5` (and, in flight,
+        // under the lease `$6`, `$7`): the new state, the result if one is given, the new
+        // expiry. Nothing else of the row changes.
+        let advance_in_place = format!(
+            "UPDATE {ledger} AS l SET state = $2, result = COALESCE($3, l.result), \
+             expires_at_ms = $4 WHERE l.key = $1 AND l.state = $5 \
+             AND (NOT $8 OR (l.owner = $6 AND l.lease_generation = $7)) \
+             RETURNING {returned}"
+        );
+        let approval_returned = APPROVAL_COLUMNS
+            .split(", ")
+            .map(|column| format!("a.{column}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        // The approval row and the record at `$1`, each all nulls when there is none.
+        let approval_look = format!(
+            "SELECT {approval_returned}, {returned} FROM (SELECT $1::text AS key) AS asked \
+             LEFT JOIN {approvals} AS a ON a.key = asked.key \
+             LEFT JOIN {ledger} AS l ON l.key = asked.key"
+        );
+        let claim_redeeming = format!(
+            "SELECT {schema}.tool_contract_claim_redeeming($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+             $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
+        );
+        Sql {
+            schema: schema.to_owned(),
+            claim_if_absent,
+            claim_redeeming,
+            approval_look,
+            advance_in_place,
+            record: format!("SELECT {COLUMNS} FROM {ledger} WHERE key = $1"),
+            record_for_update: format!("SELECT {COLUMNS} FROM {ledger} WHERE key = $1 FOR UPDATE"),
+            insert_record: format!(
+                "INSERT INTO {ledger} ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+                 ON CONFLICT (key) DO NOTHING"
+            ),
+            // The fence is checked in the statement that writes.
+            update_record: format!(
+                "UPDATE {ledger} SET request_sha256 = $2, tool = $3, state = $4, owner = $5, \
+                 lease_generation = $6, lease_until_ms = $7, expires_at_ms = $8, result = $9, \
+                 call = $10 WHERE key = $1 AND state = $11 AND owner = $12 \
+                 AND lease_generation = $13"
+            ),
+            delete_record: format!(
+                "DELETE FROM {ledger} WHERE key = $1 AND state = $2 AND owner = $3 \
+                 AND lease_generation = $4"
+            ),
+            approval: format!(
+                "SELECT {APPROVAL_COLUMNS} FROM {approvals} WHERE key = $1 FOR UPDATE"
+            ),
+            approval_key: format!("SELECT key FROM {approvals} WHERE approval_id = $1"),
+            put_approval: format!(
+                "INSERT INTO {approvals} (key, {APPROVAL_COLUMNS}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (key) DO UPDATE SET \
+                 state = EXCLUDED.state, approval_id = EXCLUDED.approval_id, \
+                 expires_at_ms = EXCLUDED.expires_at_ms, body = EXCLUDED.body, \
+                 redeemed_owner = EXCLUDED.redeemed_owner, \
+                 redeemed_generation = EXCLUDED.redeemed_generation, seal = EXCLUDED.seal"
+            ),
+            purge_records: format!(
+                "DELETE FROM {ledger} WHERE expires_at_ms <= $1 AND state IN ($2, $3, $4, $5)"
+            ),
+            purge_approvals: format!("DELETE FROM {approvals} WHERE expires_at_ms <= $1"),
+            stale: format!(
+                "SELECT {COLUMNS} FROM {ledger} WHERE (state IN ($1, $2) AND lease_until_ms <= $3) \
+                 OR state = $4 ORDER BY key"
+            ),
+            pending: format!(
+                "SELECT {APPROVAL_COLUMNS}, key FROM {approvals} WHERE state = $1 \
+                 AND expires_at_ms > $2 ORDER BY expires_at_ms, approval_id"
+            ),
+            approver: format!("SELECT body, seal FROM {approvers} WHERE approver_id = $1"),
+            approvers: format!("SELECT approver_id, body, seal FROM {approvers}"),
+            put_approver: format!(
+                "INSERT INTO {approvers} (approver_id, body, seal) VALUES ($1, $2, $3) \
+                 ON CONFLICT (approver_id) DO UPDATE SET body = EXCLUDED.body, seal = EXCLUDED.seal"
+            ),
+        }
+    }
+}
+
+/// The types of a ledger row's ten columns ([`COLUMNS`]), in order.
+pub(super) const RECORD_TYPES: [Type; 10] = [
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::TEXT,
+    Type::TEXT,
+];
+
+/// The types of `advance_in_place`'s eight parameters.
+pub(super) const ADVANCE_TYPES: [Type; 8] = [
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::BOOL,
+];
+
+/// The types of `tool_contract_claim_redeeming`'s 21 arguments: the record's ten columns,
+/// the approval id, the granted row (state, expiry, body, seal), the redeemed row (state,
+/// expiry, body, owner, generation, seal).
+pub(super) const REDEEM_TYPES: [Type; 21] = [
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::TEXT,
+];
