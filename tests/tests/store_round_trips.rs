@@ -11,6 +11,7 @@ use tool_contract::Status;
 use tool_contract::control::{
     Claim, Claimed, ControlStore, Lease, PostgresOptions, RowSeal, WriteState,
 };
+use tool_contract::dispatch::Dispatch;
 use tool_contract::results::Delivery;
 use tool_contract_tests::postgres::{Asked, Relay, Schema};
 use tool_contract_tests::tracker::{Remote, builder, clock, create, message, run, sent};
@@ -118,19 +119,8 @@ async fn a_store_that_prepares_nothing_has_each_common_statement_parsed() {
     );
 
     let call = message("m1", "ops@example.com");
-    let pending = run(&dispatcher, &call)
-        .await
-        .pending_approval
-        .expect("the write waits for approval");
-    dispatcher
-        .approve(
-            &pending.approval_id,
-            &pending.preview_sha256,
-            "supervisor",
-            clock() + std::time::Duration::from_secs(3600),
-        )
-        .await
-        .expect("the pending approval is approved");
+    let asked = run(&dispatcher, &call).await;
+    approve(&dispatcher, &asked).await;
     relay.take_traffic();
     let sent_once = run(&dispatcher, &call).await;
     assert_eq!(sent_once.result.model.status(), Status::Succeeded);
@@ -138,11 +128,11 @@ async fn a_store_that_prepares_nothing_has_each_common_statement_parsed() {
     assert_eq!(
         relay.take_traffic(),
         Asked {
-            statements: 3,
-            round_trips: 3,
-            parses: 3
+            statements: 2,
+            round_trips: 2,
+            parses: 2
         },
-        "the approved write's three statements, each sent unnamed"
+        "the approved write's two statements, each sent unnamed"
     );
 
     let replayed = run(&dispatcher, &create("c2", "Broken build", "b", "k1")).await;
@@ -162,7 +152,7 @@ async fn a_store_that_prepares_nothing_has_each_common_statement_parsed() {
 }
 
 #[tokio::test]
-async fn an_approved_write_is_three_prepared_statements_its_grant_redeemed_in_the_claim() {
+async fn an_approved_write_is_two_prepared_statements_its_grant_redeemed_in_the_claim() {
     let Some(schema) = Schema::new("approved_round_trips") else {
         return;
     };
@@ -171,9 +161,6 @@ async fn an_approved_write_is_three_prepared_statements_its_grant_redeemed_in_th
     let dispatcher = through(&schema, &relay, &remote).await;
     let call = message("m1", "ops@example.com");
     let asked = run(&dispatcher, &call).await;
-    let pending = asked
-        .pending_approval
-        .expect("the write waits for approval");
     assert_eq!(
         relay.take_traffic(),
         Asked {
@@ -185,18 +172,39 @@ async fn an_approved_write_is_three_prepared_statements_its_grant_redeemed_in_th
          row, the record, the pending approval, commit), which is off the common path and \
          prepares nothing"
     );
-    dispatcher
-        .approve(
-            &pending.approval_id,
-            &pending.preview_sha256,
-            "supervisor",
-            clock() + std::time::Duration::from_secs(3600),
-        )
-        .await
-        .expect("the pending approval is approved");
+    approve(&dispatcher, &asked).await;
     relay.take_traffic();
 
     let sent_once = run(&dispatcher, &call).await;
+    assert_eq!(sent_once.result.model.status(), Status::Succeeded);
+    assert!(remote.committed(&sent("m1")));
+    assert_eq!(
+        relay.take_traffic(),
+        Asked {
+            statements: 2,
+            round_trips: 2,
+            parses: 0
+        },
+        "the claim that redeems the grant this store wrote (no look: the claim checks the \
+         grant's row), and the outcome"
+    );
+}
+
+#[tokio::test]
+async fn a_write_approved_on_another_replica_looks_first_three_prepared_statements() {
+    let Some(schema) = Schema::new("approved_elsewhere_round_trips") else {
+        return;
+    };
+    let relay = Relay::start(&schema.url);
+    let remote = Remote::new();
+    let here = through(&schema, &relay, &remote).await;
+    let elsewhere = through(&schema, &relay, &remote).await;
+    let call = message("m1", "ops@example.com");
+    let asked = run(&here, &call).await;
+    approve(&elsewhere, &asked).await;
+    relay.take_traffic();
+
+    let sent_once = run(&here, &call).await;
     assert_eq!(sent_once.result.model.status(), Status::Succeeded);
     assert!(remote.committed(&sent("m1")));
     assert_eq!(
@@ -209,6 +217,52 @@ async fn an_approved_write_is_three_prepared_statements_its_grant_redeemed_in_th
         "the look with the approval stage's read, the claim that redeems the grant, and the \
          outcome"
     );
+}
+
+#[tokio::test]
+async fn a_grant_redeemed_on_another_replica_is_not_redeemed_again_from_the_hint() {
+    let Some(schema) = Schema::new("stale_hint") else {
+        return;
+    };
+    let relay = Relay::start(&schema.url);
+    let remote = Remote::new();
+    let here = through(&schema, &relay, &remote).await;
+    let elsewhere = through(&schema, &relay, &remote).await;
+    let call = message("m1", "ops@example.com");
+    let asked = run(&here, &call).await;
+    // Approved here, so here holds the grant as a hint; redeemed elsewhere.
+    approve(&here, &asked).await;
+    let sent_elsewhere = run(&elsewhere, &call).await;
+    assert_eq!(sent_elsewhere.result.model.status(), Status::Succeeded);
+
+    let answered_here = run(&here, &call).await;
+    assert_eq!(remote.creations(&sent("m1")), 1, "the write ran once");
+    assert_eq!(
+        answered_here.result.model.execution().delivery,
+        Delivery::LocalReplay
+    );
+    let replayed_elsewhere = run(&elsewhere, &call).await;
+    assert_eq!(
+        answered_here.result.model, replayed_elsewhere.result.model,
+        "the answer of a stale hint is the answer of a look"
+    );
+}
+
+/// Approves the pending approval `asked` waits for, through `dispatcher`.
+async fn approve(dispatcher: &tool_contract::dispatch::Dispatcher, asked: &Dispatch) {
+    let pending = asked
+        .pending_approval
+        .as_ref()
+        .expect("the write waits for approval");
+    dispatcher
+        .approve(
+            &pending.approval_id,
+            &pending.preview_sha256,
+            "supervisor",
+            clock() + std::time::Duration::from_secs(3600),
+        )
+        .await
+        .expect("the pending approval is approved");
 }
 
 #[tokio::test]

@@ -20,6 +20,8 @@
 //! was settled by someone else never writes over the record when it wakes up.
 
 mod decide;
+#[cfg(feature = "postgres")]
+mod grant_hints;
 mod guarded;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -135,6 +137,23 @@ pub trait ControlStore: Send + Sync {
                 check: None,
             })
         })
+    }
+
+    /// A grant for `ask` the store vouches for without a round trip: one it wrote itself,
+    /// which the approval stage, finding it unredeemed and no record at the key, would
+    /// answer [`ApprovalCheck::Proceed`] with. The dispatcher then skips
+    /// [`look_for_approval`](Self::look_for_approval) and redeems the grant with
+    /// [`claim_redeeming`](Self::claim_redeeming), so a store that gives hints must redeem
+    /// only while the grant's row is still that grant, and otherwise run the general claim,
+    /// which reads the record the look would have read.
+    ///
+    /// The default is `None`. `PostgresStore` keeps the grants its
+    /// [`approve`](Self::approve) wrote until a claim redeems them: a write approved through
+    /// the same store is two round trips (the redeeming claim, the outcome), one approved on
+    /// another replica three (the look first).
+    fn approval_hint(&self, ask: &ApprovalAsk) -> Option<ApprovalGrant> {
+        let _ = ask;
+        None
     }
 
     /// The approval stage of one request (see [`decide_approval`]).

@@ -19,6 +19,7 @@ use bb8_postgres::PostgresConnectionManager;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Config, NoTls, Row, Transaction};
 
+use super::grant_hints::GrantHints;
 use super::look_then_claim;
 use super::rows::{self, Fence, Rows};
 use super::stored::{
@@ -78,6 +79,7 @@ impl Default for PostgresOptions {
 pub struct PostgresStore {
     pool: Pool<Manager>,
     sql: Arc<Sql>,
+    hints: Arc<GrantHints>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -126,6 +128,7 @@ impl PostgresStore {
         let store = PostgresStore {
             pool,
             sql: Arc::new(Sql::new(&options.schema)),
+            hints: Arc::default(),
         };
         store.migrate().await?;
         // The connection that migrated opened before the tables existed: it prepares the
@@ -614,6 +617,8 @@ impl ControlStore for PostgresStore {
         grant: &'a ApprovalGrant,
     ) -> StoreFuture<'a, Claimed> {
         Box::pin(async move {
+            // Whatever this claim finds, the hint has served: the key's next look reads.
+            self.hints.forget(&claim.key);
             if let Some(claimed) = self.claim_redeeming_in_one_statement(claim, grant).await? {
                 return Ok(claimed);
             }
@@ -703,6 +708,10 @@ impl ControlStore for PostgresStore {
         Box::pin(self.look_in_one_statement(ask))
     }
 
+    fn approval_hint(&self, ask: &ApprovalAsk) -> Option<ApprovalGrant> {
+        self.hints.proceed(ask)
+    }
+
     fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck> {
         // The one-statement read is the write's look (`look_for_approval`): a stage asked
         // for is one that writes, or is asked again.
@@ -713,7 +722,13 @@ impl ControlStore for PostgresStore {
         &'a self,
         step: &'a ApproveStep,
     ) -> StoreFuture<'a, Result<Approved, ApprovalError>> {
-        Box::pin(async move { in_transaction!(self, |rows| rows::approve(&mut rows, step)) })
+        Box::pin(async move {
+            let approved = in_transaction!(self, |rows| rows::approve(&mut rows, step))?;
+            if let Ok(Approved::Granted(grant)) = &approved {
+                self.hints.keep(grant, step.now);
+            }
+            Ok(approved)
+        })
     }
 
     fn reject<'a>(&'a self, step: &'a RejectStep) -> StoreFuture<'a, Result<(), ApprovalError>> {
