@@ -191,6 +191,47 @@ async fn an_approved_write_is_two_prepared_statements_its_grant_redeemed_in_the_
 }
 
 #[tokio::test]
+async fn an_approval_with_edits_redeemed_through_its_store_runs_the_edits_in_two_statements() {
+    let Some(schema) = Schema::new("edited_round_trips") else {
+        return;
+    };
+    let relay = Relay::start(&schema.url);
+    let remote = Remote::new();
+    let dispatcher = through(&schema, &relay, &remote).await;
+    let call = message("m1", "bob@globex.example");
+    let pending = run(&dispatcher, &call)
+        .await
+        .pending_approval
+        .expect("the write waits for approval");
+    let edited = serde_json::json!({ "to": "bob@globex.example", "text": "hello, and welcome" });
+    dispatcher
+        .approve_with_edits(
+            &pending.approval_id,
+            &pending.preview_sha256,
+            &edited,
+            "supervisor",
+            clock() + std::time::Duration::from_secs(3600),
+        )
+        .await
+        .expect("approved as edited");
+    relay.take_traffic();
+
+    let dispatch = run(&dispatcher, &call).await;
+    assert_eq!(remote.arrivals(), ["bob@globex.example|hello, and welcome"]);
+    let model = serde_json::to_value(&dispatch.result.model).expect("a model result");
+    assert_eq!(model["error"]["code"], "APPROVED_WITH_CHANGES", "{model}");
+    assert_eq!(
+        relay.take_traffic(),
+        Asked {
+            statements: 2,
+            round_trips: 2,
+            parses: 0
+        },
+        "the claim that redeems the edited grant, and the outcome"
+    );
+}
+
+#[tokio::test]
 async fn a_write_approved_on_another_replica_looks_first_three_prepared_statements() {
     let Some(schema) = Schema::new("approved_elsewhere_round_trips") else {
         return;
