@@ -11,51 +11,60 @@ use tool_contract::Status;
 use tool_contract::control::{
     Claim, Claimed, ControlStore, Lease, PostgresOptions, RowSeal, WriteState,
 };
-use tool_contract::dispatch::Dispatch;
+use tool_contract::dispatch::{Dispatch, Dispatcher};
 use tool_contract::results::Delivery;
 use tool_contract_tests::postgres::{Asked, Relay, Schema};
 use tool_contract_tests::tracker::{Remote, builder, clock, create, message, run, sent};
 
-/// A dispatcher over a PostgreSQL store reached through `relay`, with what connecting and
-/// migrating asked already taken out of the relay's count.
-async fn through(
-    schema: &Schema,
-    relay: &Relay,
-    remote: &Arc<Remote>,
-) -> tool_contract::dispatch::Dispatcher {
-    through_with(schema, relay, remote, schema.options()).await
+/// What a test runs on: its schema, a relay to the server, and the remote its tools write to.
+struct Bed {
+    schema: Schema,
+    relay: Relay,
+    remote: Arc<Remote>,
 }
 
-/// As [`through`], the store connected with `options`.
-async fn through_with(
-    schema: &Schema,
-    relay: &Relay,
-    remote: &Arc<Remote>,
-    options: PostgresOptions,
-) -> tool_contract::dispatch::Dispatcher {
-    let store = relay.store(schema, options).await;
-    let dispatcher = builder(remote)
-        .store(Arc::new(store))
-        .build()
-        .expect("every tool has its handler");
-    relay.take_traffic();
-    dispatcher
+impl Bed {
+    /// A bed in a schema of the test's own; `None` when PostgreSQL is not configured.
+    fn new(test: &str) -> Option<Bed> {
+        let schema = Schema::new(test)?;
+        let relay = Relay::start(&schema.url);
+        Some(Bed {
+            schema,
+            relay,
+            remote: Remote::new(),
+        })
+    }
+
+    /// A dispatcher over a store reached through the relay, with what connecting and
+    /// migrating asked already taken out of the relay's count.
+    async fn dispatcher(&self) -> Dispatcher {
+        self.dispatcher_with(self.schema.options()).await
+    }
+
+    /// As [`dispatcher`](Self::dispatcher), the store connected with `options`.
+    async fn dispatcher_with(&self, options: PostgresOptions) -> Dispatcher {
+        let store = self.relay.store(&self.schema, options).await;
+        let dispatcher = builder(&self.remote)
+            .store(Arc::new(store))
+            .build()
+            .expect("every tool has its handler");
+        self.relay.take_traffic();
+        dispatcher
+    }
 }
 
 #[tokio::test]
 async fn a_write_nobody_approves_is_two_prepared_statements_in_two_round_trips() {
-    let Some(schema) = Schema::new("write_round_trips") else {
+    let Some(bed) = Bed::new("write_round_trips") else {
         return;
     };
-    let relay = Relay::start(&schema.url);
-    let remote = Remote::new();
-    let dispatcher = through(&schema, &relay, &remote).await;
+    let dispatcher = bed.dispatcher().await;
 
     let written = run(&dispatcher, &create("c1", "Broken build", "b", "k1")).await;
     assert_eq!(written.result.model.status(), Status::Succeeded);
-    assert!(remote.committed(&sent("k1")));
+    assert!(bed.remote.committed(&sent("k1")));
     assert_eq!(
-        relay.take_traffic(),
+        bed.relay.take_traffic(),
         Asked {
             statements: 2,
             round_trips: 2,
@@ -67,23 +76,21 @@ async fn a_write_nobody_approves_is_two_prepared_statements_in_two_round_trips()
 
 #[tokio::test]
 async fn a_new_connection_prepares_the_common_statements_in_one_round_trip() {
-    let Some(schema) = Schema::new("new_connection_round_trips") else {
+    let Some(bed) = Bed::new("new_connection_round_trips") else {
         return;
     };
-    let relay = Relay::start(&schema.url);
-    let remote = Remote::new();
-    let dispatcher = through(&schema, &relay, &remote).await;
+    let dispatcher = bed.dispatcher().await;
     // The connection that migrated, and prepared, is gone: the write opens another.
-    relay.cut();
+    bed.relay.cut();
     // The pool's client sees its connection closed once its task runs.
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    relay.restore();
-    relay.take_traffic();
+    bed.relay.restore();
+    bed.relay.take_traffic();
 
     let written = run(&dispatcher, &create("c1", "Broken build", "b", "k1")).await;
     assert_eq!(written.result.model.status(), Status::Succeeded);
     assert_eq!(
-        relay.take_traffic(),
+        bed.relay.take_traffic(),
         Asked {
             statements: 7,
             round_trips: 3,
@@ -95,21 +102,19 @@ async fn a_new_connection_prepares_the_common_statements_in_one_round_trip() {
 
 #[tokio::test]
 async fn a_store_that_prepares_nothing_has_each_common_statement_parsed() {
-    let Some(schema) = Schema::new("unprepared_round_trips") else {
+    let Some(bed) = Bed::new("unprepared_round_trips") else {
         return;
     };
-    let relay = Relay::start(&schema.url);
-    let remote = Remote::new();
     let options = PostgresOptions {
         prepare_statements: false,
-        ..schema.options()
+        ..bed.schema.options()
     };
-    let dispatcher = through_with(&schema, &relay, &remote, options).await;
+    let dispatcher = bed.dispatcher_with(options).await;
 
     let written = run(&dispatcher, &create("c1", "Broken build", "b", "k1")).await;
     assert_eq!(written.result.model.status(), Status::Succeeded);
     assert_eq!(
-        relay.take_traffic(),
+        bed.relay.take_traffic(),
         Asked {
             statements: 2,
             round_trips: 2,
@@ -121,12 +126,12 @@ async fn a_store_that_prepares_nothing_has_each_common_statement_parsed() {
     let call = message("m1", "ops@example.com");
     let asked = run(&dispatcher, &call).await;
     approve(&dispatcher, &asked).await;
-    relay.take_traffic();
+    bed.relay.take_traffic();
     let sent_once = run(&dispatcher, &call).await;
     assert_eq!(sent_once.result.model.status(), Status::Succeeded);
-    assert!(remote.committed(&sent("m1")));
+    assert!(bed.remote.committed(&sent("m1")));
     assert_eq!(
-        relay.take_traffic(),
+        bed.relay.take_traffic(),
         Asked {
             statements: 2,
             round_trips: 2,
@@ -141,7 +146,7 @@ async fn a_store_that_prepares_nothing_has_each_common_statement_parsed() {
         Delivery::LocalReplay
     );
     assert_eq!(
-        relay.take_traffic(),
+        bed.relay.take_traffic(),
         Asked {
             statements: 2,
             round_trips: 2,
@@ -153,16 +158,14 @@ async fn a_store_that_prepares_nothing_has_each_common_statement_parsed() {
 
 #[tokio::test]
 async fn an_approved_write_is_two_prepared_statements_its_grant_redeemed_in_the_claim() {
-    let Some(schema) = Schema::new("approved_round_trips") else {
+    let Some(bed) = Bed::new("approved_round_trips") else {
         return;
     };
-    let relay = Relay::start(&schema.url);
-    let remote = Remote::new();
-    let dispatcher = through(&schema, &relay, &remote).await;
+    let dispatcher = bed.dispatcher().await;
     let call = message("m1", "ops@example.com");
     let asked = run(&dispatcher, &call).await;
     assert_eq!(
-        relay.take_traffic(),
+        bed.relay.take_traffic(),
         Asked {
             statements: 7,
             round_trips: 7,
@@ -173,13 +176,13 @@ async fn an_approved_write_is_two_prepared_statements_its_grant_redeemed_in_the_
          prepares nothing"
     );
     approve(&dispatcher, &asked).await;
-    relay.take_traffic();
+    bed.relay.take_traffic();
 
     let sent_once = run(&dispatcher, &call).await;
     assert_eq!(sent_once.result.model.status(), Status::Succeeded);
-    assert!(remote.committed(&sent("m1")));
+    assert!(bed.remote.committed(&sent("m1")));
     assert_eq!(
-        relay.take_traffic(),
+        bed.relay.take_traffic(),
         Asked {
             statements: 2,
             round_trips: 2,
@@ -192,12 +195,10 @@ async fn an_approved_write_is_two_prepared_statements_its_grant_redeemed_in_the_
 
 #[tokio::test]
 async fn an_approval_with_edits_redeemed_through_its_store_runs_the_edits_in_two_statements() {
-    let Some(schema) = Schema::new("edited_round_trips") else {
+    let Some(bed) = Bed::new("edited_round_trips") else {
         return;
     };
-    let relay = Relay::start(&schema.url);
-    let remote = Remote::new();
-    let dispatcher = through(&schema, &relay, &remote).await;
+    let dispatcher = bed.dispatcher().await;
     let call = message("m1", "bob@globex.example");
     let pending = run(&dispatcher, &call)
         .await
@@ -214,14 +215,17 @@ async fn an_approval_with_edits_redeemed_through_its_store_runs_the_edits_in_two
         )
         .await
         .expect("approved as edited");
-    relay.take_traffic();
+    bed.relay.take_traffic();
 
     let dispatch = run(&dispatcher, &call).await;
-    assert_eq!(remote.arrivals(), ["bob@globex.example|hello, and welcome"]);
+    assert_eq!(
+        bed.remote.arrivals(),
+        ["bob@globex.example|hello, and welcome"]
+    );
     let model = serde_json::to_value(&dispatch.result.model).expect("a model result");
     assert_eq!(model["error"]["code"], "APPROVED_WITH_CHANGES", "{model}");
     assert_eq!(
-        relay.take_traffic(),
+        bed.relay.take_traffic(),
         Asked {
             statements: 2,
             round_trips: 2,
@@ -233,23 +237,21 @@ async fn an_approval_with_edits_redeemed_through_its_store_runs_the_edits_in_two
 
 #[tokio::test]
 async fn a_write_approved_on_another_replica_looks_first_three_prepared_statements() {
-    let Some(schema) = Schema::new("approved_elsewhere_round_trips") else {
+    let Some(bed) = Bed::new("approved_elsewhere_round_trips") else {
         return;
     };
-    let relay = Relay::start(&schema.url);
-    let remote = Remote::new();
-    let here = through(&schema, &relay, &remote).await;
-    let elsewhere = through(&schema, &relay, &remote).await;
+    let here = bed.dispatcher().await;
+    let elsewhere = bed.dispatcher().await;
     let call = message("m1", "ops@example.com");
     let asked = run(&here, &call).await;
     approve(&elsewhere, &asked).await;
-    relay.take_traffic();
+    bed.relay.take_traffic();
 
     let sent_once = run(&here, &call).await;
     assert_eq!(sent_once.result.model.status(), Status::Succeeded);
-    assert!(remote.committed(&sent("m1")));
+    assert!(bed.remote.committed(&sent("m1")));
     assert_eq!(
-        relay.take_traffic(),
+        bed.relay.take_traffic(),
         Asked {
             statements: 3,
             round_trips: 3,
@@ -262,13 +264,11 @@ async fn a_write_approved_on_another_replica_looks_first_three_prepared_statemen
 
 #[tokio::test]
 async fn a_grant_redeemed_on_another_replica_is_not_redeemed_again_from_the_hint() {
-    let Some(schema) = Schema::new("stale_hint") else {
+    let Some(bed) = Bed::new("stale_hint") else {
         return;
     };
-    let relay = Relay::start(&schema.url);
-    let remote = Remote::new();
-    let here = through(&schema, &relay, &remote).await;
-    let elsewhere = through(&schema, &relay, &remote).await;
+    let here = bed.dispatcher().await;
+    let elsewhere = bed.dispatcher().await;
     let call = message("m1", "ops@example.com");
     let asked = run(&here, &call).await;
     // Approved here, so here holds the grant as a hint; redeemed elsewhere.
@@ -277,7 +277,7 @@ async fn a_grant_redeemed_on_another_replica_is_not_redeemed_again_from_the_hint
     assert_eq!(sent_elsewhere.result.model.status(), Status::Succeeded);
 
     let answered_here = run(&here, &call).await;
-    assert_eq!(remote.creations(&sent("m1")), 1, "the write ran once");
+    assert_eq!(bed.remote.creations(&sent("m1")), 1, "the write ran once");
     assert_eq!(
         answered_here.result.model.execution().delivery,
         Delivery::LocalReplay
@@ -290,7 +290,7 @@ async fn a_grant_redeemed_on_another_replica_is_not_redeemed_again_from_the_hint
 }
 
 /// Approves the pending approval `asked` waits for, through `dispatcher`.
-async fn approve(dispatcher: &tool_contract::dispatch::Dispatcher, asked: &Dispatch) {
+async fn approve(dispatcher: &Dispatcher, asked: &Dispatch) {
     let pending = asked
         .pending_approval
         .as_ref()
@@ -308,14 +308,12 @@ async fn approve(dispatcher: &tool_contract::dispatch::Dispatcher, asked: &Dispa
 
 #[tokio::test]
 async fn a_replayed_write_is_two_prepared_statements() {
-    let Some(schema) = Schema::new("replay_round_trips") else {
+    let Some(bed) = Bed::new("replay_round_trips") else {
         return;
     };
-    let relay = Relay::start(&schema.url);
-    let remote = Remote::new();
-    let dispatcher = through(&schema, &relay, &remote).await;
+    let dispatcher = bed.dispatcher().await;
     run(&dispatcher, &create("c1", "Broken build", "b", "k1")).await;
-    relay.take_traffic();
+    bed.relay.take_traffic();
 
     let replayed = run(&dispatcher, &create("c2", "Broken build", "b", "k1")).await;
     assert_eq!(
@@ -323,9 +321,9 @@ async fn a_replayed_write_is_two_prepared_statements() {
         Delivery::LocalReplay
     );
     assert_eq!(replayed.write_state, Some(WriteState::Succeeded));
-    assert_eq!(remote.creations(&sent("k1")), 1);
+    assert_eq!(bed.remote.creations(&sent("k1")), 1);
     assert_eq!(
-        relay.take_traffic(),
+        bed.relay.take_traffic(),
         Asked {
             statements: 2,
             round_trips: 2,

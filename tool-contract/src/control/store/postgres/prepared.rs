@@ -8,6 +8,7 @@
 //! [`PostgresOptions::prepare_statements`](super::PostgresOptions::prepare_statements) off,
 //! they are sent unnamed, as the general steps' statements always are.
 
+use std::borrow::Cow;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
@@ -16,7 +17,7 @@ use futures_util::future::try_join_all;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
-use super::sql::{ADVANCE_TYPES, RECORD_TYPES, REDEEM_TYPES, Sql};
+use super::sql::{ADVANCE_TYPES, GRANT_TYPES, RECORD_TYPES, Sql};
 use crate::control::StoreError;
 
 /// One of the common path's statements.
@@ -54,12 +55,12 @@ impl Common {
         }
     }
 
-    fn types(self) -> &'static [Type] {
+    fn types(self) -> Cow<'static, [Type]> {
         match self {
-            Common::Record | Common::ApprovalLook => &[Type::TEXT],
-            Common::ClaimIfAbsent => &RECORD_TYPES,
-            Common::AdvanceInPlace => &ADVANCE_TYPES,
-            Common::ClaimRedeeming => &REDEEM_TYPES,
+            Common::Record | Common::ApprovalLook => Cow::Borrowed(&[Type::TEXT]),
+            Common::ClaimIfAbsent => Cow::Borrowed(&RECORD_TYPES),
+            Common::AdvanceInPlace => Cow::Borrowed(&ADVANCE_TYPES),
+            Common::ClaimRedeeming => Cow::Owned([&RECORD_TYPES[..], &GRANT_TYPES[..]].concat()),
         }
     }
 }
@@ -87,9 +88,11 @@ impl Connection {
         }
         let client = &self.client;
         // Polled together, the five are written before any answer is awaited.
-        let statements = try_join_all(
-            Common::ALL.map(|common| client.prepare_typed(common.text(sql), common.types())),
-        )
+        let statements = try_join_all(Common::ALL.map(|common| async move {
+            client
+                .prepare_typed(common.text(sql), &common.types())
+                .await
+        }))
         .await
         .map_err(StoreError::store)?;
         let prepared: Arc<[Statement; 5]> = <[Statement; 5]>::try_from(statements)

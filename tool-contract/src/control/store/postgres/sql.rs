@@ -37,11 +37,7 @@ impl Sql {
         let ledger = format!("{schema}.tool_contract_ledger");
         let approvals = format!("{schema}.tool_contract_approvals");
         let approvers = format!("{schema}.tool_contract_approvers");
-        let returned = COLUMNS
-            .split(", ")
-            .map(|column| format!("l.{column}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let returned = qualified("l", COLUMNS);
         // Neither statement takes the key's advisory lock (see the module's notes).
         let claim_if_absent = format!(
             "INSERT INTO {ledger} ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
@@ -56,11 +52,7 @@ impl Sql {
              AND (NOT $8 OR (l.owner = $6 AND l.lease_generation = $7)) \
              RETURNING {returned}"
         );
-        let approval_returned = APPROVAL_COLUMNS
-            .split(", ")
-            .map(|column| format!("a.{column}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let approval_returned = qualified("a", APPROVAL_COLUMNS);
         // The approval row and the record at `$1`, each all nulls when there is none.
         let approval_look = format!(
             "SELECT {approval_returned}, {returned} FROM (SELECT $1::text AS key) AS asked \
@@ -128,6 +120,15 @@ impl Sql {
     }
 }
 
+/// `columns` (a list joined by `", "`), each qualified by the table alias `table`.
+fn qualified(table: &str, columns: &str) -> String {
+    columns
+        .split(", ")
+        .map(|column| format!("{table}.{column}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The types of a ledger row's ten columns ([`COLUMNS`]), in order.
 pub(super) const RECORD_TYPES: [Type; 10] = [
     Type::TEXT,
@@ -154,20 +155,10 @@ pub(super) const ADVANCE_TYPES: [Type; 8] = [
     Type::BOOL,
 ];
 
-/// The types of `tool_contract_claim_redeeming`'s 21 arguments: the record's ten columns,
-/// the approval id, the granted row (state, expiry, body, seal), the redeemed row (state,
-/// expiry, body, owner, generation, seal).
-pub(super) const REDEEM_TYPES: [Type; 21] = [
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-    Type::TEXT,
-    Type::TEXT,
+/// The types of `tool_contract_claim_redeeming`'s eleven arguments after the record's ten
+/// ([`RECORD_TYPES`]): the approval id, the granted row (state, expiry, body, seal), the
+/// redeemed row (state, expiry, body, owner, generation, seal).
+pub(super) const GRANT_TYPES: [Type; 11] = [
     Type::TEXT,
     Type::TEXT,
     Type::INT8,
