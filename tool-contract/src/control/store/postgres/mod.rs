@@ -75,6 +75,13 @@ impl Default for PostgresOptions {
 /// [`connect`](Self::connect) migrates the schema to [`SCHEMA_VERSION`] (under an advisory
 /// lock, so replicas starting together migrate once) and refuses a newer one. Nothing is
 /// checked against the database at compile time.
+///
+/// A write's common path is one statement per state change, each prepared once on every
+/// pooled connection ([`PostgresOptions::prepare_statements`]): a write nobody approves is
+/// two round trips (the claim, the outcome), and so is a write whose grant this store's
+/// [`approve`](ControlStore::approve) wrote, since the store keeps its own grants as
+/// [hints](ControlStore::approval_hint) until a claim redeems them. A grant another replica
+/// wrote is read first: three round trips.
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool<Manager>,
