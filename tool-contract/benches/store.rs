@@ -18,7 +18,9 @@
 //!
 //! Each pgbench floor runs twice: with its statements prepared once per connection
 //! (`-M prepared`), as the store prepares its common path's statements, and with each
-//! statement parsed and planned every time it is sent (`-M extended`).
+//! statement parsed and planned every time it is sent (`-M extended`). The floors of each
+//! client count run right after the store's measurement at that count: the tables grow over
+//! the run, and both meet them as they are.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -332,6 +334,9 @@ fn bench_store(c: &mut Criterion) {
         }
     }
     group.finish();
+    // Each measurement of the store is followed at once by its floors at the same client
+    // count: the tables grow over the run, and both sides meet them as they are.
+    let url = postgres.as_ref().map(|(url, _, _)| url.as_str());
     for (name, store) in &stores {
         for clients in CLIENTS {
             let (per_second, p99) = runtime.block_on(throughput(store.clone(), clients, 3));
@@ -339,6 +344,19 @@ fn bench_store(c: &mut Criterion) {
                 "store_write {name}: {clients} clients, {per_second:.0} writes/s, p99 {:.2} ms",
                 p99.as_secs_f64() * 1e3
             );
+            if let Some(url) = url.filter(|_| *name == "postgres") {
+                floors(&runtime, url, "store_write", "floor", FLOOR, clients, false);
+                let same = SAME_STATEMENTS;
+                floors(
+                    &runtime,
+                    url,
+                    "store_write",
+                    "same statements",
+                    same,
+                    clients,
+                    false,
+                );
+            }
         }
     }
     // Approved through the store that redeems (its hint), and, on PostgreSQL, through
@@ -368,44 +386,41 @@ fn bench_store(c: &mut Criterion) {
                  {per_second:.0} writes/s, p99 {:.2} ms",
                 p99.as_secs_f64() * 1e3
             );
+            if let Some(url) = url.filter(|_| *name == "postgres") {
+                let (floor, script) = if *approved_by == "approved here" {
+                    ("floor, two statements", APPROVED_HERE_FLOOR)
+                } else {
+                    ("floor, three statements", APPROVED_FLOOR)
+                };
+                let label = "store_approved_write";
+                floors(&runtime, url, label, floor, script, clients, true);
+            }
         }
     }
-    if let Some((url, _, _)) = postgres {
-        let floors = [
-            ("two statements", APPROVED_HERE_FLOOR),
-            ("three statements", APPROVED_FLOOR),
-        ];
-        for (name, script) in floors {
-            for mode in ["prepared", "extended"] {
-                for clients in CLIENTS {
-                    // Every run redeems rows none has redeemed.
-                    runtime.block_on(execute(&url, &granted_rows()));
-                    match pgbench(&url, script, mode, clients, 5) {
-                        Some((tps, p99_ms)) => println!(
-                            "store_approved_write pgbench (floor, {name}, {mode}): {clients} \
-                             clients, {tps:.0} writes/s, p99 {p99_ms:.2} ms"
-                        ),
-                        None => {
-                            eprintln!("store bench: pgbench did not run; its floor is left out")
-                        }
-                    }
-                }
-            }
+}
+
+/// pgbench running `script` at `clients`, prepared and then extended, each run's line
+/// printed under `label` and `name`; with `granted`, on granted rows made again before each
+/// run, so no run redeems rows another spent.
+fn floors(
+    runtime: &tokio::runtime::Runtime,
+    url: &str,
+    label: &str,
+    name: &str,
+    script: &str,
+    clients: usize,
+    granted: bool,
+) {
+    for mode in ["prepared", "extended"] {
+        if granted {
+            runtime.block_on(execute(url, &granted_rows()));
         }
-        for (name, script) in [("floor", FLOOR), ("same statements", SAME_STATEMENTS)] {
-            for mode in ["prepared", "extended"] {
-                for clients in CLIENTS {
-                    match pgbench(&url, script, mode, clients, 5) {
-                        Some((tps, p99_ms)) => println!(
-                            "store_write pgbench ({name}, {mode}): {clients} clients, \
-                             {tps:.0} writes/s, p99 {p99_ms:.2} ms"
-                        ),
-                        None => {
-                            eprintln!("store bench: pgbench did not run; its {name} is left out")
-                        }
-                    }
-                }
-            }
+        match pgbench(url, script, mode, clients, 5) {
+            Some((tps, p99_ms)) => println!(
+                "{label} pgbench ({name}, {mode}): {clients} clients, {tps:.0} writes/s, \
+                 p99 {p99_ms:.2} ms"
+            ),
+            None => eprintln!("store bench: pgbench did not run; its {name} is left out"),
         }
     }
 }
