@@ -14,7 +14,7 @@ use tool_contract::control::{
 use tool_contract::dispatch::{Dispatch, Dispatcher};
 use tool_contract::results::Delivery;
 use tool_contract_tests::postgres::{Asked, Relay, Schema};
-use tool_contract_tests::tracker::{Remote, builder, clock, create, message, run, sent};
+use tool_contract_tests::tracker::{Remote, builder, clock, code, create, message, run, sent};
 
 /// What a test runs on: its schema, a relay to the server, and the remote its tools write to.
 struct Bed {
@@ -286,6 +286,37 @@ async fn a_grant_redeemed_on_another_replica_is_not_redeemed_again_from_the_hint
     assert_eq!(
         answered_here.result.model, replayed_elsewhere.result.model,
         "the answer of a stale hint is the answer of a look"
+    );
+}
+
+#[tokio::test]
+async fn a_grant_row_edited_after_its_store_approved_it_is_refused_and_nothing_runs() {
+    let Some(bed) = Bed::new("edited_hinted_grant") else {
+        return;
+    };
+    let dispatcher = bed.dispatcher().await;
+    let call = message("m1", "ops@example.com");
+    let asked = run(&dispatcher, &call).await;
+    approve(&dispatcher, &asked).await;
+    // Another approver's name in the stored grant, its seal left as it was: the store's hint
+    // still holds the grant as it wrote it, so the claim finds another row than the hint.
+    bed.schema.execute(&format!(
+        "UPDATE {}.tool_contract_approvals SET body = replace(body, 'supervisor', 'mallory')",
+        bed.schema.name
+    ));
+
+    let refused = run(&dispatcher, &call).await;
+    assert_eq!(
+        code(&refused),
+        Some(tool_contract::ErrorCode::Blocked),
+        "the general claim opens the edited row and refuses it as unsealed"
+    );
+    assert_eq!(bed.remote.all_requests(), 0, "nothing was sent");
+    let looked_elsewhere = run(&bed.dispatcher().await, &call).await;
+    assert_eq!(
+        code(&looked_elsewhere),
+        code(&refused),
+        "a replica without the hint, whose look opens the row, answers the same"
     );
 }
 
