@@ -21,7 +21,7 @@ pub struct GetIssue {
 
 /// Put a label on an issue (one label is applied once).
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Issue, effect = idempotent_write, approval = not_required,
+#[tool_contract(output = Issue, effect = idempotent_write, operation = key_rule, approval = not_required,
                 source_label = "tracker", producer_revision = "tracker-1")]
 pub struct LabelIssue {
     #[tool_contract(maximum = 1000000)]
@@ -32,7 +32,7 @@ pub struct LabelIssue {
 
 /// Close an issue at the revision read; a maintainer approves it first.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Issue, effect = non_idempotent_write, approval = required,
+#[tool_contract(output = Issue, effect = non_idempotent_write, operation = key_rule, approval = required,
                 reconcile = GetIssue, source_label = "tracker", producer_revision = "tracker-1")]
 pub struct CloseIssue {
     #[tool_contract(maximum = 1000000)]
@@ -168,9 +168,9 @@ pub fn builder(
     store: Arc<dyn ControlStore>,
 ) -> DispatcherBuilder {
     Dispatcher::builder(registry, audit_keys())
-        .handler::<GetIssue>(typed(tracker, get_issue))
-        .handler::<LabelIssue>(typed(tracker, label_issue))
-        .write_handler::<CloseIssue>(
+        .handler(typed(tracker, get_issue))
+        .handler(typed(tracker, label_issue))
+        .write_handler(
             typed(tracker, close_issue),
             |close: &CloseIssue| GetIssue {
                 number: close.number,

@@ -338,10 +338,7 @@ async fn the_tools_count_their_calls_against_the_task_they_were_given() {
         issue_tracker::dispatcher(&tracker, Arc::new(MemoryStore::new())).expect("builds"),
     );
     let task = Arc::new(tool_contract::dispatch::Task::new(
-        tool_contract::dispatch::Budget {
-            tool_calls: Some(1),
-            ..Default::default()
-        },
+        tool_contract::dispatch::Budget::default().with_tool_calls(1),
     ));
     let tools = RigTools::new(dispatcher, principal())
         .with_task(Arc::clone(&task))

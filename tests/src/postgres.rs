@@ -50,10 +50,7 @@ impl Schema {
 
     /// The options of a store in this schema.
     pub fn options(&self) -> PostgresOptions {
-        PostgresOptions {
-            schema: self.name.clone(),
-            ..PostgresOptions::default()
-        }
+        PostgresOptions::default().with_schema(self.name.clone())
     }
 
     /// A store in this schema (migrated on connect).

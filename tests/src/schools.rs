@@ -99,7 +99,7 @@ pub struct EmailHits {
 
 /// Ask an advisor for an introduction by e-mail.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Sent, effect = non_idempotent_write, approval = not_required,
+#[tool_contract(output = Sent, effect = non_idempotent_write, operation = same_arguments, approval = not_required,
                 reconcile = manual, source_label = "mailer", producer_revision = "mailer-v1")]
 pub struct RequestIntroduction {
     /// The advisor's address.
@@ -259,21 +259,21 @@ pub fn builder(web: &Arc<Web>) -> DispatcherBuilder {
     Dispatcher::builder(registry(), keys())
         .clock(clock)
         .audit_sink(Arc::new(MemoryAuditLog::new(crate::tracker::audit_key())))
-        .handler_with::<ListCandidateSchools>(
+        .handler_with(
             move |input: ListCandidateSchools, _cx: HandlerContext| {
                 let web = w1.clone();
                 async move { web.fetch("register-v1", register_answer(&input.field)) }
             },
             OPTIONS,
         )
-        .handler_with::<DiscoverAdvisors>(
+        .handler_with(
             move |input: DiscoverAdvisors, _cx: HandlerContext| {
                 let web = w2.clone();
                 async move { web.fetch("staff-v1", staff_answer(&input.schools)) }
             },
             OPTIONS,
         )
-        .handler_with::<SearchEmail>(
+        .handler_with(
             move |_input: SearchEmail, _cx: HandlerContext| {
                 let web = w3.clone();
                 async move {
@@ -286,7 +286,7 @@ pub fn builder(web: &Arc<Web>) -> DispatcherBuilder {
             },
             OPTIONS,
         )
-        .handler_with::<RequestIntroduction>(
+        .handler_with(
             move |_input: RequestIntroduction, _cx: HandlerContext| {
                 let web = w4.clone();
                 async move { web.fetch("mailer-v1", json!({ "message": 1 })) }

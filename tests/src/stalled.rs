@@ -16,7 +16,7 @@ use crate::tracker::{audit_key, context, keys};
 
 /// Pay out an order's refund.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = PaidOut, effect = non_idempotent_write, approval = not_required,
+#[tool_contract(output = PaidOut, effect = non_idempotent_write, operation = same_arguments, approval = not_required,
                 reconcile = FindPayout, source_label = "payouts", producer_revision = "payouts-1")]
 pub struct Payout {
     /// The order.
@@ -117,24 +117,19 @@ async fn find_payout(
 
 /// A replica over `store`, paying out into `payouts`, on the system clock.
 pub fn replica(store: Arc<dyn ControlStore>, payouts: Payouts, before_paying: fn()) -> Dispatcher {
-    let options = ToolOptions {
-        timeout: TIMEOUT,
-        retry: RetryPolicy {
-            max_total_wait: Duration::ZERO,
-            ..RetryPolicy::NEVER
-        },
-        ..ToolOptions::DEFAULT
-    };
+    let options = ToolOptions::DEFAULT
+        .with_timeout(TIMEOUT)
+        .with_retry(RetryPolicy::NEVER.with_max_total_wait(Duration::ZERO));
     let payouts = Arc::new((payouts, before_paying));
     Dispatcher::builder(tool_contract::registry![Payout, FindPayout], keys())
-        .write_handler::<Payout>(
+        .write_handler(
             typed(&payouts, pay_out),
             |payout: &Payout| FindPayout {
                 order: payout.order.clone(),
             },
             options,
         )
-        .handler::<FindPayout>(typed(&payouts, find_payout))
+        .handler(typed(&payouts, find_payout))
         .lease_grace(GRACE)
         .store(store)
         .audit_sink(Arc::new(MemoryAuditLog::new(audit_key())))
@@ -153,10 +148,7 @@ pub async fn open_store(store: &str) -> Result<Arc<dyn ControlStore>, StoreError
     }
     let rest = store.strip_prefix("postgres:").unwrap_or(store);
     let (schema, url) = rest.split_once(':').unwrap_or(("tool_contract", rest));
-    let options = PostgresOptions {
-        schema: schema.to_owned(),
-        ..PostgresOptions::default()
-    };
+    let options = PostgresOptions::default().with_schema(schema);
     Ok(Arc::new(PostgresStore::connect_with(url, options).await?))
 }
 

@@ -20,7 +20,7 @@ use tool_contract::{
 
 /// Open an issue in the tracker.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = IssueRef, effect = non_idempotent_write, approval = not_required,
+#[tool_contract(output = IssueRef, effect = non_idempotent_write, operation = same_arguments, approval = not_required,
                 reconcile = FindIssue, source_label = "tracker", producer_revision = "tracker-v1")]
 pub struct CreateIssue {
     /// The title.
@@ -43,7 +43,7 @@ pub struct FindIssue {
 
 /// Open an issue in the legacy tracker, which knows no idempotency keys and no status query.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = IssueRef, effect = non_idempotent_write, approval = required,
+#[tool_contract(output = IssueRef, effect = non_idempotent_write, operation = same_arguments, approval = required,
                 reconcile = manual, source_label = "legacy-tracker", producer_revision = "tracker-v1")]
 pub struct FileIssue {
     /// The title.
@@ -56,7 +56,7 @@ pub struct FileIssue {
 
 /// Put a label on an issue (the tracker applies one key once).
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = IssueRef, effect = idempotent_write, approval = not_required,
+#[tool_contract(output = IssueRef, effect = idempotent_write, operation = same_arguments, approval = not_required,
                 source_label = "tracker", producer_revision = "tracker-v1")]
 pub struct LabelIssue {
     /// The issue.
@@ -69,7 +69,7 @@ pub struct LabelIssue {
 
 /// Send a message to an address outside the organisation.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = IssueRef, effect = non_idempotent_write, approval = required,
+#[tool_contract(output = IssueRef, effect = non_idempotent_write, operation = same_arguments, approval = required,
                 reconcile = manual, source_label = "mail", producer_revision = "tracker-v1")]
 pub struct SendMessage {
     /// The recipient.
@@ -464,16 +464,16 @@ fn document(text: &str) -> RawResult {
 }
 
 /// Options the tests run tools with: 5 s per attempt, three attempts, no cost.
-pub const OPTIONS: ToolOptions = ToolOptions {
-    timeout: Duration::from_secs(5),
-    retry: RetryPolicy {
-        max_attempts: 3,
-        base: Duration::from_millis(100),
-        cap: Duration::from_secs(2),
-        max_total_wait: Duration::from_secs(10),
-    },
-    cost_units: 1,
-};
+pub const OPTIONS: ToolOptions = ToolOptions::DEFAULT
+    .with_timeout(Duration::from_secs(5))
+    .with_retry(
+        RetryPolicy::DEFAULT
+            .with_max_attempts(3)
+            .with_base(Duration::from_millis(100))
+            .with_cap(Duration::from_secs(2))
+            .with_max_total_wait(Duration::from_secs(10)),
+    )
+    .with_cost_units(1);
 
 /// A dispatcher over [`registry`] with every handler wired to `remote`, before `build`.
 pub fn builder(remote: &Arc<Remote>) -> DispatcherBuilder {
@@ -494,7 +494,7 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
     Dispatcher::builder(registry(), keys)
         .clock(clock)
         .audit_sink(Arc::new(MemoryAuditLog::new(audit_key())))
-        .write_handler::<CreateIssue>(
+        .write_handler(
             move |input: CreateIssue, mut cx: HandlerContext| {
                 let remote = r1.clone();
                 async move {
@@ -509,7 +509,7 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
             },
             OPTIONS,
         )
-        .handler_with::<FindIssue>(
+        .handler_with(
             move |input: FindIssue, cx: HandlerContext| {
                 let remote = r2.clone();
                 async move {
@@ -526,7 +526,7 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
             },
             OPTIONS,
         )
-        .handler_with::<FileIssue>(
+        .handler_with(
             move |input: FileIssue, mut cx: HandlerContext| {
                 let remote = r3.clone();
                 async move {
@@ -538,14 +538,14 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
             },
             OPTIONS,
         )
-        .handler_with::<LabelIssue>(
+        .handler_with(
             move |input: LabelIssue, cx: HandlerContext| {
                 let remote = r4.clone();
                 async move { remote.label(cx.idempotency_key(), input.number).await }
             },
             OPTIONS,
         )
-        .handler_with::<SendMessage>(
+        .handler_with(
             move |input: SendMessage, mut cx: HandlerContext| {
                 let remote = r5.clone();
                 async move {
@@ -557,14 +557,14 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
             },
             OPTIONS,
         )
-        .handler_with::<ReadDoc>(
+        .handler_with(
             move |input: ReadDoc, _cx: HandlerContext| {
                 let remote = r6.clone();
                 async move { remote.read(&format!("document {}", input.doc_id)).await }
             },
             OPTIONS,
         )
-        .handler_with::<DiscoverAdvisors>(
+        .handler_with(
             move |input: DiscoverAdvisors, _cx: HandlerContext| {
                 let remote = r7.clone();
                 async move {
@@ -582,7 +582,7 @@ pub fn builder_with_keys(remote: &Arc<Remote>, keys: AuditKeys) -> DispatcherBui
             },
             OPTIONS,
         )
-        .handler_with::<ListCandidateSchools>(
+        .handler_with(
             |_input: ListCandidateSchools, _cx: HandlerContext| async move {
                 Ok(RawResult::new(
                     json!({ "names": ["Lund", "Uppsala"] }).to_string(),

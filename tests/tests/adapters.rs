@@ -16,7 +16,7 @@ use tool_contract_tests::tracker::{FindIssue, alice, audit_key, code, context, k
 fn dispatcher(registry: Registry, runs: &Arc<AtomicU32>) -> Dispatcher {
     let runs = runs.clone();
     Dispatcher::builder(registry, keys())
-        .handler::<FindIssue>(move |_: FindIssue, _: HandlerContext| {
+        .handler(move |_: FindIssue, _: HandlerContext| {
             runs.fetch_add(1, Ordering::Relaxed);
             async {
                 let provenance = RawProvenance::new("tracker-v1", "2026-12-01T00:00:00Z");

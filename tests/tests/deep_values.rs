@@ -16,7 +16,7 @@ use tool_contract_tests::tracker::{alice, audit_key, clock, keys};
 
 /// Store a tree as it is.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Tree, effect = idempotent_write, approval = required,
+#[tool_contract(output = Tree, effect = idempotent_write, operation = same_arguments, approval = required,
                 source_label = "trees", producer_revision = "trees-1", max_depth = 256)]
 struct StoreTree {
     /// The tree.
@@ -33,16 +33,14 @@ struct Tree {
     tree: Value,
 }
 
-const OPTIONS: ToolOptions = ToolOptions {
-    timeout: Duration::from_secs(5),
-    retry: RetryPolicy {
-        max_attempts: 1,
-        base: Duration::from_millis(100),
-        cap: Duration::from_secs(1),
-        max_total_wait: Duration::from_secs(1),
-    },
-    cost_units: 1,
-};
+const OPTIONS: ToolOptions = ToolOptions::DEFAULT
+    .with_timeout(Duration::from_secs(5))
+    .with_retry(
+        RetryPolicy::NEVER
+            .with_base(Duration::from_millis(100))
+            .with_cap(Duration::from_secs(1))
+            .with_max_total_wait(Duration::from_secs(1)),
+    );
 
 /// `[[[…[1]…]]]`, `levels` arrays deep.
 fn nested(levels: usize) -> Value {
@@ -90,7 +88,7 @@ async fn a_value_as_deep_as_the_dsl_allows_is_never_turned_into_null() {
             gate_seen.lock().unwrap().push(call.arguments.clone());
             GateDecision::Proceed
         })
-        .handler_with::<StoreTree>(
+        .handler_with(
             |input: StoreTree, _cx: HandlerContext| async move {
                 let output = json!({ "tree": input.tree }).to_string();
                 Ok(RawResult::new(

@@ -290,7 +290,7 @@ async fn an_unauthorized_call_reads_exactly_like_not_found() {
 #[tokio::test(start_paused = true)]
 async fn every_registered_tool_needs_a_handler_and_every_reconciled_write_a_status_query() {
     let errors = Dispatcher::builder(tracker::registry(), tracker::keys())
-        .handler::<ReadDoc>(|_: ReadDoc, _: HandlerContext| async {
+        .handler(|_: ReadDoc, _: HandlerContext| async {
             Err::<RawResult, _>(ToolFailure::new(
                 tool_contract::FailureKind::Failed,
                 "unused",
@@ -308,7 +308,7 @@ async fn every_registered_tool_needs_a_handler_and_every_reconciled_write_a_stat
 
     let remote = Remote::new();
     let without_query = builder(&remote)
-        .handler_with::<tracker::CreateIssue>(
+        .handler_with(
             |_: tracker::CreateIssue, _: HandlerContext| async {
                 Err::<RawResult, _>(ToolFailure::new(
                     tool_contract::FailureKind::Failed,
@@ -700,7 +700,7 @@ async fn panics<C>(_: C, _: HandlerContext) -> Result<RawResult, ToolFailure> {
 async fn a_panicking_read_handler_becomes_a_tool_error() {
     let remote = Remote::new();
     let dispatcher = builder(&remote)
-        .handler_with::<ReadDoc>(panics::<ReadDoc>, tracker::OPTIONS)
+        .handler_with(panics::<ReadDoc>, tracker::OPTIONS)
         .build()
         .unwrap();
     let call = context("c1", "read_doc", json!({ "doc_id": "d" }), "op-1", "k-1");
@@ -715,7 +715,7 @@ async fn a_panicking_read_handler_becomes_a_tool_error() {
 async fn a_write_whose_handler_panics_is_unknown_and_not_retried() {
     let remote = Remote::new();
     let dispatcher = builder(&remote)
-        .handler_with::<tracker::LabelIssue>(panics::<tracker::LabelIssue>, tracker::OPTIONS)
+        .handler_with(panics::<tracker::LabelIssue>, tracker::OPTIONS)
         .build()
         .unwrap();
     let call = context(

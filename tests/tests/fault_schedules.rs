@@ -178,10 +178,7 @@ impl World {
                 self.remote.script(&faults);
                 let call = self.next_call(variant);
                 let task = match budget {
-                    Some(attempts) => Task::new(Budget {
-                        tool_calls: Some(attempts),
-                        ..Budget::default()
-                    }),
+                    Some(attempts) => Task::new(Budget::default().with_tool_calls(attempts)),
                     None => Task::unlimited(),
                 };
                 let dispatch = self.dispatcher.dispatch(&alice(), &call, &task).await;

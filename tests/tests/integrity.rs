@@ -66,10 +66,7 @@ async fn a_write_that_may_have_committed_is_never_reported_as_not_having_happene
         (
             "budget stop",
             &[Fault::CommitThenHang],
-            Budget {
-                tool_calls: Some(1),
-                ..Budget::default()
-            },
+            Budget::default().with_tool_calls(1),
         ),
         (
             "two rate limits",
@@ -172,7 +169,7 @@ mod deployed {
 
     /// Put a label on an issue (the tracker applies one key once).
     #[derive(Debug, serde::Deserialize, ToolContract)]
-    #[tool_contract(name = "label_issue", output = IssueRef, effect = idempotent_write,
+    #[tool_contract(name = "label_issue", output = IssueRef, effect = idempotent_write, operation = same_arguments,
                     approval = not_required, source_label = "tracker",
                     producer_revision = "tracker-v2")]
     pub struct LabelIssue {
@@ -196,7 +193,7 @@ fn deployed_dispatcher(remote: &Arc<Remote>, ledger: Arc<dyn ControlStore>) -> D
         .clock(clock)
         .store(ledger)
         .audit_sink(Arc::new(MemoryAuditLog::new(audit_key())))
-        .handler_with::<deployed::LabelIssue>(
+        .handler_with(
             move |input: deployed::LabelIssue, cx: HandlerContext| {
                 let remote = remote.clone();
                 async move { remote.label(cx.idempotency_key(), input.number).await }
@@ -397,7 +394,7 @@ mod invitations {
 
     /// Invite an advisor.
     #[derive(Debug, serde::Deserialize, ToolContract)]
-    #[tool_contract(output = Invited, effect = non_idempotent_write, approval = not_required,
+    #[tool_contract(output = Invited, effect = non_idempotent_write, operation = same_arguments, approval = not_required,
                     reconcile = FindInvitation, source_label = "mail",
                     producer_revision = "mail-1")]
     pub struct Invite {
@@ -428,9 +425,9 @@ mod invitations {
 /// A dispatcher whose `invite` write never answers, so its outcome is unknown, and whose
 /// status tool `find_invitation` runs `status` on the input `status_input` builds; the key
 /// each write was sent with is kept in `sent_key`.
-fn invitation_desk(
+fn invitation_desk<M: 'static>(
     status_input: fn(&invitations::Invite) -> invitations::FindInvitation,
-    status: impl tool_contract::dispatch::Handler<invitations::FindInvitation>,
+    status: impl tool_contract::dispatch::Handler<invitations::FindInvitation, M>,
     sent_key: Arc<std::sync::Mutex<String>>,
 ) -> Dispatcher {
     use invitations::{FindInvitation, Invite};
@@ -442,18 +439,18 @@ fn invitation_desk(
     Dispatcher::builder(registry, keys())
         .clock(clock)
         .audit_sink(Arc::new(MemoryAuditLog::new(audit_key())))
-        .write_handler::<Invite>(
+        .write_handler(
             move |_: Invite, cx: HandlerContext| {
                 *sent_key.lock().unwrap() = cx.idempotency_key().to_owned();
                 async {
                     tokio::time::sleep(Duration::from_secs(3600)).await;
-                    Err(ToolFailure::new(FailureKind::Failed, "never"))
+                    Err::<invitations::Invited, _>(ToolFailure::new(FailureKind::Failed, "never"))
                 }
             },
             status_input,
             OPTIONS,
         )
-        .handler_with::<FindInvitation>(status, OPTIONS)
+        .handler_with(status, OPTIONS)
         .build()
         .unwrap()
 }
@@ -615,10 +612,7 @@ async fn a_grant_is_spent_only_by_an_execution() {
         "k-1",
     );
     tool_contract_tests::tracker::approve(&dispatcher, &call, "carol").await;
-    let spent = Task::new(Budget {
-        tool_calls: Some(0),
-        ..Budget::default()
-    });
+    let spent = Task::new(Budget::default().with_tool_calls(0));
     let stopped = dispatcher.dispatch(&alice(), &call, &spent).await;
     let error = stopped.result.model.error().map(|error| error.code());
     assert_eq!(error, Some(ErrorCode::BudgetExhausted), "{stopped:?}");

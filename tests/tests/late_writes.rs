@@ -17,7 +17,7 @@ use tool_contract_tests::tracker::{advance_clock, alice, audit_key, clock, conte
 
 /// Pay an invoice.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Payment, effect = non_idempotent_write, approval = not_required,
+#[tool_contract(output = Payment, effect = non_idempotent_write, operation = same_arguments, approval = not_required,
                 reconcile = FindPayment, source_label = "bank", producer_revision = "bank-1")]
 struct PayInvoice {
     #[tool_contract(max_len = 20)]
@@ -130,19 +130,14 @@ fn replica_with(
     store: &Arc<dyn ControlStore>,
     status_input: fn(&PayInvoice) -> FindPayment,
 ) -> Arc<Dispatcher> {
-    let options = ToolOptions {
-        timeout: Duration::from_secs(60),
-        retry: RetryPolicy {
-            max_total_wait: Duration::ZERO,
-            ..RetryPolicy::NEVER
-        },
-        ..ToolOptions::DEFAULT
-    };
+    let options = ToolOptions::DEFAULT
+        .with_timeout(Duration::from_secs(60))
+        .with_retry(RetryPolicy::NEVER.with_max_total_wait(Duration::ZERO));
     Arc::new(
         Dispatcher::builder(tool_contract::registry![PayInvoice, FindPayment], keys())
             .clock(clock)
-            .write_handler::<PayInvoice>(typed(bank, pay), status_input, options)
-            .handler::<FindPayment>(typed(bank, find))
+            .write_handler(typed(bank, pay), status_input, options)
+            .handler(typed(bank, find))
             .lease_grace(Duration::from_secs(1))
             .retention(RETENTION)
             .store(store.clone())

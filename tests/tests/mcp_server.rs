@@ -89,7 +89,7 @@ async fn a_registry_that_does_not_accept_mcp_calls_answers_none() {
         tool_contract_tests::tracker::audit_key(),
     ));
     let dispatcher = Dispatcher::builder(registry, keys())
-        .handler::<SearchKb>(|input: SearchKb, _: HandlerContext| async move {
+        .handler(|input: SearchKb, _: HandlerContext| async move {
             Ok::<_, ToolFailure>(RawResult::new(
                 hits(&input.query).to_string(),
                 kb_provenance(),

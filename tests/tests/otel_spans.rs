@@ -118,7 +118,7 @@ fn everything(spans: &[SpanData]) -> String {
 /// receipt and a detail for a `doc_id` ending in `fail`.
 fn planted(remote: &Arc<Remote>, trace_results: bool) -> Dispatcher {
     builder(remote)
-        .handler_with::<ReadDoc>(
+        .handler_with(
             |input: ReadDoc, _: HandlerContext| async move {
                 if input.doc_id.ends_with("fail") {
                     let mut failure =

@@ -21,7 +21,7 @@ struct GetRefundDraft {
 /// Create a refund draft
 /// for one order.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Draft, effect = non_idempotent_write, approval = required,
+#[tool_contract(output = Draft, effect = non_idempotent_write, operation = same_arguments, approval = required,
                 reconcile = GetRefundDraft, source_label = "refunds", producer_revision = "r1",
                 handler_revision = "h7", output_revision = "draft-v1")]
 struct CreateRefundDraft {

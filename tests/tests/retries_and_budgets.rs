@@ -10,9 +10,7 @@ use rand::rngs::SmallRng;
 use serde_json::json;
 use tokio::time::Instant;
 use tool_contract::control::{MemoryStore, WriteState};
-use tool_contract::dispatch::{
-    Budget, Dispatch, Dispatcher, RetryPolicy, StopReason, Task, ToolOptions,
-};
+use tool_contract::dispatch::{Budget, Dispatch, Dispatcher, RetryPolicy, StopReason, Task};
 use tool_contract::results::Recovery;
 use tool_contract::{ErrorCode, Status};
 use tool_contract_tests::tracker::{
@@ -49,12 +47,11 @@ fn label(call_id: &str, key: &str) -> tool_contract::CallContext {
 
 #[test]
 fn the_backoff_ceiling_doubles_up_to_the_cap() {
-    let policy = RetryPolicy {
-        max_attempts: 10,
-        base: Duration::from_millis(100),
-        cap: Duration::from_millis(1_000),
-        max_total_wait: Duration::from_secs(60),
-    };
+    let policy = RetryPolicy::DEFAULT
+        .with_max_attempts(10)
+        .with_base(Duration::from_millis(100))
+        .with_cap(Duration::from_millis(1_000))
+        .with_max_total_wait(Duration::from_secs(60));
     let ceilings: Vec<u128> = (0..6)
         .map(|retry| policy.ceiling(retry).as_millis())
         .collect();
@@ -212,10 +209,7 @@ async fn an_idempotent_write_that_times_out_is_retried_under_the_same_key() {
 async fn a_budget_exhausted_mid_task_stops_with_that_reason_and_no_call_over_it() {
     let remote = Remote::new();
     let dispatcher = memory_dispatcher(&remote);
-    let task = Task::new(Budget {
-        tool_calls: Some(2),
-        ..Budget::default()
-    });
+    let task = Task::new(Budget::default().with_tool_calls(2));
     for call_id in ["c1", "c2"] {
         let dispatch = dispatcher.dispatch(&alice(), &read(call_id), &task).await;
         assert_eq!(dispatch.result.model.status(), Status::Succeeded);
@@ -233,10 +227,7 @@ async fn retries_count_against_the_budget_too() {
     let remote = Remote::new();
     remote.script(&[Fault::RateLimit(10), Fault::RateLimit(10)]);
     let dispatcher = memory_dispatcher(&remote);
-    let task = Task::new(Budget {
-        tool_calls: Some(2),
-        ..Budget::default()
-    });
+    let task = Task::new(Budget::default().with_tool_calls(2));
     let dispatch = dispatcher.dispatch(&alice(), &read("c1"), &task).await;
     assert_eq!(code(&dispatch), Some(ErrorCode::BudgetExhausted));
     assert_eq!(dispatch.stop, Some(StopReason::ToolCallsExhausted));
@@ -247,7 +238,7 @@ async fn retries_count_against_the_budget_too() {
 async fn cost_units_are_checked_before_the_call_they_would_pay_for() {
     let remote = Remote::new();
     let dispatcher = builder(&remote)
-        .handler_with::<ReadDoc>(
+        .handler_with(
             {
                 let remote = remote.clone();
                 move |input: ReadDoc, _| {
@@ -255,17 +246,11 @@ async fn cost_units_are_checked_before_the_call_they_would_pay_for() {
                     async move { remote.read(&input.doc_id).await }
                 }
             },
-            ToolOptions {
-                cost_units: 2,
-                ..OPTIONS
-            },
+            OPTIONS.with_cost_units(2),
         )
         .build()
         .unwrap();
-    let task = Task::new(Budget {
-        cost_units: Some(3),
-        ..Budget::default()
-    });
+    let task = Task::new(Budget::default().with_cost_units(3));
     assert_eq!(
         dispatcher
             .dispatch(&alice(), &read("c1"), &task)
@@ -287,10 +272,7 @@ async fn the_deadline_bounds_attempts_and_waits() {
     remote.script(&[Fault::HangBeforeCommit, Fault::HangBeforeCommit]);
     let dispatcher = memory_dispatcher(&remote);
     let started = Instant::now();
-    let task = Task::new(Budget {
-        deadline: Some(started + Duration::from_secs(7)),
-        ..Budget::default()
-    });
+    let task = Task::new(Budget::default().with_deadline(started + Duration::from_secs(7)));
     let dispatch = dispatcher.dispatch(&alice(), &read("c1"), &task).await;
     // The read ran, and its source did not answer in time.
     assert_eq!(code(&dispatch), Some(ErrorCode::SourceTimeout));
@@ -308,10 +290,7 @@ async fn the_deadline_bounds_attempts_and_waits() {
 
 #[test]
 fn model_turns_are_counted_before_each_turn() {
-    let task = Task::new(Budget {
-        model_turns: Some(2),
-        ..Budget::default()
-    });
+    let task = Task::new(Budget::default().with_model_turns(2));
     assert_eq!(task.begin_model_turn(), Ok(()));
     assert_eq!(task.begin_model_turn(), Ok(()));
     assert_eq!(

@@ -1356,10 +1356,7 @@ async fn replicas_connecting_at_once_migrate_the_schema_once() {
 
 #[tokio::test]
 async fn a_postgres_schema_name_that_is_not_an_identifier_is_refused() {
-    let options = tool_contract::control::PostgresOptions {
-        schema: "x; DROP TABLE y".to_owned(),
-        ..Default::default()
-    };
+    let options = tool_contract::control::PostgresOptions::default().with_schema("x; DROP TABLE y");
     let refused = tool_contract::control::PostgresStore::connect_with(
         "postgres://nobody@127.0.0.1:1/none",
         options,

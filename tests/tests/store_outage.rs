@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tool_contract::control::PostgresOptions;
 use tool_contract::control::{ApprovalError, MemoryStore, StoreError, WriteState};
 use tool_contract::dispatch::{Dispatch, Dispatcher};
 use tool_contract::results::{Delivery, Outcome, Recovery};
@@ -46,10 +45,9 @@ async fn run_once_the_store_is_back(dispatcher: &Dispatcher, call: &CallContext)
 }
 
 async fn through_relay(schema: &Schema, relay: &Relay, remote: &Arc<Remote>) -> Dispatcher {
-    let options = PostgresOptions {
-        connect_timeout: Duration::from_millis(500),
-        ..schema.options()
-    };
+    let options = schema
+        .options()
+        .with_connect_timeout(Duration::from_millis(500));
     let store = relay.store(schema, options).await;
     builder(remote).store(Arc::new(store)).build().unwrap()
 }

@@ -105,10 +105,7 @@ async fn a_store_that_prepares_nothing_has_each_common_statement_parsed() {
     let Some(bed) = Bed::new("unprepared_round_trips") else {
         return;
     };
-    let options = PostgresOptions {
-        prepare_statements: false,
-        ..bed.schema.options()
-    };
+    let options = bed.schema.options().with_prepare_statements(false);
     let dispatcher = bed.dispatcher_with(options).await;
 
     let written = run(&dispatcher, &create("c1", "Broken build", "b", "k1")).await;

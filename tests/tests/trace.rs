@@ -62,7 +62,7 @@ fn planted_dispatcher(remote: &Arc<Remote>) -> Dispatcher {
         remote,
         AuditKeys::new(audit_key).with_digest_key(digest_key),
     )
-    .handler_with::<ReadDoc>(
+    .handler_with(
         |input: ReadDoc, _: HandlerContext| async move {
             if input.doc_id.contains("fail") {
                 let mut failure =
@@ -227,10 +227,7 @@ async fn budget_left_is_traced_before_each_attempt(captured: &Captured) {
         .store(Arc::new(MemoryStore::new()))
         .build()
         .unwrap();
-    let task = Task::new(tool_contract::dispatch::Budget {
-        tool_calls: Some(1),
-        ..Default::default()
-    });
+    let task = Task::new(tool_contract::dispatch::Budget::default().with_tool_calls(1));
     let call = context("c1", "read_doc", json!({ "doc_id": "d" }), "op-1", "k-1");
     dispatcher.dispatch(&tracker::alice(), &call, &task).await;
     dispatcher.dispatch(&tracker::alice(), &call, &task).await;

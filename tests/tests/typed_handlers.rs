@@ -24,7 +24,7 @@ struct ReadNote {
 
 /// Add a note.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Note, effect = idempotent_write, approval = not_required,
+#[tool_contract(output = Note, effect = idempotent_write, operation = same_arguments, approval = not_required,
                 source_label = "notes", producer_revision = "notes-7")]
 struct AddNote {
     #[tool_contract(max_len = 40)]
@@ -83,8 +83,8 @@ async fn add_note(
 fn notes_dispatcher(book: &Arc<Notebook>) -> Dispatcher {
     Dispatcher::builder(tool_contract::registry![ReadNote, AddNote], keys())
         .clock(clock)
-        .handler::<ReadNote>(typed(book, read_note))
-        .handler::<AddNote>(typed(book, add_note))
+        .handler(typed(book, read_note))
+        .handler(typed(book, add_note))
         .audit_sink(Arc::new(MemoryAuditLog::new(audit_key())))
         .build()
         .unwrap()

@@ -8,7 +8,6 @@ use syn::{Data, DeriveInput, Fields, Ident};
 use crate::attr::{self, ContractAttrs, FieldAttrs, Limits, SerdeAttrs, SerdePlace};
 use crate::case::snake_case;
 use crate::ctxt::Ctxt;
-use crate::model::ToolName;
 use crate::symbol::Namespace;
 use crate::ty::FieldType;
 
@@ -48,6 +47,15 @@ pub struct Field<'a> {
     pub rules: FieldAttrs,
     pub serde: SerdeAttrs,
     pub doc: Option<String>,
+}
+
+/// The tool's name, and where it came from (for the error when a provider would refuse it).
+pub struct ToolName {
+    pub value: String,
+    /// Whether `name = "..."` gave it (else it is the struct's name in snake_case).
+    pub explicit: bool,
+    /// The tokens that chose it: the literal, or the struct's name.
+    pub tokens: TokenStream,
 }
 
 /// A unit variant, with its JSON string after serde's renames.

@@ -6,6 +6,7 @@
 
 use proc_macro2::TokenStream;
 use quote::ToTokens;
+use syn::ext::IdentExt;
 use syn::meta::ParseNestedMeta;
 use syn::parse::ParseStream;
 use syn::{Attribute, Ident, LitInt, LitStr, Token};
@@ -14,7 +15,8 @@ use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
 use crate::symbol::*;
 use crate::value::{
-    Approval, BuiltinDetector, Detector, Effect, Format, Reconcile, SourceTier, Synthetic,
+    Approval, BuiltinDetector, Detector, Effect, Format, Operation, Reconcile, SourceTier,
+    Synthetic,
 };
 
 /// A value set at most once, remembering the tokens that set it.
@@ -91,6 +93,7 @@ pub struct ContractAttrs {
     pub name: Option<LitStr>,
     pub approval: Option<Spanned<Approval>>,
     pub reconcile: Option<Spanned<Reconcile>>,
+    pub operation: Option<Spanned<Operation>>,
     pub input_revision: Option<LitStr>,
     pub output_revision: Option<LitStr>,
     pub effect_revision: Option<LitStr>,
@@ -110,6 +113,7 @@ impl ContractAttrs {
         let mut name = Attr::none(cx, ns, NAME);
         let mut approval = Attr::none(cx, ns, APPROVAL);
         let mut reconcile = Attr::none(cx, ns, RECONCILE);
+        let mut operation = Attr::none(cx, ns, OPERATION);
         let mut input_revision = Attr::none(cx, ns, INPUT_REVISION);
         let mut output_revision = Attr::none(cx, ns, OUTPUT_REVISION);
         let mut effect_revision = Attr::none(cx, ns, EFFECT_REVISION);
@@ -160,6 +164,11 @@ impl ContractAttrs {
                         Reconcile::Tool(target.clone())
                     };
                     reconcile.set(&target, value);
+                } else if path.is_ident(OPERATION) {
+                    let (tokens, value) = parse_operation(cx, meta.value()?)?;
+                    if let Some(value) = value {
+                        operation.set(&tokens, value);
+                    }
                 } else if let Some(slot) = [
                     (SOURCE_LABEL, &mut source_label),
                     (PRODUCER_REVISION, &mut producer_revision),
@@ -202,6 +211,7 @@ impl ContractAttrs {
             name: name.get(),
             approval: approval.get_with_tokens(),
             reconcile: reconcile.get_with_tokens(),
+            operation: operation.get_with_tokens(),
             input_revision: input_revision.get(),
             output_revision: output_revision.get(),
             effect_revision: effect_revision.get(),
@@ -214,6 +224,40 @@ impl ContractAttrs {
             },
         }
     }
+}
+
+/// `operation = [field, ...]` or one of the named rules; the tokens that said it, and the
+/// rule when it is one.
+fn parse_operation(cx: &Ctxt, value: ParseStream) -> syn::Result<(TokenStream, Option<Operation>)> {
+    if value.peek(syn::token::Bracket) {
+        let content;
+        let brackets = syn::bracketed!(content in value);
+        let fields = content.parse_terminated(Ident::parse_any, Token![,])?;
+        let mut tokens = TokenStream::new();
+        brackets.surround(&mut tokens, |inner| fields.to_tokens(inner));
+        return Ok((
+            tokens,
+            Some(Operation::Fields(fields.into_iter().collect())),
+        ));
+    }
+    let ident: Ident = value.parse()?;
+    let rule = match ident.to_string().as_str() {
+        "per_call" => Some(Operation::PerCall),
+        "key_rule" => Some(Operation::KeyRule),
+        "same_arguments" => Some(Operation::SameArguments),
+        name => {
+            cx.error_spanned_by(
+                &ident,
+                format!(
+                    "unknown operation rule `{name}`; expected `[field, ...]`, {}{}",
+                    Operation::CHOICES.join(", "),
+                    did_you_mean(name, Operation::CHOICES)
+                ),
+            );
+            None
+        }
+    };
+    Ok((ident.to_token_stream(), rule))
 }
 
 /// The value `ident` names among `choices`; otherwise an error listing them (`what` says

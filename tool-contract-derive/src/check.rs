@@ -4,14 +4,15 @@
 use std::collections::HashMap;
 
 use quote::ToTokens;
+use syn::ext::IdentExt;
 
 use crate::ast::{Contract, Field, Output, OutputData};
 use crate::attr::Limits;
 use crate::ctxt::Ctxt;
-use crate::model::{CheckedContract, Revisions};
-use crate::symbol::{APPROVAL, EFFECT, OUTPUT, PRODUCER_REVISION, RECONCILE, SOURCE_LABEL};
+use crate::model::{CheckedContract, CheckedOperation, Revisions};
+use crate::symbol::{APPROVAL, EFFECT, OPERATION, OUTPUT, RECONCILE};
 use crate::ty::{FieldType, is_sources_list};
-use crate::value::{Effect, Format};
+use crate::value::{Effect, Format, Operation};
 
 /// Checks every rule of a contract, and gives the checked model when its required keys and
 /// description are all there (when one is not, an error says so).
@@ -19,6 +20,8 @@ pub fn check_contract<'a>(cx: &Ctxt, contract: &'a Contract<'a>) -> Option<Check
     check_required_keys(cx, contract);
     check_description(cx, contract);
     check_write_declarations(cx, contract);
+    let operation = check_operation(cx, contract);
+    check_output_type(cx, contract);
     check_limits(cx, &contract.attrs.limits);
     check_fields(cx, &contract.fields, false);
     let attrs = &contract.attrs;
@@ -28,9 +31,10 @@ pub fn check_contract<'a>(cx: &Ctxt, contract: &'a Contract<'a>) -> Option<Check
         description: contract.doc.as_deref()?,
         output: attrs.output.as_ref()?,
         effect: attrs.effect.as_ref()?.value,
-        source_label: attrs.source_label.as_ref()?,
-        producer_revision: attrs.producer_revision.as_ref()?,
+        source_label: attrs.source_label.as_ref(),
+        producer_revision: attrs.producer_revision.as_ref(),
         approval: attrs.approval.as_ref().map(|approval| approval.value),
+        operation,
         reconcile: attrs.reconcile.as_ref().map(|reconcile| &reconcile.value),
         source_tier: attrs.source_tier.as_ref().map(|tier| tier.value),
         revisions: Revisions {
@@ -106,9 +110,9 @@ fn check_grounded_output(cx: &Ctxt, output: &Output) {
     }
 }
 
-/// Every contract names its output, effect, source label and producer revision:
-/// `#[tool_contract(output = OrderView, effect = read_only, source_label = "orders",
-/// producer_revision = "orders-v2")]`.
+/// Every contract names its output and effect: `#[tool_contract(output = OrderView, effect =
+/// read_only)]`. (The source label and producer revision have defaults: the tool's name, and
+/// the declaring crate's name and version.)
 fn check_required_keys(cx: &Ctxt, contract: &Contract) {
     let attrs = &contract.attrs;
     let absent = |key: &str| !attrs.given.iter().any(|given| given == key);
@@ -122,16 +126,6 @@ fn check_required_keys(cx: &Ctxt, contract: &Contract) {
             absent(EFFECT),
             "effect = ...",
             "one of pure, read_only, idempotent_write, non_idempotent_write",
-        ),
-        (
-            absent(SOURCE_LABEL),
-            "source_label = \"...\"",
-            "label the data source the model sees as provenance",
-        ),
-        (
-            absent(PRODUCER_REVISION),
-            "producer_revision = \"...\"",
-            "name the revision of the code that produces results",
         ),
     ];
     for (is_missing, key, hint) in missing {
@@ -190,6 +184,139 @@ fn check_write_declarations(cx: &Ctxt, contract: &Contract) {
             "`reconcile` applies to `non_idempotent_write` only; other effects are safe to retry",
         ),
     }
+}
+
+/// A contract's output is one object that derives `ToolOutput`, so that the model result
+/// describes it and its limits apply: `output = Books`, never `output = Vec<Book>` or
+/// `output = String`. A list is a field of an output struct, with its item limit.
+fn check_output_type(cx: &Ctxt, contract: &Contract) {
+    let Some(output) = &contract.attrs.output else {
+        return;
+    };
+    if let Some(message) = not_an_object_output(output) {
+        cx.error_spanned_by(output, message);
+    }
+}
+
+/// Why `ty`, written as a contract's output, cannot be one; `None` for a named type (which
+/// must then derive `ToolOutput`, as the compiler checks).
+pub fn not_an_object_output(ty: &syn::Type) -> Option<String> {
+    let shown = shown_type(ty);
+    match FieldType::of(ty, false) {
+        FieldType::Nested => None,
+        FieldType::Vec(_) | FieldType::Unsupported(..) if list_item(ty).is_some() => {
+            let item = list_item(ty).map_or_else(|| "Item".to_owned(), shown_type);
+            Some(format!(
+                "a contract's output is one object, not a list: wrap it in an output struct \
+                 with its item limit, `#[derive(serde::Serialize, tool_contract::ToolOutput)] \
+                 struct {item}List {{ #[tool_output(max_items = 100)] items: Vec<{item}> }}`, \
+                 and say `output = {item}List`"
+            ))
+        }
+        FieldType::Option(_) => Some(format!(
+            "a contract's output is one object, not `{shown}`: a tool that finds nothing \
+             fails with `FailureKind::NotFound`, or its output struct holds an `Option` field"
+        )),
+        _ => Some(format!(
+            "a contract's output is one object, not `{shown}`: wrap it in a struct that \
+             derives `ToolOutput`, e.g. `struct Answer {{ value: {shown} }}`"
+        )),
+    }
+}
+
+/// The item type of a list written as `Vec<T>`, `VecDeque<T>`, `[T; N]`, `[T]` or `&[T]`.
+fn list_item(ty: &syn::Type) -> Option<&syn::Type> {
+    match ty {
+        syn::Type::Array(array) => Some(&array.elem),
+        syn::Type::Slice(slice) => Some(&slice.elem),
+        syn::Type::Reference(reference) => list_item(&reference.elem),
+        syn::Type::Path(path) => {
+            let last = path.path.segments.last()?;
+            let listy = ["Vec", "VecDeque", "LinkedList", "HashSet", "BTreeSet"];
+            if !listy.contains(&last.ident.to_string().as_str()) {
+                return None;
+            }
+            match &last.arguments {
+                syn::PathArguments::AngleBracketed(arguments) => {
+                    arguments.args.iter().find_map(|argument| match argument {
+                        syn::GenericArgument::Type(item) => Some(item),
+                        _ => None,
+                    })
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// A write says what makes two of its calls the same operation, which the ledger runs once:
+/// `operation = [member_id, isbn]`, `per_call`, `key_rule` or `same_arguments`. There is no
+/// default, because each guess drops a real action somewhere (borrow, return, borrow again
+/// is two borrows with the same arguments). Reads declare none: each is its own. The fields
+/// named are input fields, each once: `operation = [order_ref]` beside `order_ref: String`.
+fn check_operation(cx: &Ctxt, contract: &Contract) -> Option<CheckedOperation> {
+    let attrs = &contract.attrs;
+    let effect = attrs.effect.as_ref()?;
+    let given = attrs.given.iter().any(|key| key == OPERATION);
+    let Some(operation) = &attrs.operation else {
+        if effect.value.is_write() && !given {
+            cx.error_spanned_by(
+                &effect.tokens,
+                "a write must say what makes two of its calls the same operation, which \
+                 runs once: `operation = [field, ...]` (these input fields: the same values \
+                 are one operation), `operation = per_call` (each model call is one; its \
+                 retry runs once), `operation = key_rule` (the application's key, given to \
+                 `DispatcherBuilder::operation_key`), or `operation = same_arguments` \
+                 (identical arguments are one operation for the ledger's retention, so a \
+                 real action repeated with the same arguments is replayed, not run)",
+            );
+        }
+        return None;
+    };
+    if !effect.value.is_write() {
+        cx.error_spanned_by(
+            &operation.tokens,
+            "`operation` applies to writes only; each call of a read is its own",
+        );
+        return None;
+    }
+    Some(match &operation.value {
+        Operation::PerCall => CheckedOperation::PerCall,
+        Operation::KeyRule => CheckedOperation::KeyRule,
+        Operation::SameArguments => CheckedOperation::SameArguments,
+        Operation::Fields(named) => {
+            if named.is_empty() {
+                cx.error_spanned_by(
+                    &operation.tokens,
+                    "name at least one input field, or choose `per_call`, `key_rule` or \
+                     `same_arguments`",
+                );
+            }
+            let mut keys: Vec<String> = Vec::new();
+            for ident in named {
+                let name = ident.unraw();
+                let field = contract
+                    .fields
+                    .iter()
+                    .find(|field| field.ident.unraw() == name);
+                match field {
+                    None => cx.error_spanned_by(
+                        ident,
+                        format!(
+                            "`{name}` is not a field of `{}`; an operation is named by input fields",
+                            contract.original.ident
+                        ),
+                    ),
+                    Some(field) if keys.contains(&field.key) => {
+                        cx.error_spanned_by(ident, format!("`{name}` is named twice"));
+                    }
+                    Some(field) => keys.push(field.key.clone()),
+                }
+            }
+            CheckedOperation::Fields(keys)
+        }
+    })
 }
 
 /// The deepest nesting a contract may allow: free-form values are read recursively, and this

@@ -6,11 +6,11 @@ use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
-use crate::ast::{Field, Output, OutputData, Variant};
+use crate::ast::{Field, Output, OutputData, ToolName, Variant};
 use crate::attr::Limits;
 use crate::lifetime;
-use crate::model::{CheckedContract, ToolName};
-use crate::ty::is_sources_list;
+use crate::model::{CheckedContract, CheckedOperation};
+use crate::ty::{is_sources_list, named_type};
 use crate::value::{Detector, Reconcile};
 
 pub fn contract(contract: &CheckedContract) -> TokenStream {
@@ -54,8 +54,31 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
         }
         None => (quote!(__private::None), TokenStream::new()),
     };
-    let source_label = contract.source_label;
-    let producer_revision = contract.producer_revision;
+    // The defaults: the tool's name, and the declaring crate's name and version (read where
+    // the contract is compiled, so a release of the tool's crate is a new revision).
+    let source_label = match contract.source_label {
+        Some(label) => label.to_token_stream(),
+        None => name.to_token_stream(),
+    };
+    let producer_revision = match contract.producer_revision {
+        Some(revision) => revision.to_token_stream(),
+        None => quote!(::core::concat!(
+            ::core::env!("CARGO_PKG_NAME"),
+            "@",
+            ::core::env!("CARGO_PKG_VERSION")
+        )),
+    };
+    let operation = match &contract.operation {
+        None => quote!(__private::None),
+        Some(CheckedOperation::PerCall) => quote!(__private::Some(__private::Operation::PerCall)),
+        Some(CheckedOperation::KeyRule) => quote!(__private::Some(__private::Operation::KeyRule)),
+        Some(CheckedOperation::SameArguments) => {
+            quote!(__private::Some(__private::Operation::SameArguments))
+        }
+        Some(CheckedOperation::Fields(keys)) => {
+            quote!(__private::Some(__private::Operation::Fields(&[#(#keys),*])))
+        }
+    };
     let revisions = &contract.revisions;
     let input_revision = option_tokens(revisions.input);
     let output_revision = option_tokens(revisions.output);
@@ -140,6 +163,7 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
                             effect: #effect,
                             approval: #approval,
                             reconcile: #reconcile,
+                            operation: #operation,
                             source_label: #source_label,
                             source_tier: #source_tier,
                             producer_revision: #producer_revision,
@@ -430,8 +454,9 @@ fn field_statics(
             let description = option_tokens(field.doc.as_deref());
             let ty = &field.original.ty;
             let static_ty = lifetime::outside_impl(ty, lifetime);
+            let named = lifetime::outside_impl(named_type(ty), lifetime);
             let shape =
-                quote_spanned!(ty.span()=> <#static_ty as __private::ContractField>::__shape);
+                quote_spanned!(ty.span()=> <#static_ty as __private::Field<'_, #named>>::__shape);
             let bound = option_tokens(field.rules.bound.as_ref().map(|b| b.unraw().to_string()));
             quote! {
                 __private::FieldSpec::new(#key, #rust_name, #description, #shape, #rules, #bound)
@@ -492,8 +517,9 @@ fn read_object(
                 }
             });
             // The runtime's `next_field` puts the key on the path, so a report points at it.
+            let named = named_type(ty);
             let call = quote_spanned! {ty.span()=>
-                <#ty as __private::ReadField<'_>>::__read(reader, __FIELDS[#index].rules())
+                <#ty as __private::Field<'_, #named>>::__read(reader, __FIELDS[#index].rules())
             };
             let read = quote!(__private::__tri!(#call));
             if bound.is_none() && grounded.is_none() {
@@ -613,8 +639,9 @@ fn write_object(fields: &[Field]) -> TokenStream {
         let before = if index == 0 { "{" } else { "," };
         let key = bytes_literal(&format!("{before}{}:", json_string(&field.key)));
         // At the field's type, like the read: an unsupported type is one error there.
+        let named = named_type(ty);
         let write = quote_spanned! {ty.span()=>
-            <#ty as __private::ContractField>::__write_canonical(&self.#ident, out);
+            <#ty as __private::Field<'_, #named>>::__write_canonical(&self.#ident, out);
         };
         quote! {
             out.extend_from_slice(#key);
@@ -694,9 +721,11 @@ fn output_bound_check(
     });
     let nested = fields.iter().map(|field| {
         let ty = &field.original.ty;
-        let static_ty = lifetime::outside_impl(ty, lifetime);
-        quote_spanned! {ty.span()=>
-            let () = <<#static_ty as __private::ContractField>::__Check<__I>
+        // The type under the `Option`s and `Vec`s, whose check theirs is.
+        let named = named_type(ty);
+        let static_named = lifetime::outside_impl(named, lifetime);
+        quote_spanned! {named.span()=>
+            let () = <<#static_named as __private::Field<'_, #static_named>>::__Check<__I>
                 as __private::BoundCheck>::CHECK;
         }
     });
@@ -707,8 +736,8 @@ fn output_bound_check(
 /// somewhere inside).
 fn source_consts(fields: &[Field], holds_sources: bool) -> TokenStream {
     let claims = fields.iter().map(|field| {
-        let ty = &field.original.ty;
-        quote_spanned!(ty.span()=> <#ty as __private::ContractField>::__CLAIMS_TIER)
+        let named = named_type(&field.original.ty);
+        quote_spanned!(named.span()=> <#named as __private::Field<'_, #named>>::__CLAIMS_TIER)
     });
     quote! {
         const __HOLDS_SOURCES: bool = #holds_sources;
@@ -745,6 +774,7 @@ fn grounding_checks(
         }
         let ty = &field.original.ty;
         let static_ty = lifetime::outside_impl(ty, lifetime);
+        let named = lifetime::outside_impl(named_type(ty), lifetime);
         let message = format!(
             "`#[tool_output(grounded)]` on `{type_name}::{}`: its type holds no \
              `Vec<GroundingSource>` field, so it cannot carry sources; add one to the type, \
@@ -757,7 +787,7 @@ fn grounding_checks(
             .next()
             .map_or_else(|| ty.span(), |token| token.span());
         checks.extend(quote_spanned! {span=>
-            const _: () = if !<#static_ty as __private::ContractField>::__HOLDS_SOURCES {
+            const _: () = if !<#static_ty as __private::Field<'_, #named>>::__HOLDS_SOURCES {
                 ::core::panic!(#message)
             };
         });

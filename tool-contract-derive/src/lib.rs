@@ -50,7 +50,11 @@ fn derive_contract(input: &DeriveInput) -> proc_macro2::TokenStream {
                      please report it",
                 )
             });
-            let output = contract.as_ref().and_then(|c| c.attrs.output.as_ref());
+            // An output that is no object would only add its own errors to the stub's.
+            let output = contract
+                .as_ref()
+                .and_then(|c| c.attrs.output.as_ref())
+                .filter(|ty| check::not_an_object_output(ty).is_none());
             // The name's own check still runs, so every mistake shows in one build.
             let name_check = contract
                 .as_ref()

@@ -1,10 +1,9 @@
 //! What `check` hands `expand`: a contract whose required keys are all present and typed, so
 //! expansion reads it without asking again whether anything is there.
 
-use proc_macro2::TokenStream;
 use syn::{Ident, LitStr};
 
-use crate::ast::Field;
+use crate::ast::{Field, ToolName};
 use crate::attr::Limits;
 use crate::value::{Approval, Effect, Reconcile, SourceTier};
 
@@ -16,14 +15,25 @@ pub struct CheckedContract<'a> {
     pub description: &'a str,
     pub output: &'a syn::Type,
     pub effect: Effect,
-    pub source_label: &'a LitStr,
-    pub producer_revision: &'a LitStr,
+    /// Declared, or the tool's name.
+    pub source_label: Option<&'a LitStr>,
+    /// Declared, or the declaring crate's `name@version`.
+    pub producer_revision: Option<&'a LitStr>,
     pub approval: Option<Approval>,
+    pub operation: Option<CheckedOperation>,
     pub reconcile: Option<&'a Reconcile>,
     pub source_tier: Option<SourceTier>,
     pub revisions: Revisions<'a>,
     pub limits: &'a Limits,
     pub fields: &'a [Field<'a>],
+}
+
+/// What makes two calls of a write the same operation, with each named field as its JSON key.
+pub enum CheckedOperation {
+    Fields(Vec<String>),
+    PerCall,
+    KeyRule,
+    SameArguments,
 }
 
 /// The revisions a contract may pin; each left out is the digest of what it names.
@@ -33,13 +43,4 @@ pub struct Revisions<'a> {
     pub effect: Option<&'a LitStr>,
     pub handler: Option<&'a LitStr>,
     pub policy: Option<&'a LitStr>,
-}
-
-/// The tool's name, and where it came from (for the error when a provider would refuse it).
-pub struct ToolName {
-    pub value: String,
-    /// Whether `name = "..."` gave it (else it is the struct's name in snake_case).
-    pub explicit: bool,
-    /// The tokens that chose it: the literal, or the struct's name.
-    pub tokens: TokenStream,
 }

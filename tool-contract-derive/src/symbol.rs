@@ -46,6 +46,7 @@ pub const EFFECT_REVISION: &str = "effect_revision";
 pub const HANDLER_REVISION: &str = "handler_revision";
 pub const POLICY_REVISION: &str = "policy_revision";
 pub const SOURCE_TIER: &str = "source_tier";
+pub const OPERATION: &str = "operation";
 
 // Container keys of both namespaces.
 pub const MAX_BYTES: &str = "max_bytes";
@@ -77,6 +78,7 @@ pub const CONTRACT_KEYS: &[&str] = &[
     NAME,
     APPROVAL,
     RECONCILE,
+    OPERATION,
     INPUT_REVISION,
     OUTPUT_REVISION,
     EFFECT_REVISION,

@@ -151,6 +151,25 @@ fn is_str(ty: &Type) -> bool {
     matches!(ty, Type::Path(path) if path.qself.is_none() && path.path.is_ident("str"))
 }
 
+/// The type a field names under its `Option`s and `Vec`s: `Book` in `Option<Vec<Book>>`. The
+/// one that must derive `ToolOutput` when it is no built-in field type.
+pub fn named_type(ty: &Type) -> &Type {
+    match ty {
+        Type::Group(group) => named_type(&group.elem),
+        Type::Paren(paren) => named_type(&paren.elem),
+        Type::Path(path) if path.qself.is_none() => {
+            let Some(last) = path.path.segments.last() else {
+                return ty;
+            };
+            match single_type_argument(&last.arguments) {
+                Some(inner) if last.ident == "Option" || last.ident == "Vec" => named_type(inner),
+                _ => ty,
+            }
+        }
+        _ => ty,
+    }
+}
+
 fn single_type_argument(arguments: &PathArguments) -> Option<&Type> {
     let PathArguments::AngleBracketed(arguments) = arguments else {
         return None;

@@ -70,6 +70,23 @@ pub enum Reconcile {
     Tool(syn::Path),
 }
 
+/// What makes two calls of a write the same operation (`operation = ...`).
+pub enum Operation {
+    /// `operation = [member_id, isbn]`: these input fields, as written.
+    Fields(Vec<syn::Ident>),
+    /// `operation = per_call`: one operation per model call.
+    PerCall,
+    /// `operation = key_rule`: the application's rule, `DispatcherBuilder::operation_key`.
+    KeyRule,
+    /// `operation = same_arguments`: identical arguments are one operation.
+    SameArguments,
+}
+
+impl Operation {
+    /// The named choices (the field list is written in brackets).
+    pub const CHOICES: &[&str] = &["per_call", "key_rule", "same_arguments"];
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Rfc3339,

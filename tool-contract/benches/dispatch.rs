@@ -37,7 +37,7 @@ struct GetOrder {
 
 /// Note something on an order.
 #[derive(serde::Deserialize, ToolContract)]
-#[tool_contract(output = Order, effect = non_idempotent_write, approval = not_required,
+#[tool_contract(output = Order, effect = non_idempotent_write, operation = same_arguments, approval = not_required,
                 reconcile = GetOrder, source_label = "orders", producer_revision = "o-1")]
 struct NoteOrder {
     #[tool_contract(max_len = 32)]
@@ -81,8 +81,8 @@ fn keys() -> AuditKeys {
 
 fn dispatcher(ledger: Arc<dyn ControlStore>) -> Dispatcher {
     Dispatcher::builder(registry(), keys())
-        .handler::<GetOrder>(get_order)
-        .write_handler::<NoteOrder>(note_order, find_note, ToolOptions::DEFAULT)
+        .handler(get_order)
+        .write_handler(note_order, find_note, ToolOptions::DEFAULT)
         .gate(|_: &GateCall<'_>| GateDecision::Proceed)
         .store(ledger)
         .audit_sink(Arc::new(Discard))

@@ -308,11 +308,9 @@ fn postgres(runtime: &tokio::runtime::Runtime) -> Option<(String, Store, Store)>
         &url,
         &format!("DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"),
     ));
-    let options = PostgresOptions {
-        schema: SCHEMA.to_owned(),
-        pool_size: 16,
-        ..PostgresOptions::default()
-    };
+    let options = PostgresOptions::default()
+        .with_schema(SCHEMA)
+        .with_pool_size(16);
     let store = runtime
         .block_on(PostgresStore::connect_with(&url, options.clone()))
         .expect("the bench database is reachable");

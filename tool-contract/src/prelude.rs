@@ -25,7 +25,7 @@
 //! let registry = registry![GetOrder];
 //! let tools = tool_declarations(&registry, Api::OpenAiResponses)?;
 //! let dispatcher = Dispatcher::builder(registry, AuditKeys::new(SecretKey::from([7; 32])))
-//!     .handler::<GetOrder>(|input: GetOrder, _: HandlerContext| async move {
+//!     .handler(|input: GetOrder, _: HandlerContext| async move {
 //!         let output = format!(r#"{{"order_ref":"{}"}}"#, input.order_ref);
 //!         Ok::<_, ToolFailure>(RawResult::new(output, RawProvenance::new("orders-v1", "2026-12-01T10:00:00Z")))
 //!     })

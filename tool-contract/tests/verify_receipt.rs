@@ -17,7 +17,7 @@ use tool_contract::{
 
 /// Refund an order.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Refunded, effect = non_idempotent_write, approval = required,
+#[tool_contract(output = Refunded, effect = non_idempotent_write, operation = same_arguments, approval = required,
                 reconcile = manual, source_label = "desk", producer_revision = "desk-1")]
 struct IssueRefund {
     /// The order.
@@ -58,7 +58,7 @@ async fn redeemed() -> (SignedReceipt, KeySet) {
         tool_contract::registry![IssueRefund],
         AuditKeys::new(SecretKey::from([1; 32])),
     )
-    .handler::<IssueRefund>(|_: IssueRefund, _: HandlerContext| async {
+    .handler(|_: IssueRefund, _: HandlerContext| async {
         let output = br#"{"refund_ref":"R-1"}"#.to_vec();
         let provenance = RawProvenance::new("desk-1", "2026-12-01T00:00:00Z");
         Ok::<_, ToolFailure>(RawResult::new(output, provenance))

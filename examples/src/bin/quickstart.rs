@@ -245,7 +245,7 @@ fn trusted_path() {
 
 /// Draft a refund for one order; a person approves it first.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = RefundDraft, effect = non_idempotent_write, approval = required,
+#[tool_contract(output = RefundDraft, effect = non_idempotent_write, operation = same_arguments, approval = required,
                 reconcile = GetRefundDraft, source_label = "refunds", producer_revision = "refunds-v1")]
 struct CreateRefundDraft {
     /// The order to refund.
@@ -325,7 +325,7 @@ fn dispatch_path() {
         tool_contract::registry![CreateRefundDraft, GetRefundDraft],
         keys,
     )
-    .write_handler::<CreateRefundDraft>(
+    .write_handler(
         move |input: CreateRefundDraft, cx: HandlerContext| {
             let service = creates.clone();
             async move { service.create(input, cx.idempotency_key()).await }
@@ -334,12 +334,9 @@ fn dispatch_path() {
         |write: &CreateRefundDraft| GetRefundDraft {
             order_ref: write.order_ref.clone(),
         },
-        ToolOptions {
-            timeout: Duration::from_secs(1),
-            ..ToolOptions::DEFAULT
-        },
+        ToolOptions::DEFAULT.with_timeout(Duration::from_secs(1)),
     )
-    .handler::<GetRefundDraft>(move |input: GetRefundDraft, cx: HandlerContext| {
+    .handler(move |input: GetRefundDraft, cx: HandlerContext| {
         let service = reads.clone();
         async move {
             match cx.reconciling() {

@@ -19,10 +19,7 @@ async fn main() {
         eprintln!("usage: approver URL SCHEMA APPROVAL_ID PREVIEW_SHA256 APPROVER");
         std::process::exit(2);
     };
-    let options = PostgresOptions {
-        schema: schema.clone(),
-        ..PostgresOptions::default()
-    };
+    let options = PostgresOptions::default().with_schema(schema.clone());
     let store = PostgresStore::connect_with(url, options)
         .await
         .unwrap_or_else(|error| {

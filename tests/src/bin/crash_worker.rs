@@ -22,7 +22,7 @@ use tool_contract::{
 
 /// Move money: each execution is one row in the effect table.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Transferred, effect = non_idempotent_write, approval = not_required,
+#[tool_contract(output = Transferred, effect = non_idempotent_write, operation = same_arguments, approval = not_required,
                 reconcile = FindTransfer, source_label = "bank", producer_revision = "bank-v1")]
 pub struct Transfer {
     /// The operation.
@@ -32,7 +32,7 @@ pub struct Transfer {
 
 /// Move money once a person approved it.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Transferred, effect = non_idempotent_write, approval = required,
+#[tool_contract(output = Transferred, effect = non_idempotent_write, operation = same_arguments, approval = required,
                 reconcile = FindTransfer, source_label = "bank", producer_revision = "bank-v1")]
 pub struct ApprovedTransfer {
     /// The operation.
@@ -143,16 +143,14 @@ fn transferred(op: u32) -> RawResult {
     )
 }
 
-const OPTIONS: ToolOptions = ToolOptions {
-    timeout: Duration::from_secs(2),
-    retry: RetryPolicy {
-        max_attempts: 1,
-        base: Duration::from_millis(10),
-        cap: Duration::from_millis(10),
-        max_total_wait: Duration::from_millis(0),
-    },
-    cost_units: 1,
-};
+const OPTIONS: ToolOptions = ToolOptions::DEFAULT
+    .with_timeout(Duration::from_secs(2))
+    .with_retry(
+        RetryPolicy::NEVER
+            .with_base(Duration::from_millis(10))
+            .with_cap(Duration::from_millis(10))
+            .with_max_total_wait(Duration::from_millis(0)),
+    );
 
 async fn execute(
     effects: &Effects,
@@ -251,10 +249,7 @@ async fn main() {
                 Effects::Sqlite(Mutex::new(connection)),
             )
         } else {
-            let options = PostgresOptions {
-                schema: schema.clone(),
-                ..PostgresOptions::default()
-            };
+            let options = PostgresOptions::default().with_schema(schema.clone());
             let control = PostgresStore::connect_with(store, options)
                 .await
                 .expect("the database is reachable");
@@ -283,7 +278,7 @@ async fn main() {
     .store(control)
     .audit_sink(sink)
     .lease_grace(Duration::from_millis(500))
-    .write_handler::<Transfer>(
+    .write_handler(
         move |input: Transfer, cx: HandlerContext| {
             let (effects, worker) = (e1.clone(), w1.clone());
             async move { execute(&effects, &worker, input.op, cx.idempotency_key()).await }
@@ -291,7 +286,7 @@ async fn main() {
         |write: &Transfer| FindTransfer { op: write.op },
         OPTIONS,
     )
-    .write_handler::<ApprovedTransfer>(
+    .write_handler(
         move |input: ApprovedTransfer, cx: HandlerContext| {
             let (effects, worker) = (e2.clone(), w2.clone());
             async move { execute(&effects, &worker, input.op, cx.idempotency_key()).await }
@@ -299,7 +294,7 @@ async fn main() {
         |write: &ApprovedTransfer| FindTransfer { op: write.op },
         OPTIONS,
     )
-    .handler_with::<FindTransfer>(
+    .handler_with(
         move |input: FindTransfer, cx: HandlerContext| {
             let effects = e3.clone();
             async move {

@@ -62,7 +62,7 @@ pub fn dispatcher() -> Dispatcher {
         registry,
         AuditKeys::new(SecretKey::new([3; 32]).expect("32 bytes")),
     )
-    .handler::<GetOrder>(get_order)
+    .handler(get_order)
     .audit_sink(Arc::new(Discard))
     .build()
     .expect("every tool has a handler")

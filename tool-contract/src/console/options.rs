@@ -3,8 +3,11 @@
 
 use std::time::Duration;
 
-/// How a [`Console`](super::Console) is set up.
+/// How a [`Console`](super::Console) is set up: [`ConsoleOptions::new`] (the origin and the
+/// path have no sensible default), changed by the `with_*` methods, so that a field added
+/// later breaks no one.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ConsoleOptions {
     /// The path the router is mounted at (`"/console"`), or `""` at the root: the pages' links
     /// and the cookie's `Path` start with it.
@@ -35,6 +38,28 @@ impl ConsoleOptions {
             sign_in_attempts: 10,
             sign_in_window: Duration::from_secs(15 * 60),
         }
+    }
+
+    /// These options with sign-ins lasting `lifetime`.
+    #[must_use]
+    pub fn with_session_lifetime(mut self, lifetime: Duration) -> Self {
+        self.session_lifetime = lifetime;
+        self
+    }
+
+    /// These options with `lifetime` to sign a decision's statement once the page asks.
+    #[must_use]
+    pub fn with_statement_lifetime(mut self, lifetime: Duration) -> Self {
+        self.statement_lifetime = lifetime;
+        self
+    }
+
+    /// These options with `attempts` sign-in attempts per approver id in each `window`.
+    #[must_use]
+    pub fn with_sign_in_limit(mut self, attempts: u32, window: Duration) -> Self {
+        self.sign_in_attempts = attempts;
+        self.sign_in_window = window;
+        self
     }
 
     /// Whether cookies may go without `Secure`: plain HTTP on a loopback host only.

@@ -12,7 +12,7 @@ use super::traits::ContractField;
 use super::traits::{ToolContract, ToolOutput};
 use crate::json::canonical;
 use crate::json::encoding::infallible;
-use crate::vocabulary::effect::{Approval, Effect, Reconcile};
+use crate::vocabulary::effect::{Approval, Effect, Operation, Reconcile};
 use crate::vocabulary::limits::Limits;
 use crate::vocabulary::tier::SourceTier;
 
@@ -29,6 +29,8 @@ pub struct ContractDecl {
     pub approval: Option<Approval>,
     /// Reconciliation, for non-idempotent writes.
     pub reconcile: Option<Reconcile>,
+    /// What makes two calls the same operation, for writes.
+    pub operation: Option<Operation>,
     /// The source label.
     pub source_label: &'static str,
     /// The tier of the tool's sources, if declared.
@@ -82,6 +84,14 @@ pub fn build_spec(decl: &'static ContractDecl) -> ToolSpec {
     if let Some(tier) = decl.source_tier {
         effect_declaration["source_tier"] = serde_json::json!(tier);
     }
+    // Only when it is not the rule every write had before writes declared one, for the same
+    // reason: a write that keeps that rule keeps its revision, another rule is a new one.
+    if let Some(operation) = decl
+        .operation
+        .filter(|rule| *rule != Operation::SameArguments)
+    {
+        effect_declaration["operation"] = serde_json::json!(operation);
+    }
     let revision = |declared: Option<&str>, of: &serde_json::Value| {
         declared.map_or_else(|| short_digest(of), str::to_owned)
     };
@@ -100,6 +110,7 @@ pub fn build_spec(decl: &'static ContractDecl) -> ToolSpec {
         effect: decl.effect,
         approval: decl.approval,
         reconcile: decl.reconcile,
+        operation: decl.operation,
         source_label: decl.source_label,
         source_tier: decl.source_tier,
         contract_sha256: contract_sha256_of(decl.name, &canonical_revisions),

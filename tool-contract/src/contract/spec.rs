@@ -8,7 +8,7 @@ use super::shape::{ObjectShape, Shape};
 use crate::json::canonical;
 use crate::json::canonical::object::{Field, member_name as name, write_object};
 use crate::json::encoding::infallible;
-use crate::vocabulary::effect::{Approval, Effect, Reconcile};
+use crate::vocabulary::effect::{Approval, Effect, Operation, Reconcile};
 use crate::vocabulary::limits::Limits;
 use crate::vocabulary::tier::SourceTier;
 
@@ -109,6 +109,7 @@ pub struct ToolSpec {
     pub(crate) effect: Effect,
     pub(crate) approval: Option<Approval>,
     pub(crate) reconcile: Option<Reconcile>,
+    pub(crate) operation: Option<Operation>,
     pub(crate) source_label: &'static str,
     pub(crate) source_tier: Option<SourceTier>,
     pub(crate) revisions: Revisions,
@@ -151,6 +152,13 @@ impl ToolSpec {
     #[must_use]
     pub fn reconcile(&self) -> Option<Reconcile> {
         self.reconcile
+    }
+
+    /// For writes, what makes two calls the same operation; `None` for reads (each call of a
+    /// read is its own).
+    #[must_use]
+    pub fn operation(&self) -> Option<Operation> {
+        self.operation
     }
 
     /// The label of the data source, shown to the model as provenance.

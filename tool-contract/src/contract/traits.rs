@@ -314,6 +314,57 @@ pub trait ContractField: Sized {
     const __CLAIMS_TIER: bool = false;
 }
 
+/// [`ReadField`] (and so [`ContractField`]) under the one name generated code uses for every
+/// field's type, `Named` being the type the field names under its `Option`s and `Vec`s: so
+/// that a field of a type that is neither is one error, at the field, saying which type lacks
+/// the derive. For generated code only.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Named}` cannot be a field of a tool contract: derive `ToolOutput` on `{Named}`",
+    label = "`{Named}` does not derive `ToolOutput`",
+    note = "add `#[derive(serde::Serialize, tool_contract::ToolOutput)]` to `{Named}`, a struct \
+            with named fields or a unit-only enum; a type of another crate cannot derive it, \
+            so hold its value in a type of yours (a `String` with a `pattern`, say)"
+)]
+pub trait Field<'de, Named>: Sized {
+    #[doc(hidden)]
+    fn __shape() -> Shape;
+    #[doc(hidden)]
+    fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop>;
+    #[doc(hidden)]
+    fn __write_canonical(&self, out: &mut Vec<u8>);
+    #[doc(hidden)]
+    type __Check<I: ToolContract>: BoundCheck;
+    #[doc(hidden)]
+    const __HOLDS_SOURCES: bool;
+    #[doc(hidden)]
+    const __CLAIMS_TIER: bool;
+}
+
+// Not recommended, so that rustc reports the field's own type and our words, not this impl's
+// bound and every type that meets it.
+#[diagnostic::do_not_recommend]
+impl<'de, T: ReadField<'de>, Named> Field<'de, Named> for T {
+    #[inline]
+    fn __shape() -> Shape {
+        <T as ContractField>::__shape()
+    }
+
+    #[inline]
+    fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop> {
+        <T as ReadField<'de>>::__read(reader, rules)
+    }
+
+    #[inline]
+    fn __write_canonical(&self, out: &mut Vec<u8>) {
+        <T as ContractField>::__write_canonical(self, out);
+    }
+
+    type __Check<I: ToolContract> = <T as ContractField>::__Check<I>;
+    const __HOLDS_SOURCES: bool = <T as ContractField>::__HOLDS_SOURCES;
+    const __CLAIMS_TIER: bool = <T as ContractField>::__CLAIMS_TIER;
+}
+
 /// A [`ToolOutput`] that owns its data: read from a document borrowed for any `'de`, so kept
 /// past it. `#[derive(ToolOutput)]` implements it for every output type without a lifetime; a
 /// contract's output must be one.
@@ -328,10 +379,14 @@ pub trait OwnedOutput: ToolOutput + for<'de> ReadField<'de> {}
 /// `'de` (`for<'de> ReadField<'de>`, as a contract's output must be), and `&'a str`,
 /// `Cow<'a, str>` and the output types that hold them where `'de` outlives `'a`. Its method is
 /// for generated code.
+// In the words of `Field`'s, which generated code names: where rustc reports this trait
+// instead (normalizing `Field`'s associated type), the two errors read as one.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be read as a field of a tool contract",
-    label = "unsupported field type",
-    note = "a field's type must implement `ContractField`, as every supported type does"
+    message = "`{Self}` cannot be a field of a tool contract: derive `ToolOutput` on `{Self}`",
+    label = "`{Self}` does not derive `ToolOutput`",
+    note = "add `#[derive(serde::Serialize, tool_contract::ToolOutput)]` to `{Self}`, a struct \
+            with named fields or a unit-only enum; a type of another crate cannot derive it, \
+            so hold its value in a type of yours (a `String` with a `pattern`, say)"
 )]
 pub trait ReadField<'de>: ContractField {
     /// Reads the value that comes next, under `rules`; `None` (after a report) if it breaks

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use super::store::RowSeal;
+use super::seal::RowSeal;
 
 /// An enrolled approver: a stable id the approvals are counted by, what the person is called,
 /// what they may decide, and the passkeys that sign their decisions.

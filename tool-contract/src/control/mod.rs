@@ -18,6 +18,7 @@ mod audit_log;
 mod directory;
 mod error;
 mod ledger;
+mod seal;
 mod state;
 mod step;
 mod store;
@@ -46,15 +47,16 @@ pub use directory::{
 };
 pub use error::StoreError;
 pub use ledger::{Advanced, Claimed, IfAbsent, Lease, Purged, Record};
+pub use seal::RowSeal;
 pub use state::{IllegalTransition, UnknownWriteState, WriteEvent, WriteState};
 pub use step::{Advance, ApprovalAsk, ApproveStep, Claim, DirectoryWrite, RejectStep, Release};
 pub(crate) use store::Guarded;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteStore;
 pub use store::{
-    AdvanceDecision, ApprovalDecision, ClaimDecision, ControlStore, MemoryStore, RowSeal,
-    SCHEMA_VERSION, StoreFuture, decide_advance, decide_approval, decide_approve, decide_claim,
-    decide_redeem, decide_reject,
+    AdvanceDecision, ApprovalDecision, ClaimDecision, ControlStore, MemoryStore, SCHEMA_VERSION,
+    StoreFuture, decide_advance, decide_approval, decide_approve, decide_claim, decide_redeem,
+    decide_reject,
 };
 #[cfg(feature = "postgres")]
 pub use store::{PostgresOptions, PostgresStore};

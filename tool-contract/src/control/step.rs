@@ -6,8 +6,8 @@ use time::OffsetDateTime;
 use super::approval::{PendingApproval, RejectionReason};
 use super::directory::DirectoryChange;
 use super::ledger::Lease;
+use super::seal::RowSeal;
 use super::state::{WriteEvent, WriteState};
-use super::store::RowSeal;
 use crate::results::ApprovalBasis;
 
 /// A request to run one operation.

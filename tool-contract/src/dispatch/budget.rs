@@ -8,8 +8,17 @@ use tokio::time::Instant;
 
 use crate::json::names::wire_names;
 
-/// What one task may spend. `None` is no limit.
+/// What one task may spend. `None` is no limit: `Budget::default()` limits nothing, and the
+/// `with_*` methods set each limit.
+///
+/// ```
+/// use tool_contract::dispatch::{Budget, Task};
+///
+/// let task = Task::new(Budget::default().with_tool_calls(20).with_model_turns(8));
+/// assert_eq!(task.budget().tool_calls, Some(20));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Budget {
     /// Handler attempts in all (every retry is one).
     pub tool_calls: Option<u32>,
@@ -19,6 +28,36 @@ pub struct Budget {
     pub cost_units: Option<u64>,
     /// When the task must be done (tokio's clock, so paused-time tests can reach it).
     pub deadline: Option<Instant>,
+}
+
+impl Budget {
+    /// This budget with `tool_calls` handler attempts in all.
+    #[must_use]
+    pub const fn with_tool_calls(mut self, tool_calls: u32) -> Self {
+        self.tool_calls = Some(tool_calls);
+        self
+    }
+
+    /// This budget with `model_turns` model turns in all.
+    #[must_use]
+    pub const fn with_model_turns(mut self, model_turns: u32) -> Self {
+        self.model_turns = Some(model_turns);
+        self
+    }
+
+    /// This budget with `cost_units` cost units in all.
+    #[must_use]
+    pub const fn with_cost_units(mut self, cost_units: u64) -> Self {
+        self.cost_units = Some(cost_units);
+        self
+    }
+
+    /// This budget with `deadline` (tokio's clock) for the whole task.
+    #[must_use]
+    pub const fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
 }
 
 wire_names! {
@@ -70,7 +109,7 @@ struct Spent {
 /// ```
 /// use tool_contract::dispatch::{Budget, StopReason, Task};
 ///
-/// let task = Task::new(Budget { model_turns: Some(1), ..Budget::default() });
+/// let task = Task::new(Budget::default().with_model_turns(1));
 /// assert!(task.begin_model_turn().is_ok());
 /// assert_eq!(task.begin_model_turn(), Err(StopReason::ModelTurnsExhausted));
 /// ```

@@ -9,9 +9,7 @@ use std::time::Duration;
 use time::OffsetDateTime;
 
 use crate::contract::{ReconciledBy, Registry, ToolContract};
-use crate::control::AuditSink;
-#[cfg(doc)]
-use crate::control::MemoryAuditLog;
+use crate::control::{AuditSink, MemoryAuditLog};
 use crate::control::{ControlStore, MemoryStore};
 use crate::dispatch::dispatcher::{Dispatcher, Parts};
 use crate::dispatch::gate::Gate;
@@ -22,8 +20,8 @@ use crate::dispatch::handler::{
     erase_status_input,
 };
 use crate::dispatch::options::{Authorizer, ToolOptions};
-use crate::results::{AuditKeys, ReceiptSigner};
-use crate::vocabulary::{Approval, ForbiddenKeys, Reconcile};
+use crate::results::{AuditKeys, ReceiptSigner, SecretKey};
+use crate::vocabulary::{Approval, ForbiddenKeys, Operation, Reconcile};
 
 /// Why a dispatcher cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,6 +80,17 @@ pub enum BuildError {
     /// An operation key was given for a tool the registry does not hold.
     #[error("an operation key was given for {0:?}, which the registry does not hold")]
     UnregisteredKey(&'static str),
+    /// An operation key was given for a tool whose contract names its operations another way:
+    /// the key would be a second rule beside the one the contract declares.
+    #[error(
+        "an operation key was given for {0:?}, whose contract does not say `operation = key_rule`"
+    )]
+    KeyWithoutKeyRule(&'static str),
+    /// A write whose contract says `operation = key_rule` was given no key.
+    #[error(
+        "{0:?} says `operation = key_rule` but was given no key: add `.operation_key::<Contract>(|input| ...)`"
+    )]
+    MissingOperationKey(&'static str),
     /// A policy asked for no approvers at all: a write needing approval needs at least one
     /// person (`approval_when` is how a policy waives it).
     #[error("a policy for {0:?} asks for 0 approvers: at least 1 must approve")]
@@ -156,7 +165,7 @@ impl Dispatcher {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let dispatcher = Dispatcher::builder(tool_contract::registry![Echo], AuditKeys::new(SecretKey::new([7; 32])?))
-    ///     .handler::<Echo>(echo)
+    ///     .handler(echo)
     ///     .audit_sink(Arc::new(MemoryAuditLog::new(SecretKey::new([2; 32])?)))
     ///     .build()
     ///     .map_err(|errors| format!("{errors:?}"))?;
@@ -179,6 +188,43 @@ impl Dispatcher {
     #[must_use]
     pub fn builder(registry: Registry, keys: AuditKeys) -> DispatcherBuilder {
         DispatcherBuilder::new(registry, keys)
+    }
+
+    /// A builder for examples, tests and first steps, before there is a secret store: the
+    /// [development keys](AuditKeys::development), which anyone can compute (so anyone can
+    /// forge what they seal), and a [`MemoryAuditLog`] under the same key. Everything else
+    /// is as [`builder`](Self::builder)'s, and a later `audit_sink` replaces the log. The
+    /// dispatcher it builds logs a warning that it holds development keys.
+    ///
+    /// In production: `Dispatcher::builder(registry, AuditKeys::new(key))` with a key of your
+    /// own, and an audit sink that keeps what it is given.
+    ///
+    /// ```
+    /// use tool_contract::dispatch::Dispatcher;
+    /// use tool_contract::{ToolContract, ToolFailure, ToolOutput};
+    ///
+    /// /// Say hello to someone.
+    /// #[derive(serde::Deserialize, ToolContract)]
+    /// #[tool_contract(output = Greeting, effect = pure)]
+    /// struct Hello { #[tool_contract(max_len = 40)] name: String }
+    ///
+    /// #[derive(serde::Serialize, ToolOutput)]
+    /// struct Greeting { #[tool_output(max_len = 60)] text: String }
+    ///
+    /// async fn hello(input: Hello) -> Result<Greeting, ToolFailure> {
+    ///     Ok(Greeting { text: format!("Hello, {}!", input.name) })
+    /// }
+    ///
+    /// let dispatcher = Dispatcher::for_development(tool_contract::registry![Hello])
+    ///     .handler(hello)
+    ///     .build()?;
+    /// assert!(dispatcher.binder().keys().is_development());
+    /// # Ok::<(), tool_contract::dispatch::BuildErrors>(())
+    /// ```
+    #[must_use]
+    pub fn for_development(registry: Registry) -> DispatcherBuilder {
+        let log = MemoryAuditLog::new(SecretKey::development());
+        DispatcherBuilder::new(registry, AuditKeys::development()).audit_sink(Arc::new(log))
     }
 }
 
@@ -230,20 +276,21 @@ impl DispatcherBuilder {
         }
     }
 
-    /// The handler of `C`, with [`ToolOptions::DEFAULT`].
+    /// The handler of a registered tool (the contract is its input's type), with
+    /// [`ToolOptions::DEFAULT`]. See [`Handler`] for the shapes a handler may have.
     #[must_use]
-    pub fn handler<C: ToolContract + Send>(self, handler: impl Handler<C>) -> Self {
-        self.tool::<C>(handler, ToolOptions::DEFAULT, None)
+    pub fn handler<C: ToolContract + Send, M: 'static>(self, handler: impl Handler<C, M>) -> Self {
+        self.tool(handler, ToolOptions::DEFAULT, None)
     }
 
-    /// The handler of `C`, with its own options.
+    /// The handler of a registered tool, with its own options.
     #[must_use]
-    pub fn handler_with<C: ToolContract + Send>(
+    pub fn handler_with<C: ToolContract + Send, M: 'static>(
         self,
-        handler: impl Handler<C>,
+        handler: impl Handler<C, M>,
         options: ToolOptions,
     ) -> Self {
-        self.tool::<C>(handler, options, None)
+        self.tool(handler, options, None)
     }
 
     /// The handler of the write `W`, and how to ask its status tool (`reconcile =
@@ -256,9 +303,9 @@ impl DispatcherBuilder {
     /// [`FailureKind::NotFound`](crate::FailureKind) as never done, anything else leaves it
     /// unknown.
     #[must_use]
-    pub fn write_handler<W>(
+    pub fn write_handler<W, M: 'static>(
         self,
-        handler: impl Handler<W>,
+        handler: impl Handler<W, M>,
         status_input: impl Fn(&W) -> W::StatusTool + Send + Sync + 'static,
         options: ToolOptions,
     ) -> Self
@@ -266,7 +313,7 @@ impl DispatcherBuilder {
         W: ReconciledBy + Send,
         W::StatusTool: ToolContract + Send,
     {
-        self.tool::<W>(handler, options, Some(erase_status_input(status_input)))
+        self.tool(handler, options, Some(erase_status_input(status_input)))
     }
 
     /// Whether the registry holds `C` itself (not another contract under its name).
@@ -276,9 +323,9 @@ impl DispatcherBuilder {
             .is_some_and(|spec| std::ptr::eq(spec, C::spec()))
     }
 
-    fn tool<C: ToolContract + Send>(
+    fn tool<C: ToolContract + Send, M: 'static>(
         mut self,
-        handler: impl Handler<C>,
+        handler: impl Handler<C, M>,
         options: ToolOptions,
         status_input: Option<Arc<ErasedStatusInput<C>>>,
     ) -> Self {
@@ -310,7 +357,7 @@ impl DispatcherBuilder {
     /// ```
     /// # use tool_contract::{ToolContract, ToolOutput};
     /// #[derive(serde::Deserialize, ToolContract)]
-    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, approval = required,
+    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, operation = same_arguments, approval = required,
     ///                 reconcile = manual, source_label = "desk", producer_revision = "desk-1")]
     /// /// Drafts a refund.
     /// struct DraftRefund {
@@ -353,7 +400,7 @@ impl DispatcherBuilder {
     /// ```
     /// # use tool_contract::{ToolContract, ToolOutput};
     /// #[derive(serde::Deserialize, ToolContract)]
-    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, approval = required,
+    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, operation = same_arguments, approval = required,
     ///                 reconcile = manual, source_label = "desk", producer_revision = "desk-1")]
     /// /// Drafts a refund.
     /// struct DraftRefund {
@@ -398,7 +445,7 @@ impl DispatcherBuilder {
     /// ```
     /// # use tool_contract::{ToolContract, ToolOutput};
     /// #[derive(serde::Deserialize, ToolContract)]
-    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, approval = required,
+    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, operation = same_arguments, approval = required,
     ///                 reconcile = manual, source_label = "desk", producer_revision = "desk-1")]
     /// /// Drafts a refund.
     /// struct DraftRefund {
@@ -461,27 +508,29 @@ impl DispatcherBuilder {
         self
     }
 
-    /// How [`Dispatcher::context`] names the logical operation of a call of `C`, from its
-    /// typed arguments: the operation id, and the idempotency key the ledger and the downstream
+    /// The operation key of `C`, a write whose contract says `operation = key_rule`: how
+    /// [`Dispatcher::context`] names the logical operation of one of its calls from the typed
+    /// arguments, as the operation id and the idempotency key the ledger and the downstream
     /// service see (scoped to the principal, so two tenants never share one).
     ///
-    /// The key is the application's to choose, and names the *intent*, not the call: every
-    /// retry of one action must give the same key, and a later, different action a new one.
-    /// Put in it what makes a later action different. Closing issue 42 is `close:42`; but an
-    /// issue can be reopened and closed again, and under `close:42` the second close would be
-    /// taken for a retry of the first and replayed (`local_replay`) without running. Key it by
-    /// what the action changes from (`close:42:rev-7`, the issue's revision) or by the request
-    /// the user made (`close:42:req-1831`). One key is one action with its exact arguments:
-    /// the same key with other arguments is `IDEMPOTENCY_CONFLICT`, never a second run.
-    /// Without a rule, a write's operation is its exact
-    /// arguments (the same arguments are one operation: replayed, never repeated, for the
-    /// ledger's retention) and each read is its own.
+    /// The key names the *intent*, not the call: every retry of one action must give the same
+    /// key, and a later, different action a new one. Put in it what makes a later action
+    /// different. Closing issue 42 is `close:42`; but an issue can be reopened and closed
+    /// again, and under `close:42` the second close would be taken for a retry of the first
+    /// and replayed (`local_replay`) without running. Key it by what the action changes from
+    /// (`close:42:rev-7`, the issue's revision) or by the request the user made
+    /// (`close:42:req-1831`). One key is one action with its exact arguments: the same key
+    /// with other arguments is `IDEMPOTENCY_CONFLICT`, never a second run.
+    ///
+    /// A key for a contract that names its operations another way is
+    /// [`BuildError::KeyWithoutKeyRule`]; a `key_rule` contract without one is
+    /// [`BuildError::MissingOperationKey`].
     ///
     /// ```
     /// # use tool_contract::{ToolContract, ToolOutput};
     /// #[derive(serde::Deserialize, ToolContract)]
     /// #[tool_contract(output = Closed, effect = idempotent_write, approval = not_required,
-    ///                 source_label = "tracker", producer_revision = "tracker-1")]
+    ///                 operation = key_rule)]
     /// /// Close an issue at the revision the user saw.
     /// struct CloseIssue {
     ///     #[tool_contract(maximum = 100000)]
@@ -503,6 +552,10 @@ impl DispatcherBuilder {
     ) -> Self {
         if !self.holds::<C>() {
             self.refused.push(BuildError::UnregisteredKey(C::NAME));
+            return self;
+        }
+        if C::spec().operation() != Some(Operation::KeyRule) {
+            self.refused.push(BuildError::KeyWithoutKeyRule(C::NAME));
             return self;
         }
         let rule: KeyRule = Arc::new(move |arguments: &[u8], forbidden: &ForbiddenKeys| {
@@ -593,6 +646,11 @@ impl DispatcherBuilder {
             .map(|name| BuildError::UnregisteredHandler(name))
             .collect();
         for spec in self.registry.tools() {
+            if spec.operation() == Some(Operation::KeyRule)
+                && !self.key_rules.contains_key(spec.name())
+            {
+                errors.push(BuildError::MissingOperationKey(spec.name()));
+            }
             let Some(entry) = self.tools.get(spec.name()) else {
                 errors.push(BuildError::MissingHandler(spec.name()));
                 continue;
@@ -636,6 +694,12 @@ impl DispatcherBuilder {
         let (Some(audit_sink), true) = (self.audit_sink, errors.is_empty()) else {
             return Err(BuildErrors(errors));
         };
+        if self.keys.is_development() {
+            tracing::warn!(
+                "this dispatcher holds the development keys, which anyone can compute: \
+                 what it seals can be forged; give it keys of your own in production"
+            );
+        }
         Ok(Dispatcher::from_parts(Parts {
             registry: self.registry,
             keys: self.keys,

@@ -147,21 +147,33 @@ impl HandlerContext {
     }
 }
 
-/// Runs one tool: receives the validated input, returns the raw output with its provenance,
-/// or a structured failure. Its output is untrusted: the dispatcher validates it.
+/// Runs one tool: receives the validated input, returns its output, or a structured failure.
+/// What it returns is untrusted: the dispatcher validates it against the contract.
 ///
-/// Any `Fn(C, HandlerContext) -> impl Future<Output = Result<RawResult, ToolFailure>>` is a
-/// handler: the raw bytes a service sent, for a proxy that forwards a third party's body.
-/// A function of shared state that returns the typed output is one through [`typed`].
+/// Four shapes are handlers, told apart by their signature (`M` is inferred, never written):
+///
+/// - an async function of the input returning the typed output,
+///   `async fn(input: C) -> Result<C::Output, ToolFailure>`, or of the input and the
+///   [`HandlerContext`], when it needs the call's operation, key, lease or cancellation;
+/// - the same with shared state first, wrapped by [`typed`]: `typed(&state, handler)` with
+///   `async fn(state: Arc<S>, input: C) -> Result<C::Output, ToolFailure>` (or with the
+///   context last);
+/// - an async function returning the raw bytes a service sent, with their provenance,
+///   `async fn(input: C) -> Result<RawResult, ToolFailure>` (or with the context last): a
+///   proxy that forwards a third party's body.
+///
+/// A typed output is serialized and stamped with the contract's producer revision and the
+/// time it was returned ([`HandlerContext::now`]), then validated like any other.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a handler of `{C}`",
-    label = "not a handler of `{C}`",
-    note = "a handler is `async fn(input: {C}, cx: HandlerContext) -> Result<RawResult, ToolFailure>`",
-    note = "one that returns the typed output takes its state first and is wrapped: \
-            `typed(&state, handler)`, with `async fn handler(state: Arc<S>, input: {C}, \
-            cx: HandlerContext) -> Result<Output, ToolFailure>`"
+    message = "`{Self}` is not a tool handler",
+    label = "not a tool handler",
+    note = "a handler is `async fn(input: Contract) -> Result<Output, ToolFailure>`, where \
+            `Output` is the contract's output; it may take `cx: HandlerContext` after the \
+            input, and return `RawResult` (bytes and provenance) instead",
+    note = "one that takes shared state first is wrapped: `typed(&state, handler)`, with \
+            `async fn handler(state: Arc<S>, input: Contract) -> Result<Output, ToolFailure>`"
 )]
-pub trait Handler<C: ToolContract>: Send + Sync + 'static {
+pub trait Handler<C: ToolContract, M>: Send + Sync + 'static {
     /// Runs the tool once.
     fn call(
         &self,
@@ -170,7 +182,23 @@ pub trait Handler<C: ToolContract>: Send + Sync + 'static {
     ) -> impl Future<Output = Result<RawResult, ToolFailure>> + Send;
 }
 
-impl<C, F, Fut> Handler<C> for F
+/// The markers that tell [`Handler`]'s shapes apart: inferred from a handler's signature,
+/// never written.
+pub mod handler_shape {
+    /// Returns the raw bytes and their provenance ([`RawResult`](crate::RawResult)).
+    #[derive(Debug)]
+    pub struct Raw;
+    /// Returns the contract's typed output.
+    #[derive(Debug)]
+    pub struct Typed;
+    /// Takes shared state first ([`typed`](super::typed)), returns the typed output.
+    #[derive(Debug)]
+    pub struct Stateful;
+}
+
+// Not recommended: a handler of another shape reads the trait\'s own words, not these.
+#[diagnostic::do_not_recommend]
+impl<C, F, Fut> Handler<C, (handler_shape::Raw, HandlerContext)> for F
 where
     C: ToolContract,
     F: Fn(C, HandlerContext) -> Fut + Send + Sync + 'static,
@@ -187,14 +215,71 @@ where
     }
 }
 
-/// What a handler's future resolves to: `Result<RawResult, ToolFailure>`, and nothing else
-/// (sealed). It exists so that a handler of another shape is told which one is expected.
+// Not recommended: a handler of another shape reads the trait\'s own words, not these.
+#[diagnostic::do_not_recommend]
+impl<C, F, Fut> Handler<C, (handler_shape::Raw,)> for F
+where
+    C: ToolContract,
+    F: Fn(C) -> Fut + Send + Sync + 'static,
+    Fut: Future + Send,
+    Fut::Output: HandlerResult,
+{
+    fn call(
+        &self,
+        input: C,
+        _: HandlerContext,
+    ) -> impl Future<Output = Result<RawResult, ToolFailure>> + Send {
+        let running = self(input);
+        async move { running.await.into_result() }
+    }
+}
+
+// Not recommended: a handler of another shape reads the trait\'s own words, not these.
+#[diagnostic::do_not_recommend]
+impl<C, F, Fut> Handler<C, (handler_shape::Typed, HandlerContext)> for F
+where
+    C: ToolContract,
+    C::Output: Serialize,
+    F: Fn(C, HandlerContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<C::Output, ToolFailure>> + Send,
+{
+    fn call(
+        &self,
+        input: C,
+        context: HandlerContext,
+    ) -> impl Future<Output = Result<RawResult, ToolFailure>> + Send {
+        let clock = context.clock;
+        let running = self(input, context);
+        async move { stamped::<C>(running.await, clock) }
+    }
+}
+
+// Not recommended: a handler of another shape reads the trait\'s own words, not these.
+#[diagnostic::do_not_recommend]
+impl<C, F, Fut> Handler<C, (handler_shape::Typed,)> for F
+where
+    C: ToolContract,
+    C::Output: Serialize,
+    F: Fn(C) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<C::Output, ToolFailure>> + Send,
+{
+    fn call(
+        &self,
+        input: C,
+        context: HandlerContext,
+    ) -> impl Future<Output = Result<RawResult, ToolFailure>> + Send {
+        let running = self(input);
+        async move { stamped::<C>(running.await, context.clock) }
+    }
+}
+
+/// What a raw handler's future resolves to: `Result<RawResult, ToolFailure>`, and nothing
+/// else (sealed). It exists so that a handler of another shape is told which one is expected.
 #[diagnostic::on_unimplemented(
-    message = "a handler's future resolves to `Result<RawResult, ToolFailure>`, not `{Self}`",
+    message = "a raw handler's future resolves to `Result<RawResult, ToolFailure>`, not `{Self}`",
     label = "this handler returns `{Self}`",
-    note = "to return the typed output, take the state first and wrap the function: \
-            `typed(&state, handler)`, with `async fn handler(state: Arc<S>, input: C, \
-            cx: HandlerContext) -> Result<Output, ToolFailure>`",
+    note = "a handler that returns the contract's typed output needs no wrapping; one that \
+            takes shared state first is `typed(&state, handler)`",
     note = "to return the service's bytes: `Ok(RawResult::new(bytes, RawProvenance::new(..)))`"
 )]
 pub trait HandlerResult: sealed::Sealed + Send {
@@ -213,23 +298,19 @@ mod sealed {
     impl Sealed for Result<super::RawResult, super::ToolFailure> {}
 }
 
-/// A handler of `C` from an async function of the shared `state`, the typed input and the
-/// context, returning the typed output: the shape of axum's and rmcp's handlers. The
-/// dispatcher hands each call its own `Arc` of the state (no clone to write); the output is
-/// serialized and stamped with the contract's producer revision and the time it was
-/// returned ([`HandlerContext::now`]), then validated like any other: typed or raw, what a
-/// handler returns stays untrusted.
+/// A handler of `C` from an async function of the shared `state` and the typed input (and,
+/// when it needs it, the context last), returning the typed output: the shape of axum's and
+/// rmcp's handlers. The dispatcher hands each call its own `Arc` of the state (no clone to
+/// write).
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tool_contract::dispatch::{Dispatcher, HandlerContext, typed};
-/// use tool_contract::control::MemoryAuditLog;
-/// use tool_contract::{AuditKeys, SecretKey, ToolContract, ToolFailure, ToolOutput};
+/// use tool_contract::dispatch::{Dispatcher, typed};
+/// use tool_contract::{ToolContract, ToolFailure, ToolOutput};
 ///
 /// /// Read an issue.
 /// #[derive(serde::Deserialize, ToolContract)]
-/// #[tool_contract(output = Issue, effect = read_only, source_label = "tracker",
-///                 producer_revision = "tracker-1")]
+/// #[tool_contract(output = Issue, effect = read_only)]
 /// struct GetIssue { #[tool_contract(maximum = 100000)] number: u32 }
 ///
 /// #[derive(serde::Serialize, ToolOutput)]
@@ -237,46 +318,99 @@ mod sealed {
 ///
 /// struct Tracker { titles: Vec<String> }
 ///
-/// async fn get_issue(tracker: Arc<Tracker>, input: GetIssue, _: HandlerContext) -> Result<Issue, ToolFailure> {
+/// async fn get_issue(tracker: Arc<Tracker>, input: GetIssue) -> Result<Issue, ToolFailure> {
 ///     let title = tracker.titles.get(input.number as usize).cloned().unwrap_or_default();
 ///     Ok(Issue { number: input.number, title })
 /// }
 ///
 /// let tracker = Arc::new(Tracker { titles: vec!["Printer on fire".into()] });
-/// let dispatcher = Dispatcher::builder(tool_contract::registry![GetIssue], AuditKeys::new(SecretKey::from([7; 32])))
-///     .handler::<GetIssue>(typed(&tracker, get_issue))
-///     .audit_sink(Arc::new(MemoryAuditLog::new(SecretKey::from([9; 32]))))
+/// let dispatcher = Dispatcher::for_development(tool_contract::registry![GetIssue])
+///     .handler(typed(&tracker, get_issue))
 ///     .build()?;
 /// # Ok::<(), tool_contract::dispatch::BuildErrors>(())
 /// ```
-pub fn typed<C, S, F, Fut>(state: &Arc<S>, handler: F) -> impl Handler<C>
+pub fn typed<S, F>(state: &Arc<S>, handler: F) -> StateHandler<S, F> {
+    StateHandler {
+        state: Arc::clone(state),
+        handler,
+    }
+}
+
+/// A handler of the typed output that takes shared state first: made by [`typed`].
+pub struct StateHandler<S, F> {
+    state: Arc<S>,
+    handler: F,
+}
+
+impl<S, F> std::fmt::Debug for StateHandler<S, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateHandler").finish_non_exhaustive()
+    }
+}
+
+// Not recommended: a handler of another shape reads the trait\'s own words, not these.
+#[diagnostic::do_not_recommend]
+impl<C, S, F, Fut> Handler<C, (handler_shape::Stateful, HandlerContext)> for StateHandler<S, F>
 where
     C: ToolContract,
     C::Output: Serialize,
     S: Send + Sync + 'static,
     F: Fn(Arc<S>, C, HandlerContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<C::Output, ToolFailure>> + Send + 'static,
+    Fut: Future<Output = Result<C::Output, ToolFailure>> + Send,
 {
-    let state = Arc::clone(state);
-    move |input: C, context: HandlerContext| {
+    fn call(
+        &self,
+        input: C,
+        context: HandlerContext,
+    ) -> impl Future<Output = Result<RawResult, ToolFailure>> + Send {
         let clock = context.clock;
-        let work = handler(Arc::clone(&state), input, context);
-        async move {
-            let output = work.await?;
-            let bytes = serde_json::to_vec(&output).map_err(|error| {
-                // A write acted before its output failed to encode: say so.
-                let kind = if C::spec().effect().is_write() {
-                    FailureKind::OutcomeUnknown
-                } else {
-                    FailureKind::Failed
-                };
-                ToolFailure::new(kind, format!("the output did not serialize: {error}"))
-            })?;
-            let observed_at = clock().format(&Rfc3339).unwrap_or_default();
-            let provenance = RawProvenance::new(C::spec().producer_revision(), observed_at);
-            Ok(RawResult::new(bytes, provenance))
-        }
+        let running = (self.handler)(Arc::clone(&self.state), input, context);
+        async move { stamped::<C>(running.await, clock) }
     }
+}
+
+// Not recommended: a handler of another shape reads the trait\'s own words, not these.
+#[diagnostic::do_not_recommend]
+impl<C, S, F, Fut> Handler<C, (handler_shape::Stateful,)> for StateHandler<S, F>
+where
+    C: ToolContract,
+    C::Output: Serialize,
+    S: Send + Sync + 'static,
+    F: Fn(Arc<S>, C) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<C::Output, ToolFailure>> + Send,
+{
+    fn call(
+        &self,
+        input: C,
+        context: HandlerContext,
+    ) -> impl Future<Output = Result<RawResult, ToolFailure>> + Send {
+        let running = (self.handler)(Arc::clone(&self.state), input);
+        async move { stamped::<C>(running.await, context.clock) }
+    }
+}
+
+/// A typed handler's answer as the dispatcher reads any: the output serialized, stamped with
+/// the contract's producer revision and `clock`'s now.
+fn stamped<C>(
+    output: Result<C::Output, ToolFailure>,
+    clock: fn() -> OffsetDateTime,
+) -> Result<RawResult, ToolFailure>
+where
+    C: ToolContract,
+    C::Output: Serialize,
+{
+    let bytes = serde_json::to_vec(&output?).map_err(|error| {
+        // A write acted before its output failed to encode: say so.
+        let kind = if C::spec().effect().is_write() {
+            FailureKind::OutcomeUnknown
+        } else {
+            FailureKind::Failed
+        };
+        ToolFailure::new(kind, format!("the output did not serialize: {error}"))
+    })?;
+    let observed_at = clock().format(&Rfc3339).unwrap_or_default();
+    let provenance = RawProvenance::new(C::spec().producer_revision(), observed_at);
+    Ok(RawResult::new(bytes, provenance))
 }
 
 /// One registered tool as the dispatcher runs it: its handler (type erased) and options.
@@ -355,10 +489,10 @@ pub(crate) type StatusInput = Box<dyn Any + Send>;
 /// Builds a status tool's input from a write's.
 pub(crate) type ErasedStatusInput<W> = dyn Fn(&W) -> StatusInput + Send + Sync;
 
-pub(crate) struct TypedTool<C: ToolContract, H> {
+pub(crate) struct TypedTool<C: ToolContract, H, M> {
     pub(crate) handler: Arc<H>,
     pub(crate) status_input: Option<Arc<ErasedStatusInput<C>>>,
-    pub(crate) contract: PhantomData<fn() -> C>,
+    pub(crate) contract: PhantomData<fn() -> (C, M)>,
 }
 
 pub(crate) fn erase_status_input<W>(
@@ -371,7 +505,7 @@ where
     Arc::new(move |write| Box::new(status_input(write)))
 }
 
-impl<C: ToolContract + Send, H: Handler<C>> ErasedTool for TypedTool<C, H> {
+impl<C: ToolContract + Send, H: Handler<C, M>, M: 'static> ErasedTool for TypedTool<C, H, M> {
     fn validate(&self, arguments: &[u8], forbidden: &ForbiddenKeys) -> Result<(), Violations> {
         C::parse_arguments_with(arguments, forbidden).map(drop)
     }

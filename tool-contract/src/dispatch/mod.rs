@@ -37,6 +37,7 @@ mod builder;
 mod dispatcher;
 mod gate;
 mod handler;
+mod operation;
 mod options;
 mod outcome;
 mod retry;
@@ -48,7 +49,7 @@ pub use dispatcher::{Dispatcher, PURGE_EVERY, SettleError, Settlement, SignedDec
 #[cfg(feature = "passkeys")]
 pub use dispatcher::{Enrollment, SigningRequest};
 pub use gate::{Gate, GateCall, GateDecision, RequireNonEmpty};
-pub use handler::{Handler, HandlerContext, HandlerResult, typed};
+pub use handler::{Handler, HandlerContext, HandlerResult, StateHandler, handler_shape, typed};
 pub use options::{Authorizer, ToolOptions};
 pub use outcome::{Dispatch, DispatchedTurn};
 pub use retry::RetryPolicy;

@@ -6,8 +6,20 @@ use crate::contract::ToolSpec;
 use crate::dispatch::retry::RetryPolicy;
 use crate::vocabulary::Principal;
 
-/// How the dispatcher runs one tool.
+/// How the dispatcher runs one tool: [`ToolOptions::DEFAULT`] (or `default()`), changed by
+/// its `with_*` methods, so that a field added later breaks no one.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::dispatch::{RetryPolicy, ToolOptions};
+///
+/// const SLOW: ToolOptions = ToolOptions::DEFAULT
+///     .with_timeout(Duration::from_secs(120))
+///     .with_retry(RetryPolicy::NEVER);
+/// assert_eq!(SLOW.cost_units, 1);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ToolOptions {
     /// How long one attempt may run.
     pub timeout: Duration,
@@ -24,6 +36,29 @@ impl ToolOptions {
         retry: RetryPolicy::DEFAULT,
         cost_units: 1,
     };
+}
+
+impl ToolOptions {
+    /// These options with `timeout` per attempt.
+    #[must_use]
+    pub const fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// These options with `retry` as the retry policy.
+    #[must_use]
+    pub const fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// These options with `cost_units` per attempt.
+    #[must_use]
+    pub const fn with_cost_units(mut self, cost_units: u64) -> Self {
+        self.cost_units = cost_units;
+        self
+    }
 }
 
 impl Default for ToolOptions {

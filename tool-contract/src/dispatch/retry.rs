@@ -13,7 +13,10 @@ use crate::vocabulary::Effect;
 /// `[0, min(cap, base · 2ⁿ)]` ("full jitter"), raised to the server's retry-after when it gave
 /// one; retries stop after `max_attempts` attempts in all, or when the next wait would take
 /// the waits of this call past `max_total_wait` or the task past its deadline.
+///
+/// Built from [`RetryPolicy::DEFAULT`] or [`RetryPolicy::NEVER`] with the `with_*` methods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// Attempts in all, the first included (1 means never retry).
     pub max_attempts: u32,
@@ -39,6 +42,34 @@ impl RetryPolicy {
         max_attempts: 1,
         ..RetryPolicy::DEFAULT
     };
+
+    /// This policy with `max_attempts` attempts in all (1: never retry).
+    #[must_use]
+    pub const fn with_max_attempts(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = max_attempts;
+        self
+    }
+
+    /// This policy with `base` as the first backoff ceiling.
+    #[must_use]
+    pub const fn with_base(mut self, base: Duration) -> Self {
+        self.base = base;
+        self
+    }
+
+    /// This policy with `cap` as the largest backoff ceiling.
+    #[must_use]
+    pub const fn with_cap(mut self, cap: Duration) -> Self {
+        self.cap = cap;
+        self
+    }
+
+    /// This policy with at most `max_total_wait` between one call's attempts.
+    #[must_use]
+    pub const fn with_max_total_wait(mut self, max_total_wait: Duration) -> Self {
+        self.max_total_wait = max_total_wait;
+        self
+    }
 
     /// The backoff ceiling before retry `retry` (0-based): `min(cap, base · 2^retry)`.
     #[must_use]

@@ -239,6 +239,10 @@ pub(super) struct ApprovalState {
     /// What the person was asked; a state of version 1 without it asked the form.
     #[serde(default)]
     pub(super) question: Question,
+    /// The operation asked about, so that the call sent back with the answer is the same one
+    /// where its arguments alone do not name it (`operation = per_call`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) operation_id: Option<String>,
 }
 
 /// What a 2026-07-28 `input_required` asked the person.
@@ -266,7 +270,17 @@ impl ApprovalState {
             preview_sha256: pending.preview_sha256.clone(),
             expires_at_ms,
             question,
+            operation_id: Some(pending.operation_id.clone()),
         }
+    }
+
+    /// The operation a sealed state was issued for, when it opens; what else it says is
+    /// checked when the answer is recorded.
+    pub(super) fn operation_of(codec: &RequestStateCodec, sealed: &str) -> Option<String> {
+        let state: ApprovalState = codec.open_json(sealed).ok()?;
+        (state.v == STATE_VERSION)
+            .then_some(state.operation_id)
+            .flatten()
     }
 
     /// The state, sealed.
@@ -328,6 +342,7 @@ mod tests {
             preview_sha256: "v".repeat(64),
             expires_at_ms: 2_000,
             question: Question::Form,
+            operation_id: None,
         }
     }
 

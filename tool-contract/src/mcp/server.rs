@@ -16,7 +16,6 @@ use rmcp::service::{
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::Instrument;
 
@@ -32,11 +31,10 @@ use crate::control::{
     ApprovalError, ApproverIdentity, PendingApproval, RejectionReason, later_by, unix_ms,
 };
 use crate::dispatch::{Dispatch, Dispatcher, Task};
-use crate::results::digest::{canonical_within, lower_hex};
 use crate::results::{ApprovalBasis, Status};
-use crate::vocabulary::Effect;
 use crate::vocabulary::{CallContext, Principal};
 use crate::vocabulary::{Correlation, ToolCall};
+use crate::vocabulary::{Effect, Operation};
 
 /// The `_meta` key under which a client names the logical operation of a `tools/call`.
 pub const OPERATION_ID_META: &str = "tool-contract/operation_id";
@@ -601,12 +599,6 @@ impl McpServer {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         };
-        let operation_id = named(&request_context.meta)
-            .or_else(|| request.meta.as_deref().and_then(|meta| named(meta)))
-            .unwrap_or_else(|| {
-                let spec = self.dispatcher.registry().get(&request.name);
-                derived_operation_id(spec, &request.name, &arguments)
-            });
         let request_id = &request_context.id;
         let call = ToolCall {
             api: ADAPTER.api,
@@ -617,6 +609,28 @@ impl McpServer {
             name: request.name.to_string(),
             arguments,
         };
+        let per_call = self
+            .dispatcher
+            .registry()
+            .get(&request.name)
+            .and_then(ToolSpec::operation)
+            == Some(Operation::PerCall);
+        let operation_id = named(&request_context.meta)
+            .or_else(|| request.meta.as_deref().and_then(|meta| named(meta)))
+            .or_else(|| {
+                // The call sent back with an answer is the call that was asked about.
+                let sealed = request.request_state.as_deref()?;
+                ApprovalState::operation_of(&self.request_state, sealed)
+            })
+            .unwrap_or_else(|| {
+                if per_call {
+                    // A request id is the session's, not the model's: no name for the call
+                    // outlives this request, so each call is its own operation.
+                    self.dispatcher.fresh_operation_id(&request.name)
+                } else {
+                    self.dispatcher.operation_id(&call)
+                }
+            });
         CallContext::new(call, operation_id.clone()).with_idempotency_key(operation_id)
     }
 
@@ -803,18 +817,6 @@ fn kept_as_read(kept: &[u8], read: Option<&JsonObject>) -> bool {
     // A difference, or a repeated member: the full reading decides.
     let read = read.cloned().map_or_else(|| json!({}), Value::Object);
     crate::json::depth::from_slice::<Value>(kept).is_ok_and(|kept| kept == read)
-}
-
-/// The operation of a call that names none: its tool and exact arguments, so a repeated
-/// call is the same operation. Arguments over the tool's size are hashed as they are, never
-/// parsed.
-fn derived_operation_id(spec: Option<&ToolSpec>, tool: &str, arguments: &[u8]) -> String {
-    let canonical_arguments = canonical_within(spec, arguments);
-    let mut digest = Sha256::new();
-    digest.update(tool.as_bytes());
-    digest.update([0]);
-    digest.update(canonical_arguments.as_deref().unwrap_or(arguments));
-    format!("mcp:{tool}:{}", &lower_hex(&digest.finalize())[..32])
 }
 
 /// A registry entry as an MCP tool.

@@ -36,6 +36,9 @@ const PRINCIPAL_DOMAIN: &str = "tool-contract/principal-v1";
 const LEDGER_RECORD_DOMAIN: &str = "tool-contract/ledger-record-v1";
 const DERIVED_KEY_DOMAIN: &str = "tool-contract/derived-key-v1";
 const KEY_FINGERPRINT_DOMAIN: &str = "tool-contract/key-fingerprint-v1";
+/// The bytes of the development key: published here, so not a secret.
+const DEVELOPMENT_KEY_LABEL: &str =
+    "tool-contract/development-key-v1: not secret, never in production";
 
 /// A secret key for HMAC-SHA256: at least 32 bytes. Its `Debug` shows nothing of it.
 ///
@@ -47,6 +50,8 @@ pub struct SecretKey {
     /// HMAC-SHA256 of a fixed label under the key: the same for the same key, and no way back
     /// to it.
     fingerprint: [u8; 32],
+    /// Whether it is [`SecretKey::development`], which anyone can compute.
+    development: bool,
 }
 
 impl SecretKey {
@@ -77,7 +82,38 @@ impl SecretKey {
             .finalize()
             .into_bytes()
             .into();
-        SecretKey { mac, fingerprint }
+        SecretKey {
+            mac,
+            fingerprint,
+            development: false,
+        }
+    }
+
+    /// The development key: one fixed, published key, for examples, tests and first steps,
+    /// so that a program runs before it has a secret store. It is not secret: anyone can
+    /// compute it, so anyone can forge whatever it seals, chains or keys. Its `Debug` says so,
+    /// [`is_development`](Self::is_development) tells it apart, and a dispatcher built with it
+    /// logs a warning. In production, load a key of your own: `SecretKey::new(bytes)?`.
+    ///
+    /// ```
+    /// use tool_contract::SecretKey;
+    ///
+    /// let key = SecretKey::development();
+    /// assert!(key.is_development());
+    /// assert_eq!(format!("{key:?}"), "SecretKey(development key, not secret)");
+    /// assert!(!SecretKey::from([7; 32]).is_development());
+    /// ```
+    #[must_use]
+    pub fn development() -> Self {
+        let mut key = SecretKey::of(DEVELOPMENT_KEY_LABEL.as_bytes());
+        key.development = true;
+        key
+    }
+
+    /// Whether this is [`SecretKey::development`], the key anyone can compute.
+    #[must_use]
+    pub fn is_development(&self) -> bool {
+        self.development
     }
 
     pub(crate) fn mac(&self) -> Hmac<Sha256> {
@@ -104,7 +140,11 @@ impl From<[u8; SecretKey::MIN_LEN]> for SecretKey {
 
 impl fmt::Debug for SecretKey {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("SecretKey(..)")
+        formatter.write_str(if self.development {
+            "SecretKey(development key, not secret)"
+        } else {
+            "SecretKey(..)"
+        })
     }
 }
 
@@ -189,6 +229,20 @@ impl AuditKeys {
             digest: None,
             principal_refs: Arc::default(),
         }
+    }
+
+    /// Keys over the [development key](SecretKey::development), which anyone can compute: for
+    /// examples, tests and first steps, never production.
+    #[must_use]
+    pub fn development() -> Self {
+        AuditKeys::new(SecretKey::development())
+    }
+
+    /// Whether any of these keys is the [development key](SecretKey::development).
+    #[must_use]
+    pub fn is_development(&self) -> bool {
+        self.principal.is_development()
+            || self.digest.as_ref().is_some_and(SecretKey::is_development)
     }
 
     /// The same keys with HMAC-SHA256 binding digests under `digest_key`.

@@ -45,7 +45,7 @@
 //! }
 //!
 //! let dispatcher = Dispatcher::builder(registry![GetOrder], AuditKeys::new(SecretKey::from([7; 32])))
-//!     .handler::<GetOrder>(typed(&Arc::new(()), get_order))
+//!     .handler(typed(&Arc::new(()), get_order))
 //!     .audit_sink(Arc::new(MemoryAuditLog::new(SecretKey::from([9; 32]))))
 //!     .build()?;
 //! let tools = RigTools::new(Arc::new(dispatcher), Principal::new("acme", "agent:orders"))

@@ -56,6 +56,29 @@ pub enum Reconcile {
     Manual,
 }
 
+/// What makes two calls of a write the same operation: the ledger runs an operation once,
+/// and answers a repeat of it with the first result (`local_replay`). Every write declares one
+/// (`#[tool_contract(operation = ...)]`), since each choice drops a real action somewhere:
+/// borrow, return, borrow again is two borrows with the same arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "fields")]
+#[non_exhaustive]
+pub enum Operation {
+    /// `operation = [member_id, isbn]`: these input fields (their JSON keys) name it; two
+    /// calls with the same values there are one operation, whatever else they carry.
+    Fields(&'static [&'static str]),
+    /// `operation = per_call`: one operation per model call (its provider's call id); the
+    /// model's retry of that call, or a re-dispatch of it, runs once.
+    PerCall,
+    /// `operation = key_rule`: the application's key from the typed input, given to
+    /// `DispatcherBuilder::operation_key`.
+    KeyRule,
+    /// `operation = same_arguments`: identical arguments are one operation for as long as the
+    /// ledger keeps the record, so a real action repeated with the same arguments is replayed,
+    /// not run.
+    SameArguments,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

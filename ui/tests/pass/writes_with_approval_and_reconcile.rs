@@ -12,7 +12,7 @@ struct GetRefundDraft {
 
 /// Create a refund draft.
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Draft, effect = non_idempotent_write, approval = required,
+#[tool_contract(output = Draft, effect = non_idempotent_write, operation = same_arguments, approval = required,
                 reconcile = GetRefundDraft, source_label = "refunds", producer_revision = "1")]
 struct CreateRefundDraft {
     order_ref: String,
@@ -20,7 +20,7 @@ struct CreateRefundDraft {
 
 /// Send a note by hand-checked mail.
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Draft, effect = non_idempotent_write, approval = not_required,
+#[tool_contract(output = Draft, effect = non_idempotent_write, operation = same_arguments, approval = not_required,
                 reconcile = manual, source_label = "mail", producer_revision = "1")]
 struct SendNote {
     text: String,
@@ -28,7 +28,7 @@ struct SendNote {
 
 /// Tag an order.
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Draft, effect = idempotent_write, approval = not_required,
+#[tool_contract(output = Draft, effect = idempotent_write, operation = same_arguments, approval = not_required,
                 source_label = "orders", producer_revision = "1", name = "tag-order")]
 struct TagOrder {
     order_ref: String,

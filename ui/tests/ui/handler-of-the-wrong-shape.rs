@@ -1,5 +1,5 @@
-use tool_contract::dispatch::{Dispatcher, HandlerContext};
-use tool_contract::{AuditKeys, SecretKey, ToolFailure};
+use tool_contract::dispatch::Dispatcher;
+use tool_contract::ToolFailure;
 
 #[derive(serde::Serialize, tool_contract::ToolOutput)]
 struct Order {
@@ -8,17 +8,16 @@ struct Order {
 
 /// Read one order.
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Order, effect = read_only, source_label = "orders", producer_revision = "1")]
+#[tool_contract(output = Order, effect = read_only)]
 struct GetOrder {
     order_ref: String,
 }
 
-// Returns the typed output where a handler returns the raw bytes with their provenance.
-async fn get_order(_: GetOrder, _: HandlerContext) -> Result<Order, ToolFailure> {
-    Ok(Order { paid: true })
+// Returns neither the contract's output nor the raw bytes with their provenance.
+async fn get_order(input: GetOrder) -> Result<String, ToolFailure> {
+    Ok(input.order_ref)
 }
 
 fn main() {
-    let keys = AuditKeys::new(SecretKey::from([7; 32]));
-    let _ = Dispatcher::builder(tool_contract::registry![GetOrder], keys).handler::<GetOrder>(get_order);
+    let _ = Dispatcher::for_development(tool_contract::registry![GetOrder]).handler(get_order);
 }

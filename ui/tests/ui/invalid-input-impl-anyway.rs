@@ -5,7 +5,7 @@ struct Done {
 
 /// Ping.
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Done, effect = pure, source_label = "ping")]
+#[tool_contract(output = Done, effect = pur)]
 struct Ping {
     host: String,
 }

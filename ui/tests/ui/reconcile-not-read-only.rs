@@ -5,14 +5,14 @@ struct Done {
 
 /// Cancel an order.
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Done, effect = idempotent_write, approval = not_required, source_label = "orders", producer_revision = "1")]
+#[tool_contract(output = Done, effect = idempotent_write, operation = same_arguments, approval = not_required, source_label = "orders", producer_revision = "1")]
 struct CancelOrder {
     order_ref: String,
 }
 
 /// Refund an order.
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Done, effect = non_idempotent_write, approval = required, reconcile = CancelOrder, source_label = "refunds", producer_revision = "1")]
+#[tool_contract(output = Done, effect = non_idempotent_write, operation = same_arguments, approval = required, reconcile = CancelOrder, source_label = "refunds", producer_revision = "1")]
 struct Refund {
     order_ref: String,
 }

@@ -15,7 +15,7 @@ struct ReadOutbox {
 
 /// Send a mail: a person checks a lost answer.
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Sent, effect = non_idempotent_write, approval = required, reconcile = manual, source_label = "mail", producer_revision = "1")]
+#[tool_contract(output = Sent, effect = non_idempotent_write, operation = same_arguments, approval = required, reconcile = manual, source_label = "mail", producer_revision = "1")]
 struct SendMail {
     to: String,
 }
@@ -27,7 +27,7 @@ async fn send(_: SendMail, _: HandlerContext) -> Result<RawResult, ToolFailure> 
 fn main() {
     let keys = AuditKeys::new(SecretKey::new([7; 32]).unwrap());
     let _ = Dispatcher::builder(tool_contract::registry![SendMail, ReadOutbox], keys)
-        .write_handler::<SendMail>(
+        .write_handler(
             send,
             |mail: &SendMail| ReadOutbox { to: mail.to.clone() },
             ToolOptions::DEFAULT,

@@ -5,7 +5,7 @@ struct Done {
 
 /// Tag an order.
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Done, effect = idempotent_write, source_label = "orders", producer_revision = "1")]
+#[tool_contract(output = Done, effect = idempotent_write, operation = same_arguments, source_label = "orders", producer_revision = "1")]
 struct TagOrder {
     order_ref: String,
 }

@@ -100,7 +100,7 @@ pub struct KbHit {
 
 /// Draft a refund for an order; a supervisor approves the exact draft before it is made.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = RefundDraft, effect = non_idempotent_write, approval = required,
+#[tool_contract(output = RefundDraft, effect = non_idempotent_write, operation = same_arguments, approval = required,
                 reconcile = GetRefundDraft, source_label = "refunds",
                 producer_revision = "refunds-2026-11")]
 pub struct CreateRefundDraft {
@@ -530,15 +530,15 @@ fn builder(
     let (orders, kb, writes, drafts) = (desk.clone(), desk.clone(), desk.clone(), desk.clone());
     let builder = Dispatcher::builder(registry(), keys)
         .store(store)
-        .handler::<GetOrder>(move |input: GetOrder, _: HandlerContext| {
+        .handler(move |input: GetOrder, _: HandlerContext| {
             let desk = orders.clone();
             async move { desk.get_order(&input) }
         })
-        .handler::<SearchKb>(move |input: SearchKb, _: HandlerContext| {
+        .handler(move |input: SearchKb, _: HandlerContext| {
             let desk = kb.clone();
             async move { desk.search_kb(&input) }
         })
-        .write_handler::<CreateRefundDraft>(
+        .write_handler(
             move |input: CreateRefundDraft, cx: HandlerContext| {
                 let desk = writes.clone();
                 async move { desk.create_refund_draft(input, cx.idempotency_key()).await }
@@ -547,12 +547,9 @@ fn builder(
             |write: &CreateRefundDraft| GetRefundDraft {
                 order_ref: write.order_ref.clone(),
             },
-            ToolOptions {
-                timeout: WRITE_TIMEOUT,
-                ..ToolOptions::DEFAULT
-            },
+            ToolOptions::DEFAULT.with_timeout(WRITE_TIMEOUT),
         )
-        .handler::<GetRefundDraft>(move |input: GetRefundDraft, cx: HandlerContext| {
+        .handler(move |input: GetRefundDraft, cx: HandlerContext| {
             let desk = drafts.clone();
             async move {
                 match cx.reconciling() {

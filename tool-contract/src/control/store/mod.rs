@@ -27,10 +27,9 @@ mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod rows;
-mod seal;
 #[cfg(feature = "sqlite")]
 mod sqlite;
-mod stored;
+pub(crate) mod stored;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -43,7 +42,6 @@ pub(crate) use guarded::Guarded;
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
-pub use seal::RowSeal;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 
@@ -53,6 +51,7 @@ use super::approval::{
 use super::directory::{Approver, EnrollError, SignCount, SignCountCheck};
 use super::error::StoreError;
 use super::ledger::{Advanced, Claimed, IfAbsent, Purged, Record};
+use super::seal::RowSeal;
 use super::step::{Advance, ApprovalAsk, ApproveStep, Claim, DirectoryWrite, RejectStep, Release};
 
 /// What a [`ControlStore`] step returns: boxed, so the trait stays object safe.

@@ -4,7 +4,7 @@
 use std::future::Future;
 
 use super::decide::{record_expired, unredeem};
-use super::seal::RowSeal;
+use crate::control::seal::RowSeal;
 use crate::control::state::WriteState;
 use crate::control::{
     Advance, Advanced, Claim, ClaimDecision, Claimed, Lease, Record, Release, StoreError,

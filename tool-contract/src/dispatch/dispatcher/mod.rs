@@ -46,12 +46,15 @@ use crate::control::{WriteEvent, WriteState};
 use crate::dispatch::budget::{StopReason, Task};
 use crate::dispatch::gate::Gate;
 use crate::dispatch::handler::{ApprovalPolicy, KeyRule, ToolEntry};
+use crate::dispatch::operation::{Naming, operation_id};
 use crate::dispatch::options::Authorizer;
 use crate::dispatch::outcome::{Dispatch, DispatchedTurn};
 use crate::dispatch::telemetry;
 use crate::providers::{Answer, Turn};
-use crate::results::digest::{canonical_within, lower_hex};
+use crate::results::digest::lower_hex;
 use crate::results::{ApprovalRecord, AuditKeys, ErrorCode, ModelError, ReceiptSigner};
+#[cfg(doc)]
+use crate::vocabulary::Operation;
 use crate::vocabulary::{CallContext, Principal, Reconcile, ToolCall};
 
 /// Edited arguments a person approves: canonical JSON, checked against the contract, with
@@ -253,35 +256,41 @@ impl Dispatcher {
     }
 
     /// The call as the dispatcher runs it: its operation id and idempotency key named by the
-    /// tool's [`operation_key`](crate::dispatch::DispatcherBuilder::operation_key) rule from
-    /// the typed arguments; without one, a write's by its exact arguments (one operation for
-    /// the same arguments) and a read's by its call id. Arguments that do not read as the
-    /// tool's input still get a key (by their bytes): the dispatch refuses them anyway.
+    /// tool's contract (`#[tool_contract(operation = ...)]`, [`Operation`]): a write's by the
+    /// fields it names, by its model call, by the application's
+    /// [`operation_key`](crate::dispatch::DispatcherBuilder::operation_key), or by its exact
+    /// arguments; a read's by its call id. A `per_call` write whose provider gives no call id
+    /// kept across turns (a Gemini call matched by name, in a response without an id) gets a
+    /// fresh name: each context made is its own operation, and dispatching that context again
+    /// is its retry.
+    ///
+    /// [`dispatch_turn`](Self::dispatch_turn) names every call of a turn this way; name a
+    /// call yourself only to dispatch it alone.
     #[must_use]
     pub fn context(&self, call: ToolCall) -> CallContext {
-        let name = call.name.as_str();
-        let spec = self.registry.get(name);
-        let forbidden = self.registry.forbidden_keys();
-        let ruled = self
-            .key_rules
-            .get(name)
-            .and_then(|rule| {
-                catch_unwind(AssertUnwindSafe(|| rule(&call.arguments, forbidden))).ok()
-            })
-            .flatten();
-        let operation_id = match (ruled, spec) {
-            (Some(key), _) => format!("{name}:{key}"),
-            (None, Some(spec)) if !spec.effect().is_write() => format!("{name}:{}", call.call_id),
-            (None, _) => {
-                let canonical = canonical_within(spec, &call.arguments);
-                let arguments = canonical.as_deref().unwrap_or(&call.arguments);
-                let mut seed = name.as_bytes().to_vec();
-                seed.push(0);
-                seed.extend_from_slice(arguments);
-                format!("{name}:{}", &sha256_hex(&seed)[..32])
-            }
-        };
+        let operation_id = self.operation_id(&call);
         CallContext::new(call, operation_id.clone()).with_idempotency_key(operation_id)
+    }
+
+    /// The operation of `call` by its contract's rule ([`context`](Self::context)).
+    pub(crate) fn operation_id(&self, call: &ToolCall) -> String {
+        let naming = Naming {
+            spec: self.registry.get(&call.name),
+            key_rule: self.key_rules.get(call.name.as_str()),
+            forbidden: self.registry.forbidden_keys(),
+        };
+        operation_id(&naming, call).unwrap_or_else(|| self.fresh_operation_id(&call.name))
+    }
+
+    /// A name no other operation has: `name:once:` and 128 random bits.
+    pub(crate) fn fresh_operation_id(&self, name: &str) -> String {
+        let mut rng = self
+            .rng
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let high = rand::Rng::next_u64(&mut *rng);
+        let low = rand::Rng::next_u64(&mut *rng);
+        format!("{name}:once:{high:016x}{low:016x}")
     }
 
     /// A binder over the dispatcher's registry and keys, to verify results with.

@@ -39,8 +39,21 @@ use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCount
 use prepared::{Common, Manager};
 use sql::{COLUMNS, RECORD_TYPES, Sql};
 
-/// How a [`PostgresStore`] connects.
+/// How a [`PostgresStore`] connects: `PostgresOptions::default()`, changed by the `with_*`
+/// methods, so that a field added later breaks no one.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::control::PostgresOptions;
+///
+/// let options = PostgresOptions::default()
+///     .with_schema("desk")
+///     .with_pool_size(8)
+///     .with_connect_timeout(Duration::from_secs(2));
+/// assert!(options.prepare_statements);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PostgresOptions {
     /// The schema its tables live in, created if missing: a lowercase SQL identifier
     /// (`[a-z_][a-z0-9_]*`, at most 63 bytes). Default `tool_contract`.
@@ -67,6 +80,37 @@ impl Default for PostgresOptions {
             connect_timeout: Duration::from_secs(5),
             prepare_statements: true,
         }
+    }
+}
+
+impl PostgresOptions {
+    /// These options with the tables in `schema` (a lowercase SQL identifier).
+    #[must_use]
+    pub fn with_schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// These options with at most `pool_size` connections open.
+    #[must_use]
+    pub fn with_pool_size(mut self, pool_size: u32) -> Self {
+        self.pool_size = pool_size;
+        self
+    }
+
+    /// These options with steps waiting at most `connect_timeout` for a connection.
+    #[must_use]
+    pub fn with_connect_timeout(mut self, connect_timeout: Duration) -> Self {
+        self.connect_timeout = connect_timeout;
+        self
+    }
+
+    /// These options with the common statements prepared on each connection, or not (behind a
+    /// pooler in transaction mode that cannot carry them).
+    #[must_use]
+    pub fn with_prepare_statements(mut self, prepare_statements: bool) -> Self {
+        self.prepare_statements = prepare_statements;
+        self
     }
 }
 

@@ -11,7 +11,7 @@ use serde::Serialize;
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-use super::stored::approval_row;
+use super::store::stored::approval_row;
 use crate::control::approval::ApprovalEntry;
 use crate::control::{Lease, StoreError};
 use crate::results::AuditKeys;

@@ -1,24 +1,59 @@
-//! The runtime's layers hold: no module imports from a layer above its own, and no files
-//! import each other in a circle.
+//! The layers of both crates hold: no module imports from a layer above its own, and no
+//! files import each other in a circle.
 //!
-//! Each file of `src/` belongs to the layer of its top-level module (`src/json/…` to the JSON
-//! core, …, `src/mcp/…` to MCP); `lib.rs`, `__private.rs`, `evidence.rs` and `prelude.rs` are
-//! the facade, above every layer, and only re-export; `bin/` holds the commands, which use
-//! the public API only. Every path that names the crate (`crate::…`, `super::…`, `self::…` and
-//! a child module's name) is resolved to the layer it reaches, in `use` items and in code alike
+//! In the runtime, each file of `src/` belongs to the layer of its top-level module
+//! (`src/json/…` to the JSON core, …, `src/console/…` to the console); `lib.rs`,
+//! `__private.rs`, `evidence.rs` and `prelude.rs` are the facade, above every layer, and only
+//! re-export; `bin/` holds the commands, which use the public API only. In the derive, each
+//! file belongs to its phase: the vocabulary the phases share, parse, check, expand (`lib.rs`
+//! is the facade). Every path that names the crate (`crate::…`, `super::…`, `self::…` and a
+//! child module's name) is resolved to the layer it reaches, in `use` items and in code alike
 //! (comments and string literals are passed over); one that reaches higher than its own
 //! file's layer is reported with its file and line.
 //!
-//! A file depends on the file that defines each name it uses: a path is followed through the
-//! `pub use` re-exports on its way (`crate::dispatch::Dispatcher` reaches
-//! `dispatch/dispatcher/mod.rs`). A re-export is not a dependency of the file that makes it,
-//! so a `mod.rs` that names its children's items for its readers is no circle; a `mod.rs`
-//! whose own code uses a child that uses it back is one. Unit-test modules are passed over.
+//! A file depends on the file that defines each name it uses, and on every file whose
+//! `pub use` re-export the path goes through on its way (`crate::control::RowSeal` reaches
+//! `control/mod.rs` and `control/seal.rs`): naming a module's re-export is using that module.
+//! A re-export is not a dependency of the file that makes it, so a `mod.rs` that names its
+//! children's items for its readers is no circle; a `mod.rs` whose own code uses a child that
+//! uses it back (directly or through its re-exports) is one. Unit-test modules are passed over.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The layers, bottom to top.
+/// The runtime's layers, bottom to top: each its top-level module.
+const RUNTIME: [&[&str]; 11] = [
+    &["json"],
+    &["vocabulary"],
+    &["contract"],
+    &["results"],
+    &["binder"],
+    &["providers"],
+    &["control"],
+    &["dispatch"],
+    &["mcp"],
+    &["rig"],
+    &["console"],
+];
+
+/// The derive's layers, bottom to top: the vocabulary its phases share, then parse, check
+/// and expand, each its files.
+const DERIVE: [&[&str]; 4] = [
+    &[
+        "case",
+        "ctxt",
+        "forbidden",
+        "lifetime",
+        "symbol",
+        "ty",
+        "value",
+    ],
+    &["attr", "ast"],
+    &["check", "model"],
+    &["expand", "fallback"],
+];
+
+/// The runtime's layer names, for reports.
 const LAYERS: [&str; 11] = [
     "json",
     "vocabulary",
@@ -34,15 +69,44 @@ const LAYERS: [&str; 11] = [
 ];
 
 /// Above every layer: the crate root and the modules that only re-export.
-const FACADE: usize = LAYERS.len();
+const FACADE: usize = usize::MAX;
 
-/// The layer a module path (`["dispatch", "ledger"]`) belongs to; the root and the facade
-/// modules are above all.
+thread_local! {
+    /// The layers of the crate being read.
+    static CRATE_LAYERS: std::cell::Cell<&'static [&'static [&'static str]]> =
+        const { std::cell::Cell::new(&RUNTIME) };
+}
+
+/// The layer a module path (`["dispatch", "ledger"]`) belongs to, by its top-level module;
+/// the root and the facade modules are above all.
 fn layer_of(module: &[String]) -> usize {
+    let layers = CRATE_LAYERS.with(std::cell::Cell::get);
     module
         .first()
-        .and_then(|top| LAYERS.iter().position(|layer| layer == top))
+        .and_then(|top| {
+            layers
+                .iter()
+                .position(|layer| layer.contains(&top.as_str()))
+        })
         .unwrap_or(FACADE)
+}
+
+/// The name of layer `layer` of the crate being read.
+fn layer_name(layer: usize) -> String {
+    let layers = CRATE_LAYERS.with(std::cell::Cell::get);
+    match layers.get(layer) {
+        None => "the facade".to_owned(),
+        Some(_) if layers.len() == RUNTIME.len() => LAYERS[layer].to_owned(),
+        Some(files) => format!("the {} layer", files[0]),
+    }
+}
+
+/// Reads `files` as the crate whose layers are `layers`.
+fn with_layers<T>(layers: &'static [&'static [&'static str]], read: impl FnOnce() -> T) -> T {
+    let before = CRATE_LAYERS.with(|current| current.replace(layers));
+    let answer = read();
+    CRATE_LAYERS.with(|current| current.set(before));
+    answer
 }
 
 /// The module path of a file under `src/`: `dispatch/dispatcher/mod.rs` is
@@ -332,15 +396,15 @@ fn upward_imports(files: &[(String, String)]) -> Vec<String> {
         if own == FACADE {
             continue;
         }
-        let code = code_only(source);
+        // An inline test module's `super` is the file's module, not its parent: passed over.
+        let code = without_test_modules(&code_only(source));
         for (line, reached) in reached_paths(&code, &module, &child_modules(&code)) {
             let target = layer_of(&reached);
             if target > own {
-                let name = |layer: usize| LAYERS.get(layer).copied().unwrap_or("the facade");
                 upward.push(format!(
                     "src/{file}:{line}: {} imports from {} (`{}`)",
-                    name(own),
-                    name(target),
+                    layer_name(own),
+                    layer_name(target),
                     reached.join("::")
                 ));
             }
@@ -477,9 +541,10 @@ impl Layers {
         self.files.iter().position(|file| file.module == module)
     }
 
-    /// The file that defines what `path` (from the crate root) names: its modules are walked,
-    /// then its first item is looked up in the last module's file, through its re-exports.
-    fn resolve(&self, path: &[String], hops: usize) -> Option<usize> {
+    /// The files `path` (from the crate root) depends on: the one that defines what it names
+    /// (its modules are walked, then its first item is looked up in the last module's file),
+    /// and each file whose re-export it goes through on the way.
+    fn resolve(&self, path: &[String], hops: usize) -> Vec<usize> {
         let mut module: Vec<String> = Vec::new();
         for segment in path {
             let mut child = module.clone();
@@ -492,17 +557,21 @@ impl Layers {
                 module = child;
                 continue;
             }
-            let here = self.file_of_module(&module)?;
+            let Some(here) = self.file_of_module(&module) else {
+                return Vec::new();
+            };
             let file = &self.files[here];
             if !file.defined.contains(segment)
                 && hops < 16
                 && let Some(target) = file.reexported.get(segment)
             {
-                return self.resolve(target, hops + 1).or(Some(here));
+                let mut reached = self.resolve(target, hops + 1);
+                reached.push(here);
+                return reached;
             }
-            return Some(here);
+            return vec![here];
         }
-        self.file_of_module(&module)
+        self.file_of_module(&module).into_iter().collect()
     }
 
     /// Each file's dependencies on other files of its own layer, by index.
@@ -533,7 +602,7 @@ impl Layers {
                     .into_iter()
                     .map(|(_, reached)| reached)
                     .chain(used_reexports)
-                    .filter_map(|reached| self.resolve(&reached, 0))
+                    .flat_map(|reached| self.resolve(&reached, 0))
                     .filter(|&target| {
                         target != index && layer_of(&self.files[target].module) == layer
                     })
@@ -654,11 +723,18 @@ fn uses_word(code: &str, word: &str) -> bool {
     })
 }
 
-/// The crate's layer files (the facade and the commands left out).
-fn layer_files() -> Vec<(String, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// The `src/` of the workspace's crate `name`.
+fn source_root(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(name)
+        .join("src")
+}
+
+/// The layer files of the crate at `root` (the facade and the commands left out).
+fn layer_files(root: &Path) -> Vec<(String, String)> {
     let mut files = Vec::new();
-    sources(&root, &root, &mut files);
+    sources(root, root, &mut files);
     files.retain(|(name, _)| layer_of(&module_of(name)) != FACADE && !name.starts_with("bin/"));
     files
 }
@@ -682,8 +758,8 @@ fn sources(dir: &Path, root: &Path, files: &mut Vec<(String, String)>) {
 }
 
 #[test]
-fn no_module_imports_from_a_layer_above_its_own() {
-    let files = layer_files();
+fn no_module_of_the_runtime_imports_from_a_layer_above_its_own() {
+    let files = layer_files(&source_root("tool-contract"));
     assert!(files.len() > 40, "the sources were found: {}", files.len());
     let upward = upward_imports(&files);
     assert!(
@@ -694,8 +770,36 @@ fn no_module_imports_from_a_layer_above_its_own() {
 }
 
 #[test]
+fn no_phase_of_the_derive_imports_from_a_later_one() {
+    let upward = with_layers(&DERIVE, || {
+        let files = layer_files(&source_root("tool-contract-derive"));
+        assert!(files.len() > 10, "the sources were found: {}", files.len());
+        upward_imports(&files)
+    });
+    assert!(
+        upward.is_empty(),
+        "imports that run upward:\n{}",
+        upward.join("\n")
+    );
+}
+
+#[test]
+fn every_file_of_the_derive_is_in_a_phase_or_the_facade() {
+    let root = source_root("tool-contract-derive");
+    for entry in std::fs::read_dir(&root).expect("src/ reads") {
+        let name = entry.expect("an entry").file_name();
+        let name = name.to_string_lossy();
+        let stem = name.trim_end_matches(".rs");
+        assert!(
+            stem == "lib" || DERIVE.iter().any(|phase| phase.contains(&stem)),
+            "tool-contract-derive/src/{name} is in no phase: add it to DERIVE"
+        );
+    }
+}
+
+#[test]
 fn every_top_level_module_is_a_layer_or_the_facade() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let root = source_root("tool-contract");
     let mut tops: Vec<String> = std::fs::read_dir(&root)
         .expect("src/ reads")
         .map(|entry| {
@@ -710,7 +814,7 @@ fn every_top_level_module_is_a_layer_or_the_facade() {
     tops.sort();
     for top in &tops {
         assert!(
-            LAYERS.contains(&top.as_str())
+            layer_of(std::slice::from_ref(top)) != FACADE
                 || ["lib", "__private", "evidence", "prelude"].contains(&top.as_str())
                 // The binaries reach the library through its public API, never `crate::`.
                 || top == "bin",
@@ -771,14 +875,71 @@ fn super_from_a_layer_top_reaches_the_facade() {
 }
 
 #[test]
-fn no_files_import_each_other_in_a_circle() {
-    let files = layer_files();
+fn no_files_of_the_runtime_import_each_other_in_a_circle() {
+    let files = layer_files(&source_root("tool-contract"));
     assert!(files.len() > 40, "the sources were found: {}", files.len());
     let cycles = Layers::new(&files).cycles();
     assert!(
         cycles.is_empty(),
         "files that import each other in a circle:\n{}",
         cycles.join("\n")
+    );
+}
+
+#[test]
+fn no_files_of_the_derive_import_each_other_in_a_circle() {
+    let cycles = with_layers(&DERIVE, || {
+        let files = layer_files(&source_root("tool-contract-derive"));
+        Layers::new(&files).cycles()
+    });
+    assert!(
+        cycles.is_empty(),
+        "files that import each other in a circle:\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn two_files_of_one_phase_of_the_derive_that_import_each_other_are_a_cycle() {
+    // The circle the derive had: the typed input naming the checked model's tool name, the
+    // model naming the input's fields.
+    let files = [
+        file(
+            "ast.rs",
+            "use crate::model::ToolName;\npub struct Field;\npub struct Contract;\n",
+        ),
+        file("attr.rs", "use crate::ast::Field;\npub struct ToolName;\n"),
+        file("model.rs", "use crate::ast::Field;\npub struct ToolName;\n"),
+    ];
+    let cycles = with_layers(&[&[], &["ast", "attr", "model"]], || {
+        Layers::new(&files).cycles()
+    });
+    assert_eq!(cycles, ["ast.rs -> model.rs -> ast.rs"]);
+}
+
+#[test]
+fn a_path_through_a_reexport_depends_on_the_file_that_makes_it() {
+    // The circle the control plane had: the directory named the seal through the store's
+    // re-export, the store's own code used the steps, and the steps the directory.
+    let files = [
+        file(
+            "control/directory.rs",
+            "use super::store::RowSeal;\npub struct DirectoryChange;\n",
+        ),
+        file(
+            "control/store/mod.rs",
+            "mod seal;\npub use seal::RowSeal;\nuse super::step::Claim;\npub trait ControlStore { fn claim(&self, claim: Claim); }\n",
+        ),
+        file("control/store/seal.rs", "pub struct RowSeal;\n"),
+        file(
+            "control/step.rs",
+            "use super::directory::DirectoryChange;\npub struct Claim(DirectoryChange);\n",
+        ),
+        file("control/mod.rs", "mod directory;\nmod step;\nmod store;\n"),
+    ];
+    assert_eq!(
+        Layers::new(&files).cycles(),
+        ["control/directory.rs -> control/store/mod.rs -> control/step.rs -> control/directory.rs"]
     );
 }
 
