@@ -309,3 +309,67 @@ async fn an_approval_lifetime_past_the_calendar_lasts_as_long_as_one_can() {
     let status = &result.structured_content.as_ref().unwrap()["status"];
     assert_eq!(status, "succeeded", "{result:?}");
 }
+
+/// Lend a book (each call its own operation).
+#[derive(Debug, serde::Deserialize, tool_contract::ToolContract)]
+#[tool_contract(output = Lent, effect = non_idempotent_write, approval = not_required,
+                reconcile = manual, operation = per_call)]
+struct LendBook {
+    #[tool_contract(max_len = 13)]
+    isbn: String,
+}
+
+/// Mark a book lost (once per book).
+#[derive(Debug, serde::Deserialize, tool_contract::ToolContract)]
+#[tool_contract(output = Lent, effect = idempotent_write, approval = not_required,
+                operation = [isbn])]
+struct MarkLost {
+    #[tool_contract(max_len = 13)]
+    isbn: String,
+}
+
+#[derive(Debug, serde::Serialize, tool_contract::ToolOutput)]
+struct Lent {
+    #[tool_output(bound = isbn)]
+    isbn: String,
+}
+
+#[tokio::test]
+async fn an_mcp_call_is_named_by_its_contracts_operation_rule() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let lent = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&lent);
+    let dispatcher =
+        tool_contract::dispatch::Dispatcher::for_development(tool_contract::registry![
+            LendBook, MarkLost
+        ])
+        .handler(move |input: LendBook| {
+            counter.fetch_add(1, Ordering::Relaxed);
+            async move { Ok::<_, tool_contract::ToolFailure>(Lent { isbn: input.isbn }) }
+        })
+        .handler(|input: MarkLost| async move {
+            Ok::<_, tool_contract::ToolFailure>(Lent { isbn: input.isbn })
+        })
+        .build()
+        .unwrap();
+    let mut session = RawSession::start(McpServer::new(Arc::new(dispatcher), alice())).await;
+    let unnamed = |id: u64, name: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{{"isbn":"9780141439518"}}}}}}"#
+        )
+    };
+    let delivery =
+        |answer: &Value| answer["result"]["structuredContent"]["execution"]["delivery"].clone();
+    // No id of the model's call crosses MCP: each lending is a lending.
+    for id in [1, 2] {
+        session.send(&unnamed(id, "lend_book")).await;
+        let answer = session.answer_to(id).await;
+        assert_eq!(delivery(&answer), "fresh", "{answer}");
+    }
+    assert_eq!(lent.load(Ordering::Relaxed), 2);
+    // Named by its field: the second is the first, replayed.
+    session.send(&unnamed(3, "mark_lost")).await;
+    assert_eq!(delivery(&session.answer_to(3).await), "fresh");
+    session.send(&unnamed(4, "mark_lost")).await;
+    assert_eq!(delivery(&session.answer_to(4).await), "local_replay");
+}

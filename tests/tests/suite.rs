@@ -22,6 +22,7 @@ mod deep_values;
 mod dispatch_pipeline;
 mod fault_schedules;
 mod field_types;
+mod first_steps;
 mod four_eyes;
 mod grounding;
 mod integrity;
