@@ -298,39 +298,6 @@ fn a_registry_that_does_not_accept_rigs_calls_gives_no_tools() {
     assert!(refused.to_string().contains("RegistryBuilder::adapter"));
 }
 
-#[test]
-fn the_rig_agent_example_runs_the_approved_close_once_and_replays_its_repeat() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rig-agent"))
-        .output()
-        .expect("the example runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let told: Vec<&str> = stdout
-        .lines()
-        .filter(|line| line.starts_with("  ") && line.contains("_issue: "))
-        .collect();
-    assert_eq!(
-        told,
-        [
-            "  get_issue: succeeded, delivery fresh",
-            "  label_issue: succeeded, delivery fresh",
-            "  close_issue: failed, APPROVAL_REQUIRED, delivery fresh",
-            "  close_issue: succeeded, delivery fresh",
-            "  close_issue: succeeded, delivery local_replay",
-        ],
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("ran: get_issue, label_issue, close_issue\n"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("issue 7: Closed at revision 3"), "{stdout}");
-}
-
 #[tokio::test]
 async fn the_tools_count_their_calls_against_the_task_they_were_given() {
     let tracker = Tracker::with_issue_7();

@@ -47,7 +47,7 @@ pub use crate::dispatch::{
 };
 pub use crate::providers::{
     Answer, AnthropicMessages, Api, GeminiGenerateContent, GeminiInteractions, OpenAiResponses,
-    ProviderApi, tool_declarations,
+    ProviderApi, Turn, tool_declarations,
 };
 pub use crate::registry;
 pub use crate::results::{AuditKeys, ErrorCode, ModelResult, SecretKey, Status};
