@@ -5,6 +5,30 @@
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
+/// The guide's chapters (rendered in the runtime crate's docs as `tool_contract::guide`),
+/// whose snippets run here, with every feature and the services the tests have.
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../../tool-contract/guide/01-contracts.md")]
+    pub struct Contracts;
+    #[doc = include_str!("../../tool-contract/guide/02-results.md")]
+    pub struct Results;
+    #[doc = include_str!("../../tool-contract/guide/03-dispatch.md")]
+    pub struct Dispatch;
+    #[doc = include_str!("../../tool-contract/guide/04-approvals.md")]
+    pub struct Approvals;
+    #[doc = include_str!("../../tool-contract/guide/05-stores.md")]
+    pub struct Stores;
+    #[doc = include_str!("../../tool-contract/guide/06-mcp.md")]
+    pub struct Mcp;
+    #[doc = include_str!("../../tool-contract/guide/07-providers.md")]
+    pub struct Providers;
+    #[doc = include_str!("../../tool-contract/guide/08-audit.md")]
+    pub struct Audit;
+    #[doc = include_str!("../../tool-contract/guide/09-production.md")]
+    pub struct Production;
+}
+
 pub mod browser;
 pub mod console;
 pub mod http;

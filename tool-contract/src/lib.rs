@@ -158,6 +158,10 @@ pub mod contract;
 pub mod control;
 pub mod dispatch;
 pub mod evidence;
+// Pages only: rendered by rustdoc, their snippets run by the workspace's `tests` crate (with
+// every feature), so not collected as doctests here.
+#[cfg(all(doc, not(doctest)))]
+pub mod guide;
 pub mod json;
 #[cfg(feature = "mcp")]
 pub mod mcp;
