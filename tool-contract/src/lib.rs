@@ -1,5 +1,8 @@
 //! Declare each LLM tool's contract in Rust types, and read what tools return exactly.
 //!
+//! New here? The [guide](crate::guide) (in these docs) starts from the problems you have,
+//! chapter by chapter; the workspace's numbered examples are a path through the same ground.
+//!
 //! An agent's tools return untrusted data: handler output, third-party APIs, web pages. A
 //! contract says, in Rust types, exactly what a tool takes and what it may return. The derives
 //! turn it into an exact validator and a registry entry at compile time, and misuse of the DSL
