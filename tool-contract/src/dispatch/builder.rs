@@ -148,7 +148,7 @@ impl Dispatcher {
     /// use tool_contract::dispatch::{Dispatcher, HandlerContext, Task};
     /// use tool_contract::control::MemoryAuditLog;
     /// use tool_contract::providers::{Api, Correlation, ToolCall};
-    /// use tool_contract::{AuditKeys, CallContext, Principal, RawProvenance, RawResult, SecretKey, Status, ToolFailure};
+    /// use tool_contract::{AuditKeys, Principal, RawProvenance, RawResult, SecretKey, Status, ToolFailure};
     ///
     /// /// Echo a word.
     /// #[derive(serde::Deserialize, ToolContract)]
@@ -178,7 +178,7 @@ impl Dispatcher {
     ///     name: "echo".into(),
     ///     arguments: br#"{"word":"hi"}"#.to_vec(),
     /// };
-    /// let context = CallContext::new(call, "op-1");
+    /// let context = dispatcher.context(call); // its operation, as the contract names it
     /// let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
     /// let dispatch = runtime.block_on(dispatcher.dispatch(&Principal::new("acme", "alice"), &context, &Task::unlimited()));
     /// assert_eq!(dispatch.result.model.status(), Status::Succeeded);

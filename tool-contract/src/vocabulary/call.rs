@@ -187,6 +187,10 @@ pub struct CallContext {
 
 impl CallContext {
     /// The context of `call`, for operation `operation_id`, with no idempotency key.
+    ///
+    /// A dispatcher names each call's operation as its contract says
+    /// (`Dispatcher::context`, which `Dispatcher::dispatch_turn` uses for every call of a
+    /// turn): build a context by hand only to bind a result outside a dispatcher.
     #[must_use]
     pub fn new(call: ToolCall, operation_id: impl Into<String>) -> Self {
         CallContext {

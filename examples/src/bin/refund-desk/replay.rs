@@ -413,17 +413,10 @@ async fn replay(
             };
             println!("\nturn {number}: {} ({form})", step.title);
         }
-        let mut answers = Vec::new();
-        let mut dispatches = Vec::new();
-        for call in &turn.calls {
-            let context = context(call);
-            let dispatch = dispatcher.dispatch(&principal, &context, &task).await;
-            answers.push(Answer {
-                context,
-                result: dispatch.result.clone(),
-            });
-            dispatches.push(dispatch);
-        }
+        let (answers, dispatches) = dispatcher
+            .dispatch_turn(&principal, &turn, &task)
+            .await
+            .into_parts();
         let (payload, items) = next_turn(wire.provider(), &binder, &principal, &turn, &answers)?;
         if items.len() != turn.calls.len() {
             return Err(format!("{}: one result item per call", wire.title()));
@@ -465,26 +458,6 @@ async fn replay(
         ));
     }
     Ok(last_receipt)
-}
-
-/// The application's ids for a call: a refund draft is one logical operation per order, so
-/// every retry of it reaches the same ledger record; a read is its own operation.
-fn context(call: &ToolCall) -> CallContext {
-    let order_ref = serde_json::from_slice::<Value>(&call.arguments)
-        .ok()
-        .and_then(|arguments| {
-            arguments
-                .get("order_ref")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        });
-    match (call.name.as_str(), order_ref) {
-        ("create_refund_draft", Some(order_ref)) => {
-            let operation = format!("refund-draft:{order_ref}");
-            CallContext::new(call.clone(), operation.clone()).with_idempotency_key(operation)
-        }
-        _ => CallContext::new(call.clone(), call.call_id.clone()),
-    }
 }
 
 /// Who approves: one supervisor, or two different ones where the desk's rule asks for them.
