@@ -21,26 +21,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let port = listener.local_addr()?.port();
     let origin = format!("http://localhost:{port}"); // passkeys are made for this origin
     let library = Library::with_one_book();
+    let party = RelyingParty::new("localhost", "Lending desk", [origin.as_str()])?;
     let builder = Dispatcher::for_development(library::registry())
         .signed_approvals_when(|_: &WaiveFine| true) // a passkey, never a name typed in
-        .relying_party(RelyingParty::new(
-            "localhost",
-            "Lending desk",
-            [origin.as_str()],
-        )?);
+        .relying_party(party);
     let dispatcher = Arc::new(library::handlers(builder, &library).build()?);
-    let ana = Approver::new(
-        "librarian-ana",
-        "Ana Lima",
-        ["city-library"],
-        ["waive_fine"],
-    );
+    let ana = Approver::new("librarian-ana", "Ana Lima", ["city-library"], ["*"]);
     dispatcher.put_approver(ana).await?;
     let options = ConsoleOptions::new(origin.as_str(), "/console");
     let console = Console::new(Arc::clone(&dispatcher), SecretKey::development(), options)?;
-    let invitation = console
-        .invitation("librarian-ana", Duration::from_secs(3600))
-        .await?;
+    let invitation = console.invitation("librarian-ana", Duration::from_secs(3600));
+    let invitation = invitation.await?;
     println!("console: {origin}/console\ninvitation for Ana: {origin}{invitation}");
 
     let member = Principal::new("city-library", "member:M-1024");
@@ -57,14 +48,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                   "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}}}}});
     let answer = post(port, "/mcp", &call.to_string()).await?;
     let page = format!("{origin}/console/approvals/");
-    println!(
-        "the client is sent to: {}",
-        if answer.contains(&page) { &page } else { "?" }
-    );
     assert!(
         answer.contains(r#""resultType":"input_required""#),
         "{answer}"
     );
+    assert!(
+        answer.contains(&page),
+        "the client is sent to the approval's page: {answer}"
+    );
+    println!("the client is sent to the console: {page}…");
     assert!(library.done().is_empty(), "nothing runs before Ana signs");
     Ok(())
 }
