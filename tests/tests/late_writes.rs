@@ -531,6 +531,88 @@ fn a_replica_stopped_past_its_lease_in_another_process_leaves_its_write_disputed
     a_stopped_process_that_pays_after_its_write_was_settled(&store, "postgres");
 }
 
+/// A replica killed (SIGKILL) in its handler, before it pays: its record stays marked running.
+/// Past its lease, a person settles it on another replica with no call before: the write is
+/// `unknown` there as a dispatch would read it, and the settlement is recorded and replayed.
+fn a_killed_process_write_is_settled_by_a_person_with_no_call_before(store: &str, name: &str) {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use tool_contract::dispatch::Settlement;
+    use tool_contract_tests::stalled::{self, Payouts};
+
+    let payouts_path =
+        std::env::temp_dir().join(format!("killed-{name}-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&payouts_path);
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_stalled_worker"))
+        .arg(store)
+        .arg(&payouts_path)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the worker starts");
+    let mut lines = BufReader::new(worker.stdout.take().expect("stdout is piped")).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready", "{name}");
+    worker.kill().expect("the worker is killed");
+    let _ = worker.wait();
+    std::thread::sleep(stalled::TIMEOUT + stalled::GRACE + Duration::from_millis(1500));
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let here = runtime.block_on(async {
+        let store = stalled::open_store(store).await.unwrap();
+        stalled::replica(store, Payouts::open(&payouts_path), || {})
+    });
+    let settled = runtime
+        .block_on(here.settle(
+            &stalled::principal(),
+            &stalled::payout_call(),
+            Settlement::NeverHappened,
+            "ops:sam",
+        ))
+        .unwrap_or_else(|error| panic!("{name}: {error}"));
+    assert_eq!(settled.write_state, Some(WriteState::Failed), "{name}");
+    let later = runtime.block_on(here.dispatch(
+        &stalled::principal(),
+        &stalled::payout_call(),
+        &Task::unlimited(),
+    ));
+    assert_eq!(
+        later.write_state,
+        Some(WriteState::Failed),
+        "{name}: replayed"
+    );
+    assert_eq!(Payouts::open(&payouts_path).count("ORDER-9"), 0, "{name}");
+    let _ = std::fs::remove_file(&payouts_path);
+}
+
+#[test]
+fn a_killed_replicas_write_is_settled_with_no_call_before_on_sqlite() {
+    let path = std::env::temp_dir().join(format!("killed-{}.db", std::process::id()));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    a_killed_process_write_is_settled_by_a_person_with_no_call_before(
+        &format!("sqlite:{}", path.display()),
+        "sqlite",
+    );
+}
+
+#[test]
+fn a_killed_replicas_write_is_settled_with_no_call_before_on_postgres() {
+    let Some(schema) = Schema::new("killed_process") else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(schema.store());
+    drop(runtime);
+    let store = format!("postgres:{}:{}", schema.name, schema.url);
+    a_killed_process_write_is_settled_by_a_person_with_no_call_before(&store, "postgres");
+}
+
 #[tokio::test]
 async fn a_write_whose_end_could_not_be_recorded_is_settled_by_a_reconcile_pass_nobody_calls() {
     use std::sync::atomic::{AtomicBool, Ordering};

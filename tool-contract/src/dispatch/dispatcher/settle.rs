@@ -7,7 +7,7 @@ use tracing::{Instrument, info};
 
 use super::{Call, Dispatcher, Ended};
 use crate::binder::{FailureKind, RawProvenance, RawResult, ToolFailure};
-use crate::control::{Advanced, StoreError, WriteEvent, WriteState};
+use crate::control::{Advanced, Claimed, StoreError, WriteEvent, WriteState};
 use crate::dispatch::budget::Task;
 use crate::dispatch::outcome::Dispatch;
 use crate::json::encoding::infallible;
@@ -59,7 +59,9 @@ impl Dispatcher {
     /// Settles a write that waits for a person: one whose outcome is `unknown` and that no
     /// status query can tell (an `idempotent_write` whose handler was killed, a write with
     /// `reconcile = manual`), or one `disputed` (it may have acted after being settled as
-    /// never having happened). `settled_by` names the person, for the audit.
+    /// never having happened). `settled_by` names the person, for the audit. A write still
+    /// marked running whose owner's lease lapsed is `unknown`, as a dispatch reads it: it is
+    /// settled the same, with no call before.
     ///
     /// The settlement is audited like any call, as `receipt_reconciled` (done, with the output
     /// validated as the tool's) or a failure (never happened), and recorded as the write's end:
@@ -100,7 +102,7 @@ impl Dispatcher {
             return Err(SettleError::NotAWrite);
         }
         let key = self.write_key(call, valid.spec);
-        let record = self
+        let mut record = self
             .store
             .get(&key.ledger_key)
             .await
@@ -108,6 +110,24 @@ impl Dispatcher {
             .ok_or(SettleError::NoRecord)?;
         if record.request_sha256 != key.request_sha256 || record.tool != valid.spec.name() {
             return Err(SettleError::OtherRequest);
+        }
+        if self.lease_lapsed(&record) {
+            // Still marked running, but its owner's lease lapsed (the owner died): `unknown`,
+            // as a dispatch reads it. The claim turns it so atomically, fenced against the
+            // owner, and settles nothing by itself.
+            record = match self.store.claim(&self.claim(call, &valid, &key)).await {
+                Ok(Claimed::Unknown(record)) => record,
+                Ok(Claimed::Fresh) => {
+                    // Purged between the two steps: give the key back.
+                    let _ = self.store.release(&key.release(true)).await;
+                    return Err(SettleError::NoRecord);
+                }
+                Ok(
+                    Claimed::Replay(record) | Claimed::Conflict(record) | Claimed::InFlight(record),
+                ) => record,
+                Ok(Claimed::GrantSpent) => return Err(SettleError::Raced(None)),
+                Err(error) => return Err(SettleError::Store(error)),
+            };
         }
         if !matches!(record.state, WriteState::Unknown | WriteState::Disputed) {
             return Err(SettleError::NotUnsettled(record.state));

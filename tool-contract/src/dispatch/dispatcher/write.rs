@@ -1057,7 +1057,7 @@ impl Dispatcher {
         )
     }
 
-    fn claim(&self, call: &Call<'_>, valid: &Valid<'_>, key: &WriteKey) -> Claim {
+    pub(super) fn claim(&self, call: &Call<'_>, valid: &Valid<'_>, key: &WriteKey) -> Claim {
         let now_ms = self.now_ms();
         let lease_ms = lease_ms(&valid.entry.options, self.lease_grace);
         key.lease_until_ms
