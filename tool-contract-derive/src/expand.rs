@@ -10,7 +10,7 @@ use crate::ast::{Field, Output, OutputData, ToolName, Variant};
 use crate::attr::Limits;
 use crate::lifetime;
 use crate::model::{CheckedContract, CheckedOperation};
-use crate::ty::{is_sources_list, named_type};
+use crate::ty::{FieldType, Wrapper, is_sources_list, named_type, wrappers};
 use crate::value::{Detector, Reconcile};
 
 pub fn contract(contract: &CheckedContract) -> TokenStream {
@@ -452,11 +452,7 @@ fn field_statics(
             let key = &field.key;
             let rust_name = field.ident.unraw().to_string();
             let description = option_tokens(field.doc.as_deref());
-            let ty = &field.original.ty;
-            let static_ty = lifetime::outside_impl(ty, lifetime);
-            let named = lifetime::outside_impl(named_type(ty), lifetime);
-            let shape =
-                quote_spanned!(ty.span()=> <#static_ty as __private::Field<'_, #named>>::__shape);
+            let shape = field_shape(field, lifetime);
             let bound = option_tokens(field.rules.bound.as_ref().map(|b| b.unraw().to_string()));
             quote! {
                 __private::FieldSpec::new(#key, #rust_name, #description, #shape, #rules, #bound)
@@ -468,6 +464,86 @@ fn field_statics(
         #patterns
         static __FIELDS: [__private::FieldSpec; #count] = [#(#specs),*];
     }
+}
+
+/// Whether a field's reading, writing and shape are composed from its named type's, in the
+/// runtime's `Option` and `Vec` helpers: a field of a derived type under `Option`s and `Vec`s
+/// (`Option<Vec<Book>>`). Then the compiler is asked about `Book` alone, at every use, so a
+/// `Book` that does not derive `ToolOutput` is one error naming it; the code is the same the
+/// `Option` and `Vec` impls run.
+fn composed(field: &Field) -> Option<Vec<Wrapper>> {
+    let layers = wrappers(&field.original.ty);
+    let nested = matches!(field.ty.innermost(), FieldType::Nested);
+    (nested && !layers.is_empty()).then_some(layers)
+}
+
+/// The field's shape, a `fn() -> Shape`, its lifetime read as `'static` (beside the impls).
+fn field_shape(field: &Field, lifetime: Option<&syn::Lifetime>) -> TokenStream {
+    let ty = &field.original.ty;
+    let named = named_type(ty);
+    let static_named = lifetime::outside_impl(named, lifetime);
+    let Some(layers) = composed(field) else {
+        let static_ty = lifetime::outside_impl(ty, lifetime);
+        return quote_spanned!(ty.span()=> <#static_ty as __private::Field<'_, #static_named>>::__shape);
+    };
+    let mut shape = quote_spanned!(named.span()=> <#static_named as __private::Field<'_, #static_named>>::__shape);
+    for layer in layers.iter().rev() {
+        let variant = match layer {
+            Wrapper::Option => quote_spanned!(named.span()=> Nullable),
+            Wrapper::Vec => quote_spanned!(named.span()=> Array),
+        };
+        shape = quote_spanned!(named.span()=> || __private::Shape::#variant(#shape));
+    }
+    shape
+}
+
+/// A call reading the field's value under `rules`: `Result<Option<T>, Stop>`.
+fn field_read(field: &Field, rules: &TokenStream) -> TokenStream {
+    let ty = &field.original.ty;
+    let named = named_type(ty);
+    let Some(layers) = composed(field) else {
+        return quote_spanned! {ty.span()=>
+            <#ty as __private::Field<'_, #named>>::__read(reader, #rules)
+        };
+    };
+    let mut item = quote_spanned!(named.span()=> <#named as __private::Field<'_, #named>>::__read);
+    for (depth, layer) in layers.iter().enumerate().rev() {
+        let read = match layer {
+            Wrapper::Option => quote_spanned!(named.span()=> __private::read_option),
+            Wrapper::Vec => quote_spanned!(named.span()=> __private::read_vec),
+        };
+        item = if depth == 0 {
+            quote_spanned!(named.span()=> #read(reader, #rules, #item))
+        } else {
+            quote_spanned!(named.span()=> |reader, rules| #read(reader, rules, #item))
+        };
+    }
+    item
+}
+
+/// A statement writing the field's `value` (a reference) as canonical JSON to `out`.
+fn field_write(field: &Field, value: &TokenStream) -> TokenStream {
+    let ty = &field.original.ty;
+    let named = named_type(ty);
+    let Some(layers) = composed(field) else {
+        return quote_spanned! {ty.span()=>
+            <#ty as __private::Field<'_, #named>>::__write_canonical(#value, out);
+        };
+    };
+    let mut item =
+        quote_spanned!(named.span()=> <#named as __private::Field<'_, #named>>::__write_canonical);
+    for (depth, layer) in layers.iter().enumerate().rev() {
+        let write = match layer {
+            Wrapper::Option => quote_spanned!(named.span()=> __private::write_option),
+            Wrapper::Vec => quote_spanned!(named.span()=> __private::write_vec),
+        };
+        item = if depth == 0 {
+            quote_spanned!(named.span()=> #write(#value, out, #item);)
+        } else {
+            quote_spanned!(named.span()=> |value, out| #write(value, out, #item))
+        };
+    }
+    item
 }
 
 /// Reads an object of exactly `fields`, reporting unknown, duplicate and missing keys.
@@ -492,7 +568,6 @@ fn read_object(
         .zip(&slots)
         .enumerate()
         .map(|(index, (field, slot))| {
-            let ty = &field.original.ty;
             let bound = field.rules.bound.as_ref().map(|input_field| {
                 let input_field = input_field.unraw().to_string();
                 quote! {
@@ -517,10 +592,7 @@ fn read_object(
                 }
             });
             // The runtime's `next_field` puts the key on the path, so a report points at it.
-            let named = named_type(ty);
-            let call = quote_spanned! {ty.span()=>
-                <#ty as __private::Field<'_, #named>>::__read(reader, __FIELDS[#index].rules())
-            };
+            let call = field_read(field, &quote!(__FIELDS[#index].rules()));
             let read = quote!(__private::__tri!(#call));
             if bound.is_none() && grounded.is_none() {
                 return quote!(#index => #slot = #read,);
@@ -635,14 +707,10 @@ fn write_object(fields: &[Field]) -> TokenStream {
     sorted.sort_by(|a, b| a.key.encode_utf16().cmp(b.key.encode_utf16()));
     let members = sorted.iter().enumerate().map(|(index, field)| {
         let ident = field.ident;
-        let ty = &field.original.ty;
         let before = if index == 0 { "{" } else { "," };
         let key = bytes_literal(&format!("{before}{}:", json_string(&field.key)));
         // At the field's type, like the read: an unsupported type is one error there.
-        let named = named_type(ty);
-        let write = quote_spanned! {ty.span()=>
-            <#ty as __private::Field<'_, #named>>::__write_canonical(&self.#ident, out);
-        };
+        let write = field_write(field, &quote!(&self.#ident));
         quote! {
             out.extend_from_slice(#key);
             #write

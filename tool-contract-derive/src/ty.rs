@@ -151,6 +151,42 @@ fn is_str(ty: &Type) -> bool {
     matches!(ty, Type::Path(path) if path.qself.is_none() && path.path.is_ident("str"))
 }
 
+/// A layer a field's type wraps its named type in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Wrapper {
+    Option,
+    Vec,
+}
+
+/// The `Option`s and `Vec`s around the type a field names, outermost first: `[Option, Vec]`
+/// for `Option<Vec<Book>>`.
+pub fn wrappers(ty: &Type) -> Vec<Wrapper> {
+    let mut layers = Vec::new();
+    let mut at = ty;
+    loop {
+        let inner = match at {
+            Type::Group(group) => &*group.elem,
+            Type::Paren(paren) => &*paren.elem,
+            Type::Path(path) if path.qself.is_none() => {
+                let Some(last) = path.path.segments.last() else {
+                    return layers;
+                };
+                let Some(inner) = single_type_argument(&last.arguments) else {
+                    return layers;
+                };
+                match last.ident.to_string().as_str() {
+                    "Option" => layers.push(Wrapper::Option),
+                    "Vec" => layers.push(Wrapper::Vec),
+                    _ => return layers,
+                }
+                inner
+            }
+            _ => return layers,
+        };
+        at = inner;
+    }
+}
+
 /// The type a field names under its `Option`s and `Vec`s: `Book` in `Option<Vec<Book>>`. The
 /// one that must derive `ToolOutput` when it is no built-in field type.
 pub fn named_type(ty: &Type) -> &Type {

@@ -15,6 +15,7 @@ pub use crate::contract::build::{
 };
 pub use crate::contract::const_check::ConstMessage;
 pub use crate::contract::fallback::InvalidOutput;
+pub use crate::contract::field::{read_option, read_vec, write_option, write_vec};
 pub use crate::contract::fields::FieldKeys;
 pub use crate::contract::grounding::GroundingSource;
 pub use crate::contract::reader::{BoundValue, Reader, Stop};

@@ -237,10 +237,7 @@ impl<T: ContractField> ContractField for Option<T> {
     }
 
     fn __write_canonical(&self, out: &mut Vec<u8>) {
-        match self {
-            Some(value) => value.__write_canonical(out),
-            None => out.extend_from_slice(b"null"),
-        }
+        write_option(self, out, T::__write_canonical);
     }
 
     const __HOLDS_SOURCES: bool = T::__HOLDS_SOURCES;
@@ -249,15 +246,50 @@ impl<T: ContractField> ContractField for Option<T> {
 
 impl<'de, T: ReadField<'de>> ReadField<'de> for Option<T> {
     fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop> {
-        if reader.take_null()? {
-            return Ok(Some(None));
-        }
-        let value = T::__read(reader, rules)?;
-        if reader.take_stripped() {
-            return Ok(Some(None));
-        }
-        Ok(value.map(Some))
+        read_option(reader, rules, T::__read)
     }
+}
+
+/// Reads an `Option` whose value `item` reads: `null`, or the value (a value a detector
+/// stripped reads as `null`). `Option<T>`'s reader, and the one generated code composes for a
+/// field of a derived type under `Option`s and `Vec`s, so that such a field's type is named to
+/// the compiler once, as the type it holds.
+#[inline]
+pub fn read_option<'de, 'r, T>(
+    reader: &mut Reader<'de, 'r>,
+    rules: &Rules,
+    item: impl FnOnce(&mut Reader<'de, 'r>, &Rules) -> Result<Option<T>, Stop>,
+) -> Result<Option<Option<T>>, Stop> {
+    if reader.take_null()? {
+        return Ok(Some(None));
+    }
+    let value = item(reader, rules)?;
+    if reader.take_stripped() {
+        return Ok(Some(None));
+    }
+    Ok(value.map(Some))
+}
+
+/// Writes an `Option` whose value `item` writes: `null`, or the value. See [`read_option`].
+#[inline]
+pub fn write_option<T>(value: &Option<T>, out: &mut Vec<u8>, item: impl FnOnce(&T, &mut Vec<u8>)) {
+    match value {
+        Some(value) => item(value, out),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// Writes a list whose items `item` writes, as a JSON array. See [`read_option`].
+#[inline]
+pub fn write_vec<T>(items: &[T], out: &mut Vec<u8>, mut item: impl FnMut(&T, &mut Vec<u8>)) {
+    out.push(b'[');
+    for (index, value) in items.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        item(value, out);
+    }
+    out.push(b']');
 }
 
 impl<T: ContractField> ContractField for Vec<T> {
@@ -268,14 +300,7 @@ impl<T: ContractField> ContractField for Vec<T> {
     }
 
     fn __write_canonical(&self, out: &mut Vec<u8>) {
-        out.push(b'[');
-        for (index, item) in self.iter().enumerate() {
-            if index > 0 {
-                out.push(b',');
-            }
-            item.__write_canonical(out);
-        }
-        out.push(b']');
+        write_vec(self, out, T::__write_canonical);
     }
 
     const __HOLDS_SOURCES: bool = T::__HOLDS_SOURCES;
@@ -284,37 +309,48 @@ impl<T: ContractField> ContractField for Vec<T> {
 
 impl<'de, T: ReadField<'de>> ReadField<'de> for Vec<T> {
     fn __read(reader: &mut Reader<'de, '_>, rules: &Rules) -> Result<Option<Self>, Stop> {
-        // `stop!`, not `?`, as the derived readers use `__tri!`: no `Try` instance per item
-        // type for a debug build to compile.
-        macro_rules! stop {
-            ($result:expr) => {
-                match $result {
-                    Ok(value) => value,
-                    Err(stop) => return Err(stop),
-                }
-            };
-        }
-        let Some(mut array) = stop!(reader.begin_array()) else {
-            return Ok(None);
-        };
-        let mut items = Vec::with_capacity(first_capacity(rules));
-        let mut count = 0;
-        let mut ok = true;
-        while stop!(reader.next_item(&mut array)) {
-            let mark = reader.enter_index(count);
-            match stop!(T::__read(reader, rules)) {
-                _ if reader.take_stripped() => {}
-                Some(item) if ok => items.push(item),
-                Some(_) => {}
-                None => ok = false,
-            }
-            reader.leave(mark);
-            count += 1;
-        }
-        ok &= stop!(reader.check_items(count, rules));
-        // Not `then_some`: a generic call, compiled again for each item type.
-        Ok(if ok { Some(items) } else { None })
+        read_vec(reader, rules, T::__read)
     }
+}
+
+/// Reads a list whose items `item` reads, under the list's `rules` (its item count). See
+/// [`read_option`].
+#[inline]
+pub fn read_vec<'de, 'r, T>(
+    reader: &mut Reader<'de, 'r>,
+    rules: &Rules,
+    mut item: impl FnMut(&mut Reader<'de, 'r>, &Rules) -> Result<Option<T>, Stop>,
+) -> Result<Option<Vec<T>>, Stop> {
+    // `stop!`, not `?`, as the derived readers use `__tri!`: no `Try` instance per item type
+    // for a debug build to compile.
+    macro_rules! stop {
+        ($result:expr) => {
+            match $result {
+                Ok(value) => value,
+                Err(stop) => return Err(stop),
+            }
+        };
+    }
+    let Some(mut array) = stop!(reader.begin_array()) else {
+        return Ok(None);
+    };
+    let mut items = Vec::with_capacity(first_capacity(rules));
+    let mut count = 0;
+    let mut ok = true;
+    while stop!(reader.next_item(&mut array)) {
+        let mark = reader.enter_index(count);
+        match stop!(item(reader, rules)) {
+            _ if reader.take_stripped() => {}
+            Some(value) if ok => items.push(value),
+            Some(_) => {}
+            None => ok = false,
+        }
+        reader.leave(mark);
+        count += 1;
+    }
+    ok &= stop!(reader.check_items(count, rules));
+    // Not `then_some`: a generic call, compiled again for each item type.
+    Ok(if ok { Some(items) } else { None })
 }
 
 /// How many items an array's `Vec` starts with: a small start spares the first regrowths
