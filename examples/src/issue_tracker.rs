@@ -116,7 +116,7 @@ async fn get_issue(tracker: Arc<Tracker>, input: GetIssue, cx: HandlerContext) -
     }
 }
 
-async fn label_issue(tracker: Arc<Tracker>, input: LabelIssue, _: HandlerContext) -> IssueResult {
+async fn label_issue(tracker: Arc<Tracker>, input: LabelIssue) -> IssueResult {
     let mut issues = tracker.run("label_issue");
     let issue = issues.get_mut(&input.number).ok_or_else(not_found)?;
     if !issue.labels.contains(&input.label) {
@@ -126,7 +126,7 @@ async fn label_issue(tracker: Arc<Tracker>, input: LabelIssue, _: HandlerContext
     Ok(issue.clone())
 }
 
-async fn close_issue(tracker: Arc<Tracker>, input: CloseIssue, _: HandlerContext) -> IssueResult {
+async fn close_issue(tracker: Arc<Tracker>, input: CloseIssue) -> IssueResult {
     let mut issues = tracker.run("close_issue");
     let issue = issues.get_mut(&input.number).ok_or_else(not_found)?;
     issue.state = IssueState::Closed;
@@ -141,11 +141,6 @@ fn not_found() -> ToolFailure {
 /// The registry of the three contracts.
 pub fn registry() -> Registry {
     registry![GetIssue, LabelIssue, CloseIssue]
-}
-
-/// The keys the dispatcher binds and seals with (a demo's, not secret).
-pub fn audit_keys() -> AuditKeys {
-    AuditKeys::new(SecretKey::from(*b"issue desk demo key, not secret!"))
 }
 
 /// The dispatcher over `tracker`, keeping its ledger and approvals in `store`.
@@ -167,7 +162,8 @@ pub fn builder(
     tracker: &Arc<Tracker>,
     store: Arc<dyn ControlStore>,
 ) -> DispatcherBuilder {
-    Dispatcher::builder(registry, audit_keys())
+    // The development keys: a demo's, which anyone can compute.
+    Dispatcher::for_development(registry)
         .handler(typed(tracker, get_issue))
         .handler(typed(tracker, label_issue))
         .write_handler(
@@ -181,5 +177,4 @@ pub fn builder(
         // The revision read is part of the intent: reopened and closed again is a new close.
         .operation_key(|close: &CloseIssue| format!("{}:rev-{}", close.number, close.revision))
         .store(store)
-        .audit_sink(Arc::new(MemoryAuditLog::new(SecretKey::from([9; 32]))))
 }

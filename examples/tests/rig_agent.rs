@@ -147,7 +147,7 @@ async fn a_rig_agent_reads_writes_and_runs_an_approved_write_once_then_replays_i
     assert_eq!(pending[0].preview.tool, "close_issue");
     assert_eq!(
         pending[0].principal_ref,
-        issue_tracker::audit_keys().principal_ref(&principal()),
+        tool_contract::AuditKeys::development().principal_ref(&principal()),
         "the call was made for the principal the tools were built for"
     );
     dispatcher
