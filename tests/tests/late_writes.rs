@@ -432,27 +432,83 @@ async fn a_person_settles_an_unknown_write_as_never_happened_and_retries_follow(
     assert!(bank.paid.lock().unwrap().is_empty());
 }
 
+/// A stalled replica (`stalled_worker`) paying out on `store` into `payouts`, started and
+/// stopped at its word `ready`, just before it pays: the process and the rest of what it says.
+fn stalled_worker_at_ready(
+    store: &str,
+    payouts: &std::path::Path,
+    name: &str,
+) -> (
+    std::process::Child,
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_stalled_worker"))
+        .arg(store)
+        .arg(payouts)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the worker starts");
+    let mut lines = BufReader::new(worker.stdout.take().expect("stdout is piped")).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready", "{name}");
+    (worker, lines)
+}
+
+/// A runtime, and a replica here over `store` paying into `payouts`, once the stalled
+/// replica's lease has surely lapsed.
+fn replica_here_past_the_lease(
+    store: &str,
+    payouts: &std::path::Path,
+) -> (tokio::runtime::Runtime, Dispatcher) {
+    use tool_contract_tests::stalled::{self, Payouts};
+    std::thread::sleep(stalled::TIMEOUT + stalled::GRACE + Duration::from_millis(1500));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let here = runtime.block_on(async {
+        let store = stalled::open_store(store).await.unwrap();
+        stalled::replica(store, Payouts::open(payouts), || {})
+    });
+    (runtime, here)
+}
+
+/// The `STORE` argument of the stalled worker for a fresh SQLite file named after `test`.
+fn fresh_sqlite(test: &str) -> String {
+    let path = std::env::temp_dir().join(format!("{test}-{}.db", std::process::id()));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    format!("sqlite:{}", path.display())
+}
+
+/// The `STORE` argument of the stalled worker for a fresh PostgreSQL schema named after
+/// `test`, migrated; `None` (the test skipped) without a database.
+fn fresh_postgres(test: &str) -> Option<String> {
+    let schema = Schema::new(test)?;
+    // The schema is created (and migrated) by the first store to connect.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(schema.store());
+    Some(format!("postgres:{}:{}", schema.name, schema.url))
+}
+
 /// The stalled replica as a process of its own: started on `store`, stopped with SIGSTOP
 /// just before it pays, kept stopped past its lease while this process settles the write
 /// (its status query finds no payout: never happened), then continued. What it then does must
 /// leave the record disputed, and every later call here must read the dispute.
 fn a_stopped_process_that_pays_after_its_write_was_settled(store: &str, name: &str) {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
+    use std::process::Command;
     use tool_contract_tests::stalled::{self, Payouts};
 
     let payouts_path =
         std::env::temp_dir().join(format!("payouts-{name}-{}.db", std::process::id()));
     let _ = std::fs::remove_file(&payouts_path);
     let payouts = Payouts::open(&payouts_path);
-    let mut worker = Command::new(env!("CARGO_BIN_EXE_stalled_worker"))
-        .arg(store)
-        .arg(&payouts_path)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the worker starts");
-    let mut lines = BufReader::new(worker.stdout.take().expect("stdout is piped")).lines();
-    assert_eq!(lines.next().unwrap().unwrap(), "ready", "{name}");
+    let (mut worker, mut lines) = stalled_worker_at_ready(store, &payouts_path, name);
     let pid = worker.id().to_string();
     let signal = |which: &str| {
         let sent = Command::new("kill")
@@ -462,16 +518,7 @@ fn a_stopped_process_that_pays_after_its_write_was_settled(store: &str, name: &s
         assert!(sent.success(), "{name}: kill {which}");
     };
     signal("-STOP");
-    std::thread::sleep(stalled::TIMEOUT + stalled::GRACE + Duration::from_millis(1500));
-
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let here = runtime.block_on(async {
-        let store = stalled::open_store(store).await.unwrap();
-        Arc::new(stalled::replica(store, Payouts::open(&payouts_path), || {}))
-    });
+    let (runtime, here) = replica_here_past_the_lease(store, &payouts_path);
     let ask = || {
         runtime.block_on(here.dispatch(
             &stalled::principal(),
@@ -505,64 +552,30 @@ fn a_stopped_process_that_pays_after_its_write_was_settled(store: &str, name: &s
 
 #[test]
 fn a_replica_stopped_past_its_lease_in_another_process_leaves_its_write_disputed_on_sqlite() {
-    let path = std::env::temp_dir().join(format!("stalled-{}.db", std::process::id()));
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    a_stopped_process_that_pays_after_its_write_was_settled(
-        &format!("sqlite:{}", path.display()),
-        "sqlite",
-    );
+    a_stopped_process_that_pays_after_its_write_was_settled(&fresh_sqlite("stalled"), "sqlite");
 }
 
 #[test]
 fn a_replica_stopped_past_its_lease_in_another_process_leaves_its_write_disputed_on_postgres() {
-    let Some(schema) = Schema::new("stalled_process") else {
-        return;
-    };
-    // The schema is created (and migrated) by the first store to connect.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(schema.store());
-    drop(runtime);
-    let store = format!("postgres:{}:{}", schema.name, schema.url);
-    a_stopped_process_that_pays_after_its_write_was_settled(&store, "postgres");
+    if let Some(store) = fresh_postgres("stalled_process") {
+        a_stopped_process_that_pays_after_its_write_was_settled(&store, "postgres");
+    }
 }
 
 /// A replica killed (SIGKILL) in its handler, before it pays: its record stays marked running.
 /// Past its lease, a person settles it on another replica with no call before: the write is
 /// `unknown` there as a dispatch would read it, and the settlement is recorded and replayed.
 fn a_killed_process_write_is_settled_by_a_person_with_no_call_before(store: &str, name: &str) {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
     use tool_contract::dispatch::Settlement;
     use tool_contract_tests::stalled::{self, Payouts};
 
     let payouts_path =
         std::env::temp_dir().join(format!("killed-{name}-{}.db", std::process::id()));
     let _ = std::fs::remove_file(&payouts_path);
-    let mut worker = Command::new(env!("CARGO_BIN_EXE_stalled_worker"))
-        .arg(store)
-        .arg(&payouts_path)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the worker starts");
-    let mut lines = BufReader::new(worker.stdout.take().expect("stdout is piped")).lines();
-    assert_eq!(lines.next().unwrap().unwrap(), "ready", "{name}");
+    let (mut worker, _) = stalled_worker_at_ready(store, &payouts_path, name);
     worker.kill().expect("the worker is killed");
     let _ = worker.wait();
-    std::thread::sleep(stalled::TIMEOUT + stalled::GRACE + Duration::from_millis(1500));
-
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let here = runtime.block_on(async {
-        let store = stalled::open_store(store).await.unwrap();
-        stalled::replica(store, Payouts::open(&payouts_path), || {})
-    });
+    let (runtime, here) = replica_here_past_the_lease(store, &payouts_path);
     let settled = runtime
         .block_on(here.settle(
             &stalled::principal(),
@@ -588,29 +601,15 @@ fn a_killed_process_write_is_settled_by_a_person_with_no_call_before(store: &str
 
 #[test]
 fn a_killed_replicas_write_is_settled_with_no_call_before_on_sqlite() {
-    let path = std::env::temp_dir().join(format!("killed-{}.db", std::process::id()));
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    a_killed_process_write_is_settled_by_a_person_with_no_call_before(
-        &format!("sqlite:{}", path.display()),
-        "sqlite",
-    );
+    let store = fresh_sqlite("killed");
+    a_killed_process_write_is_settled_by_a_person_with_no_call_before(&store, "sqlite");
 }
 
 #[test]
 fn a_killed_replicas_write_is_settled_with_no_call_before_on_postgres() {
-    let Some(schema) = Schema::new("killed_process") else {
-        return;
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(schema.store());
-    drop(runtime);
-    let store = format!("postgres:{}:{}", schema.name, schema.url);
-    a_killed_process_write_is_settled_by_a_person_with_no_call_before(&store, "postgres");
+    if let Some(store) = fresh_postgres("killed_process") {
+        a_killed_process_write_is_settled_by_a_person_with_no_call_before(&store, "postgres");
+    }
 }
 
 #[tokio::test]
