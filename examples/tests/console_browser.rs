@@ -3,7 +3,7 @@
 //! enrol by invitation and approve a refund above 40.00 with their passkeys, and it drafts
 //! once; the receipt downloaded from the page verifies offline with the published files; a
 //! supervisor of another shop sees nothing; a POST without its CSRF token is refused; a
-//! change outside the contract is refused on the page. The screenshots in the README are
+//! change outside the contract is refused on the page. The screenshots in `docs/console/` are
 //! taken here, so they show the pages as they are.
 
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ use tool_contract_tests::listening::listening;
 
 use crate::mcp_http::call_at;
 
-/// Where the README's screenshots of the console are kept.
+/// Where the screenshots of the console are kept (`docs/console/`).
 fn screenshots() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/console")
 }
