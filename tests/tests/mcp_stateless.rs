@@ -710,3 +710,54 @@ async fn a_rule_of_signed_approvals_counts_no_mcp_answer_and_its_confirmation_sa
         .unwrap();
     assert!(pending[0].approvals.is_empty(), "nothing was counted");
 }
+
+/// Lend a book; a librarian approves each loan (each call its own operation).
+#[derive(Debug, serde::Deserialize, tool_contract::ToolContract)]
+#[tool_contract(output = Lent, effect = non_idempotent_write, approval = required,
+                reconcile = manual, operation = per_call)]
+struct LendBook {
+    #[tool_contract(max_len = 13)]
+    isbn: String,
+}
+
+#[derive(Debug, serde::Serialize, tool_contract::ToolOutput)]
+struct Lent {
+    #[tool_output(bound = isbn)]
+    isbn: String,
+}
+
+#[tokio::test]
+async fn a_per_call_write_sent_back_with_its_answer_is_the_call_that_was_asked_about() {
+    let lent = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&lent);
+    let dispatcher =
+        tool_contract::dispatch::Dispatcher::for_development(tool_contract::registry![LendBook])
+            .handler(move |input: LendBook| {
+                counter.fetch_add(1, Ordering::Relaxed);
+                async move { Ok::<_, tool_contract::ToolFailure>(Lent { isbn: input.isbn }) }
+            })
+            .build()
+            .unwrap();
+    let person = Person::approving();
+    let server = McpServer::new(Arc::new(dispatcher), alice());
+    let client = connect(server, person.clone()).await;
+    let lend = params("lend_book", json!({ "isbn": "9780141439518" }));
+
+    // Asked, answered, and sent back with the state: no id of the model's call crosses MCP,
+    // so the state carries the operation, and the answered call is the one asked about.
+    let asked = ask(&client, &lend).await;
+    let state = asked.request_state.expect("a state");
+    let ran = completed(client.call_tool_once(answered(&lend, &state, yes())).await);
+    assert_eq!(status(&ran), "succeeded", "{ran:?}");
+    assert_eq!(lent.load(Ordering::Relaxed), 1);
+
+    // The same loan asked for again is another loan: asked again, run again.
+    let again = client.call_tool(lend.clone()).await.expect("tools/call");
+    assert_eq!(status(&again), "succeeded", "{again:?}");
+    assert_eq!(lent.load(Ordering::Relaxed), 2);
+    assert_eq!(
+        person.asked(),
+        1,
+        "the second was answered by rmcp's client, asking the person"
+    );
+}
