@@ -149,3 +149,77 @@ fn serde_json_parses_shortest_doubles_exactly() {
         assert_eq!(parsed.to_bits(), value.to_bits(), "{text}");
     }
 }
+
+/// Look up an order's lines.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Lines, effect = read_only)]
+struct GetLines {
+    #[tool_contract(max_len = 12)]
+    order_ref: String,
+}
+
+/// Derived types under `Option` and `Vec`, which the derive reads, writes and shapes from
+/// `Line` through the runtime's `Option` and `Vec` helpers.
+#[derive(Debug, PartialEq, serde::Serialize, ToolOutput)]
+struct Lines {
+    #[tool_output(max_items = 3)]
+    shipped: Option<Vec<Line>>,
+    #[tool_output(max_items = 3)]
+    returned: Vec<Option<Line>>,
+}
+
+#[derive(Debug, PartialEq, serde::Serialize, ToolOutput)]
+struct Line {
+    #[tool_output(maximum = 99)]
+    qty: u8,
+}
+
+#[test]
+fn derived_types_under_option_and_vec_read_write_and_describe_their_layers() {
+    let call = GetLines {
+        order_ref: "ORDER-7".into(),
+    };
+    let bytes = br#"{"returned":[null,{"qty":3}],"shipped":[{"qty":1},{"qty":2}]}"#;
+    let lines = call.validate_output(bytes).unwrap();
+    assert_eq!(
+        lines,
+        Lines {
+            shipped: Some(vec![Line { qty: 1 }, Line { qty: 2 }]),
+            returned: vec![None, Some(Line { qty: 3 })],
+        }
+    );
+    assert_eq!(
+        lines.to_canonical_json(),
+        bytes.to_vec(),
+        "written back as read"
+    );
+    let empty = call
+        .validate_output(br#"{"shipped":null,"returned":[]}"#)
+        .unwrap();
+    assert_eq!(
+        empty.to_canonical_json(),
+        br#"{"returned":[],"shipped":null}"#
+    );
+
+    // Each layer's rules and each item's path, as for any field.
+    let bad = br#"{"shipped":[{"qty":1},{"qty":100}],"returned":[null,null,null,null]}"#;
+    assert_eq!(
+        found(&call.validate_output(bad).unwrap_err()),
+        [
+            ("/shipped/1/qty".to_owned(), "above_maximum"),
+            ("/returned".to_owned(), "too_many_items"),
+        ]
+    );
+
+    // The schema says the layers: a nullable list of lines, a list of nullable lines.
+    let schema = GetLines::spec().output_schema();
+    let shipped = &schema["properties"]["shipped"];
+    let returned = &schema["properties"]["returned"];
+    assert!(shipped.to_string().contains("\"null\""), "{shipped}");
+    assert!(shipped.to_string().contains("\"array\""), "{shipped}");
+    assert_eq!(returned["type"], "array", "{returned}");
+    assert!(
+        returned["items"].to_string().contains("\"null\""),
+        "{returned}"
+    );
+}
