@@ -103,6 +103,33 @@ async fn traces_show_every_stage_and_budget_and_none_of_the_secrets() {
     tracing::subscriber::set_global_default(subscriber).unwrap();
     secrets_planted_in_every_field_stay_out_of_the_trace(&captured).await;
     budget_left_is_traced_before_each_attempt(&captured).await;
+    a_dispatcher_built_with_the_development_keys_says_so(&captured);
+}
+
+fn a_dispatcher_built_with_the_development_keys_says_so(captured: &Captured) {
+    captured.take();
+    let remote = Remote::new();
+    builder(&remote).build().unwrap();
+    assert!(
+        !captured.take().contains("development keys"),
+        "keys of the application's own are not warned about"
+    );
+    let registry = tool_contract::registry![tracker::ReadDoc];
+    tool_contract::dispatch::Dispatcher::for_development(registry)
+        .handler(|input: tracker::ReadDoc| async move {
+            let output = json!({ "text": input.doc_id });
+            Ok::<_, ToolFailure>(RawResult::new(
+                output.to_string(),
+                RawProvenance::new("docs-v1", "2026-08-22T10:00:00Z"),
+            ))
+        })
+        .build()
+        .unwrap();
+    let trace = captured.take();
+    assert!(
+        trace.contains("WARN") && trace.contains("holds the development keys"),
+        "{trace}"
+    );
 }
 
 async fn secrets_planted_in_every_field_stay_out_of_the_trace(captured: &Captured) {
