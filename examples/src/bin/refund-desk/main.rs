@@ -17,7 +17,6 @@
 //! `refund-desk console [--http ADDR] [--invite APPROVER]` serves the approvals console
 //! alone, or prints an invitation for an approver to enrol their first passkey.
 
-mod desk;
 mod replay;
 
 use std::process::ExitCode;
@@ -35,6 +34,7 @@ use tool_contract::providers::tool_declarations;
 use tool_contract::results::{KeySet, RelyingParty};
 
 use replay::{Output, Wire};
+use tool_contract_examples::refund_desk as desk;
 
 const USAGE: &str = "\
 usage: refund-desk [replay] [--provider NAME] [--verbose | --json]
@@ -355,8 +355,11 @@ fn serve_mcp(
             )
         };
         let mut server = match auth {
-            Some(auth) => McpServer::authenticated(dispatcher, desk::resource_server(auth)?)
-                .map_err(|error| error.to_string())?,
+            Some(auth) => McpServer::authenticated(
+                dispatcher,
+                desk::resource_server(&auth.issuer, &auth.resource)?,
+            )
+            .map_err(|error| error.to_string())?,
             None => McpServer::new(dispatcher, Principal::new("acme-shop", "mcp:refund-desk")),
         }
         .with_server_info("refund-desk", env!("CARGO_PKG_VERSION"));

@@ -20,7 +20,7 @@ use tool_contract::results::{ApproverKeys, Decision, Delivery, KeySet};
 use tool_contract::{Binder, CallContext, ErrorCode, ModelResult, Principal};
 use tool_contract_tests::passkey::SoftAuthenticator;
 
-use crate::desk::{self, Desk};
+use tool_contract_examples::refund_desk::{self as desk, Desk};
 
 /// A provider API the desk has recorded turns of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

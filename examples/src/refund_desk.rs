@@ -1,5 +1,6 @@
 //! The refund desk: four contracts, an order store seeded at start, and the dispatcher that
-//! runs every call to them.
+//! runs every call to them. The `refund-desk` program serves it; the context-weight bench
+//! measures what its tools cost a model.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -424,15 +425,15 @@ pub fn receipt_signer() -> Result<ReceiptSigner, String> {
     Ok(ReceiptSigner::new("refund-desk-2026", RECEIPT_SEED, since))
 }
 
-/// The desk as an OAuth 2.1 resource server: JWT access tokens of `auth.issuer` for
-/// `auth.resource`, each token's principal its `tenant` claim and `sub`; reads need
-/// `tools:read`, writes `tools:write`, and a refund above 40.00 `refunds:large` besides.
-pub fn resource_server(auth: &crate::Auth) -> Result<ResourceServer, String> {
-    let issuer = Issuer::new(&auth.issuer)
+/// The desk as an OAuth 2.1 resource server: JWT access tokens of `issuer` for `resource`,
+/// each token's principal its `tenant` claim and `sub`; reads need `tools:read`, writes
+/// `tools:write`, and a refund above 40.00 `refunds:large` besides.
+pub fn resource_server(issuer: &str, resource: &str) -> Result<ResourceServer, String> {
+    let issuer = Issuer::new(issuer)
         .map_err(|error| error.to_string())?
         .with_tenant_claim("tenant");
     let verifier = JwtVerifier::new([issuer]).map_err(|error| error.to_string())?;
-    let resource = ResourceServer::new(&auth.resource, verifier)
+    let resource = ResourceServer::new(resource, verifier)
         .map_err(|error| error.to_string())?
         .with_resource_name("refund desk")
         .with_scope_when("refunds:large", |draft: &CreateRefundDraft| {
