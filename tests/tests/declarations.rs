@@ -70,21 +70,14 @@ fn anthropic_messages_declares_name_description_and_input_schema() {
 }
 
 #[test]
-fn gemini_generate_content_declares_one_tool_of_function_declarations_with_output_schemas() {
+fn gemini_generate_content_declares_one_tool_of_function_declarations_without_output_schemas() {
     let tools = tool_declarations(&tracker::registry(), Api::GeminiGenerateContent).unwrap();
     let fixture = &fixture_tools("gemini-generate-result.json")[0];
     assert_eq!(keys(&tools[0]), keys(fixture), "{tools}");
     let declarations = tools[0]["functionDeclarations"].as_array().unwrap();
     let fixture_declaration = &fixture["functionDeclarations"][0];
-    assert_shape(declarations, fixture_declaration, &["responseJsonSchema"]);
-    for declaration in declarations {
-        let output = &declaration["responseJsonSchema"];
-        assert_eq!(output["type"], "object");
-        assert!(
-            !output.to_string().contains("\"const\""),
-            "no const: {output}"
-        );
-    }
+    // The output's schema is not a thing the model uses to call: it stays out of its context.
+    assert_shape(declarations, fixture_declaration, &[]);
 }
 
 #[test]
@@ -213,4 +206,47 @@ fn a_schema_an_api_cannot_take_is_an_error_naming_the_api_the_tool_and_the_keywo
 fn mcp_has_no_provider_declaration() {
     let error = tool_declarations(&tracker::registry(), Api::McpToolsCall).unwrap_err();
     assert_eq!(error, DeclarationError::NotAProviderApi(Api::McpToolsCall));
+}
+
+/// Look a word up in the dictionary.
+///
+/// Give the word as it is spelled; the answer says what it means.
+///
+/// # Examples
+///
+/// ```ignore
+/// let meaning = look_up("tarn");
+/// ```
+#[derive(serde::Deserialize, ToolContract)]
+#[tool_contract(output = Meaning, effect = read_only)]
+#[allow(dead_code)] // Only its declaration is under test.
+struct LookUp {
+    /// The word, as it is spelled.
+    ///
+    /// Rustdoc's readers learn here how words are normalised.
+    word: String,
+}
+
+/// What a word means.
+///
+/// Written by lexicographers; the reader never sees this paragraph.
+#[derive(serde::Serialize, ToolOutput)]
+struct Meaning {
+    gloss: String,
+}
+
+#[test]
+fn a_description_is_what_the_model_reads_of_the_doc_comment() {
+    let spec = LookUp::spec();
+    // The tool's: up to the first heading or code block.
+    assert_eq!(
+        spec.description(),
+        "Look a word up in the dictionary.\n\nGive the word as it is spelled; the answer says what it means."
+    );
+    // A field's and an output type's: the first paragraph.
+    assert_eq!(
+        spec.input_schema()["properties"]["word"]["description"],
+        "The word, as it is spelled."
+    );
+    assert_eq!(spec.output_schema()["description"], "What a word means.");
 }

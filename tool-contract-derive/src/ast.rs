@@ -171,7 +171,7 @@ impl<'a> Output<'a> {
             original: input,
             limits: attrs.limits,
             grounded: attrs.grounded,
-            doc: attr::doc_comment(&input.attrs),
+            doc: attr::doc_summary(&input.attrs),
             data,
             lifetime,
         })
@@ -286,7 +286,7 @@ fn fields_from_ast<'a>(
                 ty: FieldType::of(&field.ty, borrows),
                 rules: FieldAttrs::from_ast(cx, namespace, &field.attrs),
                 serde,
-                doc: attr::doc_comment(&field.attrs),
+                doc: attr::doc_summary(&field.attrs),
             })
         })
         .collect()

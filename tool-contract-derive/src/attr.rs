@@ -584,7 +584,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// The doc comment, lines joined, or `None` when there is none.
+/// The doc comment as the model reads it, or `None` when there is none: its lines joined, up
+/// to the first code block or heading (`# Examples`), which are for rustdoc's readers.
 pub fn doc_comment(attrs: &[Attribute]) -> Option<String> {
     let lines: Vec<String> = attrs
         .iter()
@@ -600,15 +601,26 @@ pub fn doc_comment(attrs: &[Attribute]) -> Option<String> {
             }) => Some(lit.value()),
             _ => None,
         })
+        // A `/** */` comment is one attribute of many lines; a blank `///` line an empty one.
+        .flat_map(|attr| attr.split('\n').map(str::to_owned).collect::<Vec<_>>())
         .map(|line| {
             line.strip_prefix(' ')
                 .unwrap_or(&line)
                 .trim_end()
                 .to_owned()
         })
+        .take_while(|line| !line.starts_with("```") && !line.starts_with('#'))
         .collect();
     let doc = lines.join("\n").trim().to_owned();
     (!doc.is_empty()).then_some(doc)
+}
+
+/// The first paragraph of the doc comment: the description of a type or a field, which a
+/// model reads in every schema that holds it.
+pub fn doc_summary(attrs: &[Attribute]) -> Option<String> {
+    let doc = doc_comment(attrs)?;
+    let summary = doc.split("\n\n").next().unwrap_or_default();
+    Some(summary.trim().to_owned())
 }
 
 /// Where a `#[serde(...)]` attribute sits: each place refuses its own keys.

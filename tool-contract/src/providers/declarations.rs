@@ -7,11 +7,17 @@
 //! | --- | --- | --- | --- |
 //! | OpenAI Responses | `{"type":"function","name","description","parameters","strict":true}` | `parameters` | – |
 //! | Anthropic Messages | `{"name","description","input_schema"}` | `input_schema` | – |
-//! | Gemini `generateContent` | one `{"functionDeclarations":[…]}` of `{"name","description","parametersJsonSchema","responseJsonSchema"}` | `parametersJsonSchema` | `responseJsonSchema` |
+//! | Gemini `generateContent` | one `{"functionDeclarations":[…]}` of `{"name","description","parametersJsonSchema"}` | `parametersJsonSchema` | – |
 //! | Gemini Interactions | `{"type":"function","name","description","parameters"}` | `parameters` | – |
 //!
-//! Only Gemini's `FunctionDeclaration` has a field for the output (`responseJsonSchema`, the
-//! model result schema here; js-genai `types.FunctionDeclaration`). Tool names need no check
+//! A declaration holds what the model uses to choose a tool and write its arguments: the name,
+//! the description and the arguments' schema. Gemini's `FunctionDeclaration` also has an
+//! optional `responseJsonSchema` ("describes the output from this function", Vertex AI
+//! reference, `FunctionDeclaration`); it is left out. Gemini places declarations in the
+//! model's context on every request, and the output's schema (the whole model result, with its
+//! error part, about 4 KB a tool) would be paid for on every turn to describe what the model
+//! reads anyway when the result arrives, already checked against the contract here. An
+//! application that wants it can add [`ToolSpec::model_result_schema`]. Tool names need no check
 //! here: the derive refuses at compile time a name that does not fit every provider
 //! (`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`, PROVIDERS.md section 6).
 //!
@@ -100,7 +106,6 @@ pub fn tool_declarations(registry: &Registry, api: Api) -> Result<Value, Declara
                 "name": name,
                 "description": description,
                 "parametersJsonSchema": arguments,
-                "responseJsonSchema": profile.fit(spec, spec.model_result_schema())?,
             }),
             _ => json!({
                 "type": "function",
@@ -223,7 +228,7 @@ impl Profile {
                 const_as_enum: false,
             },
             // Gemini, "Structured output", JSON Schema support (the subset
-            // `parametersJsonSchema` and `responseJsonSchema` take): no string lengths or
+            // `parametersJsonSchema` takes): no string lengths or
             // patterns, no exclusive bounds or `multipleOf`, no `const`; formats date-time,
             // date and time.
             Api::GeminiGenerateContent | Api::GeminiInteractions => Profile {
