@@ -6,6 +6,7 @@
 mod adapters;
 mod approval_policies;
 mod arbitration;
+mod argument_errors;
 mod arguments;
 mod audit_log;
 mod audit_log_postgres;

@@ -24,6 +24,9 @@ macro_rules! wire_names {
         }
 
         impl $name {
+            /// Every variant's wire name, in the order they are declared.
+            pub const WIRE_NAMES: &'static [&'static str] = &[$($wire),+];
+
             /// The wire name: the string serde writes, e.g. in JSON.
             #[must_use]
             pub const fn as_str(self) -> &'static str {

@@ -3,7 +3,11 @@
 //! The model reads a code's safe message and follows its recovery; it never sees internal
 //! error text, and nothing it or a handler writes can change what a code means. Verification
 //! ([`Binder::verify`](crate::Binder::verify)) refuses an error that differs from its entry;
-//! [`ModelError`](super::ModelError) is an entry as the model reads it.
+//! [`ModelError`](super::ModelError) is an entry as the model reads it: `code`, `category`,
+//! `message`, `recovery` and `retry_after_ms` always; `paths` (empty but for
+//! `INVALID_ARGUMENTS`); `violations` on `INVALID_ARGUMENTS` only (each path's broken rule);
+//! `next_tool` where the recovery is `call_tool`; `alternate_source` on the codes that
+//! [tell it](ErrorCode::tells_alternate_source).
 
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +21,11 @@ wire_names! {
     pub enum ErrorCode {
         /// The model named a tool the registry does not hold.
         UnknownTool = "UNKNOWN_TOOL",
-        /// The arguments do not meet the tool's input contract.
+        /// The arguments do not meet the tool's input contract. The error's `paths` name each
+        /// argument at fault (JSON Pointers), and its `violations` the rule each one breaks:
+        /// `{"path","constraint","expected"}`, a [`Constraint`](crate::vocabulary::Constraint)
+        /// and the rule's value where the contract publishes one, never the refused value
+        /// ([`ModelError::violations`](super::ModelError::violations)).
         InvalidArguments = "INVALID_ARGUMENTS",
         /// The resource does not exist, or the principal may not see it: the two read the same,
         /// so a caller cannot probe for existence.

@@ -1,6 +1,7 @@
 //! `ModelError`: the error half of a model result, a catalog entry as the model reads it.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::catalog::{Category, ErrorCode, Recovery};
 use crate::contract::reader::{Reader, Stop};
@@ -10,7 +11,7 @@ use crate::contract::{ContractField, ReadField};
 use crate::json::canonical::write as canonical;
 use crate::json::encoding::infallible;
 use crate::vocabulary::name::is_tool_name;
-use crate::vocabulary::violation::{MAX_VIOLATIONS, Violations};
+use crate::vocabulary::violation::{Constraint, MAX_VIOLATIONS, Violation, Violations};
 
 /// The error half of a model result: a catalog entry as the model reads it.
 ///
@@ -33,6 +34,8 @@ pub struct ModelError {
     recovery: Recovery,
     retry_after_ms: Option<u64>,
     paths: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    violations: Vec<ArgumentViolation>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     next_tool: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -51,19 +54,10 @@ impl ModelError {
             recovery: entry.recovery,
             retry_after_ms: entry.retry_after.map(|wait| wait.default_ms),
             paths: Vec::new(),
+            violations: Vec::new(),
             next_tool: None,
             alternate_source: code.tells_alternate_source().then_some(false),
         }
-    }
-
-    /// An error of `code` as the dispatcher makes it, with a placeholder `next_tool` where
-    /// the code's recovery calls for one: the shape the model result's schema describes.
-    pub(crate) fn representative(code: ErrorCode) -> Self {
-        let mut error = Self::new(code);
-        if code.entry().recovery == Recovery::CallTool {
-            error.next_tool = Some("next_tool".to_owned());
-        }
-        error
     }
 
     /// The code with a wait of `ms` (a server's hint), kept within 1 ms and the catalog's
@@ -77,13 +71,42 @@ impl ModelError {
         error
     }
 
-    /// `INVALID_ARGUMENTS` with the JSON Pointer of each violation (never the values).
+    /// `INVALID_ARGUMENTS` with the JSON Pointer of each violation in `paths`, and in
+    /// `violations` each one's path and the rule it breaks, with the rule's value where the
+    /// contract publishes one: never the value that broke it.
+    ///
+    /// ```
+    /// use tool_contract::{ErrorCode, Violations};
+    /// use tool_contract::results::ModelError;
+    /// # use tool_contract::{ToolContract, ToolOutput};
+    /// # /// Find a book.
+    /// # #[derive(serde::Deserialize, ToolContract)]
+    /// # #[tool_contract(output = Found, effect = read_only)]
+    /// # struct FindBook { #[tool_contract(max_len = 13)] isbn: String }
+    /// # #[derive(serde::Serialize, ToolOutput)]
+    /// # struct Found { title: String }
+    ///
+    /// let arguments = br#"{"isbn":"9780141439518-and-more","shelf":3}"#;
+    /// let refused: Violations = FindBook::parse_arguments(arguments).err().expect("refused");
+    /// let error = serde_json::to_value(ModelError::invalid_arguments(&refused))?;
+    /// assert_eq!(error["paths"], serde_json::json!(["/isbn", "/shelf"]));
+    /// assert_eq!(error["violations"], serde_json::json!([
+    ///     {"path": "/isbn", "constraint": "max_length", "expected": 13},
+    ///     {"path": "/shelf", "constraint": "unknown_member"},
+    /// ]));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     #[must_use]
     pub fn invalid_arguments(violations: &Violations) -> Self {
         let mut error = Self::new(ErrorCode::InvalidArguments);
-        for path in violations.paths() {
+        for violation in violations {
+            let path = violation.path();
             if !error.paths.iter().any(|seen| seen == path) {
                 error.paths.push(path.to_owned());
+            }
+            let told = ArgumentViolation::of(violation);
+            if !error.violations.contains(&told) {
+                error.violations.push(told);
             }
         }
         error
@@ -153,6 +176,13 @@ impl ModelError {
         &self.paths
     }
 
+    /// For `INVALID_ARGUMENTS`, what is wrong at each path: the rule broken. Empty for every
+    /// other code (and for an `INVALID_ARGUMENTS` written before this member existed).
+    #[must_use]
+    pub fn violations(&self) -> &[ArgumentViolation] {
+        &self.violations
+    }
+
     /// For [`Recovery::CallTool`], the tool to call first.
     #[must_use]
     pub fn next_tool(&self) -> Option<&str> {
@@ -200,6 +230,14 @@ impl ModelError {
         if !paths_fit {
             return Err(CatalogMismatch::Paths);
         }
+        let violations_fit = self.violations.len() <= MAX_VIOLATIONS
+            && self.violations.iter().all(|violation| {
+                violation.expected.is_some() == violation.constraint.has_value()
+                    && self.paths.contains(&violation.path)
+            });
+        if !violations_fit {
+            return Err(CatalogMismatch::Violations);
+        }
         let next_tool_fits = match &self.next_tool {
             None => entry.recovery != Recovery::CallTool,
             Some(name) => entry.recovery == Recovery::CallTool && is_tool_name(name),
@@ -233,6 +271,11 @@ pub enum CatalogMismatch {
     /// Paths on a code other than `INVALID_ARGUMENTS`, too many, or not JSON Pointers.
     #[error("the paths are not allowed here")]
     Paths,
+    /// Violations on a code other than `INVALID_ARGUMENTS` (whose paths are empty), too
+    /// many, at a path not in `paths`, or with a value where their rule has none (or none
+    /// where it has one).
+    #[error("the violations are not allowed here")]
+    Violations,
     /// A `next_tool` where the recovery is not `call_tool`, none where it is, or not a tool
     /// name.
     #[error("next_tool does not fit the recovery")]
@@ -240,6 +283,52 @@ pub enum CatalogMismatch {
     /// `alternate_source` on a code that does not tell it, or missing where it does.
     #[error("alternate_source does not fit the code")]
     AlternateSource,
+}
+
+/// One argument the model must change, as `INVALID_ARGUMENTS` tells it: where (a JSON
+/// Pointer), which rule of the contract it breaks, and the rule's value where the contract
+/// publishes one (`{"path":"/query","constraint":"max_length","expected":200}`). It never
+/// holds the value that broke the rule: a value an attacker planted must not travel back to
+/// the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgumentViolation {
+    path: String,
+    constraint: Constraint,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expected: Option<Value>,
+}
+
+impl ArgumentViolation {
+    /// What the model is told of `violation`.
+    #[must_use]
+    pub fn of(violation: &Violation) -> Self {
+        let (constraint, expected) = violation.kind().constraint();
+        ArgumentViolation {
+            path: violation.path().to_owned(),
+            constraint,
+            expected,
+        }
+    }
+
+    /// The JSON Pointer of the argument.
+    #[must_use]
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The rule it breaks.
+    #[must_use]
+    pub fn constraint(&self) -> Constraint {
+        self.constraint
+    }
+
+    /// The rule's value as the contract publishes it (`200` for `max_length`, `"integer"` for
+    /// `type`), or `None` for a rule without one (`required`, `unknown_member`).
+    #[must_use]
+    pub fn expected(&self) -> Option<&Value> {
+        self.expected.as_ref()
+    }
 }
 
 // Its serde declaration is its only one: it is read with it, and written canonically from its

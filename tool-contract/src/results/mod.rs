@@ -31,7 +31,7 @@ pub use audit::{
 };
 pub use catalog::{CATALOG, CatalogEntry, Category, ErrorCode, Recovery, RetryAfter};
 pub use digest::{AuditKeys, DigestAlgorithm, KeyTooShort, SecretKey};
-pub use error::{CatalogMismatch, ModelError};
+pub use error::{ArgumentViolation, CatalogMismatch, ModelError};
 pub use execution::{
     CONTROL_PRODUCER_REVISION, CONTROL_SOURCE_LABEL, Delivery, Execution, Outcome, Provenance,
     ProvenanceFault, Status, Trust,

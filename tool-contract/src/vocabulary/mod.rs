@@ -22,4 +22,4 @@ pub use limits::{FreeFormLimits, Limits};
 pub use name::{TOOL_NAME_PATTERN, is_tool_name};
 pub use synthetic::{Detector, Stripped, SyntheticAction, SyntheticRule};
 pub use tier::SourceTier;
-pub use violation::{JsonType, MAX_VIOLATIONS, Violation, ViolationKind, Violations};
+pub use violation::{Constraint, JsonType, MAX_VIOLATIONS, Violation, ViolationKind, Violations};

@@ -191,7 +191,149 @@ pub enum ViolationKind {
     },
 }
 
+wire_names! {
+    /// The rule of the contract a violation breaks, as a model is told it in
+    /// `INVALID_ARGUMENTS` (with, where the contract publishes one, the rule's value: see
+    /// [`ViolationKind::constraint`]). Several kinds name one rule: the model needs to know what
+    /// to change, not how the reader noticed.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+    #[non_exhaustive]
+    pub enum Constraint {
+        /// The bytes are JSON (UTF-8, well formed).
+        JsonSyntax = "json_syntax",
+        /// Containers nest at most this deep.
+        MaxDepth = "max_depth",
+        /// The encoded value is at most this many bytes.
+        MaxBytes = "max_bytes",
+        /// Only the declared members: this one is not.
+        UnknownMember = "unknown_member",
+        /// A declared member is missing (an optional one is present as `null`).
+        Required = "required",
+        /// Each member name once per object.
+        DuplicateMember = "duplicate_member",
+        /// Members that name credentials or control fields are refused.
+        ForbiddenMember = "forbidden_member",
+        /// The JSON type: the value is this type.
+        Type = "type",
+        /// An integer within this range, `[least, greatest]`.
+        IntegerRange = "integer_range",
+        /// A number an IEEE-754 double holds exactly.
+        ExactNumber = "exact_number",
+        /// One of these values.
+        Enum = "enum",
+        /// At least this many characters.
+        MinLength = "min_length",
+        /// At most this many characters.
+        MaxLength = "max_length",
+        /// Matches this regular expression.
+        Pattern = "pattern",
+        /// In this named format.
+        Format = "format",
+        /// At most this many items.
+        MaxItems = "max_items",
+        /// At least this number.
+        Minimum = "minimum",
+        /// At most this number.
+        Maximum = "maximum",
+        /// Equals the input field of this call named here.
+        Bound = "bound",
+        /// A grounded entity carries at least one source.
+        Sources = "sources",
+        /// A source's tier is at most this one.
+        SourceTier = "source_tier",
+        /// A string without escapes (a borrowed field).
+        NoEscapes = "no_escapes",
+        /// Not a placeholder or fictional value.
+        NotSynthetic = "not_synthetic",
+    }
+}
+
+impl Constraint {
+    /// Whether the rule has a value a model is told with it (`max_length` 200), rather than
+    /// being whole in its name (`required`).
+    #[must_use]
+    pub const fn has_value(self) -> bool {
+        !matches!(
+            self,
+            Constraint::JsonSyntax
+                | Constraint::UnknownMember
+                | Constraint::Required
+                | Constraint::DuplicateMember
+                | Constraint::ForbiddenMember
+                | Constraint::ExactNumber
+                | Constraint::Sources
+                | Constraint::NoEscapes
+                | Constraint::NotSynthetic
+        )
+    }
+}
+
 impl ViolationKind {
+    /// The rule this violation breaks, and the rule's value where the contract publishes one
+    /// (a length, a pattern, a type, the allowed values). Never the value that broke it: this
+    /// is what a model is told of a violation.
+    ///
+    /// ```
+    /// use tool_contract::ViolationKind;
+    /// use tool_contract::vocabulary::Constraint;
+    ///
+    /// let (constraint, value) = ViolationKind::TooLong { max: 100, actual: 250 }.constraint();
+    /// assert_eq!((constraint, value), (Constraint::MaxLength, Some(100.into())));
+    /// assert_eq!(ViolationKind::UnknownField.constraint(), (Constraint::UnknownMember, None));
+    /// ```
+    #[must_use]
+    pub fn constraint(&self) -> (Constraint, Option<serde_json::Value>) {
+        use serde_json::Value;
+        let number = |value: f64| {
+            // An integral bound reads as an integer, as the schema declared it.
+            if value.fract() == 0.0 && value.abs() < 9_007_199_254_740_992.0 {
+                Value::from(value as i64)
+            } else {
+                Value::from(value)
+            }
+        };
+        match *self {
+            ViolationKind::Syntax { .. } => (Constraint::JsonSyntax, None),
+            ViolationKind::TooDeep { max } => (Constraint::MaxDepth, Some(max.into())),
+            ViolationKind::TooLarge { max, .. } => (Constraint::MaxBytes, Some(max.into())),
+            ViolationKind::UnknownField => (Constraint::UnknownMember, None),
+            ViolationKind::MissingField => (Constraint::Required, None),
+            ViolationKind::DuplicateKey => (Constraint::DuplicateMember, None),
+            ViolationKind::ForbiddenKey => (Constraint::ForbiddenMember, None),
+            ViolationKind::WrongType { expected, .. } => {
+                (Constraint::Type, Some(expected.as_str().into()))
+            }
+            ViolationKind::IntegerOutOfRange { min, max } => {
+                (Constraint::IntegerRange, Some(Value::from(vec![min, max])))
+            }
+            ViolationKind::InexactNumber => (Constraint::ExactNumber, None),
+            ViolationKind::NotInEnum { allowed } => {
+                (Constraint::Enum, Some(Value::from(allowed.to_vec())))
+            }
+            ViolationKind::TooShort { min, .. } => (Constraint::MinLength, Some(min.into())),
+            ViolationKind::TooLong { max, .. } => (Constraint::MaxLength, Some(max.into())),
+            ViolationKind::PatternMismatch { pattern } => {
+                (Constraint::Pattern, Some(pattern.into()))
+            }
+            ViolationKind::InvalidFormat { format } => {
+                (Constraint::Format, Some(format.as_str().into()))
+            }
+            ViolationKind::TooManyItems { max, .. } => (Constraint::MaxItems, Some(max.into())),
+            ViolationKind::BelowMinimum { minimum } => (Constraint::Minimum, Some(number(minimum))),
+            ViolationKind::AboveMaximum { maximum } => (Constraint::Maximum, Some(number(maximum))),
+            ViolationKind::BoundMismatch { input_field } => {
+                (Constraint::Bound, Some(input_field.into()))
+            }
+            ViolationKind::MissingSources => (Constraint::Sources, None),
+            ViolationKind::TierAboveContract { declared } => {
+                (Constraint::SourceTier, Some(declared.as_str().into()))
+            }
+            ViolationKind::Unreadable { expected } => (Constraint::Type, Some(expected.into())),
+            ViolationKind::BorrowedEscapes => (Constraint::NoEscapes, None),
+            ViolationKind::SyntheticValue { .. } => (Constraint::NotSynthetic, None),
+        }
+    }
+
     /// A stable snake_case name for the kind, fit for logs and metrics.
     #[must_use]
     pub const fn code(&self) -> &'static str {
