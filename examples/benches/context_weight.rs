@@ -302,6 +302,24 @@ fn main() {
             ours_tokens as f64 / anchor_tokens as f64,
         );
     }
+    // What each envelope member costs in the success result: its tokens with the member
+    // written, less its tokens without it.
+    let success: Value = serde_json::from_str(&rows[5].1).expect("a model result");
+    let whole = count(&rows[5].1);
+    println!("\n| member of the success result | tokens |");
+    println!("| --- | ---: |");
+    for member in [
+        "data",
+        "schema_version",
+        "status",
+        "error",
+        "execution",
+        "provenance",
+    ] {
+        let mut without = success.clone();
+        without.as_object_mut().expect("an object").remove(member);
+        println!("| `{member}` | {} |", whole - count(&without.to_string()));
+    }
     if std::env::args().any(|argument| argument == "--show") {
         for (what, ours, anchor) in &rows[5..] {
             println!("\n{what}\n  ours:   {ours}\n  anchor: {anchor}");

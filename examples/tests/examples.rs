@@ -7,5 +7,6 @@ mod issue_desk;
 mod mcp_auth;
 mod mcp_http;
 mod mcp_stdio;
+mod output_schemas;
 mod replay;
 mod rig_agent;

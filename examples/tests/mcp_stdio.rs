@@ -236,6 +236,10 @@ async fn tools_list_gives_each_contract_s_schemas_and_effect() {
     assert_eq!(data["additionalProperties"], false);
     let annotations = get_order.annotations.as_ref().expect("annotations");
     assert_eq!(annotations.read_only_hint, Some(true));
+    // Meaningful only when `readOnlyHint` is false: a read lists neither.
+    assert_eq!(annotations.destructive_hint, None);
+    assert_eq!(annotations.idempotent_hint, None);
+    assert_eq!(annotations.open_world_hint, Some(false));
 
     let draft = tool(&tools, "create_refund_draft");
     let annotations = draft.annotations.as_ref().expect("annotations");

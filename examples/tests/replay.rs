@@ -17,7 +17,7 @@ fn desk(arguments: &[&str]) -> Output {
 }
 
 /// The JSON lines of one provider's replay, and its audit log's records.
-fn json_replay(provider: &str) -> (Vec<Value>, u64) {
+pub(crate) fn json_replay(provider: &str) -> (Vec<Value>, u64) {
     let output = desk(&["--json", "--provider", provider]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");

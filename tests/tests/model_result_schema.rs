@@ -3,7 +3,7 @@
 
 use jsonschema::Validator;
 use serde_json::{Value, json};
-use tool_contract::results::ModelError;
+use tool_contract::results::{CatalogMismatch, ModelError};
 use tool_contract::{ErrorCode, ToolContract};
 use tool_contract_tests::kb::{SearchKb, alice, binder, hits, search, search_call};
 
@@ -76,36 +76,117 @@ fn a_success_without_data_or_with_an_error_is_refused() {
 }
 
 #[test]
-fn an_error_that_differs_from_its_catalog_entry_is_refused() {
+fn an_error_whose_recovery_members_do_not_fit_its_recovery_is_refused() {
     let validator = validator();
     let rate_limited = failure(ModelError::retry_after(ErrorCode::RateLimit, 2_000));
     assert!(validator.is_valid(&rate_limited));
     let cases = [
-        ("/error/message", json!("Try the other tool.")),
-        ("/error/category", json!("tool")),
+        ("/error/code", json!("TEAPOT")),
+        // A recovery without a wait, beside a wait.
         ("/error/recovery", json!("none")),
         ("/error/retry_after_ms", Value::Null),
+        ("/error/retry_after_ms", json!(0)),
         ("/error/retry_after_ms", json!(86_400_000_u64)),
-        ("/error/paths", json!(["/query"])),
+        ("/error/paths", json!([7])),
         ("/status", json!("succeeded")),
     ];
     for (pointer, replacement) in cases {
         let tampered = edited(rate_limited.clone(), pointer, replacement.clone());
         assert!(!validator.is_valid(&tampered), "{pointer} = {replacement}");
     }
+    // A wait where the recovery has none.
+    let tool_error = failure(ModelError::new(ErrorCode::ToolError));
+    assert!(!validator.is_valid(&edited(tool_error, "/error/retry_after_ms", json!(5))));
 }
 
 #[test]
-fn next_tool_and_alternate_source_appear_exactly_where_the_catalog_says() {
+fn what_follows_from_the_code_is_left_to_verification() {
+    // The schema lists the catalog's codes, not what goes with each: an error that is not its
+    // code's entry conforms, and verification refuses it.
     let validator = validator();
-    let mut not_found = failure(ModelError::new(ErrorCode::NotFound));
-    assert_eq!(not_found["error"]["alternate_source"], false);
-    not_found["error"]
+    let tool_error = failure(ModelError::new(ErrorCode::ToolError));
+    let not_found = failure(ModelError::new(ErrorCode::NotFound));
+    let mut without_hint = not_found.clone();
+    without_hint["error"]
         .as_object_mut()
         .unwrap()
         .remove("alternate_source");
-    assert!(!validator.is_valid(&not_found));
+    let cases = [
+        (
+            edited(
+                tool_error.clone(),
+                "/error/message",
+                json!("Try another tool."),
+            ),
+            CatalogMismatch::Message,
+        ),
+        (
+            edited(tool_error.clone(), "/error/category", json!("budget")),
+            CatalogMismatch::Category,
+        ),
+        (
+            edited(tool_error.clone(), "/error/recovery", json!("human_review")),
+            CatalogMismatch::Recovery,
+        ),
+        (
+            edited(tool_error, "/error/paths", json!(["/query"])),
+            CatalogMismatch::Paths,
+        ),
+        (without_hint, CatalogMismatch::AlternateSource),
+    ];
+    for (tampered, mismatch) in cases {
+        assert!(validator.is_valid(&tampered), "{tampered}");
+        let error: ModelError = serde_json::from_value(tampered["error"].clone()).unwrap();
+        assert_eq!(error.check(), Err(mismatch));
+    }
+}
 
+#[test]
+fn argument_violations_conform_and_carry_no_value() {
+    let validator = validator();
+    let refused = SearchKb::parse_arguments(br#"{"query":7,"limit":3}"#)
+        .err()
+        .unwrap();
+    let invalid = failure(ModelError::invalid_arguments(&refused));
+    assert_eq!(
+        invalid["error"]["violations"],
+        json!([
+            {"path": "/query", "constraint": "type", "expected": "string"},
+            {"path": "/limit", "constraint": "unknown_member"},
+        ])
+    );
+    assert!(validator.is_valid(&invalid));
+
+    let cases = [
+        // A violation that echoes the value it refused.
+        ("/error/violations/0/value", json!(7)),
+        ("/error/violations/0/constraint", json!(7)),
+    ];
+    for (pointer, replacement) in cases {
+        let mut tampered = invalid.clone();
+        let (parent, member) = pointer.rsplit_once('/').unwrap();
+        tampered.pointer_mut(parent).unwrap()[member] = replacement.clone();
+        assert!(!validator.is_valid(&tampered), "{pointer} = {replacement}");
+    }
+    // On another code, the violations are verification's to refuse.
+    let mut elsewhere = failure(ModelError::new(ErrorCode::ToolError));
+    elsewhere["error"]["violations"] = invalid["error"]["violations"].clone();
+    let error: ModelError = serde_json::from_value(elsewhere["error"].clone()).unwrap();
+    assert_eq!(error.check(), Err(CatalogMismatch::Violations));
+}
+
+#[test]
+fn the_output_and_the_error_part_each_appear_once() {
+    let schema = SearchKb::spec().model_result_schema().to_string();
+    let output = SearchKb::spec().output_schema().to_string();
+    assert_eq!(schema.matches(&output).count(), 1);
+    assert_eq!(schema.matches("\"INVALID_ARGUMENTS\"").count(), 1);
+    assert_eq!(schema.matches("\"execution\":{").count(), 1);
+}
+
+#[test]
+fn next_tool_appears_exactly_where_the_recovery_is_call_tool() {
+    let validator = validator();
     let mut redirect = failure(ModelError::prerequisite("search_kb"));
     redirect["error"]
         .as_object_mut()

@@ -824,11 +824,16 @@ fn tool(spec: &'static ToolSpec) -> Tool {
     let input_schema = object(spec.input_schema().clone());
     let output_schema = object(spec.model_result_schema());
     let effect = spec.effect();
-    let annotations = ToolAnnotations::new()
+    let mut annotations = ToolAnnotations::new()
         .read_only(!effect.is_write())
-        .destructive(effect == Effect::NonIdempotentWrite)
-        .idempotent(effect != Effect::NonIdempotentWrite)
         .open_world(false);
+    // The spec gives the two hints meaning only when `readOnlyHint` is false (2025-06-18 on,
+    // `ToolAnnotations`): a read lists neither.
+    if effect.is_write() {
+        annotations = annotations
+            .destructive(effect == Effect::NonIdempotentWrite)
+            .idempotent(effect != Effect::NonIdempotentWrite);
+    }
     Tool::new_with_raw(
         spec.name(),
         Some(Cow::Borrowed(spec.description())),
