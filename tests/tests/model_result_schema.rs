@@ -213,3 +213,82 @@ fn an_unknown_member_anywhere_in_the_envelope_is_refused() {
         assert!(!validator.is_valid(&model), "{pointer}");
     }
 }
+
+/// Ship a parcel.
+#[derive(serde::Deserialize, ToolContract)]
+#[tool_contract(output = Shipment, effect = read_only)]
+#[allow(dead_code)] // Only its output is under test.
+struct Ship {
+    parcel: String,
+}
+
+#[derive(serde::Serialize, tool_contract::ToolOutput)]
+struct Shipment {
+    billing: Address,
+    shipping: Option<Address>,
+    earlier: Vec<Address>,
+}
+
+/// A postal address.
+#[derive(serde::Serialize, tool_contract::ToolOutput)]
+struct Address {
+    #[tool_output(max_len = 40)]
+    city: String,
+}
+
+#[test]
+fn an_object_type_held_in_several_places_is_defined_once() {
+    let output = Ship::spec().output_schema();
+    assert_eq!(
+        output["$defs"]["Address"]["properties"]["city"]["maxLength"],
+        40
+    );
+    let text = output.to_string();
+    assert_eq!(
+        text.matches("\"city\"").count(),
+        2,
+        "its property and its required: {text}"
+    );
+    assert_eq!(text.matches("#/$defs/Address").count(), 3);
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let dispatcher =
+        tool_contract::dispatch::Dispatcher::for_development(tool_contract::registry![Ship])
+            .handler(|_: Ship| async {
+                let address = |city: &str| Address {
+                    city: city.to_owned(),
+                };
+                Ok(Shipment {
+                    billing: address("Lyon"),
+                    shipping: Some(address("Nantes")),
+                    earlier: vec![address("Lille")],
+                })
+            })
+            .build()
+            .unwrap();
+    let context = dispatcher.context(tool_contract_tests::kb::call(
+        "c1",
+        "ship",
+        r#"{"parcel":"p"}"#,
+    ));
+    let principal = tool_contract::Principal::new("acme", "agent");
+    let task = tool_contract::dispatch::Task::unlimited();
+    let dispatched = runtime.block_on(dispatcher.dispatch(&principal, &context, &task));
+    let result = serde_json::to_value(&dispatched.result.model).unwrap();
+    assert_eq!(result["status"], "succeeded", "{result}");
+
+    let validator = jsonschema::draft202012::options()
+        .build(&Ship::spec().model_result_schema())
+        .expect("the schema compiles, its references resolved");
+    assert!(validator.is_valid(&result));
+    for pointer in ["/data/billing", "/data/shipping", "/data/earlier/0"] {
+        let mut tampered = result.clone();
+        tampered.pointer_mut(pointer).unwrap()["street"] = json!("Rue 1");
+        assert!(!validator.is_valid(&tampered), "{pointer}");
+    }
+    let too_long = edited(result, "/data/shipping/city", json!("x".repeat(41)));
+    assert!(!validator.is_valid(&too_long));
+}

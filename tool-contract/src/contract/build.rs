@@ -4,7 +4,6 @@
 use sha2::{Digest, Sha256};
 
 use super::bound::BoundCheck;
-use super::rules::Rules;
 use super::schema;
 use super::shape::{ObjectShape, Shape};
 use super::spec::{CanonicalRevisions, Revisions, ToolSpec, contract_sha256_of};
@@ -74,7 +73,7 @@ fn short_digest(value: &serde_json::Value) -> String {
 #[must_use]
 pub fn build_spec(decl: &'static ContractDecl) -> ToolSpec {
     let input_schema = schema::input_schema(decl.arguments);
-    let output_schema = schema::shape_schema((decl.output)(), &Rules::NONE);
+    let output_schema = schema::output_schema((decl.output)());
     let mut effect_declaration = serde_json::json!({
         "effect": decl.effect,
         "approval": decl.approval,

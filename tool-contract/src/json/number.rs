@@ -226,6 +226,19 @@ impl<'a> Decimal<'a> {
     }
 }
 
+/// A bound as JSON: an integer where it is one, so `minimum: 1` is written `1`, not `1.0`.
+pub(crate) fn json_number(value: f64) -> serde_json::Value {
+    const SAFE: f64 = MAX_SAFE_INTEGER as f64;
+    if value.fract() == 0.0 && value.abs() <= SAFE {
+        // Whole and within ±(2^53 − 1): the conversion is exact.
+        #[allow(clippy::cast_possible_truncation)]
+        let whole = value as i64;
+        serde_json::Value::from(whole)
+    } else {
+        serde_json::Value::from(value)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

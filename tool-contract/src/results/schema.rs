@@ -47,6 +47,11 @@ impl ToolSpec {
 /// alternatives: on success `data` is the output and `error` null; otherwise `data` is null
 /// and `error` the [error schema](error_schema). The output appears once, the error part once.
 fn model_result_schema(output: &Value) -> Value {
+    // The output's definitions move to the root, where its `$ref`s resolve.
+    let mut output = output.clone();
+    let definitions = output
+        .as_object_mut()
+        .and_then(|output| output.remove("$defs"));
     let mut envelope = shape_schema(<Envelope as ContractField>::__shape(), &Rules::NONE);
     strip_descriptions(&mut envelope);
     let properties = &mut envelope["properties"];
@@ -72,6 +77,9 @@ fn model_result_schema(output: &Value) -> Value {
             },
         },
     ]);
+    if let Some(definitions) = definitions {
+        envelope["$defs"] = definitions;
+    }
     envelope
 }
 

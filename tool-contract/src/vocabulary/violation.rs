@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::tier::SourceTier;
 use crate::json::format::Format;
 use crate::json::names::wire_names;
+use crate::json::number::json_number;
 
 /// The most violations one validation reports.
 ///
@@ -284,14 +285,6 @@ impl ViolationKind {
     #[must_use]
     pub fn constraint(&self) -> (Constraint, Option<serde_json::Value>) {
         use serde_json::Value;
-        let number = |value: f64| {
-            // An integral bound reads as an integer, as the schema declared it.
-            if value.fract() == 0.0 && value.abs() < 9_007_199_254_740_992.0 {
-                Value::from(value as i64)
-            } else {
-                Value::from(value)
-            }
-        };
         match *self {
             ViolationKind::Syntax { .. } => (Constraint::JsonSyntax, None),
             ViolationKind::TooDeep { max } => (Constraint::MaxDepth, Some(max.into())),
@@ -319,8 +312,12 @@ impl ViolationKind {
                 (Constraint::Format, Some(format.as_str().into()))
             }
             ViolationKind::TooManyItems { max, .. } => (Constraint::MaxItems, Some(max.into())),
-            ViolationKind::BelowMinimum { minimum } => (Constraint::Minimum, Some(number(minimum))),
-            ViolationKind::AboveMaximum { maximum } => (Constraint::Maximum, Some(number(maximum))),
+            ViolationKind::BelowMinimum { minimum } => {
+                (Constraint::Minimum, Some(json_number(minimum)))
+            }
+            ViolationKind::AboveMaximum { maximum } => {
+                (Constraint::Maximum, Some(json_number(maximum)))
+            }
             ViolationKind::BoundMismatch { input_field } => {
                 (Constraint::Bound, Some(input_field.into()))
             }
