@@ -121,6 +121,39 @@ impl SoftAuthenticator {
         serde_json::to_vec(&asserted).expect("an assertion encodes")
     }
 
+    /// Answers `navigator.credentials.get(options)` as a frame of another origin would: the
+    /// client data says `"crossOrigin": true`, and the authenticator signs its hash.
+    pub async fn sign_cross_origin(&mut self, options: &Value) -> Vec<u8> {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        use sha2::Digest as _;
+
+        let challenge = options["publicKey"]["challenge"]
+            .as_str()
+            .expect("a challenge");
+        let client_data = serde_json::json!({
+            "type": "webauthn.get",
+            "challenge": challenge,
+            "origin": self.origin.as_str().trim_end_matches('/'),
+            "crossOrigin": true,
+        })
+        .to_string();
+        let hash = sha2::Sha256::digest(client_data.as_bytes()).to_vec();
+        let request = serde_json::from_value(options.clone()).expect("request options");
+        let asserted = self
+            .client
+            .authenticate(
+                &self.origin,
+                request,
+                passkey_client::DefaultClientDataWithCustomHash(hash),
+            )
+            .await
+            .expect("the authenticator signs");
+        let mut credential = serde_json::to_value(&asserted).expect("an assertion encodes");
+        credential["response"]["clientDataJSON"] = URL_SAFE_NO_PAD.encode(client_data).into();
+        serde_json::to_vec(&credential).expect("an assertion encodes")
+    }
+
     /// Whether the person is verified from now on (the authenticator still signs without).
     pub fn verify_users(&mut self, verifies: bool) {
         self.verifies.store(verifies, Ordering::Relaxed);

@@ -483,6 +483,36 @@ async fn an_assertion_made_for_another_origin_is_refused() {
 }
 
 #[tokio::test]
+async fn an_assertion_made_cross_origin_is_refused() {
+    let (remote, dispatcher, mut ana, pending) = one_supervisor().await;
+    let statement = dispatcher
+        .approval_statement(
+            &pending.approval_id,
+            "sup-ana",
+            Decision::Approve,
+            None,
+            HOUR,
+        )
+        .await
+        .unwrap();
+    let request = dispatcher.signing_request(&statement).await.unwrap();
+    // Her own passkey, at the right origin, asked by a frame embedded in another site's page.
+    let framed = ana.sign_cross_origin(&request.options).await;
+    let refused = refusal(dispatcher.decide_signed(&statement, None, &framed).await);
+    assert!(
+        matches!(&refused, SignedDecisionRefusal::Assertion(why) if why.contains("cross-origin")),
+        "{refused:?}"
+    );
+    // The same statement signed by the page itself is taken.
+    let own = ana.sign(&request.options).await;
+    dispatcher
+        .decide_signed(&statement, None, &own)
+        .await
+        .expect("signed at the console itself");
+    assert_eq!(remote.all_requests(), 0);
+}
+
+#[tokio::test]
 async fn enrollment_without_user_verification_is_refused() {
     let dispatcher = desk(&Remote::new(), Arc::new(MemoryStore::new()));
     let approver = Approver::new("sup-ana", "Ana", ["acme"], ["*"]);

@@ -226,9 +226,29 @@ mod verify {
         let verified = core
             .authenticate_credential(&response, &state)
             .map_err(|error| error.to_string())?;
+        // webauthn-rs-core checks `crossOrigin` at registration only. A relying party here
+        // names the origins its pages are served from; an assertion a frame of another
+        // origin asked for (WebAuthn Level 3, 5.8.1, `crossOrigin`) is not one of them.
+        if made_cross_origin(&assertion.client_data_json)? {
+            return Err(
+                "the assertion was made cross-origin (`crossOrigin` is true), \
+                        which this relying party does not allow"
+                    .to_owned(),
+            );
+        }
         Ok(AssertionFacts {
             counter: verified.counter(),
         })
+    }
+
+    /// Whether the client data (base64url JSON) says the assertion was made cross-origin.
+    fn made_cross_origin(client_data_json: &str) -> Result<bool, String> {
+        let bytes = URL_SAFE_NO_PAD
+            .decode(client_data_json)
+            .map_err(|_| "the client data is not base64url".to_owned())?;
+        let client_data: Value = crate::json::depth::from_slice(&bytes)
+            .map_err(|_| "the client data is not JSON".to_owned())?;
+        Ok(client_data.get("crossOrigin") == Some(&Value::Bool(true)))
     }
 
     impl PasskeyAssertion {
