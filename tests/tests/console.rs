@@ -377,3 +377,42 @@ async fn a_session_ends_when_its_passkey_is_revoked() {
         "sent to sign in again"
     );
 }
+
+#[tokio::test]
+async fn a_statement_running_past_the_consoles_statement_lifetime_is_refused() {
+    let desk = desk().await;
+    let (mut ana, mut ana_key) = desk.enrolled("sup-ana").await;
+    let pending = pending_approval(&desk.dispatcher, &message("m-1", "bob")).await;
+    // A statement running an hour, within the dispatcher's lifetime but past the console's
+    // five minutes, as a client that made its own statement would post it.
+    let statement = desk
+        .dispatcher
+        .approval_statement(
+            &pending.approval_id,
+            "sup-ana",
+            tool_contract::results::Decision::Approve,
+            None,
+            std::time::Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    let request = desk.dispatcher.signing_request(&statement).await.unwrap();
+    let credential: serde_json::Value =
+        serde_json::from_slice(&ana_key.sign(&request.options).await).unwrap();
+    ana.get(&format!("/approvals/{}", pending.approval_id))
+        .await;
+    let posted = ana
+        .post(
+            &format!("/approvals/{}/decision", pending.approval_id),
+            &json!({"statement": statement, "edited_arguments": null, "credential": credential}),
+        )
+        .await;
+    assert_eq!(posted.status, 403, "{}", posted.text);
+    let still = desk.dispatcher.pending_approval(&pending.approval_id).await;
+    assert!(still.unwrap().unwrap().approvals.is_empty());
+    // The console's own statement, of its own lifetime, is taken.
+    let decided = ana
+        .decide(&pending.approval_id, "approve", &mut ana_key)
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.text);
+}

@@ -482,6 +482,108 @@ async fn an_assertion_made_for_another_origin_is_refused() {
     );
 }
 
+/// `statement` signed on `authenticator`: the decision its client would post.
+async fn sign_statement(
+    dispatcher: &Dispatcher,
+    authenticator: &mut SoftAuthenticator,
+    statement: &tool_contract::results::ApprovalStatement,
+) -> Result<SignedDecision, ApprovalError> {
+    let request = dispatcher.signing_request(statement).await.unwrap();
+    let assertion = authenticator.sign(&request.options).await;
+    dispatcher.decide_signed(statement, None, &assertion).await
+}
+
+#[tokio::test]
+async fn an_expiry_the_approvers_client_chose_past_the_statement_lifetime_is_refused() {
+    let (remote, dispatcher, mut ana, pending) = one_supervisor().await;
+    let statement = dispatcher
+        .approval_statement(
+            &pending.approval_id,
+            "sup-ana",
+            Decision::Approve,
+            None,
+            HOUR,
+        )
+        .await
+        .unwrap();
+    for far in ["9999-12-31T23:59:59Z", "2099-01-01T00:00:00Z"] {
+        let mut chosen = statement.clone();
+        chosen.expires_at = far.to_owned();
+        // Signed by her own passkey: the signature is hers, the expiry is not hers to set.
+        let refused = refusal(sign_statement(&dispatcher, &mut ana, &chosen).await);
+        assert_eq!(
+            refused,
+            SignedDecisionRefusal::OtherStatement("expires_at"),
+            "{far}"
+        );
+    }
+    // Asked for a week, a statement runs the dispatcher's lifetime.
+    let asked = dispatcher
+        .approval_statement(
+            &pending.approval_id,
+            "sup-ana",
+            Decision::Approve,
+            None,
+            Duration::from_secs(7 * 86_400),
+        )
+        .await
+        .unwrap();
+    let expires_at = OffsetDateTime::parse(
+        &asked.expires_at,
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    assert_eq!(
+        expires_at,
+        clock() + tool_contract::dispatch::DEFAULT_STATEMENT_LIFETIME
+    );
+    sign_statement(&dispatcher, &mut ana, &asked)
+        .await
+        .expect("a statement the service made is taken");
+    assert_eq!(remote.all_requests(), 0);
+}
+
+#[tokio::test]
+async fn an_expiry_in_another_spelling_of_the_same_time_is_refused() {
+    let (_, dispatcher, mut ana, pending) = one_supervisor().await;
+    let statement = dispatcher
+        .approval_statement(
+            &pending.approval_id,
+            "sup-ana",
+            Decision::Approve,
+            None,
+            HOUR,
+        )
+        .await
+        .unwrap();
+    let canonical = statement.expires_at.clone();
+    assert!(
+        canonical.ends_with('Z') && !canonical.contains('.'),
+        "{canonical}"
+    );
+    let whole = canonical.trim_end_matches('Z');
+    // The same instant: the receipt would spell it canonically, and its signature would not
+    // verify against the statement signed.
+    for spelling in [
+        format!("{whole}+00:00"),
+        format!("{whole}.000Z"),
+        format!("{whole}z"),
+        format!("{whole}-00:00"),
+    ] {
+        let mut respelled = statement.clone();
+        respelled.expires_at = spelling.clone();
+        let refused = refusal(sign_statement(&dispatcher, &mut ana, &respelled).await);
+        assert_eq!(
+            refused,
+            SignedDecisionRefusal::OtherStatement("expires_at"),
+            "{spelling}"
+        );
+    }
+    sign_statement(&dispatcher, &mut ana, &statement)
+        .await
+        .expect("the canonical spelling is taken");
+}
+
 #[tokio::test]
 async fn an_assertion_made_cross_origin_is_refused() {
     let (remote, dispatcher, mut ana, pending) = one_supervisor().await;

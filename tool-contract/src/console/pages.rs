@@ -846,10 +846,12 @@ pub(super) async fn decide(
     }
     match inner
         .dispatcher
-        .decide_signed(
+        .decide_signed_within(
             &signed.statement,
             signed.edited_arguments.as_ref(),
             &credential_bytes(&signed.credential),
+            // The lifetime the console's statements are made with is the one it honours.
+            inner.options.statement_lifetime,
         )
         .await
     {

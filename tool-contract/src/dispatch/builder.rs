@@ -228,6 +228,10 @@ impl Dispatcher {
     }
 }
 
+/// How long an approval statement runs by default: see
+/// [`DispatcherBuilder::statement_lifetime`].
+pub const DEFAULT_STATEMENT_LIFETIME: Duration = Duration::from_secs(3600);
+
 /// Builds a [`Dispatcher`]. See [`Dispatcher::builder`].
 pub struct DispatcherBuilder {
     registry: Registry,
@@ -247,6 +251,7 @@ pub struct DispatcherBuilder {
     /// registry lacks, no approvers), reported by `build` with the rest.
     refused: Vec<BuildError>,
     receipts: Option<ReceiptSigner>,
+    statement_lifetime: Duration,
     #[cfg(feature = "passkeys")]
     relying_party: Option<crate::results::RelyingParty>,
     key_rules: HashMap<&'static str, KeyRule>,
@@ -270,6 +275,7 @@ impl DispatcherBuilder {
             approval_policies: HashMap::new(),
             refused: Vec::new(),
             receipts: None,
+            statement_lifetime: DEFAULT_STATEMENT_LIFETIME,
             #[cfg(feature = "passkeys")]
             relying_party: None,
             key_rules: HashMap::new(),
@@ -497,6 +503,18 @@ impl DispatcherBuilder {
         self
     }
 
+    /// The longest an approval statement may run: an approver's decision counts at most
+    /// this long after the statement was made. [`Dispatcher::approval_statement`] makes no
+    /// longer one, and [`Dispatcher::decide_signed`] refuses a statement whose `expires_at`
+    /// lies further ahead (`OtherStatement("expires_at")`), whatever its approver signed:
+    /// the expiry is the service's to set, not the approver's client's. Default: one hour
+    /// ([`DEFAULT_STATEMENT_LIFETIME`]).
+    #[must_use]
+    pub fn statement_lifetime(mut self, lifetime: Duration) -> Self {
+        self.statement_lifetime = lifetime;
+        self
+    }
+
     /// Checks approvers' passkeys for `party`: enrollment
     /// ([`Dispatcher::begin_enrollment`]) and signed decisions
     /// ([`Dispatcher::decide_signed`]) verify origin and RP ID against it.
@@ -714,6 +732,7 @@ impl DispatcherBuilder {
             trace_model_results: self.trace_model_results,
             approval_policies: self.approval_policies,
             receipts: self.receipts,
+            statement_lifetime: self.statement_lifetime,
             #[cfg(feature = "passkeys")]
             relying_party: self.relying_party,
             key_rules: self.key_rules,

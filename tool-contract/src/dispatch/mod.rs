@@ -44,7 +44,7 @@ mod retry;
 mod telemetry;
 
 pub use budget::{Budget, Remaining, StopReason, Task};
-pub use builder::{BuildError, BuildErrors, DispatcherBuilder};
+pub use builder::{BuildError, BuildErrors, DEFAULT_STATEMENT_LIFETIME, DispatcherBuilder};
 pub use dispatcher::{Dispatcher, PURGE_EVERY, SettleError, Settlement, SignedDecision};
 #[cfg(feature = "passkeys")]
 pub use dispatcher::{Enrollment, SigningRequest};

@@ -86,6 +86,7 @@ pub struct Dispatcher {
     trace_model_results: bool,
     approval_policies: HashMap<&'static str, ApprovalPolicy>,
     receipts: Option<ReceiptSigner>,
+    statement_lifetime: Duration,
     #[cfg(feature = "passkeys")]
     passkeys: Option<Passkeys>,
     key_rules: HashMap<&'static str, KeyRule>,
@@ -113,6 +114,7 @@ pub(crate) struct Parts {
     pub(crate) trace_model_results: bool,
     pub(crate) approval_policies: HashMap<&'static str, ApprovalPolicy>,
     pub(crate) receipts: Option<ReceiptSigner>,
+    pub(crate) statement_lifetime: Duration,
     #[cfg(feature = "passkeys")]
     pub(crate) relying_party: Option<crate::results::RelyingParty>,
     pub(crate) key_rules: HashMap<&'static str, KeyRule>,
@@ -231,6 +233,7 @@ impl Dispatcher {
             trace_model_results: parts.trace_model_results,
             approval_policies: parts.approval_policies,
             receipts: parts.receipts,
+            statement_lifetime: parts.statement_lifetime,
             #[cfg(feature = "passkeys")]
             passkeys: parts.relying_party.and_then(|party| {
                 // A relying party is checked when it is made; one that no longer builds a

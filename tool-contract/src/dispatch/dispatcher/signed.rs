@@ -141,7 +141,8 @@ impl Dispatcher {
 
     /// The approval statement `approver_id` signs to decide the pending approval
     /// `approval_id`: its members taken from the pending approval as the store holds it, the
-    /// edits (checked against the contract) by digest, and an expiry `lifetime` from now.
+    /// edits (checked against the contract) by digest, and an expiry `lifetime` from now (at
+    /// most the [statement lifetime](super::DispatcherBuilder::statement_lifetime)), in UTC.
     /// Its [`challenge`](ApprovalStatement::challenge) is what their authenticator signs.
     ///
     /// # Errors
@@ -158,7 +159,7 @@ impl Dispatcher {
     ) -> Result<ApprovalStatement, ApprovalError> {
         let pending = self.pending(approval_id).await?;
         let edit = self.statement_edit(&pending, decision, edited_arguments)?;
-        let expires_at = later_by(self.now(), lifetime);
+        let expires_at = later_by(self.now(), lifetime.min(self.statement_lifetime));
         Ok(statement_of(
             &pending,
             edit.as_ref(),
@@ -245,6 +246,8 @@ pub use ceremonies::{Enrollment, SigningRequest};
 
 #[cfg(feature = "passkeys")]
 mod ceremonies {
+    use std::time::Duration;
+
     use serde_json::{Value, json};
     use time::OffsetDateTime;
     use time::format_description::well_known::Rfc3339;
@@ -253,7 +256,7 @@ mod ceremonies {
         RegisterPublicKeyCredential, RegistrationState, UserVerificationPolicy,
     };
 
-    use super::{Dispatcher, SignedDecision, rfc3339, statement_of};
+    use super::{Dispatcher, SignedDecision, later_by, rfc3339, statement_of};
     use crate::control::{
         ApprovalBasis, ApprovalError, Approver, DirectoryChange, EnrollError, EnrolledCredential,
         RejectionReason, SignCount, SignCountCheck, SignedDecisionRefusal,
@@ -564,6 +567,24 @@ mod ceremonies {
             edited_arguments: Option<&Value>,
             credential_json: &[u8],
         ) -> Result<SignedDecision, ApprovalError> {
+            self.decide_signed_within(
+                statement,
+                edited_arguments,
+                credential_json,
+                self.statement_lifetime,
+            )
+            .await
+        }
+
+        /// [`decide_signed`](Self::decide_signed), with statements running at most
+        /// `lifetime` (the console's own) and the dispatcher's statement lifetime.
+        pub(crate) async fn decide_signed_within(
+            &self,
+            statement: &ApprovalStatement,
+            edited_arguments: Option<&Value>,
+            credential_json: &[u8],
+            lifetime: Duration,
+        ) -> Result<SignedDecision, ApprovalError> {
             if self.relying_party_core().is_none() {
                 return Err(refused(SignedDecisionRefusal::NoRelyingParty));
             }
@@ -580,11 +601,8 @@ mod ceremonies {
                 return Err(refused(SignedDecisionRefusal::OtherStatement(member)));
             }
             let now = self.now();
-            let expires_at = OffsetDateTime::parse(&expected.expires_at, &Rfc3339)
-                .map_err(|_| refused(SignedDecisionRefusal::OtherStatement("expires_at")))?;
-            if expires_at <= now {
-                return Err(ApprovalError::Expired);
-            }
+            let lifetime = lifetime.min(self.statement_lifetime);
+            let expires_at = statement_expiry(&expected.expires_at, now, lifetime)?;
             let approver = self
                 .approver(&expected.approver_id)
                 .await
@@ -621,6 +639,32 @@ mod ceremonies {
                 }
             }
         }
+    }
+
+    /// How far a replica's clock may run behind the one that made a statement.
+    const CLOCK_SKEW: Duration = Duration::from_secs(60);
+
+    /// The expiry a statement names, when the service could have set it: in UTC, in the one
+    /// spelling statements are made in (the receipt spells it so, and its verifier recomputes
+    /// the challenge from that spelling), after `now`, and no further ahead than `lifetime`
+    /// (and the clock skew between replicas).
+    fn statement_expiry(
+        expires_at: &str,
+        now: OffsetDateTime,
+        lifetime: Duration,
+    ) -> Result<OffsetDateTime, ApprovalError> {
+        let other = || refused(SignedDecisionRefusal::OtherStatement("expires_at"));
+        let parsed = OffsetDateTime::parse(expires_at, &Rfc3339).map_err(|_| other())?;
+        if !parsed.offset().is_utc() || rfc3339(parsed) != expires_at {
+            return Err(other());
+        }
+        if parsed <= now {
+            return Err(ApprovalError::Expired);
+        }
+        if parsed > later_by(now, lifetime.saturating_add(CLOCK_SKEW)) {
+            return Err(other());
+        }
+        Ok(parsed)
     }
 
     /// The first member in which `given` differs from `expected`, by its name.
