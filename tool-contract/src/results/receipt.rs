@@ -584,8 +584,47 @@ impl KeySet {
                 key_id: receipt.key_id.clone(),
             });
         }
-        Ok(())
+        check_times(receipt)
     }
+}
+
+/// A receipt's times in the order a redemption has them: each approval made before its own
+/// expiry and no later than the redemption, the redemption before the receipt's expiry and
+/// before every approval's. The service key can sign any times; the approvers' signatures
+/// hold their approvals to the expiry they signed, even against the service. Each time is in
+/// UTC and in the one spelling receipts are written in.
+fn check_times(receipt: &ApprovalReceipt) -> Result<(), ReceiptError> {
+    let out_of_order = |why: &'static str| Err(ReceiptError::TimesOutOfOrder(why));
+    let redeemed = receipt_time(&receipt.redeemed_at)?;
+    if redeemed >= receipt_time(&receipt.expires_at)? {
+        return out_of_order("redeemed at or after the receipt's expiry");
+    }
+    for approval in &receipt.approvals {
+        let approved = receipt_time(&approval.approved_at)?;
+        if approved > redeemed {
+            return out_of_order("an approval dated after the redemption");
+        }
+        if let Some(expires_at) = &approval.expires_at {
+            let expires = receipt_time(expires_at)?;
+            if approved >= expires {
+                return out_of_order("an approval made at or after its own expiry");
+            }
+            if redeemed >= expires {
+                return out_of_order("redeemed at or after an approval's expiry");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A time of a receipt: RFC 3339 in UTC, spelled as a receipt is written.
+fn receipt_time(text: &str) -> Result<OffsetDateTime, ReceiptError> {
+    let malformed = || ReceiptError::Malformed(format!("{text:?} is not a receipt's time"));
+    let at = OffsetDateTime::parse(text, &Rfc3339).map_err(|_| malformed())?;
+    if !at.offset().is_utc() || at.format(&Rfc3339).ok().as_deref() != Some(text) {
+        return Err(malformed());
+    }
+    Ok(at)
 }
 
 /// A receipt of [`RECEIPT_DOMAIN`] names its rule and, for each approval, its expiry and
@@ -762,6 +801,11 @@ pub enum ReceiptError {
     /// keys too.
     #[error("the receipt's approvals are signed by passkeys: verify it with the approver keys")]
     ApproverKeysNeeded,
+    /// The receipt's times are not in the order a redemption has them: an approval dated
+    /// after the redemption or made after its own expiry, or a redemption after the
+    /// receipt's or an approval's expiry.
+    #[error("the receipt's times are out of order: {0}")]
+    TimesOutOfOrder(&'static str),
     /// The approvals do not meet the rule the receipt names.
     #[error(
         "the rule asks for {required} different approvers{}; {counted} counted",
@@ -842,6 +886,75 @@ mod tests {
         assert!(matches!(error, ReceiptError::KeyNotValid { .. }));
         let early = ReceiptSigner::new("k1", [1; 32], at(31));
         assert!(early.sign(&facts()).is_err());
+    }
+
+    /// `facts()` changed by `change`, signed and verified with its published key.
+    fn verified_with(change: impl FnOnce(&mut ReceiptFacts)) -> Result<(), ReceiptError> {
+        let signer = ReceiptSigner::new("k1", [1; 32], at(0));
+        let keys = KeySet::new([signer.published_key()]).unwrap();
+        let mut facts = facts();
+        change(&mut facts);
+        let signed = signer.sign(&facts).unwrap();
+        keys.verify(signed.to_json().as_bytes()).map(drop)
+    }
+
+    #[test]
+    fn a_receipt_redeemed_after_its_approvals_expired_is_refused() {
+        assert_eq!(verified_with(|_| {}), Ok(()));
+        let refused = verified_with(|facts| {
+            // An hour after both approvals lapsed, within the grant's own (longer) expiry.
+            facts.redeemed_at = at(600 + 3600);
+            facts.expires_at = at(7200);
+        });
+        assert!(
+            matches!(refused, Err(ReceiptError::TimesOutOfOrder(why)) if why.contains("an approval's expiry")),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn a_receipt_whose_approval_is_dated_after_its_redemption_is_refused() {
+        let refused = verified_with(|facts| facts.approvals[1].approved_at = at(31));
+        assert!(
+            matches!(refused, Err(ReceiptError::TimesOutOfOrder(why)) if why.contains("after the redemption")),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn a_receipt_redeemed_after_its_own_expiry_is_refused() {
+        let refused = verified_with(|facts| facts.expires_at = at(30));
+        assert!(
+            matches!(refused, Err(ReceiptError::TimesOutOfOrder(why)) if why.contains("receipt's expiry")),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn an_approval_made_after_its_own_expiry_is_refused() {
+        let refused = verified_with(|facts| facts.approvals[0].expires_at = at(5));
+        assert!(
+            matches!(refused, Err(ReceiptError::TimesOutOfOrder(_))),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn a_receipts_time_in_another_spelling_is_refused() {
+        let signer = ReceiptSigner::new("k1", [1; 32], at(0));
+        let keys = KeySet::new([signer.published_key()]).unwrap();
+        let mut signed = signer.sign(&facts()).unwrap();
+        signed.receipt.expires_at = signed.receipt.expires_at.replace('Z', "+00:00");
+        signed.signature = hex::encode(
+            signer
+                .signing_key
+                .sign(&signed_bytes(&signed.receipt))
+                .to_bytes(),
+        );
+        assert!(matches!(
+            keys.verify(signed.to_json().as_bytes()),
+            Err(ReceiptError::Malformed(_))
+        ));
     }
 
     #[test]
