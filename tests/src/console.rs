@@ -202,6 +202,27 @@ impl Visit {
         answer
     }
 
+    /// POSTs `body` with this page's CSRF token, as a page of `origin` would (its `Origin`).
+    pub async fn post_from(&mut self, origin: &str, path: &str, body: &Value) -> Answer {
+        let cookie = self.cookie.clone().unwrap_or_default();
+        let csrf = self.csrf.clone();
+        let headers = [
+            ("content-type", "application/json"),
+            ("cookie", cookie.as_str()),
+            ("x-csrf-token", csrf.as_str()),
+            ("origin", origin),
+        ];
+        let answer = send(
+            Method::POST,
+            &format!("{}{path}", self.base),
+            &headers,
+            serde_json::to_vec(body).expect("JSON"),
+        )
+        .await;
+        self.keep_cookie(&answer);
+        answer
+    }
+
     /// POSTs `body` with this page's CSRF token.
     pub async fn post(&mut self, path: &str, body: &Value) -> Answer {
         let csrf = self.csrf.clone();

@@ -416,3 +416,34 @@ async fn a_statement_running_past_the_consoles_statement_lifetime_is_refused() {
         .await;
     assert_eq!(decided.status, 200, "{}", decided.text);
 }
+
+#[tokio::test]
+async fn a_post_from_a_page_of_another_origin_is_refused_by_the_mcp_endpoints_rule() {
+    let desk = desk().await;
+    let (mut ana, _) = desk.enrolled("sup-ana").await;
+    let pending = pending_approval(&desk.dispatcher, &message("m-1", "bob")).await;
+    let statement = format!("/approvals/{}/statement", pending.approval_id);
+    ana.get(&format!("/approvals/{}", pending.approval_id))
+        .await;
+    // A valid cookie and CSRF token, posted by another site's page.
+    for origin in [
+        "http://evil.example",
+        "https://desk.example.evil.example",
+        "null",
+    ] {
+        let refused = ana
+            .post_from(origin, &statement, &json!({"decision": "approve"}))
+            .await;
+        assert_eq!(refused.status, 403, "{origin}: {}", refused.text);
+        assert_eq!(refused.json()["error"], "origin", "{origin}");
+        let sign_out = ana.post_from(origin, "/sign-out", &json!({})).await;
+        assert_eq!(sign_out.status, 403, "{origin}");
+    }
+    // The console's own origin, and a loopback one, as the MCP endpoint allows them.
+    for origin in [ORIGIN, "https://DESK.example/", "http://localhost:8932"] {
+        let asked = ana
+            .post_from(origin, &statement, &json!({"decision": "approve"}))
+            .await;
+        assert_eq!(asked.status, 200, "{origin}: {}", asked.text);
+    }
+}

@@ -147,6 +147,10 @@ impl Console {
             .route("/console.js", get(pages::script))
             .route("/console.css", get(pages::style))
             .fallback(pages::not_found)
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&self.inner),
+                pages::same_origin,
+            ))
             .layer(axum::middleware::map_response(pages::secured))
             .with_state(Arc::clone(&self.inner))
     }

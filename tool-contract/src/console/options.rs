@@ -23,6 +23,11 @@ pub struct ConsoleOptions {
     pub sign_in_attempts: u32,
     /// The window of [`sign_in_attempts`](Self::sign_in_attempts).
     pub sign_in_window: Duration,
+    /// Origins besides [`origin`](Self::origin) whose pages may post to the console, as
+    /// `McpServer::with_allowed_origins` names them for the MCP endpoint (lowercase, no
+    /// trailing `/`). A POST whose `Origin` is none of them nor a loopback origin is refused,
+    /// by the MCP endpoint's rule.
+    pub allowed_origins: Vec<String>,
 }
 
 impl ConsoleOptions {
@@ -37,6 +42,7 @@ impl ConsoleOptions {
             statement_lifetime: Duration::from_secs(300),
             sign_in_attempts: 10,
             sign_in_window: Duration::from_secs(15 * 60),
+            allowed_origins: Vec::new(),
         }
     }
 
@@ -60,6 +66,29 @@ impl ConsoleOptions {
         self.sign_in_attempts = attempts;
         self.sign_in_window = window;
         self
+    }
+
+    /// These options with pages of `origins` allowed to post too (see
+    /// [`allowed_origins`](Self::allowed_origins)).
+    #[must_use]
+    pub fn with_allowed_origins(
+        mut self,
+        origins: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.allowed_origins = origins
+            .into_iter()
+            .map(|origin| crate::vocabulary::origin::normalized(&origin.into()))
+            .collect();
+        self
+    }
+
+    /// The origins a POST may come from, by the rule of
+    /// [`origin_allowed`](crate::vocabulary::origin::origin_allowed): the console's own and
+    /// those allowed besides.
+    pub(super) fn posting_origins(&self) -> Vec<String> {
+        let mut origins = vec![crate::vocabulary::origin::normalized(&self.origin)];
+        origins.extend(self.allowed_origins.iter().cloned());
+        origins
     }
 
     /// Whether cookies may go without `Secure`: plain HTTP on a loopback host only.

@@ -62,6 +62,30 @@ pub(super) fn templates() -> Environment<'static> {
     environment
 }
 
+/// A request that changes state comes from the console's own pages: its `Origin`, when a
+/// browser sends one, is the console's (or one allowed besides, or a loopback origin), by the
+/// MCP endpoint's rule. The CSRF token proves the page; this refuses a page of another origin
+/// that holds one.
+pub(super) async fn same_origin(
+    State(inner): Shared,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let reads = matches!(
+        *request.method(),
+        http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
+    );
+    let origins = inner.options.posting_origins();
+    if !reads && !crate::vocabulary::origin::origin_allowed(request.headers(), &origins) {
+        return refusal(
+            StatusCode::FORBIDDEN,
+            "origin",
+            "the request comes from a page of another origin",
+        );
+    }
+    next.run(request).await
+}
+
 /// Every response: the Content Security Policy and its companions; pages are never cached.
 pub(super) async fn secured(mut response: Response) -> Response {
     let headers = response.headers_mut();

@@ -25,6 +25,7 @@ use super::caller::Callers;
 use super::capture::Kept;
 use super::reply::{self, Reply};
 use super::server::{McpServeError, McpServer};
+use crate::vocabulary::origin::origin_allowed;
 
 type HttpService = StreamableHttpService<McpServer, LocalSessionManager>;
 
@@ -275,27 +276,4 @@ impl Front {
             Reply::from_parts(parts, Full::new(bytes).boxed())
         })
     }
-}
-
-/// Whether a request may be served by its `Origin`: none (not from a browser), a loopback
-/// origin, or one of `allowed` (lowercase, without a trailing `/`).
-fn origin_allowed(headers: &http::HeaderMap, allowed: &[String]) -> bool {
-    let Some(origin) = headers.get(http::header::ORIGIN) else {
-        return true;
-    };
-    let Ok(origin) = origin.to_str() else {
-        return false;
-    };
-    let origin = origin.trim_end_matches('/').to_ascii_lowercase();
-    if allowed.contains(&origin) {
-        return true;
-    }
-    let Some((scheme, authority)) = origin.split_once("://") else {
-        return false;
-    };
-    let host = match authority.strip_prefix('[') {
-        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
-        None => authority.split(':').next().unwrap_or_default(),
-    };
-    matches!(scheme, "http" | "https") && matches!(host, "localhost" | "127.0.0.1" | "::1")
 }

@@ -186,7 +186,7 @@ impl McpServer {
     ) -> Self {
         let origins = origins
             .into_iter()
-            .map(|origin| origin.into().trim_end_matches('/').to_ascii_lowercase())
+            .map(|origin| crate::vocabulary::origin::normalized(&origin.into()))
             .collect();
         self.allowed_origins = Arc::new(origins);
         self

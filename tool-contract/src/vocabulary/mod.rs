@@ -11,6 +11,8 @@ pub(crate) mod effect;
 pub(crate) mod forbidden;
 pub(crate) mod limits;
 pub(crate) mod name;
+#[cfg(any(feature = "mcp-http", feature = "console"))]
+pub(crate) mod origin;
 pub(crate) mod synthetic;
 pub(crate) mod tier;
 pub(crate) mod violation;
