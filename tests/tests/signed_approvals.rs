@@ -183,6 +183,84 @@ async fn two_supervisors_approve_across_two_replicas_on_postgres() {
     }
 }
 
+/// One approver with no passkey, two replicas over one store, each beginning an enrollment
+/// (two tabs of one invitation), both finished at once: one credential is enrolled, the other
+/// ceremony is spent; and an enrollment finished already cannot be finished again.
+async fn one_enrollment_enrols_one_credential_once(store: &impl Backend) {
+    let remote = Remote::new();
+    let (first, second) = (
+        desk(&remote, store.open().await),
+        desk(&remote, store.open().await),
+    );
+    first
+        .put_approver(Approver::new("sup-ana", "Ana", ["acme"], ["*"]))
+        .await
+        .unwrap();
+    let (one, two) = (
+        first.begin_enrollment("sup-ana").await.unwrap(),
+        second.begin_enrollment("sup-ana").await.unwrap(),
+    );
+    let (mut laptop, mut phone) = (SoftAuthenticator::new(), SoftAuthenticator::new());
+    let (laptop_answer, phone_answer) = (
+        laptop.register(&one.options).await,
+        phone.register(&two.options).await,
+    );
+    let (finished_one, finished_two) = tokio::join!(
+        first.finish_enrollment(&one, &laptop_answer),
+        second.finish_enrollment(&two, &phone_answer),
+    );
+    let finished = [&finished_one, &finished_two];
+    assert_eq!(
+        finished.iter().filter(|finished| finished.is_ok()).count(),
+        1,
+        "{finished:?}"
+    );
+    assert!(
+        finished
+            .iter()
+            .any(|finished| matches!(finished, Err(EnrollError::NotUnderWay))),
+        "{finished:?}"
+    );
+    let ana = second.approver("sup-ana").await.unwrap().unwrap();
+    assert_eq!(ana.credentials.len(), 1, "one invitation, one passkey");
+    // The ceremony that won, finished again, with the same answer or another.
+    let (won, answer) = match finished_one {
+        Ok(_) => (&one, &laptop_answer),
+        Err(_) => (&two, &phone_answer),
+    };
+    assert!(matches!(
+        first.finish_enrollment(won, answer).await,
+        Err(EnrollError::NotUnderWay)
+    ));
+    assert_eq!(
+        first
+            .approver("sup-ana")
+            .await
+            .unwrap()
+            .unwrap()
+            .credentials
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn one_enrollment_enrols_one_credential_once_in_memory() {
+    one_enrollment_enrols_one_credential_once(&Memory(MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn one_enrollment_enrols_one_credential_once_on_one_sqlite_file() {
+    one_enrollment_enrols_one_credential_once(&sqlite_file()).await;
+}
+
+#[tokio::test]
+async fn one_enrollment_enrols_one_credential_once_on_postgres() {
+    if let Some(schema) = Schema::new("one_enrollment_enrols_one_credential_once_on_postgres") {
+        one_enrollment_enrols_one_credential_once(&Postgres(schema)).await;
+    }
+}
+
 /// What `approver`, enrolled beside `sup-ana` on [`one_supervisor`]'s desk, is refused when
 /// they sign an approval of its pending write.
 async fn refusal_of(approver: Approver) -> SignedDecisionRefusal {

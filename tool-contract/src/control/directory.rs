@@ -212,6 +212,10 @@ pub enum DirectoryChange {
         approver_id: String,
         /// The credential.
         credential: EnrolledCredential,
+        /// The ids of the credentials the approver held when the ceremony began: it adds
+        /// its credential only while they hold exactly these, so one ceremony (and one
+        /// invitation) enrols one credential, once, however many replicas finish it.
+        holding: Vec<String>,
     },
     /// Revokes one of an approver's credentials from `at` on.
     Revoke {
@@ -243,7 +247,8 @@ impl DirectoryChange {
 /// # Errors
 ///
 /// [`EnrollError::UnknownApprover`] when an enrollment or revocation names nobody, or the
-/// credential revoked is not theirs; [`EnrollError::CredentialTaken`] when any approver holds
+/// credential revoked is not theirs; [`EnrollError::NotUnderWay`] when the approver no longer
+/// holds the credentials an enrollment began with; [`EnrollError::CredentialTaken`] when any approver holds
 /// a credential of the id enrolled; [`EnrollError::Registration`] for an approver without an
 /// id or a scope.
 pub fn decide_directory_write(
@@ -262,10 +267,27 @@ pub fn decide_directory_write(
                 .unwrap_or_default();
             Ok(written)
         }
-        DirectoryChange::Enroll { credential, .. } => {
+        DirectoryChange::Enroll {
+            credential,
+            holding,
+            ..
+        } => {
             let Some(approver) = existing else {
                 return Err(EnrollError::UnknownApprover);
             };
+            let mut held: Vec<&str> = approver
+                .credentials
+                .iter()
+                .map(|credential| credential.credential_id.as_str())
+                .collect();
+            let mut began: Vec<&str> = holding.iter().map(String::as_str).collect();
+            held.sort_unstable();
+            began.sort_unstable();
+            if held != began {
+                // Finished already, here or on another replica, or overtaken by another
+                // enrollment: the ceremony is spent.
+                return Err(EnrollError::NotUnderWay);
+            }
             if credential_taken {
                 return Err(EnrollError::CredentialTaken);
             }
@@ -302,7 +324,8 @@ pub enum EnrollError {
     /// The registration ceremony failed: the detail says which check refused it.
     #[error("the registration was refused: {0}")]
     Registration(String),
-    /// No enrollment of that id is under way (finished, or never begun here).
+    /// The enrollment is not under way: finished already (here or on another replica), or
+    /// overtaken by another enrollment of the same approver that finished since it began.
     #[error("no enrollment of that id is under way")]
     NotUnderWay,
     /// The control-plane store failed: nothing was recorded.

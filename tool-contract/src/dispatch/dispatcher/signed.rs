@@ -278,6 +278,8 @@ mod ceremonies {
         /// `navigator.credentials.create()`: user verification required.
         pub options: Value,
         state: RegistrationState,
+        /// The credentials the approver held when it began.
+        holding: Vec<String>,
     }
 
     /// What an approver's authenticator is asked to sign: the statement, and the
@@ -343,10 +345,16 @@ mod ceremonies {
                 .map_err(|error| registration(error.to_string()))?;
             let options =
                 serde_json::to_value(options).map_err(|error| registration(error.to_string()))?;
+            let holding = approver
+                .credentials
+                .iter()
+                .map(|credential| credential.credential_id.clone())
+                .collect();
             Ok(Enrollment {
                 approver_id: approver.approver_id,
                 options,
                 state,
+                holding,
             })
         }
 
@@ -358,6 +366,9 @@ mod ceremonies {
         /// # Errors
         ///
         /// [`EnrollError::Registration`] when the answer does not verify;
+        /// [`EnrollError::NotUnderWay`] when this enrollment was finished already (here or
+        /// on another replica) or another enrollment of the approver's finished since it
+        /// began: one ceremony enrols one credential, atomically;
         /// [`EnrollError::CredentialTaken`]; [`EnrollError::UnknownApprover`];
         /// [`EnrollError::Store`].
         pub async fn finish_enrollment(
@@ -390,6 +401,7 @@ mod ceremonies {
                 .write_directory(DirectoryChange::Enroll {
                     approver_id: enrollment.approver_id.clone(),
                     credential: enrolled,
+                    holding: enrollment.holding.clone(),
                 })
                 .await?;
             info!(stage = "directory", approver_id = %approver.approver_id, "passkey enrolled");
