@@ -202,6 +202,37 @@ impl Visit {
         answer
     }
 
+    /// Tries to sign in as `approver_id` with the passkey of `other_id` on `other_key`: an
+    /// assertion `other_key` makes for a sign-in of `other_id` (an authenticator signs only
+    /// for a credential it holds), posted to this visit's sign-in as `approver_id`.
+    pub async fn sign_in_with_anothers(
+        &mut self,
+        approver_id: &str,
+        other_id: &str,
+        other_key: &mut SoftAuthenticator,
+    ) -> Answer {
+        self.get("/sign-in").await;
+        let begun = self
+            .post("/sign-in/options", &json!({"approver_id": approver_id}))
+            .await;
+        if begun.status != 200 {
+            return begun;
+        }
+        let mut theirs = Visit::new(&self.base);
+        theirs.get("/sign-in").await;
+        let asked = theirs
+            .post("/sign-in/options", &json!({"approver_id": other_id}))
+            .await
+            .json();
+        let credential = other_key.sign(&asked["options"]).await;
+        let credential: Value = serde_json::from_slice(&credential).expect("JSON");
+        self.post(
+            "/sign-in",
+            &json!({"ceremony": begun.json()["ceremony"], "credential": credential}),
+        )
+        .await
+    }
+
     /// POSTs `body` with this page's CSRF token, as a page of `origin` would (its `Origin`).
     pub async fn post_from(&mut self, origin: &str, path: &str, body: &Value) -> Answer {
         let cookie = self.cookie.clone().unwrap_or_default();

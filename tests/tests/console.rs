@@ -269,10 +269,11 @@ async fn a_supervisor_signs_out_and_in_again_with_the_passkey_enrolled() {
     let signed_in = after.sign_in("sup-ana", &mut key).await;
     assert_eq!(signed_in.status, 200, "{}", signed_in.text);
     assert_eq!(after.get("/approvals").await.status, 200);
+    // Ben has no passkey: his sign-in is offered like anyone's, and no passkey signs it.
     let wrong = Visit::new(&desk.base)
-        .sign_in("sup-ben", &mut SoftAuthenticator::new())
+        .sign_in_with_anothers("sup-ben", "sup-ana", &mut key)
         .await;
-    assert_eq!(wrong.status, 400, "no passkey enrolled: {}", wrong.text);
+    assert_eq!(wrong.status, 401, "no passkey of his: {}", wrong.text);
 }
 
 #[tokio::test]
@@ -304,22 +305,83 @@ async fn another_persons_passkey_does_not_sign_anyone_in() {
 }
 
 #[tokio::test]
-async fn sign_in_attempts_past_the_limit_are_refused() {
+async fn sign_in_limits_count_a_browsers_failures_never_an_id_anyone_types() {
     let desk = desk().await;
-    let mut visit = Visit::new(&desk.base);
-    visit.get("/sign-in").await;
+    let (_, mut ana_key) = desk.enrolled("sup-ana").await;
+    // Strangers ask to sign in as her, many times, from visits of their own.
+    for _ in 0..3 {
+        let mut stranger = Visit::new(&desk.base);
+        stranger.get("/sign-in").await;
+        for _ in 0..11 {
+            let asked = stranger
+                .post("/sign-in/options", &json!({"approver_id": "sup-ana"}))
+                .await;
+            assert_eq!(asked.status, 200, "{}", asked.text);
+        }
+    }
+    let mut ana = Visit::new(&desk.base);
+    let signed_in = ana.sign_in("sup-ana", &mut ana_key).await;
+    assert_eq!(
+        signed_in.status, 200,
+        "she is not locked out: {}",
+        signed_in.text
+    );
+
+    // A browser whose sign-ins fail is refused options once it has failed ten times.
+    let (_, mut ben_key) = desk.enrolled("sup-ben").await;
+    let mut prober = Visit::new(&desk.base);
     let mut statuses = Vec::new();
     for _ in 0..11 {
-        let answer = visit
-            .post("/sign-in/options", &json!({"approver_id": "sup-ana"}))
+        let tried = prober
+            .sign_in_with_anothers("sup-ana", "sup-ben", &mut ben_key)
             .await;
-        statuses.push(answer.status.as_u16());
+        statuses.push(tried.status.as_u16());
     }
     assert!(
-        statuses[..10].iter().all(|&status| status == 400),
+        statuses[..10].iter().all(|&status| status == 401),
         "{statuses:?}"
     );
     assert_eq!(statuses[10], 429, "{statuses:?}");
+    // Ana, in her own browser, is not.
+    let mut again = Visit::new(&desk.base);
+    assert_eq!(again.sign_in("sup-ana", &mut ana_key).await.status, 200);
+}
+
+#[tokio::test]
+async fn sign_in_answers_do_not_tell_which_ids_exist() {
+    let desk = desk().await;
+    desk.enrolled("sup-ana").await;
+    let mut visit = Visit::new(&desk.base);
+    visit.get("/sign-in").await;
+    let mut answers = Vec::new();
+    // Enrolled with a passkey; in the directory without one; nobody.
+    for id in ["sup-ana", "sup-ben", "sup-nobody"] {
+        let asked = visit
+            .post("/sign-in/options", &json!({"approver_id": id}))
+            .await;
+        assert_eq!(asked.status, 200, "{id}: {}", asked.text);
+        let options = asked.json()["options"]["publicKey"].clone();
+        let allowed = options["allowCredentials"].as_array().unwrap().clone();
+        assert_eq!(allowed.len(), 1, "{id}");
+        let mut keys: Vec<String> = options.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        answers.push((keys, allowed[0]["type"].clone()));
+    }
+    assert!(
+        answers.windows(2).all(|pair| pair[0] == pair[1]),
+        "{answers:?}"
+    );
+    // A decoy is the same on every asking, as a real credential id is.
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let mut visit = Visit::new(&desk.base);
+        visit.get("/sign-in").await;
+        let asked = visit
+            .post("/sign-in/options", &json!({"approver_id": "sup-nobody"}))
+            .await;
+        ids.push(asked.json()["options"]["publicKey"]["allowCredentials"][0]["id"].clone());
+    }
+    assert_eq!(ids[0], ids[1]);
 }
 
 #[tokio::test]

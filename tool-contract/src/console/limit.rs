@@ -1,50 +1,67 @@
-//! The sign-in rate limit: so many attempts per approver id in a window, so that nobody
-//! learns which ids exist, or wears an authenticator's patience, by trying fast.
+//! The sign-in limit: so many failed sign-ins per browser visit in a window. It counts
+//! failures and the client that made them, never a name: an id anyone can type locks nobody
+//! out, and every id answers alike, so there is nothing to learn by trying fast.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// How many ids are tracked at most: past it, the oldest windows are forgotten first.
+/// How many clients are tracked at most: past it, the oldest window is forgotten first, so
+/// that clients no one has seen fail are never refused.
 const TRACKED: usize = 10_000;
 
-/// Attempts per key in fixed windows.
+/// Failures per key in fixed windows.
 #[derive(Debug)]
-pub(super) struct AttemptLimit {
+pub(super) struct FailureLimit {
     max: u32,
     window: Duration,
-    attempts: Mutex<HashMap<String, (Instant, u32)>>,
+    failures: Mutex<HashMap<String, (Instant, u32)>>,
 }
 
-impl AttemptLimit {
-    pub fn new(max: u32, window: Duration) -> AttemptLimit {
-        AttemptLimit {
+impl FailureLimit {
+    pub fn new(max: u32, window: Duration) -> FailureLimit {
+        FailureLimit {
             max,
             window,
-            attempts: Mutex::new(HashMap::new()),
+            failures: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Counts an attempt for `key` at `now`: whether it is within the limit.
-    pub fn attempt(&self, key: &str, now: Instant) -> bool {
-        let mut attempts = self
-            .attempts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if attempts.len() >= TRACKED {
+    /// Whether `key` may try again at `now`: fewer than the limit's failures in its window.
+    pub fn allows(&self, key: &str, now: Instant) -> bool {
+        let failures = self.lock();
+        failures.get(key).is_none_or(|&(started, count)| {
+            now.duration_since(started) >= self.window || count < self.max
+        })
+    }
+
+    /// Counts a failure of `key` at `now`.
+    pub fn failed(&self, key: &str, now: Instant) {
+        let mut failures = self.lock();
+        if failures.len() >= TRACKED && !failures.contains_key(key) {
             let window = self.window;
-            attempts.retain(|_, (started, _)| now.duration_since(*started) < window);
-            if attempts.len() >= TRACKED && !attempts.contains_key(key) {
-                // Every window is still open: refuse a new id rather than forget one.
-                return false;
+            failures.retain(|_, (started, _)| now.duration_since(*started) < window);
+            if failures.len() >= TRACKED {
+                let oldest = failures
+                    .iter()
+                    .min_by_key(|(_, (started, _))| *started)
+                    .map(|(oldest, _)| oldest.clone());
+                if let Some(oldest) = oldest {
+                    failures.remove(&oldest);
+                }
             }
         }
-        let entry = attempts.entry(key.to_owned()).or_insert((now, 0));
+        let entry = failures.entry(key.to_owned()).or_insert((now, 0));
         if now.duration_since(entry.0) >= self.window {
             *entry = (now, 0);
         }
-        entry.1 += 1;
-        entry.1 <= self.max
+        entry.1 = entry.1.saturating_add(1);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, u32)>> {
+        self.failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -53,15 +70,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn attempts_past_the_limit_are_refused_until_the_window_ends() {
-        let limit = AttemptLimit::new(3, Duration::from_secs(60));
+    fn failures_past_the_limit_are_refused_until_the_window_ends() {
+        let limit = FailureLimit::new(3, Duration::from_secs(60));
         let start = Instant::now();
-        assert!((0..3).all(|_| limit.attempt("sup-ana", start)));
-        assert!(!limit.attempt("sup-ana", start + Duration::from_secs(59)));
-        assert!(
-            limit.attempt("sup-bo", start),
-            "another id has its own window"
-        );
-        assert!(limit.attempt("sup-ana", start + Duration::from_secs(60)));
+        for _ in 0..3 {
+            assert!(limit.allows("visit-1", start));
+            limit.failed("visit-1", start);
+        }
+        assert!(!limit.allows("visit-1", start + Duration::from_secs(59)));
+        assert!(limit.allows("visit-2", start), "another client has its own");
+        assert!(limit.allows("visit-1", start + Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn a_full_table_forgets_its_oldest_client_and_refuses_no_new_one() {
+        let limit = FailureLimit::new(1, Duration::from_secs(60));
+        let start = Instant::now();
+        for client in 0..TRACKED {
+            limit.failed(&format!("client-{client}"), start);
+        }
+        limit.failed("client-new", start + Duration::from_secs(1));
+        assert!(!limit.allows("client-new", start + Duration::from_secs(1)));
+        assert!(limit.allows("someone-else", start + Duration::from_secs(1)));
+        assert_eq!(limit.lock().len(), TRACKED);
     }
 }

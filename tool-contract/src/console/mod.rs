@@ -58,7 +58,7 @@ use crate::control::{AuditHistory, EnrollError};
 use crate::dispatch::Dispatcher;
 use crate::results::{KeySet, SecretKey};
 use audit::AuditView;
-use limit::AttemptLimit;
+use limit::FailureLimit;
 use state::{Ceremonies, Inner};
 use token::{Invitation, Signer};
 
@@ -107,7 +107,7 @@ impl Console {
         if !party.origins.iter().any(|origin| origin == &options.origin) {
             return Err(ConsoleError::OriginNotAllowed(options.origin.clone()));
         }
-        let sign_ins = AttemptLimit::new(options.sign_in_attempts, options.sign_in_window);
+        let sign_ins = FailureLimit::new(options.sign_in_attempts, options.sign_in_window);
         Ok(Console {
             inner: Arc::new(Inner {
                 dispatcher,

@@ -19,7 +19,10 @@ pub struct ConsoleOptions {
     pub session_lifetime: Duration,
     /// How long an approver has to sign a decision's statement once the page asks.
     pub statement_lifetime: Duration,
-    /// Sign-in attempts allowed per approver id in [`sign_in_window`](Self::sign_in_window).
+    /// Failed sign-ins allowed per browser visit in [`sign_in_window`](Self::sign_in_window);
+    /// past them, that visit is refused sign-in options until the window ends. The limit
+    /// counts failures and the client that made them, never an approver id (which anyone can
+    /// type, and lock its owner out with).
     pub sign_in_attempts: u32,
     /// The window of [`sign_in_attempts`](Self::sign_in_attempts).
     pub sign_in_window: Duration,
@@ -32,7 +35,7 @@ pub struct ConsoleOptions {
 
 impl ConsoleOptions {
     /// Options for pages served from `origin`, mounted at `base_path`: sign-ins of 8 hours,
-    /// statements to sign within 5 minutes, 10 sign-in attempts per id per 15 minutes.
+    /// statements to sign within 5 minutes, 10 failed sign-ins per visit per 15 minutes.
     #[must_use]
     pub fn new(origin: impl Into<String>, base_path: impl Into<String>) -> Self {
         ConsoleOptions {
@@ -60,7 +63,7 @@ impl ConsoleOptions {
         self
     }
 
-    /// These options with `attempts` sign-in attempts per approver id in each `window`.
+    /// These options with `attempts` failed sign-ins per browser visit in each `window`.
     #[must_use]
     pub fn with_sign_in_limit(mut self, attempts: u32, window: Duration) -> Self {
         self.sign_in_attempts = attempts;

@@ -464,29 +464,26 @@ pub(super) async fn begin_sign_in(
         Err(response) => return response,
     };
     let approver_id = asked.approver_id.trim().to_owned();
-    if !inner
-        .sign_ins
-        .attempt(&approver_id.to_lowercase(), Instant::now())
-    {
+    if !inner.sign_ins.allows(&session.visit, Instant::now()) {
         return refusal(
             StatusCode::TOO_MANY_REQUESTS,
             "rate_limited",
-            "too many sign-in attempts for this id: wait a few minutes",
+            "too many failed sign-ins from this browser: wait a few minutes",
         );
     }
     let Some(challenge) = token::random_bytes::<32>() else {
         return unavailable();
     };
+    // Every id answers alike: one with no passkey, or nobody's, is offered a decoy credential
+    // no authenticator holds, and its sign-in fails as a wrong passkey's does.
     let Ok(options) = inner
         .dispatcher
-        .passkey_request(&approver_id, &challenge)
+        .passkey_request_or_decoy(&approver_id, &challenge, || {
+            inner.signer.decoy_credential(&approver_id)
+        })
         .await
     else {
-        return refusal(
-            StatusCode::BAD_REQUEST,
-            "no_passkey",
-            "no passkey is enrolled for that id",
-        );
+        return unavailable();
     };
     let ceremony = Ceremony::SignIn {
         approver_id,
@@ -512,11 +509,11 @@ fn finished(
     inner: &Inner,
     headers: &HeaderMap,
     bytes: &[u8],
-) -> Result<(CeremonyAnswered, Option<Ceremony>), Response> {
+) -> Result<(CeremonyAnswered, Option<Ceremony>, String), Response> {
     let session = inner.posted(headers, None)?;
     let answered: CeremonyAnswered = body(bytes)?;
     let ceremony = inner.ceremonies.finish(&answered.ceremony, &session.visit);
-    Ok((answered, ceremony))
+    Ok((answered, ceremony, session.visit))
 }
 
 /// `POST /sign-in`: the assertion over the challenge; a new signed-in session.
@@ -525,7 +522,7 @@ pub(super) async fn finish_sign_in(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Response {
-    let (answered, ceremony) = match finished(&inner, &headers, &bytes) {
+    let (answered, ceremony, visit) = match finished(&inner, &headers, &bytes) {
         Ok(finished) => finished,
         Err(response) => return response,
     };
@@ -552,10 +549,13 @@ pub(super) async fn finish_sign_in(
         Ok(credential_id) => inner.signed_in_as(approver_id, credential_id),
         Err(error) => {
             tracing::warn!(stage = "console", %approver_id, %error, "a sign-in was refused");
+            inner.sign_ins.failed(&visit, Instant::now());
+            // Why stays in the log: an answer that told an unknown id from a wrong passkey
+            // would list the enrolled ids.
             refusal(
                 StatusCode::UNAUTHORIZED,
                 "sign_in_refused",
-                &format!("the passkey did not sign you in: {error}"),
+                "the passkey did not sign you in",
             )
         }
     }
@@ -671,7 +671,7 @@ pub(super) async fn finish_enrollment(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Response {
-    let (answered, ceremony) = match finished(&inner, &headers, &bytes) {
+    let (answered, ceremony, _) = match finished(&inner, &headers, &bytes) {
         Ok(finished) => finished,
         Err(response) => return response,
     };

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use minijinja::Environment;
 
 use super::audit::AuditView;
-use super::limit::AttemptLimit;
+use super::limit::FailureLimit;
 use super::options::ConsoleOptions;
 use super::token::{self, Signer};
 use crate::dispatch::{Dispatcher, Enrollment};
@@ -21,7 +21,7 @@ pub(super) struct Inner {
     pub(super) signer: Signer,
     pub(super) templates: Environment<'static>,
     pub(super) ceremonies: Ceremonies,
-    pub(super) sign_ins: AttemptLimit,
+    pub(super) sign_ins: FailureLimit,
     /// The audit log the receipts, chain and overview pages read, once set.
     pub(super) audit: RwLock<Option<Arc<AuditView>>>,
 }

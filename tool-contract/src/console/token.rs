@@ -16,6 +16,7 @@ use crate::results::SecretKey;
 const SESSION: &[u8] = b"tool-contract/console-session-v1";
 const CSRF: &[u8] = b"tool-contract/console-csrf-v1";
 const INVITATION: &[u8] = b"tool-contract/console-invitation-v1";
+const DECOY: &[u8] = b"tool-contract/console-decoy-credential-v1";
 
 /// The longest token read: a session or an invitation is a few hundred bytes.
 const MAX_TOKEN: usize = 2048;
@@ -118,6 +119,13 @@ impl Signer {
     pub fn open_invitation(&self, token: &str, now: i64) -> Option<Invitation> {
         self.open::<Invitation>(INVITATION, token)
             .filter(|invitation| invitation.expires_at > now)
+    }
+
+    /// The credential id a sign-in offers for `approver_id` when it names nobody with a
+    /// passkey: the same on every request and replica, like a real one, and told from one by
+    /// nobody without this key.
+    pub fn decoy_credential(&self, approver_id: &str) -> String {
+        URL_SAFE_NO_PAD.encode(self.mac(DECOY, approver_id.to_lowercase().as_bytes()))
     }
 
     /// The CSRF token of a visit: what every state-changing request of it must carry.

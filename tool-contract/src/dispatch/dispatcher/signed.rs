@@ -443,26 +443,62 @@ mod ceremonies {
                 .await
                 .map_err(ApprovalError::Store)?
                 .ok_or(refused(SignedDecisionRefusal::UnknownApprover))?;
-            let allow: Vec<Value> = approver
+            let allow: Vec<&str> = approver
                 .credentials
                 .iter()
                 .filter(|credential| credential.revoked_at.is_none())
-                .map(|credential| json!({"type": "public-key", "id": credential.credential_id}))
+                .map(|credential| credential.credential_id.as_str())
                 .collect();
             if allow.is_empty() {
                 return Err(refused(SignedDecisionRefusal::UnknownCredential));
             }
-            Ok(json!({
-                "publicKey": {
-                    "challenge": URL_SAFE_NO_PAD.encode(challenge),
-                    "timeout": 300_000,
-                    "rpId": party.id,
-                    "allowCredentials": allow,
-                    "userVerification": "required",
-                }
-            }))
+            Ok(request_options(&party.id, challenge, &allow))
         }
 
+        /// [`passkey_request`](Self::passkey_request), or for an id nobody enrolled, or
+        /// without a passkey, the same options naming `decoy`'s credential: a sign-in page
+        /// answers every id alike, so that nobody lists the enrolled ones by asking.
+        #[cfg_attr(not(feature = "console"), allow(dead_code))]
+        pub(crate) async fn passkey_request_or_decoy(
+            &self,
+            approver_id: &str,
+            challenge: &[u8; 32],
+            decoy: impl FnOnce() -> String,
+        ) -> Result<Value, ApprovalError> {
+            match self.passkey_request(approver_id, challenge).await {
+                Err(ApprovalError::Refused(
+                    SignedDecisionRefusal::UnknownApprover
+                    | SignedDecisionRefusal::UnknownCredential,
+                )) => {
+                    let Some(party) = self.relying_party() else {
+                        return Err(refused(SignedDecisionRefusal::NoRelyingParty));
+                    };
+                    Ok(request_options(&party.id, challenge, &[decoy().as_str()]))
+                }
+                answer => answer,
+            }
+        }
+    }
+
+    /// The `CredentialRequestOptions` asking one of `credential_ids` to sign `challenge` for
+    /// the RP ID `rp_id`, with user verification required.
+    fn request_options(rp_id: &str, challenge: &[u8; 32], credential_ids: &[&str]) -> Value {
+        let allow: Vec<Value> = credential_ids
+            .iter()
+            .map(|id| json!({"type": "public-key", "id": id}))
+            .collect();
+        json!({
+            "publicKey": {
+                "challenge": URL_SAFE_NO_PAD.encode(challenge),
+                "timeout": 300_000,
+                "rpId": rp_id,
+                "allowCredentials": allow,
+                "userVerification": "required",
+            }
+        })
+    }
+
+    impl Dispatcher {
         /// Checks that `approver_id` signed `challenge` with one of their passkeys: as a
         /// signed decision is checked (credential theirs and not revoked, the assertion
         /// verified by `webauthn-rs-core`, the counter rising across replicas), for a page's
