@@ -509,3 +509,56 @@ async fn a_post_from_a_page_of_another_origin_is_refused_by_the_mcp_endpoints_ru
         assert_eq!(asked.status, 200, "{origin}: {}", asked.text);
     }
 }
+
+#[tokio::test]
+async fn signing_out_ends_the_session_on_every_replica() {
+    let desk = desk().await;
+    let (ana, mut ana_key) = desk.enrolled("sup-ana").await;
+    let pending = pending_approval(&desk.dispatcher, &message("m-1", "bob")).await;
+    // A second replica's console: the same key, the same store, nothing else shared.
+    let replica = Console::new(
+        Arc::clone(&desk.dispatcher),
+        SecretKey::new([0x33; 32]).unwrap(),
+        ConsoleOptions::new(ORIGIN, "/console"),
+    )
+    .unwrap();
+    let replica_base = serve(&replica).await;
+    let keeping = |base: &str| {
+        let mut kept = Visit::new(base);
+        kept.cookie = ana.cookie.clone();
+        kept.csrf = ana.csrf.clone();
+        kept
+    };
+    assert_eq!(keeping(&replica_base).get("/approvals").await.status, 200);
+
+    let signed_out = tool_contract_tests::http::send(
+        http::Method::POST,
+        &format!("{}/sign-out", desk.base),
+        &[
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("cookie", ana.cookie.clone().unwrap().as_str()),
+        ],
+        format!("csrf={}", ana.csrf).into_bytes(),
+    )
+    .await;
+    assert_eq!(signed_out.status, 303, "{}", signed_out.text);
+
+    // The old cookie, kept by whoever copied it, opens nothing on either replica.
+    for base in [&desk.base, &replica_base] {
+        let mut kept = keeping(base);
+        assert_eq!(kept.get("/approvals").await.status, 303, "{base}");
+        let asked = kept
+            .post(
+                &format!("/approvals/{}/statement", pending.approval_id),
+                &json!({"decision": "approve"}),
+            )
+            .await;
+        assert!(asked.status.is_client_error(), "{base}: {}", asked.status);
+    }
+    let still = desk.dispatcher.pending_approval(&pending.approval_id).await;
+    assert!(still.unwrap().unwrap().approvals.is_empty());
+    // She signs in again, anew.
+    let mut again = Visit::new(&desk.base);
+    assert_eq!(again.sign_in("sup-ana", &mut ana_key).await.status, 200);
+    assert_eq!(again.get("/approvals").await.status, 200);
+}

@@ -18,8 +18,10 @@
 //!   and recorded by [`Dispatcher::decide_signed`].
 //!
 //! The page itself: the session cookie is `HttpOnly`, `SameSite=Strict` and `Secure` (but on
-//! a loopback origin), signed with the console's key and ended when its credential is revoked;
-//! every state-changing request is a POST carrying the session's CSRF token; every response
+//! a loopback origin), signed with the console's key and ended when its credential is revoked
+//! or its approver signs out (on every replica: the directory records it);
+//! every state-changing request is a POST carrying the session's CSRF token from an allowed
+//! `Origin`; every response
 //! has a Content Security Policy without inline script and `frame-ancestors 'none'`;
 //! sign-in attempts are limited per approver id.
 //!

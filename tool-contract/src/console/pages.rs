@@ -165,7 +165,14 @@ impl Inner {
         );
         let approver = self.dispatcher.approver(approver_id).await.ok()??;
         let credential = approver.credential(credential_id)?;
-        credential.revoked_at.is_none().then_some(approver)
+        if credential.revoked_at.is_some() {
+            return None;
+        }
+        // Signed out since, here or on another replica: the directory says so to every one.
+        if approver.sign_outs != session.sign_outs {
+            return None;
+        }
+        Some(approver)
     }
 
     /// A POST's visit, signed in or not, once its CSRF token is checked.
@@ -294,15 +301,16 @@ impl Inner {
 
     /// Signs `approver_id` in with `credential_id`: a new visit id, so that nothing of the
     /// anonymous visit carries over.
-    fn signed_in_as(&self, approver_id: String, credential_id: String) -> Response {
+    fn signed_in_as(&self, approver: &Approver, credential_id: String) -> Response {
         let Some(visit) = token::random_id() else {
             return unavailable();
         };
         let session = Session {
             visit,
-            approver_id: Some(approver_id),
+            approver_id: Some(approver.approver_id.clone()),
             credential_id: Some(credential_id),
             expires_at: self.unix_now() + self.session_seconds(),
+            sign_outs: approver.sign_outs,
         };
         let mut response = axum::Json(json!({"next": self.path("/approvals")})).into_response();
         response
@@ -546,7 +554,7 @@ pub(super) async fn finish_sign_in(
         )
         .await
     {
-        Ok(credential_id) => inner.signed_in_as(approver_id, credential_id),
+        Ok((approver, credential_id)) => inner.signed_in_as(&approver, credential_id),
         Err(error) => {
             tracing::warn!(stage = "console", %approver_id, %error, "a sign-in was refused");
             inner.sign_ins.failed(&visit, Instant::now());
@@ -572,8 +580,16 @@ pub(super) async fn sign_out(
     headers: HeaderMap,
     axum::Form(form): axum::Form<SignOutForm>,
 ) -> Response {
-    if let Err(response) = inner.posted(&headers, Some(&form.csrf)) {
-        return response;
+    let signed_out = match inner.posted(&headers, Some(&form.csrf)) {
+        Ok(signed_out) => signed_out,
+        Err(response) => return response,
+    };
+    // The cookie alone would still open the pages until it expires: the sign-out is recorded
+    // where every replica reads it.
+    if let Some(approver_id) = &signed_out.approver_id
+        && inner.dispatcher.end_sessions(approver_id).await.is_err()
+    {
+        return unavailable();
     }
     let Some(session) = Session::anonymous(inner.unix_now() + inner.session_seconds()) else {
         return unavailable();
@@ -701,7 +717,7 @@ pub(super) async fn finish_enrollment(
         Ok(approver) => match approver.credentials.last() {
             Some(credential) => {
                 let credential_id = credential.credential_id.clone();
-                inner.signed_in_as(approver.approver_id, credential_id)
+                inner.signed_in_as(&approver, credential_id)
             }
             None => unavailable(),
         },

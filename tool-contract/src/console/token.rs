@@ -33,6 +33,9 @@ pub(super) struct Session {
     pub credential_id: Option<String>,
     /// Unix seconds after which the session is void.
     pub expires_at: i64,
+    /// The approver's sign-out count when they signed in: one more sign-out ends it.
+    #[serde(default)]
+    pub sign_outs: u64,
 }
 
 impl Session {
@@ -43,6 +46,7 @@ impl Session {
             approver_id: None,
             credential_id: None,
             expires_at,
+            sign_outs: 0,
         })
     }
 }

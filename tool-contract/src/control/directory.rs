@@ -28,6 +28,14 @@ pub struct Approver {
     /// Their enrolled credentials, in the order enrolled.
     #[serde(default)]
     pub credentials: Vec<EnrolledCredential>,
+    /// How many times they have signed out: a session records the count it began under and
+    /// is over, on every replica, once the count has moved on.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sign_outs: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 impl Approver {
@@ -54,6 +62,7 @@ impl Approver {
             tools: tools.into_iter().map(Into::into).collect(),
             subject: None,
             credentials: Vec::new(),
+            sign_outs: 0,
         }
     }
 
@@ -217,6 +226,11 @@ pub enum DirectoryChange {
         /// invitation) enrols one credential, once, however many replicas finish it.
         holding: Vec<String>,
     },
+    /// Ends every session an approver has begun so far: their sign-out.
+    SignOut {
+        /// The approver.
+        approver_id: String,
+    },
     /// Revokes one of an approver's credentials from `at` on.
     Revoke {
         /// The approver.
@@ -235,6 +249,7 @@ impl DirectoryChange {
         match self {
             DirectoryChange::Put(approver) => &approver.approver_id,
             DirectoryChange::Enroll { approver_id, .. }
+            | DirectoryChange::SignOut { approver_id, .. }
             | DirectoryChange::Revoke { approver_id, .. } => approver_id,
         }
     }
@@ -265,6 +280,7 @@ pub fn decide_directory_write(
             written.credentials = existing
                 .map(|it| it.credentials.clone())
                 .unwrap_or_default();
+            written.sign_outs = existing.map_or(0, |it| it.sign_outs);
             Ok(written)
         }
         DirectoryChange::Enroll {
@@ -293,6 +309,11 @@ pub fn decide_directory_write(
             }
             let mut approver = approver.clone();
             approver.credentials.push(credential.clone());
+            Ok(approver)
+        }
+        DirectoryChange::SignOut { .. } => {
+            let mut approver = existing.cloned().ok_or(EnrollError::UnknownApprover)?;
+            approver.sign_outs = approver.sign_outs.saturating_add(1);
             Ok(approver)
         }
         DirectoryChange::Revoke {

@@ -48,6 +48,21 @@ impl Dispatcher {
         .await
     }
 
+    /// Ends every session `approver_id` has begun so far, on every replica over this store
+    /// (their [`sign_outs`](Approver::sign_outs) moves on): the approvals console asks it when
+    /// they sign out, and reads it on every request.
+    ///
+    /// # Errors
+    ///
+    /// [`EnrollError::UnknownApprover`] when no approver has that id; [`EnrollError::Store`]
+    /// when the store failed.
+    pub async fn end_sessions(&self, approver_id: &str) -> Result<Approver, EnrollError> {
+        self.write_directory(DirectoryChange::SignOut {
+            approver_id: approver_id.to_owned(),
+        })
+        .await
+    }
+
     /// Every enrolled approver, by id.
     ///
     /// # Errors
@@ -502,14 +517,14 @@ mod ceremonies {
         /// Checks that `approver_id` signed `challenge` with one of their passkeys: as a
         /// signed decision is checked (credential theirs and not revoked, the assertion
         /// verified by `webauthn-rs-core`, the counter rising across replicas), for a page's
-        /// sign-in. The id of the credential that signed.
+        /// sign-in. The approver, and the id of the credential that signed.
         #[cfg_attr(not(feature = "console"), allow(dead_code))]
         pub(crate) async fn sign_in(
             &self,
             approver_id: &str,
             challenge: &[u8; 32],
             credential_json: &[u8],
-        ) -> Result<String, ApprovalError> {
+        ) -> Result<(Approver, String), ApprovalError> {
             let approver = self
                 .approver(approver_id)
                 .await
@@ -524,7 +539,7 @@ mod ceremonies {
                 credential_id = %assertion.credential_id,
                 "signed in with a passkey"
             );
-            Ok(assertion.credential_id)
+            Ok((approver, assertion.credential_id))
         }
 
         /// The assertion in `credential_json`, once it is shown to be `approver`'s over
