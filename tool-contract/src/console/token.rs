@@ -170,6 +170,7 @@ mod tests {
             approver_id: Some("sup-ana".into()),
             credential_id: Some("cred".into()),
             expires_at: 2_000,
+            sign_outs: 0,
         }
     }
 
