@@ -357,7 +357,7 @@ fn a_refund_above_the_limit_needs_two_supervisors_and_its_receipt_verifies_offli
     assert!(
         stdout.contains("approved by ana.supervisor@acme.example and ben.supervisor@acme.example")
     );
-    assert!(stdout.contains("verified offline with the published keys"));
+    assert!(stdout.contains("verified offline with the desk's key and this run's supervisors'"));
     let named = |prefix: &str| {
         stderr
             .lines()
@@ -398,4 +398,50 @@ fn a_refund_above_the_limit_needs_two_supervisors_and_its_receipt_verifies_offli
         keys.verify(&receipt_text),
         Err(tool_contract::results::ReceiptError::ApproverKeysNeeded)
     );
+}
+
+#[test]
+fn the_desk_publishes_the_keys_of_every_run_and_every_receipt_verifies_with_them() {
+    let output = desk(&[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let named = |prefix: &str| -> Vec<String> {
+        stderr
+            .lines()
+            .filter_map(|line| line.strip_prefix(prefix))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (keys_path, approvers_path) = (named("published keys: "), named("approver keys: "));
+    assert_eq!((keys_path.len(), approvers_path.len()), (1, 1), "{stderr}");
+    let receipts = named("approval receipt: ");
+    assert_eq!(
+        receipts.len(),
+        4,
+        "one receipt per provider's run: {stderr}"
+    );
+    let keys =
+        tool_contract::results::KeySet::from_json(&std::fs::read(&keys_path[0]).unwrap()).unwrap();
+    let approvers = tool_contract::results::ApproverKeys::from_json(
+        &std::fs::read(&approvers_path[0]).unwrap(),
+    )
+    .unwrap();
+    // Each run enrolled its own passkeys: the one file holds all eight.
+    let credentials: usize = approvers
+        .approvers
+        .iter()
+        .map(|approver| approver.credentials.len())
+        .sum();
+    assert_eq!(credentials, 8);
+    let mut signers = std::collections::BTreeSet::new();
+    for receipt_path in &receipts {
+        let receipt = keys
+            .verify_with_approvers(&std::fs::read(receipt_path).unwrap(), &approvers)
+            .unwrap_or_else(|error| panic!("{receipt_path}: {error}"));
+        for approval in &receipt.approvals {
+            signers.insert(approval.assertion.as_ref().unwrap().credential_id.clone());
+        }
+    }
+    assert_eq!(signers.len(), 8, "four runs, two supervisors each");
+    assert_eq!(named("check it offline: ").len(), 4);
 }

@@ -287,11 +287,17 @@ pub fn run(wires: &[Wire], output: Output) -> Result<(), String> {
         .enable_time()
         .build()
         .map_err(|error| format!("no runtime: {error}"))?;
-    let mut receipt = None;
+    // Every run enrols its supervisors afresh: the desk publishes the keys of every run, and
+    // every receipt it made.
+    let mut receipts = Vec::new();
+    let mut published: Option<ApproverKeys> = None;
     for &wire in wires {
-        receipt = runtime
-            .block_on(replay(wire, audit.clone(), output))?
-            .or(receipt);
+        let (receipt, approvers) = runtime.block_on(replay(wire, audit.clone(), output))?;
+        published = Some(match published {
+            None => approvers,
+            Some(earlier) => with_keys_of(earlier, approvers),
+        });
+        receipts.extend(receipt.map(|receipt| (wire, receipt)));
     }
     let log =
         std::fs::read(&path).map_err(|error| format!("cannot read the audit log: {error}"))?;
@@ -302,25 +308,49 @@ pub fn run(wires: &[Wire], output: Output) -> Result<(), String> {
         head.records,
         &head.head_sha256[..16]
     );
-    if let Some((receipt, approvers)) = receipt {
-        // For an auditor: the two published files and a receipt, and the command that
-        // checks it.
-        let keys = KeySet::new([desk::receipt_signer()?.published_key()])
-            .map_err(|error| format!("the published key: {error}"))?;
-        let keys_path = run_file("published-keys", "json");
-        let approvers_path = run_file("approver-keys", "json");
-        let receipt_path = run_file("receipt", "json");
-        std::fs::write(&keys_path, keys.to_json())
-            .and_then(|()| std::fs::write(&approvers_path, approvers.to_json()))
-            .and_then(|()| std::fs::write(&receipt_path, receipt))
-            .map_err(|error| format!("cannot write the receipt files: {error}"))?;
+    if let (false, Some(approvers)) = (receipts.is_empty(), published) {
+        publish(&receipts, &approvers)?;
+    }
+    Ok(())
+}
+
+/// For an auditor: the two published files and each receipt, each verified from the files
+/// as written before it is named, and the command that checks it.
+fn publish(receipts: &[(Wire, String)], approvers: &ApproverKeys) -> Result<(), String> {
+    let keys = KeySet::new([desk::receipt_signer()?.published_key()])
+        .map_err(|error| format!("the published key: {error}"))?;
+    let keys_path = run_file("published-keys", "json");
+    let approvers_path = run_file("approver-keys", "json");
+    let written = |path: &PathBuf, text: &str| {
+        std::fs::write(path, text)
+            .and_then(|()| std::fs::read(path))
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))
+    };
+    let published_keys = KeySet::from_json(&written(&keys_path, &keys.to_json())?)
+        .map_err(|error| format!("the published keys do not read: {error}"))?;
+    let published_approvers =
+        ApproverKeys::from_json(&written(&approvers_path, &approvers.to_json())?)
+            .map_err(|error| format!("the approver keys do not read: {error}"))?;
+    eprintln!(
+        "published keys: {}\napprover keys: {}",
+        keys_path.display(),
+        approvers_path.display()
+    );
+    for (wire, receipt) in receipts {
+        let receipt_path = run_file(&format!("receipt-{}", wire.api()), "json");
+        let text = written(&receipt_path, receipt)?;
+        published_keys
+            .verify_with_approvers(&text, &published_approvers)
+            .map_err(|error| {
+                format!(
+                    "the {} receipt does not verify with the published files: {error}",
+                    wire.api()
+                )
+            })?;
         eprintln!(
-            "approval receipt: {}\npublished keys: {}\napprover keys: {}\ncheck it offline: \
-             cargo run -q -p tool-contract --features passkeys --bin \
-             tool-contract-verify-receipt -- --keys {} --approvers {} {}",
+            "approval receipt: {}\ncheck it offline: cargo run -q -p tool-contract --features \
+             passkeys --bin tool-contract-verify-receipt -- --keys {} --approvers {} {}",
             receipt_path.display(),
-            keys_path.display(),
-            approvers_path.display(),
             keys_path.display(),
             approvers_path.display(),
             receipt_path.display()
@@ -329,7 +359,21 @@ pub fn run(wires: &[Wire], output: Output) -> Result<(), String> {
     Ok(())
 }
 
-/// A new file for this run's audit log.
+/// `earlier` with the approvers and credentials of `later` added: one file for every run.
+fn with_keys_of(mut earlier: ApproverKeys, later: ApproverKeys) -> ApproverKeys {
+    for approver in later.approvers {
+        match earlier
+            .approvers
+            .iter_mut()
+            .find(|known| known.approver_id == approver.approver_id)
+        {
+            Some(known) => known.credentials.extend(approver.credentials),
+            None => earlier.approvers.push(approver),
+        }
+    }
+    earlier
+}
+
 /// A new audit log's path for a run of `kind`: unique by process and instant, since process
 /// ids come round again and a log left by an earlier run is not this run's to go on.
 pub fn audit_log_path(kind: &str) -> PathBuf {
@@ -346,12 +390,12 @@ fn run_file(name: &str, extension: &str) -> PathBuf {
 }
 
 /// The script, for one provider API, on a freshly seeded desk.
-/// Returns the last approval receipt it verified, with the approver keys it verified under.
+/// Returns the last approval receipt it verified, and the approver keys of this run.
 async fn replay(
     wire: Wire,
     audit: Arc<JsonLinesAuditLog>,
     output: Output,
-) -> Result<Option<(String, ApproverKeys)>, String> {
+) -> Result<(Option<String>, ApproverKeys), String> {
     let fixture: Fixture = serde_json::from_str(wire.fixture())
         .map_err(|error| format!("{}: the recorded turns do not read: {error}", wire.title()))?;
     if fixture.api != wire.api().as_str() {
@@ -429,7 +473,6 @@ async fn replay(
                 Output::JsonLines => print_json_line(wire, number, step, call, dispatch, item)?,
             }
             last_receipt = check_receipt(&keys, &approvers, dispatch, &answer.context, output)?
-                .map(|receipt| (receipt, approvers.clone()))
                 .or(last_receipt);
         }
         if output == Output::Verbose {
@@ -457,7 +500,7 @@ async fn replay(
             desk.draft_count()
         ));
     }
-    Ok(last_receipt)
+    Ok((last_receipt, approvers))
 }
 
 /// Who approves: one supervisor, or two different ones where the desk's rule asks for them.
@@ -649,8 +692,8 @@ fn check_receipt(
             }
         }
         println!(
-            "    verified offline with the published keys (the desk's and the supervisors' \
-             passkeys), and it covers this very call"
+            "    verified offline with the desk's key and this run's supervisors' passkeys \
+             (all published at the end), and it covers this very call"
         );
     }
     Ok(Some(text))
