@@ -834,3 +834,75 @@ async fn an_authenticated_server_has_no_stdio_and_a_misconfigured_one_does_not_s
     );
     assert!(ResourceServer::new("http://mcp.example.com/mcp", verifier()).is_err());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_does_not_run_what_the_callers_token_could_not_ask_for() {
+    let Some(issuer) = MockIssuer::start("edit past the scopes") else {
+        return;
+    };
+    let served = serve(&issuer).await;
+    let alice = issuer
+        .token_for(&served.resource, "acme", "alice", "tools:write")
+        .await;
+    let message = json!({ "to": "bob@acme.example", "text": "hi" });
+    let call = tools_call("send_message", message.clone(), json!({}));
+    let asked = post(&served.resource, Some(&alice), &call).await;
+    assert_eq!(
+        asked.json()["result"]["resultType"],
+        "input_required",
+        "{}",
+        asked.text
+    );
+    // A person approves it changed to a recipient outside, which alice's token could not
+    // have asked for (mail:external).
+    let pending = served
+        .dispatcher
+        .pending_approvals()
+        .await
+        .unwrap()
+        .remove(0);
+    served
+        .dispatcher
+        .approve_with_edits(
+            &pending.approval_id,
+            &pending.preview_sha256,
+            &json!({ "to": "eve@globex.example", "text": "hi" }),
+            "supervisor",
+            tool_contract_tests::tracker::clock() + Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    let direct = tools_call(
+        "send_message",
+        json!({ "to": "eve@globex.example", "text": "hi" }),
+        json!({}),
+    );
+    assert_eq!(
+        post(&served.resource, Some(&alice), &direct).await.status,
+        403
+    );
+
+    let retried = post(&served.resource, Some(&alice), &call).await;
+    assert_eq!(retried.status, 200, "{}", retried.text);
+    let result = &retried.json()["result"]["structuredContent"];
+    assert_eq!(result["error"]["code"], "BLOCKED", "{}", retried.text);
+    assert_eq!(served.remote.all_requests(), 0, "nothing was sent");
+
+    // With the scope the edit needs, the same call runs the edit, once.
+    let stepped_up = issuer
+        .token_for(
+            &served.resource,
+            "acme",
+            "alice",
+            "tools:write mail:external",
+        )
+        .await;
+    let ran = post(&served.resource, Some(&stepped_up), &call).await;
+    assert_eq!(
+        ran.json()["result"]["structuredContent"]["error"]["code"],
+        "APPROVED_WITH_CHANGES",
+        "{}",
+        ran.text
+    );
+    assert_eq!(served.remote.all_requests(), 1);
+}

@@ -35,6 +35,8 @@
 mod budget;
 mod builder;
 mod dispatcher;
+#[cfg(feature = "mcp")]
+pub(crate) use dispatcher::Reach;
 mod gate;
 mod handler;
 mod operation;

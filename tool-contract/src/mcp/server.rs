@@ -381,14 +381,22 @@ impl McpServer {
             verified.allows(spec, &arguments, registry.forbidden_keys())?;
         }
         let context = self.context(&request, request_context, arguments);
+        // What this caller's token may ask: a person's edit does not reach past it.
+        let reach = |spec: &ToolSpec, arguments: &[u8]| {
+            caller.as_ref().is_none_or(|verified| {
+                verified
+                    .allows(spec, arguments, registry.forbidden_keys())
+                    .is_ok()
+            })
+        };
         if without_handshake(request_context) {
             return self
-                .call_stateless(&principal, &request, request_context, &context)
+                .call_stateless(&principal, &request, request_context, &context, &reach)
                 .await;
         }
         let mut dispatch = self
             .dispatcher
-            .dispatch(&principal, &context, &self.task)
+            .dispatch_within(&principal, &context, &self.task, &reach)
             .await;
         let mut pending = dispatch.pending_approval.take();
         if let Some(asked) = pending.take() {
@@ -407,7 +415,7 @@ impl McpServer {
                 // Granted or rejected: the dispatcher acts on the decision.
                 dispatch = self
                     .dispatcher
-                    .dispatch(&principal, &context, &self.task)
+                    .dispatch_within(&principal, &context, &self.task, &reach)
                     .await;
                 pending = dispatch.pending_approval.take();
             } else {
@@ -427,6 +435,7 @@ impl McpServer {
         request: &CallToolRequestParams,
         request_context: &RequestContext<RoleServer>,
         context: &CallContext,
+        reach: &crate::dispatch::Reach<'_>,
     ) -> Result<CallToolResponse, ErrorData> {
         let answered = match request.request_state.as_deref() {
             Some(sealed) => {
@@ -438,7 +447,7 @@ impl McpServer {
         };
         let mut dispatch = self
             .dispatcher
-            .dispatch(principal, context, &self.task)
+            .dispatch_within(principal, context, &self.task, reach)
             .await;
         let pending = dispatch.pending_approval.take();
         // Asked once per call: a dismissed form is not asked again in a loop.

@@ -151,7 +151,13 @@ struct Call<'a> {
     edited_from: Option<&'a CallContext>,
     /// The write this read runs as the status query of.
     status_of: Option<&'static str>,
+    /// What the caller's own credentials may ask (an MCP token's scopes), when the caller
+    /// has limits beyond the principal's: an edit a person approved runs only within them.
+    reach: Option<&'a Reach<'a>>,
 }
+
+/// Whether a caller's credentials may ask for a call of a tool with these arguments.
+pub(crate) type Reach<'a> = dyn Fn(&ToolSpec, &[u8]) -> bool + Send + Sync + 'a;
 
 /// How a dispatch ended, as the stage that ended it decided.
 struct Ended {
@@ -324,7 +330,7 @@ impl Dispatcher {
         task: &Task,
     ) -> Dispatch {
         let span = self.span(context);
-        self.dispatch_in_span(principal, context, task)
+        self.dispatch_in_span(principal, context, task, None)
             .instrument(span)
             .await
     }
@@ -722,13 +728,31 @@ impl Dispatcher {
         record.state.is_in_flight() && record.lease_until_ms <= self.now_ms() && !running_here
     }
 
+    /// [`dispatch`](Self::dispatch) for a caller whose credentials reach less far than the
+    /// principal: an approved edit beyond `reach` does not run.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) async fn dispatch_within(
+        &self,
+        principal: &Principal,
+        context: &CallContext,
+        task: &Task,
+        reach: &Reach<'_>,
+    ) -> Dispatch {
+        let span = self.span(context);
+        self.dispatch_in_span(principal, context, task, Some(reach))
+            .instrument(span)
+            .await
+    }
+
     async fn dispatch_in_span(
         &self,
         principal: &Principal,
         context: &CallContext,
         task: &Task,
+        reach: Option<&Reach<'_>>,
     ) -> Dispatch {
         let mut call = self.call(principal, context, task);
+        call.reach = reach;
         let ended = match self.admit(&call) {
             Err(result) => Ended::new(*result),
             // On the heap: a write's steps make a future of some 15 KB, which every read's
@@ -754,6 +778,7 @@ impl Dispatcher {
             binder: self.binder(),
             edited_from: None,
             status_of: None,
+            reach: None,
         }
     }
 

@@ -165,6 +165,20 @@ impl Dispatcher {
                     self.claim_and_run(call, valid, &key, Some(approval), redeem, None)
                         .await
                 }
+                Some(edited)
+                    if call
+                        .reach
+                        .is_some_and(|reach| !reach(valid.spec, edited.as_bytes())) =>
+                {
+                    // A person may change the call, not what its caller may ask for: the edit
+                    // does not run with credentials that could not have asked it.
+                    let refused = ModelError::new(ErrorCode::Blocked);
+                    let detail =
+                        "the approved edit asks for more than the caller's credentials allow";
+                    return Ended::new(self.control(call, refused, detail))
+                        .in_state(Some(APPROVED))
+                        .approved(Some(approval));
+                }
                 Some(edited) => {
                     let mut context = call.context.clone();
                     context.call.arguments = edited.as_bytes().to_vec();
