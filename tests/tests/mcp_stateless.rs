@@ -761,3 +761,77 @@ async fn a_per_call_write_sent_back_with_its_answer_is_the_call_that_was_asked_a
         "the second was answered by rmcp's client, asking the person"
     );
 }
+
+/// A four-eyes rule both kinds count toward: the caller's MCP answer, and a directory
+/// approver's passkey; `subject` is what the directory says of that approver.
+async fn caller_then_directory_approver(subject: Option<&str>) -> Result<(), String> {
+    use tool_contract::control::ApprovalError;
+    use tool_contract::results::{Decision, RelyingParty};
+    use tool_contract_tests::passkey::{ORIGIN, RP_ID, enrol, signed};
+
+    let remote = Remote::new();
+    let party = RelyingParty::new(RP_ID, "desk", [ORIGIN]).unwrap();
+    let dispatcher = Arc::new(
+        builder(&remote)
+            .store(memory())
+            .relying_party(party)
+            .approvers::<SendMessage>(2)
+            .build()
+            .unwrap(),
+    );
+    // Alice answers her own call's confirmation: one approval, the caller's.
+    let client = connect(
+        McpServer::new(dispatcher.clone(), alice()),
+        Person::approving(),
+    )
+    .await;
+    let result = client
+        .call_tool(params("send_message", message()))
+        .await
+        .expect("tools/call");
+    assert_ne!(status(&result), "succeeded");
+    let pending = dispatcher.pending_approvals().await.unwrap().remove(0);
+    assert_eq!(pending.approvals[0].approver, "mcp:acme/alice");
+    // Then the directory's `sup-ana` signs with her passkey.
+    let mut key = enrol(&dispatcher, "sup-ana", &["acme"]).await;
+    let mut ana = dispatcher.approver("sup-ana").await.unwrap().unwrap();
+    ana.subject = subject.map(str::to_owned);
+    dispatcher.put_approver(ana).await.unwrap();
+    let (statement, assertion) = signed(
+        &dispatcher,
+        &mut key,
+        &pending,
+        "sup-ana",
+        Decision::Approve,
+        None,
+    )
+    .await;
+    let decided = dispatcher.decide_signed(&statement, None, &assertion).await;
+    match decided {
+        Ok(_) => Ok(()),
+        Err(ApprovalError::Refused(refusal)) => Err(format!("{refusal:?}")),
+        Err(other) => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_directory_approver_the_directory_does_not_tie_to_a_subject_cannot_join_the_callers_answer()
+ {
+    assert_eq!(
+        caller_then_directory_approver(None).await,
+        Err("UntiedApprover".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn a_directory_approver_whose_subject_is_the_caller_cannot_join_the_callers_answer() {
+    assert_eq!(
+        caller_then_directory_approver(Some("alice")).await,
+        Err("OwnCall".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn a_directory_approver_tied_to_another_subject_joins_the_callers_answer() {
+    assert_eq!(caller_then_directory_approver(Some("ana")).await, Ok(()));
+}

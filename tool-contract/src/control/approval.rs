@@ -278,6 +278,14 @@ pub enum SignedDecisionRefusal {
     /// Separation of duties: the approver is the principal who asked.
     #[error("the approver asked for this call and may not decide it")]
     OwnCall,
+    /// Approvals of several kinds count toward this rule (an MCP answer by the caller, a
+    /// directory approver's passkey), and the directory does not say which subject this
+    /// approver is: they could be the caller approving twice. Set the approver's `subject`.
+    #[error(
+        "the directory does not say who this approver is as a principal, and an approval of \
+         another kind counts toward this rule: set their subject"
+    )]
+    UntiedApprover,
     /// The credential that signed is not one of this approver's.
     #[error("the credential is not enrolled for this approver")]
     UnknownCredential,

@@ -36,6 +36,7 @@ use tracing::{Instrument, Span, debug, info, warn};
 use crate::binder::{Binder, CallResult, ToolFailure};
 use crate::contract::{Registry, ToolSpec};
 use crate::control::Guarded;
+use crate::control::SignedDecisionRefusal;
 use crate::control::{Advanced, ControlStore, Lease, Purged, Record, RowSeal, StoreError};
 use crate::control::{
     ApprovalBasis, ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep,
@@ -532,6 +533,52 @@ impl Dispatcher {
         })
     }
 
+    /// Whether an approval by `approver` on `basis` can be told apart from those given before
+    /// it of another kind. An MCP answer is the caller's (`mcp:{tenant}/{subject}`); an
+    /// enrolled approver is a person of the directory, who is that caller only if their
+    /// `subject` says so. Where both kinds count toward one rule, a directory approver whose
+    /// subject is unknown could be the caller approving twice: refused
+    /// ([`SignedDecisionRefusal::UntiedApprover`]), as is one whose subject is the caller's
+    /// ([`SignedDecisionRefusal::OwnCall`]).
+    async fn tied_to_the_others(
+        &self,
+        approval_id: &str,
+        approver: &str,
+        basis: &ApprovalBasis,
+    ) -> Result<(), ApprovalError> {
+        let is_client = |basis: &ApprovalBasis| matches!(basis, ApprovalBasis::Client);
+        let is_passkey = |basis: &ApprovalBasis| matches!(basis, ApprovalBasis::Passkey(_));
+        if !is_client(basis) && !is_passkey(basis) {
+            return Ok(());
+        }
+        let pending = self.pending(approval_id).await?;
+        // The pairs of a directory approver and a caller's answer this approval would join.
+        let pairs: Vec<(&str, &str)> = pending
+            .approvals
+            .iter()
+            .filter_map(|given| match (is_passkey(basis), &given.basis) {
+                (true, ApprovalBasis::Client) => Some((approver, given.approver.as_str())),
+                (false, ApprovalBasis::Passkey(_)) => Some((given.approver.as_str(), approver)),
+                _ => None,
+            })
+            .collect();
+        for (directory_id, answered_by) in pairs {
+            let enrolled = self
+                .approver(directory_id)
+                .await
+                .map_err(ApprovalError::Store)?;
+            let refusal = match enrolled.and_then(|enrolled| enrolled.subject) {
+                None => SignedDecisionRefusal::UntiedApprover,
+                Some(subject) if format!("mcp:{}/{subject}", pending.tenant) == answered_by => {
+                    SignedDecisionRefusal::OwnCall
+                }
+                Some(_) => continue,
+            };
+            return Err(ApprovalError::Refused(refusal));
+        }
+        Ok(())
+    }
+
     /// Records one approval resting on `basis` (an MCP answer is the client's word,
     /// `ApprovalBasis::Client`, recorded as `mcp:{tenant}/{subject}`).
     pub(crate) async fn approve_as(
@@ -547,6 +594,8 @@ impl Dispatcher {
         if expires_at.format(&Rfc3339).is_err() {
             return Err(ApprovalError::ExpiryOutOfRange);
         }
+        self.tied_to_the_others(approval_id, approver, &basis)
+            .await?;
         let step = ApproveStep {
             approval_id: approval_id.to_owned(),
             preview_sha256: preview_sha256.to_owned(),
