@@ -93,7 +93,9 @@ pub(super) async fn secured(mut response: Response) -> Response {
         ("content-security-policy", CSP),
         ("x-content-type-options", "nosniff"),
         ("x-frame-options", "DENY"),
-        ("referrer-policy", "no-referrer"),
+        // No referrer to another origin; to its own, the page's origin, which a browser's
+        // form POST must carry as `Origin` (under `no-referrer` it sends `Origin: null`).
+        ("referrer-policy", "same-origin"),
         ("cross-origin-opener-policy", "same-origin"),
     ] {
         headers.insert(
