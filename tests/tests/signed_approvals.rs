@@ -1070,3 +1070,145 @@ async fn an_enrollment_answer_sent_twice_enrols_once() {
     let ben = dispatcher.approver("sup-ben").await.unwrap().unwrap();
     assert_eq!((ana.credentials.len(), ben.credentials.len()), (1, 0));
 }
+
+/// What someone who writes to the store can do, and what catches it: the seals bind a row's
+/// content, not its place in time, so a row put back as it was reads as the store's own. What
+/// such a writer does not hold (approver keys published elsewhere, the audit log) shows it.
+mod put_back {
+    use super::*;
+    use tool_contract::control::{AuditHistory, MemoryAuditLog};
+    use tool_contract_tests::backends::Sqlite;
+    use tool_contract_tests::tracker::audit_key;
+
+    fn sql(store: &Sqlite, statements: &str) {
+        rusqlite::Connection::open(&store.0)
+            .unwrap()
+            .execute_batch(statements)
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_revoked_passkey_put_back_is_caught_by_the_approver_keys_published_after_its_revocation()
+     {
+        let store = sqlite_file();
+        let remote = Remote::new();
+        let dispatcher = desk(&remote, store.open().await);
+        let mut ana = enrol(&dispatcher, "sup-ana", &["acme"]).await;
+        let mut ben = enrol(&dispatcher, "sup-ben", &["acme"]).await;
+        sql(
+            &store,
+            "CREATE TABLE copied AS SELECT * FROM tool_contract_approvers \
+             WHERE approver_id = 'sup-ana'",
+        );
+        let credential = dispatcher
+            .approver("sup-ana")
+            .await
+            .unwrap()
+            .unwrap()
+            .credentials[0]
+            .credential_id
+            .clone();
+        dispatcher
+            .revoke_credential("sup-ana", &credential)
+            .await
+            .unwrap();
+        // The auditor's copy, kept outside the database.
+        let published = approver_keys(&dispatcher).await;
+        sql(
+            &store,
+            "INSERT OR REPLACE INTO tool_contract_approvers SELECT * FROM copied",
+        );
+
+        // The store takes the row as its own: the revoked passkey signs, the write runs.
+        let call = outside_call();
+        let pending = pending_approval(&dispatcher, &call).await;
+        decide(
+            &dispatcher,
+            &mut ana,
+            &pending,
+            "sup-ana",
+            Decision::Approve,
+        )
+        .await
+        .expect("the put-back row lets the revoked passkey sign");
+        decide(
+            &dispatcher,
+            &mut ben,
+            &pending,
+            "sup-ben",
+            Decision::Approve,
+        )
+        .await
+        .unwrap();
+        let ran = run(&dispatcher, &call).await;
+        assert_eq!(ran.result.model.status(), Status::Succeeded);
+        // The receipt does not verify with the keys published after the revocation.
+        let receipt = receipt_of(&ran).to_json();
+        let refused = service_keys().verify_with_approvers(receipt.as_bytes(), &published);
+        assert!(
+            matches!(&refused, Err(ReceiptError::UnknownApprover { approver, .. }) if approver == "sup-ana"),
+            "{refused:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_spent_approval_put_back_runs_the_write_again_and_the_audit_log_shows_it() {
+        let store = sqlite_file();
+        let remote = Remote::new();
+        let log = Arc::new(MemoryAuditLog::new(audit_key()));
+        let dispatcher = four_eyes_signed(&remote, store.open().await)
+            .audit_sink(log.clone())
+            .build()
+            .unwrap();
+        let mut ana = enrol(&dispatcher, "sup-ana", &["acme"]).await;
+        let mut ben = enrol(&dispatcher, "sup-ben", &["acme"]).await;
+        let call = outside_call();
+        let pending = pending_approval(&dispatcher, &call).await;
+        decide(
+            &dispatcher,
+            &mut ana,
+            &pending,
+            "sup-ana",
+            Decision::Approve,
+        )
+        .await
+        .unwrap();
+        decide(
+            &dispatcher,
+            &mut ben,
+            &pending,
+            "sup-ben",
+            Decision::Approve,
+        )
+        .await
+        .unwrap();
+        sql(
+            &store,
+            "CREATE TABLE copied AS SELECT * FROM tool_contract_approvals",
+        );
+        assert_eq!(
+            run(&dispatcher, &call).await.result.model.status(),
+            Status::Succeeded
+        );
+        // The granted row put back, the write's record removed: the store sees a grant
+        // never spent and a write never made.
+        sql(
+            &store,
+            "INSERT OR REPLACE INTO tool_contract_approvals SELECT * FROM copied; \
+             DELETE FROM tool_contract_ledger;",
+        );
+        assert_eq!(
+            run(&dispatcher, &call).await.result.model.status(),
+            Status::Succeeded
+        );
+        assert_eq!(remote.all_requests(), 2, "one approval, two writes");
+
+        let history = log.read_back().await.unwrap();
+        let calls = history.calls(&audit_key());
+        assert!(calls.chain.is_ok());
+        assert_eq!(
+            calls.redeemed_more_than_once(),
+            [(pending.approval_id.clone(), 2)]
+        );
+    }
+}

@@ -46,6 +46,36 @@ pub struct HistoryCalls {
     pub chain: Result<ChainHead, AuditLogError>,
 }
 
+impl HistoryCalls {
+    /// The approvals more than one call redeemed, each with the number of redemptions: a
+    /// grant is spent by one execution, so a second means its rows were put back (a spent
+    /// approval restored, a write's ledger record removed) by someone who writes to the store.
+    /// The store's seals cannot see that, since each restored row is one it wrote; the log,
+    /// whose chain and tree heads the store's writer does not hold, does. Only redemptions
+    /// with a signed receipt
+    /// ([`approval_receipts`](crate::dispatch::DispatcherBuilder::approval_receipts)) are
+    /// counted: they are the ones the log marks.
+    #[must_use]
+    pub fn redeemed_more_than_once(&self) -> Vec<(String, usize)> {
+        let mut redemptions: Vec<(String, usize)> = Vec::new();
+        let redeemed = self.calls.iter().filter_map(|(_, audit)| {
+            let approval = audit.approval.as_ref()?;
+            approval
+                .receipt
+                .as_ref()
+                .map(|_| approval.approval_id.as_str())
+        });
+        for approval_id in redeemed {
+            match redemptions.iter_mut().find(|(seen, _)| seen == approval_id) {
+                Some((_, count)) => *count += 1,
+                None => redemptions.push((approval_id.to_owned(), 1)),
+            }
+        }
+        redemptions.retain(|(_, count)| *count > 1);
+        redemptions
+    }
+}
+
 impl History {
     /// The calls its records hold, each record checked against the one before with `key`
     /// (the audit key the log was written with), up to the first break.
