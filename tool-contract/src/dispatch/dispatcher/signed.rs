@@ -157,7 +157,7 @@ impl Dispatcher {
     /// The approval statement `approver_id` signs to decide the pending approval
     /// `approval_id`: its members taken from the pending approval as the store holds it, the
     /// edits (checked against the contract) by digest, and an expiry `lifetime` from now (at
-    /// most the [statement lifetime](super::DispatcherBuilder::statement_lifetime)), in UTC.
+    /// most the [statement lifetime](crate::dispatch::DispatcherBuilder::statement_lifetime)), in UTC.
     /// Its [`challenge`](ApprovalStatement::challenge) is what their authenticator signs.
     ///
     /// # Errors
