@@ -11,7 +11,7 @@ pub(crate) mod effect;
 pub(crate) mod forbidden;
 pub(crate) mod limits;
 pub(crate) mod name;
-#[cfg(any(feature = "mcp-http", feature = "console"))]
+#[cfg(any(feature = "mcp", feature = "console"))]
 pub(crate) mod origin;
 pub(crate) mod synthetic;
 pub(crate) mod tier;

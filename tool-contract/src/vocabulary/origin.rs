@@ -6,6 +6,7 @@ pub(crate) fn normalized(origin: &str) -> String {
     origin.trim_end_matches('/').to_ascii_lowercase()
 }
 
+#[cfg(any(feature = "mcp-http", feature = "console"))]
 /// Whether a request may be served by its `Origin`: none (not from a browser), a loopback
 /// origin, or one of `allowed` ([`normalized`]).
 pub(crate) fn origin_allowed(headers: &http::HeaderMap, allowed: &[String]) -> bool {
