@@ -32,6 +32,8 @@ pub struct Desk {
     pub base: String,
     /// The audit log's file.
     pub audit_log: PathBuf,
+    /// The audit log itself, as the dispatcher writes it.
+    pub log: Arc<JsonLinesAuditLog>,
     /// The published key of the receipts and tree heads.
     pub published: KeySet,
 }
@@ -93,7 +95,7 @@ pub async fn desk() -> Desk {
         ConsoleOptions::new(ORIGIN, "/console"),
     )
     .expect("the console sets up")
-    .with_audit_log(log, audit_key(), published.clone());
+    .with_audit_log(log.clone(), audit_key(), published.clone());
     let base = serve(&console).await;
     Desk {
         remote,
@@ -101,6 +103,7 @@ pub async fn desk() -> Desk {
         console,
         base,
         audit_log,
+        log,
         published,
     }
 }

@@ -282,6 +282,36 @@ async fn an_auditor_sees_every_receipt_and_the_chain_held_through_its_signed_tre
 }
 
 #[tokio::test]
+async fn a_log_whose_oldest_segment_was_removed_says_which_records_it_no_longer_holds() {
+    let desk = desk().await;
+    approved_and_run(&desk).await;
+    let (mut dee, _) = desk.enrolled("aud-dee").await;
+    let before = JsonLinesAuditLog::records(&desk.audit_log).unwrap().len();
+    desk.log.rotate().unwrap();
+    // The oldest segment, removed (by retention, or by someone who wanted it gone).
+    let oldest = desk.audit_log.with_file_name(format!(
+        "{}.000001",
+        desk.audit_log.file_name().unwrap().to_str().unwrap()
+    ));
+    std::fs::remove_file(&oldest).unwrap();
+
+    let chain = dee.get("/audit").await;
+    assert_eq!(chain.status, 200, "{}", chain.text);
+    assert!(
+        !chain.text.contains("holds through record"),
+        "the keyed chain is not said to hold from the start: {}",
+        chain.text
+    );
+    assert!(
+        chain
+            .text
+            .contains(&format!("records 1 to {before} are not in this log")),
+        "{}",
+        chain.text
+    );
+}
+
+#[tokio::test]
 async fn an_edited_record_shows_where_the_chain_breaks() {
     let desk = desk().await;
     approved_and_run(&desk).await;

@@ -117,6 +117,8 @@ pub(super) fn chain_view(read: &Read, keys: &KeySet) -> Value {
         "log": read.history.log,
         "records": records,
         "intact_through": intact,
+        // Records cut from the log's beginning: the keyed chain says nothing of them.
+        "begins_after": read.calls.begins_after,
         "broken": broken,
         "tree_heads": read.history.tree_heads.len(),
         "verified_through": held,

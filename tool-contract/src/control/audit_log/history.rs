@@ -44,6 +44,10 @@ pub struct HistoryCalls {
     pub calls: Vec<(ModelResult, ProtectedAudit)>,
     /// Where the chain stands after its last record, or the first break in it.
     pub chain: Result<ChainHead, AuditLogError>,
+    /// How many records of the chain came before the first one the history holds: 0 when it
+    /// holds the chain from its genesis record; more when its oldest segments were removed,
+    /// so that the chain can be shown to hold only from there on.
+    pub begins_after: u64,
 }
 
 impl HistoryCalls {
@@ -91,6 +95,7 @@ impl History {
                     return HistoryCalls {
                         calls,
                         chain: Err(error),
+                        begins_after: verifier.start().records,
                     };
                 }
             }
@@ -98,6 +103,7 @@ impl History {
         HistoryCalls {
             calls,
             chain: Ok(verifier.head().clone()),
+            begins_after: verifier.start().records,
         }
     }
 
