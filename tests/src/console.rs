@@ -214,26 +214,34 @@ impl Visit {
         other_id: &str,
         other_key: &mut SoftAuthenticator,
     ) -> Answer {
+        let begun = match self.begin_sign_in(approver_id).await {
+            Ok(begun) => begun,
+            Err(refused) => return refused,
+        };
+        let theirs = Visit::new(&self.base)
+            .begin_sign_in(other_id)
+            .await
+            .expect("their sign-in begins");
+        let credential = other_key.sign(&theirs["options"]).await;
+        let credential: Value = serde_json::from_slice(&credential).expect("JSON");
+        self.post(
+            "/sign-in",
+            &json!({"ceremony": begun["ceremony"], "credential": credential}),
+        )
+        .await
+    }
+
+    /// Opens the sign-in page and asks the options of `approver_id`'s sign-in: the ceremony
+    /// and its options, or the answer that refused them.
+    async fn begin_sign_in(&mut self, approver_id: &str) -> Result<Value, Answer> {
         self.get("/sign-in").await;
         let begun = self
             .post("/sign-in/options", &json!({"approver_id": approver_id}))
             .await;
         if begun.status != 200 {
-            return begun;
+            return Err(begun);
         }
-        let mut theirs = Visit::new(&self.base);
-        theirs.get("/sign-in").await;
-        let asked = theirs
-            .post("/sign-in/options", &json!({"approver_id": other_id}))
-            .await
-            .json();
-        let credential = other_key.sign(&asked["options"]).await;
-        let credential: Value = serde_json::from_slice(&credential).expect("JSON");
-        self.post(
-            "/sign-in",
-            &json!({"ceremony": begun.json()["ceremony"], "credential": credential}),
-        )
-        .await
+        Ok(begun.json())
     }
 
     /// POSTs `body` with this page's CSRF token, as a page of `origin` would (its `Origin`).
@@ -292,14 +300,10 @@ impl Visit {
         approver_id: &str,
         authenticator: &mut SoftAuthenticator,
     ) -> Answer {
-        self.get("/sign-in").await;
-        let begun = self
-            .post("/sign-in/options", &json!({"approver_id": approver_id}))
-            .await;
-        if begun.status != 200 {
-            return begun;
-        }
-        let begun = begun.json();
+        let begun = match self.begin_sign_in(approver_id).await {
+            Ok(begun) => begun,
+            Err(refused) => return refused,
+        };
         let credential = authenticator.sign(&begun["options"]).await;
         let credential: Value = serde_json::from_slice(&credential).expect("JSON");
         self.post(
