@@ -495,3 +495,88 @@ async fn a_statement_asked_with_a_body_the_page_never_sends_is_refused_with_its_
         "nothing recorded"
     );
 }
+
+#[tokio::test]
+async fn a_console_in_front_of_two_replicas_shows_the_receipts_and_chains_of_both() {
+    use tool_contract::control::{Approver, PostgresAuditLog};
+    use tool_contract::results::RelyingParty;
+    use tool_contract_tests::console::{invitation, receipt_signer};
+    use tool_contract_tests::passkey::RP_ID;
+    use tool_contract_tests::postgres::Schema;
+    use tool_contract_tests::tracker::{Remote, builder, clock};
+
+    let Some(schema) = Schema::new("a_console_in_front_of_two_replicas") else {
+        return;
+    };
+    let store = Arc::new(schema.store().await);
+    let remote = Remote::new();
+    let replica = |log: &Arc<PostgresAuditLog>| {
+        Arc::new(
+            builder(&remote)
+                .store(store.clone())
+                .audit_sink(log.clone())
+                .relying_party(RelyingParty::new(RP_ID, "desk", [ORIGIN]).unwrap())
+                .approval_receipts(receipt_signer())
+                .build()
+                .unwrap(),
+        )
+    };
+    let (log_a, log_b) = (
+        Arc::new(PostgresAuditLog::new(&store, audit_key())),
+        Arc::new(PostgresAuditLog::new(&store, audit_key())),
+    );
+    let (a, b) = (replica(&log_a), replica(&log_b));
+    // One write redeemed on each replica, each receipt in that replica's stream.
+    let mut approval_ids = Vec::new();
+    for (number, runs_on) in [(1, &a), (2, &b)] {
+        let call = message(&format!("m-{number}"), "bob");
+        let pending = pending_approval(&a, &call).await;
+        a.approve(
+            &pending.approval_id,
+            &pending.preview_sha256,
+            "supervisor",
+            clock() + std::time::Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+        assert_eq!(code(&run(runs_on, &call).await), None);
+        approval_ids.push(pending.approval_id);
+    }
+
+    // The console of replica A, over A's own log.
+    let console = Console::new(
+        a.clone(),
+        SecretKey::new([0x33; 32]).unwrap(),
+        ConsoleOptions::new(ORIGIN, "/console"),
+    )
+    .unwrap()
+    .with_audit_log(
+        log_a.clone(),
+        audit_key(),
+        KeySet::new([receipt_signer().published_key()]).unwrap(),
+    );
+    let base = serve(&console).await;
+    a.put_approver(Approver::new("aud-dee", "Dee", ["*"], ["*"]))
+        .await
+        .unwrap();
+    let mut dee = Visit::new(&base);
+    let invited = invitation(&console, "aud-dee").await;
+    assert_eq!(
+        dee.enrol(&invited, &mut SoftAuthenticator::new())
+            .await
+            .status,
+        200
+    );
+    let receipts = dee.get("/receipts").await;
+    for approval_id in &approval_ids {
+        assert!(
+            receipts.text.contains(approval_id),
+            "{approval_id}: {}",
+            receipts.text
+        );
+    }
+    let chains = dee.get("/audit").await;
+    for stream in [log_a.stream(), log_b.stream()] {
+        assert!(chains.text.contains(stream), "{stream}: {}", chains.text);
+    }
+}

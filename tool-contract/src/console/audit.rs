@@ -38,27 +38,49 @@ impl std::fmt::Debug for AuditView {
     }
 }
 
-/// The log as read at one moment, and its calls as far as its chain holds.
+/// The log as read at one moment: every chain kept where it is kept (each replica's stream
+/// of a PostgreSQL table), each with its calls as far as it holds.
 pub(super) struct Read {
-    pub(super) history: History,
-    pub(super) calls: HistoryCalls,
+    pub(super) chains: Vec<(History, HistoryCalls)>,
+    /// Every chain's calls, chain after chain.
+    pub(super) calls: Vec<(ModelResult, ProtectedAudit)>,
+}
+
+impl Read {
+    /// Where the first chain that breaks does, if one does.
+    pub(super) fn broken(&self) -> Option<String> {
+        self.chains.iter().find_map(|(history, calls)| {
+            let error = calls.chain.as_ref().err()?;
+            Some(format!("{}: {error}", history.log))
+        })
+    }
 }
 
 impl AuditView {
     pub(super) async fn read(&self) -> Result<Read, AuditLogError> {
-        let history = self.history.read_back().await?;
-        let calls = history.calls(&self.key);
-        Ok(Read { history, calls })
+        let histories = self.history.read_back_all().await?;
+        let mut read = Read {
+            chains: Vec::with_capacity(histories.len()),
+            calls: Vec::new(),
+        };
+        for history in histories {
+            let calls = history.calls(&self.key);
+            read.calls.extend(calls.calls.iter().cloned());
+            read.chains.push((history, calls));
+        }
+        Ok(read)
     }
 }
 
-/// The receipts the calls carry, newest first.
+/// The receipts the calls carry, newest redemption first.
 pub(super) fn receipts(calls: &[(ModelResult, ProtectedAudit)]) -> Vec<&SignedReceipt> {
     let mut receipts: Vec<&SignedReceipt> = calls
         .iter()
         .filter_map(|(_, audit)| audit.approval.as_ref()?.receipt.as_ref())
         .collect();
+    // Times in one UTC spelling sort as text; chains of several replicas interleave.
     receipts.reverse();
+    receipts.sort_by(|a, b| b.receipt.redeemed_at.cmp(&a.receipt.redeemed_at));
     receipts
 }
 
@@ -96,31 +118,38 @@ pub(super) fn receipt_view(
     })
 }
 
-/// Where the chain stands: its records, whether the keyed chain holds through them, and up
+/// Where each chain stands.
+pub(super) fn chain_views(read: &Read, keys: &KeySet) -> Vec<Value> {
+    read.chains
+        .iter()
+        .map(|(history, calls)| chain_view(history, calls, keys))
+        .collect()
+}
+
+/// Where a chain stands: its records, whether the keyed chain holds through them, and up
 /// to which signed tree head the published keys hold it.
-pub(super) fn chain_view(read: &Read, keys: &KeySet) -> Value {
-    let records = read.history.lines.len();
-    let (intact, broken) = match &read.calls.chain {
+fn chain_view(history: &History, calls: &HistoryCalls, keys: &KeySet) -> Value {
+    let records = history.lines.len();
+    let (intact, broken) = match &calls.chain {
         Ok(head) => (Some(head.records), None),
         Err(error) => (None, Some(error.to_string())),
     };
-    let latest = read
-        .history
+    let latest = history
         .tree_heads
         .iter()
         .max_by_key(|head| head.tree_head.tree_size);
-    let (held, refused) = match read.history.held(keys) {
+    let (held, refused) = match history.held(keys) {
         Ok(held) => (Some(held.verified_through), None),
         Err(error) => (None, Some(error.to_string())),
     };
     json!({
-        "log": read.history.log,
+        "log": history.log,
         "records": records,
         "intact_through": intact,
         // Records cut from the log's beginning: the keyed chain says nothing of them.
-        "begins_after": read.calls.begins_after,
+        "begins_after": calls.begins_after,
         "broken": broken,
-        "tree_heads": read.history.tree_heads.len(),
+        "tree_heads": history.tree_heads.len(),
         "verified_through": held,
         "tree_heads_refused": refused,
         "latest_signed_at": latest.map(|head| head.tree_head.signed_at.clone()),

@@ -71,7 +71,7 @@ pub(super) async fn receipts(State(inner): Shared, headers: HeaderMap) -> Respon
         Err(response) => return response,
     };
     let approvers = inner.dispatcher.published_approvers().await.ok().flatten();
-    let items: Vec<_> = audit::receipts(&read.calls.calls)
+    let items: Vec<_> = audit::receipts(&read.calls)
         .into_iter()
         .filter(|receipt| may_see(&approver, receipt))
         .map(|receipt| {
@@ -82,7 +82,7 @@ pub(super) async fn receipts(State(inner): Shared, headers: HeaderMap) -> Respon
         .collect();
     inner.render_for(
         "receipts.html",
-        json!({"items": items, "broken": read.calls.chain.as_ref().err().map(ToString::to_string)}),
+        json!({"items": items, "broken": read.broken()}),
         &visit,
         &approver,
     )
@@ -99,7 +99,7 @@ pub(super) async fn receipt(
         Ok(read) => read,
         Err(response) => return response,
     };
-    let found = audit::receipts(&read.calls.calls)
+    let found = audit::receipts(&read.calls)
         .into_iter()
         .find(|receipt| receipt.receipt.approval_id == approval_id && may_see(&approver, receipt));
     let Some(receipt) = found else {
@@ -152,8 +152,8 @@ pub(super) async fn chain(State(inner): Shared, headers: HeaderMap) -> Response 
     if !is_auditor(&approver) {
         return auditors_only(&inner, &visit);
     }
-    let chain = audit::chain_view(&read, &view.keys);
-    inner.render_for("audit.html", json!({"chain": chain}), &visit, &approver)
+    let chains = audit::chain_views(&read, &view.keys);
+    inner.render_for("audit.html", json!({"chains": chains}), &visit, &approver)
 }
 
 /// `GET /overview`: the last day per tool, drawn.
@@ -173,7 +173,7 @@ pub(super) async fn overview(State(inner): Shared, headers: HeaderMap) -> Respon
             &visit,
         );
     };
-    let days = audit::overview(&read.calls.calls, &pending, inner.dispatcher.now());
+    let days = audit::overview(&read.calls, &pending, inner.dispatcher.now());
     let tools: Vec<_> = days
         .iter()
         .map(|(tool, day)| {

@@ -15,14 +15,26 @@ use crate::results::{KeySet, ModelResult, ProtectedAudit, SecretKey};
 pub type HistoryFuture<'a> =
     Pin<Box<dyn Future<Output = Result<History, AuditLogError>> + Send + 'a>>;
 
+/// What [`AuditHistory::read_back_all`] returns: boxed, so the trait stays object safe.
+pub type HistoriesFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Vec<History>, AuditLogError>> + Send + 'a>>;
+
 /// An audit log that can be read back: the approvals console shows its receipts, its
 /// chain's state and an overview of its calls from it.
 ///
 /// Implemented by [`JsonLinesAuditLog`], [`MemoryAuditLog`] and `PostgresAuditLog` (its own
-/// stream).
+/// stream, and with [`read_back_all`](Self::read_back_all) every replica's).
 pub trait AuditHistory: Send + Sync {
     /// Every record the log holds now, and the tree heads it published.
     fn read_back(&self) -> HistoryFuture<'_>;
+
+    /// Every chain kept where this log is kept, each read back as one history: the log
+    /// alone, unless its store holds the chains of other writers too (every replica's
+    /// stream of a PostgreSQL audit table), so that a console in front of several replicas
+    /// shows them all.
+    fn read_back_all(&self) -> HistoriesFuture<'_> {
+        Box::pin(async move { Ok(vec![self.read_back().await?]) })
+    }
 }
 
 /// An audit log as read back at one moment.

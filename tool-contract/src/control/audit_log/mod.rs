@@ -22,7 +22,7 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 
 pub use file::JsonLinesAuditLog;
-pub use history::{AuditHistory, History, HistoryCalls, HistoryFuture};
+pub use history::{AuditHistory, HistoriesFuture, History, HistoryCalls, HistoryFuture};
 pub use memory::MemoryAuditLog;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresAuditLog, StreamHead};

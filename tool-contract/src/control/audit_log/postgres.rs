@@ -481,16 +481,56 @@ fn sys_rng() -> impl rand::Rng {
     })
 }
 
+impl PostgresAuditLog {
+    /// `stream`'s records and tree heads, as one history.
+    async fn history_of(
+        store: &PostgresStore,
+        stream: &str,
+    ) -> Result<super::History, AuditLogError> {
+        let lines = Self::records(store, stream).await?;
+        Ok(super::History {
+            log: stream.to_owned(),
+            lines: lines.into_iter().map(String::into_bytes).collect(),
+            tree_heads: Self::tree_heads(store, stream).await?,
+        })
+    }
+}
+
 impl super::AuditHistory for PostgresAuditLog {
     /// This sink's stream and its tree heads, in two queries.
     fn read_back(&self) -> super::HistoryFuture<'_> {
+        Box::pin(Self::history_of(&self.store, &self.stream))
+    }
+
+    /// Every stream of the audit table (each replica writes its own), in the order of their
+    /// names.
+    fn read_back_all(&self) -> super::HistoriesFuture<'_> {
         Box::pin(async move {
-            let lines = Self::records(&self.store, &self.stream).await?;
-            Ok(super::History {
-                log: self.stream.clone(),
-                lines: lines.into_iter().map(String::into_bytes).collect(),
-                tree_heads: Self::tree_heads(&self.store, &self.stream).await?,
-            })
+            let streams = {
+                let connection = self
+                    .store
+                    .connection()
+                    .await
+                    .map_err(AuditLogError::Database)?;
+                let schema = self.store.schema();
+                let rows = connection
+                    .query(
+                        &format!(
+                            "SELECT DISTINCT stream FROM {schema}.tool_contract_audit ORDER BY stream"
+                        ),
+                        &[],
+                    )
+                    .await
+                    .map_err(database)?;
+                rows.iter()
+                    .map(|row| row.get::<_, String>(0))
+                    .collect::<Vec<_>>()
+            };
+            let mut histories = Vec::with_capacity(streams.len());
+            for stream in &streams {
+                histories.push(Self::history_of(&self.store, stream).await?);
+            }
+            Ok(histories)
         })
     }
 }
