@@ -186,6 +186,17 @@ impl Visit {
     /// POSTs `body` as the page's script does: JSON, with the cookie and the CSRF header
     /// (`csrf`: `None` leaves the header out).
     pub async fn post_with(&mut self, path: &str, body: &Value, csrf: Option<&str>) -> Answer {
+        self.post_as(path, body, csrf, None).await
+    }
+
+    /// [`post_with`](Self::post_with), with an `Origin` header when `origin` is given.
+    async fn post_as(
+        &mut self,
+        path: &str,
+        body: &Value,
+        csrf: Option<&str>,
+        origin: Option<&str>,
+    ) -> Answer {
         let cookie = self.cookie.clone().unwrap_or_default();
         let mut headers = vec![("content-type", "application/json")];
         if !cookie.is_empty() {
@@ -193,6 +204,9 @@ impl Visit {
         }
         if let Some(csrf) = csrf {
             headers.push(("x-csrf-token", csrf));
+        }
+        if let Some(origin) = origin {
+            headers.push(("origin", origin));
         }
         let answer = send(
             Method::POST,
@@ -246,23 +260,8 @@ impl Visit {
 
     /// POSTs `body` with this page's CSRF token, as a page of `origin` would (its `Origin`).
     pub async fn post_from(&mut self, origin: &str, path: &str, body: &Value) -> Answer {
-        let cookie = self.cookie.clone().unwrap_or_default();
         let csrf = self.csrf.clone();
-        let headers = [
-            ("content-type", "application/json"),
-            ("cookie", cookie.as_str()),
-            ("x-csrf-token", csrf.as_str()),
-            ("origin", origin),
-        ];
-        let answer = send(
-            Method::POST,
-            &format!("{}{path}", self.base),
-            &headers,
-            serde_json::to_vec(body).expect("JSON"),
-        )
-        .await;
-        self.keep_cookie(&answer);
-        answer
+        self.post_as(path, body, Some(&csrf), Some(origin)).await
     }
 
     /// POSTs `body` with this page's CSRF token.
