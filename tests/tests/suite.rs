@@ -10,6 +10,7 @@ mod argument_errors;
 mod arguments;
 mod audit_log;
 mod audit_log_postgres;
+mod audit_pages;
 mod binding;
 mod borrowed_outputs;
 mod canonical;

@@ -34,9 +34,9 @@ pub use approver::ApproverIdentity;
 pub(crate) use approver::same_approver;
 pub use audit_log::{
     AuditFuture, AuditHistory, AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256,
-    HistoriesFuture, History, HistoryCalls, HistoryFuture, JsonLinesAuditLog, LogEvent,
-    MemoryAuditLog, MerkleTree, SegmentReason, SignedTreeHead, TREE_HEAD_DOMAIN, TreeHead,
-    TreeHeadError, TreeHeadsHeld, verify_chain, verify_tree_heads,
+    HistoriesFuture, History, HistoryCalls, HistoryFuture, HistoryPage, JsonLinesAuditLog,
+    LogEvent, MemoryAuditLog, MerkleTree, PageEnds, PagesFuture, SegmentReason, SignedTreeHead,
+    TREE_HEAD_DOMAIN, TreeHead, TreeHeadError, TreeHeadsHeld, verify_chain, verify_tree_heads,
 };
 #[cfg(feature = "postgres")]
 pub use audit_log::{PostgresAuditLog, StreamHead};

@@ -288,6 +288,27 @@ impl JsonLinesAuditLog {
         Ok(())
     }
 
+    /// At most `records` of the newest records before `end` (every record for `None`), in
+    /// order, and the number of records the chain holds: read under the log's lock, so that
+    /// no append comes between the two, from the files' ends (see
+    /// [`AuditHistory::read_page`](super::AuditHistory::read_page)).
+    pub(super) fn page(
+        &self,
+        end: Option<u64>,
+        records: usize,
+    ) -> Result<(Vec<Vec<u8>>, u64), AuditLogError> {
+        let active = self.active();
+        let mut files = vec![self.path.clone()];
+        files.extend(
+            segments(&self.path)?
+                .into_iter()
+                .rev()
+                .map(|(_, file)| file),
+        );
+        let lines = super::file_page::newest_before(&files, end, records)?;
+        Ok((lines, active.head.records))
+    }
+
     /// The file.
     #[must_use]
     pub fn path(&self) -> &Path {

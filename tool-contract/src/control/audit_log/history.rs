@@ -1,12 +1,13 @@
 //! An audit log read back for the people who check it: its records and the tree heads it
 //! published, as one log holds them at one moment, whatever the log is kept in.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 
 use super::file::JsonLinesAuditLog;
 use super::memory::MemoryAuditLog;
-use super::record::{ReadEntry, Verifier};
+use super::record::{ReadEntry, Verifier, line_seq};
 use super::tree::{SignedTreeHead, TreeHeadsHeld, verify_tree_heads};
 use super::{AuditLogError, ChainHead, TreeHeadError};
 use crate::results::{KeySet, ModelResult, ProtectedAudit, SecretKey};
@@ -18,6 +19,15 @@ pub type HistoryFuture<'a> =
 /// What [`AuditHistory::read_back_all`] returns: boxed, so the trait stays object safe.
 pub type HistoriesFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Vec<History>, AuditLogError>> + Send + 'a>>;
+
+/// What [`AuditHistory::read_page`] returns: boxed, so the trait stays object safe.
+pub type PagesFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Vec<HistoryPage>, AuditLogError>> + Send + 'a>>;
+
+/// Where a page of an audit log ends in each chain, by the chain's name: the number
+/// (`seq`) of the record the chain's page stops before. A chain not named is read from its
+/// end; a chain named with `1` gives nothing more.
+pub type PageEnds = BTreeMap<String, u64>;
 
 /// An audit log that can be read back: the approvals console shows its receipts, its
 /// chain's state and an overview of its calls from it.
@@ -35,6 +45,117 @@ pub trait AuditHistory: Send + Sync {
     fn read_back_all(&self) -> HistoriesFuture<'_> {
         Box::pin(async move { Ok(vec![self.read_back().await?]) })
     }
+
+    /// A page of every chain [`read_back_all`](Self::read_back_all) reads: at most
+    /// `records` consecutive records of each, the newest before where `ends` says the
+    /// chain's page ends, without reading the records before them, so that what a page costs
+    /// is what it shows.
+    ///
+    /// The default reads every chain whole and cuts the page out of it; the logs of this
+    /// crate read the page alone (a file from its end, seeking; PostgreSQL in one query).
+    fn read_page<'a>(&'a self, ends: &'a PageEnds, records: usize) -> PagesFuture<'a> {
+        Box::pin(async move {
+            let histories = self.read_back_all().await?;
+            Ok(histories
+                .into_iter()
+                .map(|history| {
+                    let total = history.lines.last().and_then(|line| line_seq(line));
+                    let end = ends.get(&history.log).copied();
+                    let mut lines = history.lines;
+                    if let Some(end) = end {
+                        // Records number consecutively: drop those from the end on.
+                        let kept = lines
+                            .iter()
+                            .position(|line| line_seq(line).is_none_or(|seq| seq >= end));
+                        lines.truncate(kept.unwrap_or(lines.len()));
+                    }
+                    lines.drain(..lines.len().saturating_sub(records));
+                    HistoryPage {
+                        log: history.log,
+                        lines,
+                        records: total.unwrap_or_default(),
+                    }
+                })
+                .collect())
+        })
+    }
+}
+
+/// A run of one chain's consecutive records, read without the records before it: what
+/// [`AuditHistory::read_page`] reads of each chain.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HistoryPage {
+    /// The chain's name, as [`History::log`] gives it.
+    pub log: String,
+    /// The page's records, oldest first, each its line without the newline.
+    pub lines: Vec<Vec<u8>>,
+    /// How many records the chain held when the page was read: the number of its last.
+    pub records: u64,
+}
+
+impl HistoryPage {
+    /// The calls the page's records hold, its first record checked by its own keyed digest
+    /// under `key` and each one after against the one before, up to the first break.
+    /// [`begins_after`](HistoryCalls::begins_after) is the number of the record before the
+    /// page's first: the page says nothing of the records up to it.
+    #[must_use]
+    pub fn calls(&self, key: &SecretKey) -> HistoryCalls {
+        let (numbered, chain, begins_after) = self.numbered_calls(key);
+        HistoryCalls {
+            calls: numbered.into_iter().map(|(_, call)| call).collect(),
+            chain,
+            begins_after,
+        }
+    }
+
+    /// [`calls`](Self::calls), each with the number of its record.
+    pub(crate) fn numbered_calls(&self, key: &SecretKey) -> NumberedCalls {
+        numbered_calls(Verifier::anywhere(key), &self.lines)
+    }
+
+    /// The number of the page's first record, as it gives it, unless the page is empty.
+    #[must_use]
+    pub fn first(&self) -> Option<u64> {
+        line_seq(self.lines.first()?)
+    }
+
+    /// The number of the page's last record, unless it is empty.
+    #[must_use]
+    pub fn through(&self) -> Option<u64> {
+        line_seq(self.lines.last()?)
+    }
+
+    /// Where the page before this one ends: the number of this page's first record, unless
+    /// it is the chain's first (or the page is empty).
+    #[must_use]
+    pub fn older(&self) -> Option<u64> {
+        self.first().filter(|&first| first > 1)
+    }
+}
+
+/// Calls, each with the number of its record; where the chain stands after them, or the
+/// first break; the number of the record before the first one read.
+pub(crate) type NumberedCalls = (
+    Vec<(u64, (ModelResult, ProtectedAudit))>,
+    Result<ChainHead, AuditLogError>,
+    u64,
+);
+
+/// The calls `lines` hold, checked one after the other by `verifier`, up to the first break.
+fn numbered_calls(mut verifier: Verifier<'_>, lines: &[Vec<u8>]) -> NumberedCalls {
+    let mut calls = Vec::new();
+    for line in lines {
+        match verifier.next(line) {
+            Ok(ReadEntry::Call(call)) => calls.push((verifier.head().records, *call)),
+            Ok(ReadEntry::Event(_)) => {}
+            Err(error) => {
+                let begins_after = verifier.start().records;
+                return (calls, Err(error), begins_after);
+            }
+        }
+    }
+    let begins_after = verifier.start().records;
+    (calls, Ok(verifier.head().clone()), begins_after)
 }
 
 /// An audit log as read back at one moment.
@@ -97,25 +218,11 @@ impl History {
     /// (the audit key the log was written with), up to the first break.
     #[must_use]
     pub fn calls(&self, key: &SecretKey) -> HistoryCalls {
-        let mut verifier = Verifier::new(key, None);
-        let mut calls = Vec::new();
-        for line in &self.lines {
-            match verifier.next(line) {
-                Ok(ReadEntry::Call(call)) => calls.push(*call),
-                Ok(ReadEntry::Event(_)) => {}
-                Err(error) => {
-                    return HistoryCalls {
-                        calls,
-                        chain: Err(error),
-                        begins_after: verifier.start().records,
-                    };
-                }
-            }
-        }
+        let (numbered, chain, begins_after) = numbered_calls(Verifier::new(key, None), &self.lines);
         HistoryCalls {
-            calls,
-            chain: Ok(verifier.head().clone()),
-            begins_after: verifier.start().records,
+            calls: numbered.into_iter().map(|(_, call)| call).collect(),
+            chain,
+            begins_after,
         }
     }
 
@@ -149,6 +256,21 @@ impl AuditHistory for JsonLinesAuditLog {
         });
         Box::pin(std::future::ready(read))
     }
+
+    /// Reads the page from the files' ends before it returns the future: a local read.
+    fn read_page<'a>(&'a self, ends: &'a PageEnds, records: usize) -> PagesFuture<'a> {
+        let log = super::file::file_name(self.path()).unwrap_or_default();
+        let read = self
+            .page(ends.get(&log).copied(), records)
+            .map(|(lines, total)| {
+                vec![HistoryPage {
+                    log,
+                    lines,
+                    records: total,
+                }]
+            });
+        Box::pin(std::future::ready(read))
+    }
 }
 
 impl AuditHistory for MemoryAuditLog {
@@ -160,5 +282,16 @@ impl AuditHistory for MemoryAuditLog {
             tree_heads: Vec::new(),
         };
         Box::pin(std::future::ready(Ok(history)))
+    }
+
+    /// The page's lines alone, copied out of the log under its lock.
+    fn read_page<'a>(&'a self, ends: &'a PageEnds, records: usize) -> PagesFuture<'a> {
+        let (lines, total) = self.page("memory", ends, records);
+        let page = HistoryPage {
+            log: "memory".to_owned(),
+            lines,
+            records: total,
+        };
+        Box::pin(std::future::ready(Ok(vec![page])))
     }
 }

@@ -67,6 +67,28 @@ impl MemoryAuditLog {
             .collect()
     }
 
+    /// At most `records` lines before the record `ends` names for `log` (the end if none),
+    /// and the number of records the log holds.
+    pub(super) fn page(
+        &self,
+        log: &str,
+        ends: &super::PageEnds,
+        records: usize,
+    ) -> (Vec<Vec<u8>>, u64) {
+        let state = self.state();
+        // The memory log starts at the genesis record: record n is line n - 1.
+        let end = ends.get(log).map_or(state.0.len(), |&end| {
+            usize::try_from(end.saturating_sub(1))
+                .map_or(state.0.len(), |end| end.min(state.0.len()))
+        });
+        let start = end.saturating_sub(records);
+        let lines = state.0[start..end]
+            .iter()
+            .map(|line| line.as_bytes().to_vec())
+            .collect();
+        (lines, state.1.records)
+    }
+
     fn state(&self) -> MutexGuard<'_, (Vec<String>, ChainHead)> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }

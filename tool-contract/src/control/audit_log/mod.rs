@@ -8,6 +8,7 @@
 //! rewritten record breaks the chain even when its digest was recomputed.
 
 mod file;
+mod file_page;
 mod history;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -22,7 +23,10 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 
 pub use file::JsonLinesAuditLog;
-pub use history::{AuditHistory, HistoriesFuture, History, HistoryCalls, HistoryFuture};
+pub use history::{
+    AuditHistory, HistoriesFuture, History, HistoryCalls, HistoryFuture, HistoryPage, PageEnds,
+    PagesFuture,
+};
 pub use memory::MemoryAuditLog;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresAuditLog, StreamHead};

@@ -533,4 +533,63 @@ impl super::AuditHistory for PostgresAuditLog {
             Ok(histories)
         })
     }
+
+    /// Every stream's page in one query: each stream's head, with its newest records before
+    /// where `ends` says its page ends, read by the table's key (no record before the page
+    /// is read).
+    fn read_page<'a>(
+        &'a self,
+        ends: &'a super::PageEnds,
+        records: usize,
+    ) -> super::PagesFuture<'a> {
+        Box::pin(async move {
+            let connection = self
+                .store
+                .connection()
+                .await
+                .map_err(AuditLogError::Database)?;
+            let schema = self.store.schema();
+            let (named, before): (Vec<&str>, Vec<i64>) = ends
+                .iter()
+                .map(|(stream, &end)| (stream.as_str(), signed(end)))
+                .unzip();
+            let limit = i64::try_from(records).unwrap_or(i64::MAX);
+            let rows = connection
+                .query(
+                    &format!(
+                        "SELECT h.stream, h.records, page.record \
+                         FROM {schema}.tool_contract_audit_heads h \
+                         LEFT JOIN LATERAL ( \
+                             SELECT a.seq, a.record FROM {schema}.tool_contract_audit a \
+                             WHERE a.stream = h.stream AND a.seq < COALESCE( \
+                                 (SELECT e.before FROM unnest($1::text[], $2::bigint[]) \
+                                  AS e(stream, before) WHERE e.stream = h.stream), \
+                                 9223372036854775807) \
+                             ORDER BY a.seq DESC LIMIT $3 \
+                         ) page ON true \
+                         ORDER BY h.stream, page.seq"
+                    ),
+                    &[&named, &before, &limit],
+                )
+                .await
+                .map_err(database)?;
+            let mut pages: Vec<super::HistoryPage> = Vec::new();
+            for row in &rows {
+                let stream: String = row.get(0);
+                if pages.last().is_none_or(|page| page.log != stream) {
+                    pages.push(super::HistoryPage {
+                        log: stream,
+                        lines: Vec::new(),
+                        records: u64::try_from(row.get::<_, i64>(1)).unwrap_or_default(),
+                    });
+                }
+                if let (Some(page), Some(record)) =
+                    (pages.last_mut(), row.get::<_, Option<&str>>(2))
+                {
+                    page.lines.push(record.as_bytes().to_vec());
+                }
+            }
+            Ok(pages)
+        })
+    }
 }

@@ -116,6 +116,9 @@ pub(crate) struct Verifier<'k> {
     head: ChainHead,
     start: ChainHead,
     line: u64,
+    /// Whether the first record may be any record, taken at its word: a page of a chain
+    /// read without the records before it.
+    anywhere: bool,
 }
 
 impl<'k> Verifier<'k> {
@@ -129,6 +132,17 @@ impl<'k> Verifier<'k> {
             head,
             expected: start,
             line: 0,
+            anywhere: false,
+        }
+    }
+
+    /// A verifier whose first record may be any record of a chain (its own keyed digest
+    /// still has to hold), each one after it following from the one before: for a page of
+    /// a chain, read without the records before it.
+    pub(crate) fn anywhere(key: &'k SecretKey) -> Self {
+        Verifier {
+            anywhere: true,
+            ..Verifier::new(key, None)
         }
     }
 
@@ -158,9 +172,9 @@ impl<'k> Verifier<'k> {
         };
         let segment_start = matches!(entry, ReadEntry::Event(LogEvent::SegmentStarted { .. }));
         match &self.expected {
-            // The first record of a segment read on its own: the genesis, or a segment start
-            // taken at its word (its keyed digest still has to hold).
-            None if self.line == 1 && segment_start && seq > 1 => {
+            // The first record of a segment (or a page) read on its own: the genesis, or a
+            // segment start taken at its word (its keyed digest still has to hold).
+            None if self.line == 1 && (segment_start || self.anywhere) && seq > 1 => {
                 self.start = ChainHead {
                     records: seq - 1,
                     head_sha256: prev.to_owned(),
@@ -188,6 +202,18 @@ impl<'k> Verifier<'k> {
         };
         Ok(entry)
     }
+}
+
+/// The number (`seq`) a record's line gives itself, read from its end without parsing the
+/// rest: RFC 8785 orders `seq` last, so a line ends `,"seq":N}`. `None` for a line that
+/// does not end so; the record itself is checked when it is read.
+pub(crate) fn line_seq(line: &[u8]) -> Option<u64> {
+    let digits = line.strip_suffix(b"}")?;
+    let start = digits.iter().rposition(|byte| !byte.is_ascii_digit())? + 1;
+    if !digits[..start].ends_with(b",\"seq\":") || start == digits.len() {
+        return None;
+    }
+    std::str::from_utf8(&digits[start..]).ok()?.parse().ok()
 }
 
 /// A record's members and entry, if the line is a well-formed record: canonical-parsable (no
