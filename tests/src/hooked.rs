@@ -13,7 +13,7 @@ use tool_contract::control::{
 use tool_contract::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
 
 /// The names the hook is called with, one per step.
-pub const STEPS: [&str; 14] = [
+pub const STEPS: [&str; 15] = [
     "claim",
     "advance",
     "release",
@@ -27,6 +27,7 @@ pub const STEPS: [&str; 14] = [
     "pending_approval",
     "write_directory",
     "approvers",
+    "approver",
     "sign_count",
 ];
 
@@ -120,6 +121,13 @@ impl ControlStore for Hooked {
     }
     fn approvers<'a>(&'a self, seal: &'a RowSeal) -> StoreFuture<'a, Vec<Approver>> {
         self.step("approvers", || self.inner.approvers(seal))
+    }
+    fn approver<'a>(
+        &'a self,
+        approver_id: &'a str,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Option<Approver>> {
+        self.step("approver", || self.inner.approver(approver_id, seal))
     }
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         self.step("sign_count", || self.inner.sign_count(count))

@@ -123,6 +123,14 @@ impl ControlStore for Guarded {
         guarded(|| self.0.approvers(seal))
     }
 
+    fn approver<'a>(
+        &'a self,
+        approver_id: &'a str,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Option<Approver>> {
+        guarded(|| self.0.approver(approver_id, seal))
+    }
+
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         guarded(|| self.0.sign_count(count))
     }

@@ -299,6 +299,18 @@ impl ControlStore for MemoryStore {
         )))
     }
 
+    fn approver<'a>(
+        &'a self,
+        approver_id: &'a str,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Option<Approver>> {
+        answered(at_once(rows::read_approver(
+            &mut MemoryRows(&mut self.state()),
+            approver_id,
+            seal,
+        )))
+    }
+
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         answered(at_once(rows::sign_count(
             &mut MemoryRows(&mut self.state()),

@@ -195,6 +195,25 @@ pub trait ControlStore: Send + Sync {
     /// Every enrolled approver, by id, each row opened with `seal`.
     fn approvers<'a>(&'a self, seal: &'a RowSeal) -> StoreFuture<'a, Vec<Approver>>;
 
+    /// The approver `approver_id`, if enrolled, its row opened with `seal`: what a console
+    /// page reads for the approver signed in, by key, however large the directory.
+    ///
+    /// The default reads [`approvers`](Self::approvers) and picks; the stores of this crate
+    /// read the one row.
+    fn approver<'a>(
+        &'a self,
+        approver_id: &'a str,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Option<Approver>> {
+        Box::pin(async move {
+            Ok(self
+                .approvers(seal)
+                .await?
+                .into_iter()
+                .find(|approver| approver.approver_id == approver_id))
+        })
+    }
+
     /// Takes a credential's presented signature counter (see
     /// [`decide_sign_count`](crate::control::decide_sign_count)), atomically with every other
     /// directory step: of two replicas shown one count, one accepts it.

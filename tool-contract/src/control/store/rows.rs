@@ -124,7 +124,7 @@ fn opened_approver(
     Ok(approver)
 }
 
-async fn read_approver(
+pub(crate) async fn read_approver(
     rows: &mut impl Rows,
     approver_id: &str,
     seal: &RowSeal,

@@ -611,6 +611,21 @@ impl ControlStore for SqliteStore {
         self.read(move |tx| at_once(rows::approvers(&mut SqliteRows(tx), &seal)))
     }
 
+    fn approver<'a>(
+        &'a self,
+        approver_id: &'a str,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Option<Approver>> {
+        let (approver_id, seal) = (approver_id.to_owned(), seal.clone());
+        self.read(move |tx| {
+            at_once(rows::read_approver(
+                &mut SqliteRows(tx),
+                &approver_id,
+                &seal,
+            ))
+        })
+    }
+
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         let count = count.clone();
         self.run(move |tx| at_once(rows::sign_count(&mut SqliteRows(tx), &count)))

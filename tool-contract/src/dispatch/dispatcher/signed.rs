@@ -78,11 +78,7 @@ impl Dispatcher {
     ///
     /// [`StoreError`] when the store fails.
     pub async fn approver(&self, approver_id: &str) -> Result<Option<Approver>, StoreError> {
-        Ok(self
-            .approvers()
-            .await?
-            .into_iter()
-            .find(|approver| approver.approver_id == approver_id))
+        self.store.approver(approver_id, &self.row_seal).await
     }
 
     /// The approver keys to publish: the relying party and every enrolled approver's
@@ -97,26 +93,30 @@ impl Dispatcher {
         let Some(relying_party) = self.relying_party() else {
             return Ok(None);
         };
-        let approvers = self
-            .approvers()
-            .await?
-            .into_iter()
-            .map(|approver| PublishedApprover {
-                approver_id: approver.approver_id,
-                display_name: approver.display_name,
-                credentials: approver
-                    .credentials
-                    .into_iter()
-                    .map(|credential| PublishedCredential {
-                        credential_id: credential.credential_id,
-                        public_key: credential.public_key,
-                        backup_eligible: credential.backup_eligible,
-                        valid_from: credential.enrolled_at,
-                        valid_until: credential.revoked_at,
-                    })
-                    .collect(),
-            })
-            .collect();
+        let approvers = self.approvers().await?.into_iter().map(published).collect();
+        Ok(Some(ApproverKeys {
+            relying_party: relying_party.clone(),
+            approvers,
+        }))
+    }
+
+    /// [`published_approvers`](Self::published_approvers) of `approver_ids` alone (those
+    /// enrolled), each read by key: what checking a few receipts needs, however large the
+    /// directory.
+    #[cfg(feature = "console")]
+    pub(crate) async fn published_approvers_named(
+        &self,
+        approver_ids: impl IntoIterator<Item = &str>,
+    ) -> Result<Option<ApproverKeys>, StoreError> {
+        let Some(relying_party) = self.relying_party() else {
+            return Ok(None);
+        };
+        let mut approvers = Vec::new();
+        for approver_id in approver_ids {
+            if let Some(approver) = self.approver(approver_id).await? {
+                approvers.push(published(approver));
+            }
+        }
         Ok(Some(ApproverKeys {
             relying_party: relying_party.clone(),
             approvers,
@@ -773,5 +773,24 @@ mod ceremonies {
             Decision::RejectWrongDetails => Some(Some(RejectionReason::WrongDetails)),
             Decision::RejectDuplicate => Some(Some(RejectionReason::Duplicate)),
         }
+    }
+}
+
+/// An approver as published: its credentials with the dates they sign between.
+fn published(approver: Approver) -> PublishedApprover {
+    PublishedApprover {
+        approver_id: approver.approver_id,
+        display_name: approver.display_name,
+        credentials: approver
+            .credentials
+            .into_iter()
+            .map(|credential| PublishedCredential {
+                credential_id: credential.credential_id,
+                public_key: credential.public_key,
+                backup_eligible: credential.backup_eligible,
+                valid_from: credential.enrolled_at,
+                valid_until: credential.revoked_at,
+            })
+            .collect(),
     }
 }

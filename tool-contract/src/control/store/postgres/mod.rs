@@ -839,6 +839,20 @@ impl ControlStore for PostgresStore {
         Box::pin(async move { in_transaction!(self, |rows| rows::approvers(&mut rows, seal)) })
     }
 
+    fn approver<'a>(
+        &'a self,
+        approver_id: &'a str,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Option<Approver>> {
+        Box::pin(async move {
+            in_transaction!(self, |rows| rows::read_approver(
+                &mut rows,
+                approver_id,
+                seal
+            ))
+        })
+    }
+
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         Box::pin(async move { in_transaction!(self, |rows| rows::sign_count(&mut rows, count)) })
     }
