@@ -222,6 +222,10 @@ async fn two_supervisors_approve_a_large_refund_in_their_browsers_and_it_drafts_
     dee.open(&format!("{base}/audit")).await;
     let chain = dee.text().await;
     assert!(chain.contains("holds through record"), "{chain}");
+    assert!(chain.contains("Check the whole log"), "{chain}");
+    dee.open(&format!("{base}/audit?whole")).await;
+    let chain = dee.text().await;
+    assert!(chain.contains("holds through record"), "{chain}");
     assert!(chain.contains("verified through record"), "{chain}");
     dee.screenshot(&screenshots().join("audit.png")).await;
     dee.open(&format!("{base}/overview")).await;

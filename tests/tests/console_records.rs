@@ -12,7 +12,7 @@ use tool_contract::console::{Console, ConsoleOptions};
 use tool_contract::control::{AuditHistory, History, HistoryFuture, JsonLinesAuditLog};
 use tool_contract::dispatch::Task;
 use tool_contract::results::{Delivery, KeySet, ReceiptSigner};
-use tool_contract::{ErrorCode, SecretKey, Status};
+use tool_contract::{CallContext, ErrorCode, SecretKey, Status};
 use tool_contract_tests::console::{Desk, Visit, desk, serve};
 use tool_contract_tests::passkey::{ORIGIN, SoftAuthenticator};
 use tool_contract_tests::tracker::{
@@ -23,17 +23,61 @@ use tool_contract_tests::tracker::{
 /// receipted write of the pages over the log. Its approval id, and Ana's browser and
 /// authenticator.
 async fn approved_and_run(desk: &Desk) -> (String, Visit, SoftAuthenticator) {
-    let (mut ana, mut ana_key) = desk.enrolled("sup-ana").await;
-    let (mut ben, mut ben_key) = desk.enrolled("sup-ben").await;
-    let call = message("m-1", "bob");
-    let pending = pending_approval(&desk.dispatcher, &call).await;
-    for (visit, key) in [(&mut ana, &mut ana_key), (&mut ben, &mut ben_key)] {
+    let (ana, ana_key) = desk.enrolled("sup-ana").await;
+    let (ben, ben_key) = desk.enrolled("sup-ben").await;
+    let mut approvers = [(ana, ana_key), (ben, ben_key)];
+    let approval_id = run_approved(desk, &message("m-1", "bob"), &mut approvers).await;
+    let [(ana, ana_key), _] = approvers;
+    (approval_id, ana, ana_key)
+}
+
+/// Sends `call`, approved by each of `approvers` with their passkeys, and runs it: its
+/// approval id.
+async fn run_approved(
+    desk: &Desk,
+    call: &CallContext,
+    approvers: &mut [(Visit, SoftAuthenticator)],
+) -> String {
+    let pending = pending_approval(&desk.dispatcher, call).await;
+    for (visit, key) in approvers.iter_mut() {
         let decided = visit.decide(&pending.approval_id, "approve", key).await;
         assert_eq!(decided.status, 200, "{}", decided.text);
     }
-    let ran = run(&desk.dispatcher, &call).await;
+    let ran = run(&desk.dispatcher, call).await;
     assert_eq!(code(&ran), None, "{:?}", ran.result.model);
-    (pending.approval_id, ana, ana_key)
+    pending.approval_id
+}
+
+/// A console over the desk's dispatcher and log whose pages read `records` records, served,
+/// with `approver_id` signed in with `key`.
+async fn paged(
+    desk: &Desk,
+    records: usize,
+    approver_id: &str,
+    key: &mut SoftAuthenticator,
+) -> Visit {
+    let console = Console::new(
+        desk.dispatcher.clone(),
+        SecretKey::new([0x33; 32]).unwrap(),
+        ConsoleOptions::new(ORIGIN, "/console").with_page_records(records),
+    )
+    .unwrap()
+    .with_audit_log(desk.log.clone(), audit_key(), desk.published.clone());
+    let mut visit = Visit::new(&serve(&console).await);
+    assert_eq!(visit.sign_in(approver_id, key).await.status, 200);
+    visit
+}
+
+/// The href of the link `id` on `page`, without the console's base path.
+fn link(page: &str, id: &str) -> Option<String> {
+    let tail = page.split_once(&format!(r#"id="{id}" href=""#))?.1;
+    let href = unescaped(tail.split_once('"')?.0);
+    Some(href.strip_prefix("/console")?.to_owned())
+}
+
+/// `text` as the page's HTML escaping wrote it, read back.
+fn unescaped(text: &str) -> String {
+    text.replace("&#x2f;", "/").replace("&amp;", "&")
 }
 
 /// A log file read back by another reader than its writer, as an auditor's copy would be.
@@ -260,7 +304,7 @@ async fn an_auditor_sees_every_receipt_and_the_chain_held_through_its_signed_tre
     assert!(dee.get("/receipts").await.text.contains(&approval_id));
 
     let records = JsonLinesAuditLog::records(&desk.audit_log).unwrap().len();
-    let chain = dee.get("/audit").await;
+    let chain = dee.get("/audit?whole").await;
     assert_eq!(chain.status, 200, "{}", chain.text);
     assert!(
         chain
@@ -295,7 +339,7 @@ async fn a_log_whose_oldest_segment_was_removed_says_which_records_it_no_longer_
     ));
     std::fs::remove_file(&oldest).unwrap();
 
-    let chain = dee.get("/audit").await;
+    let chain = dee.get("/audit?whole").await;
     assert_eq!(chain.status, 200, "{}", chain.text);
     assert!(
         !chain.text.contains("holds through record"),
@@ -321,7 +365,7 @@ async fn an_edited_record_shows_where_the_chain_breaks() {
     assert_ne!(text, edited, "a record holds the message number");
     std::fs::write(&desk.audit_log, edited).unwrap();
 
-    let chain = dee.get("/audit").await;
+    let chain = dee.get("/audit?whole").await;
     assert!(
         chain
             .text
@@ -330,6 +374,208 @@ async fn an_edited_record_shows_where_the_chain_breaks() {
         chain.text
     );
     assert!(chain.text.contains("do not hold"), "{}", chain.text);
+}
+
+/// Two receipted writes, `m-1` then `m-2`, each approved by Ana and Ben: their approval ids,
+/// and Ana's authenticator.
+async fn two_receipts(desk: &Desk, rotate_between: bool) -> ([String; 2], SoftAuthenticator) {
+    let (ana, ana_key) = desk.enrolled("sup-ana").await;
+    let (ben, ben_key) = desk.enrolled("sup-ben").await;
+    let mut approvers = [(ana, ana_key), (ben, ben_key)];
+    let first = run_approved(desk, &message("m-1", "bob"), &mut approvers).await;
+    if rotate_between {
+        desk.log.rotate().unwrap();
+    }
+    let second = run_approved(desk, &message("m-2", "carol"), &mut approvers).await;
+    let [(_, ana_key), _] = approvers;
+    ([first, second], ana_key)
+}
+
+#[tokio::test]
+async fn receipts_are_paged_newest_first_with_older_records_a_link_away() {
+    let desk = desk().await;
+    let ([first, second], mut ana_key) = two_receipts(&desk, false).await;
+    let records = JsonLinesAuditLog::records(&desk.audit_log).unwrap().len();
+    let mut ana = paged(&desk, 1, "sup-ana", &mut ana_key).await;
+
+    let newest = ana.get("/receipts").await;
+    assert_eq!(newest.status, 200, "{}", newest.text);
+    assert!(newest.text.contains(&second), "{}", newest.text);
+    assert!(!newest.text.contains(&first), "{}", newest.text);
+    assert!(
+        newest.text.contains(&format!(
+            "records {records} to {records} of {records} in <code>audit.jsonl</code>"
+        )),
+        "{}",
+        newest.text
+    );
+    assert!(link(&newest.text, "newest").is_none());
+
+    // Older pages, one record each, until the first receipt.
+    let mut page = newest;
+    let mut pages = 1;
+    while !page.text.contains(&first) {
+        let older = link(&page.text, "older").expect("an older page while records remain");
+        page = ana.get(&older).await;
+        assert_eq!(page.status, 200, "{}", page.text);
+        assert!(link(&page.text, "newest").is_some(), "{}", page.text);
+        pages += 1;
+        assert!(pages <= records, "the first receipt was never shown");
+    }
+    assert!(!page.text.contains(&second), "{}", page.text);
+
+    // Its download reads the one record the link names, and verifies offline.
+    let href = unescaped(&page.text)
+        .split_once(&format!("/console/receipts/{first}?at="))
+        .map(|(_, rest)| format!("/receipts/{first}?at={}", rest.split_once('"').unwrap().0))
+        .expect("a download link naming its record");
+    let download = ana.get(&href).await;
+    assert_eq!(download.status, 200, "{}", download.text);
+    let approvers = desk
+        .dispatcher
+        .published_approvers()
+        .await
+        .unwrap()
+        .unwrap();
+    let receipt = desk
+        .published
+        .verify_with_approvers(download.text.as_bytes(), &approvers)
+        .unwrap();
+    assert_eq!(receipt.approval_id, first);
+    // Another record named for it: not there.
+    let elsewhere = ana
+        .get(&format!("/receipts/{first}?at=1:audit.jsonl"))
+        .await;
+    assert_eq!(elsewhere.status, 404, "{}", elsewhere.text);
+}
+
+#[tokio::test]
+async fn the_newest_page_reads_nothing_of_the_oldest_segment() {
+    let desk = desk().await;
+    let ([first, second], mut ana_key) = two_receipts(&desk, true).await;
+    // The oldest segment made unreadable: a directory where its file was. A page that read
+    // the whole log would fail on it.
+    let oldest = desk.audit_log.with_file_name("audit.jsonl.000001");
+    std::fs::remove_file(&oldest).unwrap();
+    std::fs::create_dir(&oldest).unwrap();
+    // The active segment: its start, m-2 asked, m-2 ran.
+    let mut ana = paged(&desk, 3, "sup-ana", &mut ana_key).await;
+    let receipts = ana.get("/receipts").await;
+    assert_eq!(receipts.status, 200, "{}", receipts.text);
+    assert!(receipts.text.contains(&second), "{}", receipts.text);
+    assert!(!receipts.text.contains(&first), "{}", receipts.text);
+
+    let (mut dee, mut dee_key) = desk.enrolled("aud-dee").await;
+    drop(dee.get("/approvals").await);
+    let mut dee = paged(&desk, 3, "aud-dee", &mut dee_key).await;
+    let chain = dee.get("/audit").await;
+    assert_eq!(chain.status, 200, "{}", chain.text);
+    let whole = dee.get("/audit?whole").await;
+    assert_eq!(
+        whole.status, 503,
+        "the whole log cannot be read: {}",
+        whole.text
+    );
+}
+
+#[tokio::test]
+async fn the_audit_page_checks_its_newest_records_and_the_whole_log_when_asked() {
+    let desk = desk().await;
+    approved_and_run(&desk).await;
+    let records = JsonLinesAuditLog::records(&desk.audit_log).unwrap().len();
+    let (_, mut dee_key) = desk.enrolled("aud-dee").await;
+    let mut dee = paged(&desk, 1, "aud-dee", &mut dee_key).await;
+
+    let page = dee.get("/audit").await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    let from = records;
+    assert!(
+        page.text.contains(&format!(
+            "records {from} to {records} hold; records before {from} were not read for this page"
+        )),
+        "{}",
+        page.text
+    );
+    assert!(!page.text.contains("verified through"), "{}", page.text);
+    let whole = dee
+        .get(&link(&page.text, "whole").expect("a link to the whole check"))
+        .await;
+    assert!(
+        whole
+            .text
+            .contains(&format!("holds through record {records}")),
+        "{}",
+        whole.text
+    );
+    assert!(
+        whole.text.contains("verified through record"),
+        "{}",
+        whole.text
+    );
+
+    // A page whose first record was edited: its own keyed digest no longer holds.
+    let text = std::fs::read_to_string(&desk.audit_log).unwrap();
+    let last_line_start = text[..text.len() - 1].rfind('\n').unwrap() + 1;
+    let (before, last) = text.split_at(last_line_start);
+    let edited = format!(
+        "{before}{}",
+        last.replacen("\"number\":241", "\"number\":242", 1)
+    );
+    assert_ne!(text, edited, "the last record holds the message number");
+    std::fs::write(&desk.audit_log, edited).unwrap();
+    let page = dee.get("/audit").await;
+    assert!(
+        page.text.contains(&format!(
+            "breaks at record {records}: record_sha256 does not match"
+        )),
+        "{}",
+        page.text
+    );
+}
+
+#[tokio::test]
+async fn the_overview_reads_back_to_the_day_and_no_further() {
+    use tool_contract::control::AuditSink;
+    use tool_contract::results::ModelResult;
+
+    let desk = desk().await;
+    // A call observed two days ago (run elsewhere, dated back), appended twice: into a
+    // segment since made unreadable, and after it. Today: three calls.
+    let elsewhere = tool_contract_tests::tracker::builder(&desk.remote)
+        .build()
+        .unwrap();
+    let ran = run(&elsewhere, &create("c1", "Printer on fire", "3", "k-1")).await;
+    let mut model = serde_json::to_value(&ran.result.model).unwrap();
+    model["provenance"]["observed_at"] = json!("2026-08-20T10:00:00Z");
+    let aged: ModelResult = serde_json::from_value(model).unwrap();
+    let log = &desk.log;
+    log.append(&aged, &ran.result.audit).await.unwrap();
+    log.rotate().unwrap();
+    log.append(&aged, &ran.result.audit).await.unwrap();
+    for number in 2..5 {
+        let call = create(
+            &format!("c{number}"),
+            "Printer on fire",
+            "3",
+            &format!("k-{number}"),
+        );
+        run(&desk.dispatcher, &call).await;
+    }
+    let oldest = desk.audit_log.with_file_name("audit.jsonl.000001");
+    std::fs::remove_file(&oldest).unwrap();
+    std::fs::create_dir(&oldest).unwrap();
+
+    let (_, mut dee_key) = desk.enrolled("aud-dee").await;
+    let mut dee = paged(&desk, 1, "aud-dee", &mut dee_key).await;
+    let overview = dee.get("/overview").await;
+    assert_eq!(overview.status, 200, "{}", overview.text);
+    assert!(
+        overview.text.contains(
+            r#"<tr data-tool="create_issue"><td><code>create_issue</code></td><td>3</td>"#
+        ),
+        "{}",
+        overview.text
+    );
 }
 
 #[tokio::test]
@@ -561,12 +807,8 @@ async fn a_console_in_front_of_two_replicas_shows_the_receipts_and_chains_of_bot
         .unwrap();
     let mut dee = Visit::new(&base);
     let invited = invitation(&console, "aud-dee").await;
-    assert_eq!(
-        dee.enrol(&invited, &mut SoftAuthenticator::new())
-            .await
-            .status,
-        200
-    );
+    let mut dee_key = SoftAuthenticator::new();
+    assert_eq!(dee.enrol(&invited, &mut dee_key).await.status, 200);
     let receipts = dee.get("/receipts").await;
     for approval_id in &approval_ids {
         assert!(
@@ -579,4 +821,39 @@ async fn a_console_in_front_of_two_replicas_shows_the_receipts_and_chains_of_bot
     for stream in [log_a.stream(), log_b.stream()] {
         assert!(chains.text.contains(stream), "{stream}: {}", chains.text);
     }
+
+    // Pages of one record of each stream: A holds m-1 asked, m-1 ran, m-2 asked; B m-2 ran.
+    let paged = Console::new(
+        a.clone(),
+        SecretKey::new([0x33; 32]).unwrap(),
+        ConsoleOptions::new(ORIGIN, "/console").with_page_records(1),
+    )
+    .unwrap()
+    .with_audit_log(
+        log_a.clone(),
+        audit_key(),
+        KeySet::new([receipt_signer().published_key()]).unwrap(),
+    );
+    let mut dee = Visit::new(&serve(&paged).await);
+    assert_eq!(dee.sign_in("aud-dee", &mut dee_key).await.status, 200);
+    let newest = dee.get("/receipts").await;
+    assert!(newest.text.contains(&approval_ids[1]), "{}", newest.text);
+    assert!(!newest.text.contains(&approval_ids[0]), "{}", newest.text);
+    let older = dee
+        .get(&link(&newest.text, "older").expect("A has older records"))
+        .await;
+    assert!(older.text.contains(&approval_ids[0]), "{}", older.text);
+    assert!(!older.text.contains(&approval_ids[1]), "{}", older.text);
+    let (stream_a, stream_b) = (log_a.stream(), log_b.stream());
+    let read = older
+        .text
+        .split_once(r#"<p id="records-read">"#)
+        .and_then(|(_, rest)| rest.split_once("</p>"))
+        .expect("what the page read")
+        .0;
+    assert_eq!(
+        read,
+        format!("Read for this page: records 2 to 2 of 3 in <code>{stream_a}</code>."),
+        "B has no older record ({stream_b})"
+    );
 }

@@ -10,7 +10,8 @@ use time::format_description::well_known::Rfc3339;
 use time::{Duration, OffsetDateTime};
 
 use crate::control::{
-    Approver, AuditHistory, AuditLogError, History, HistoryCalls, PendingApproval,
+    Approver, AuditHistory, AuditLogError, ChainHead, History, HistoryCalls, HistoryPage, PageEnds,
+    PendingApproval,
 };
 use crate::results::{
     ApproverKeys, ErrorCode, KeySet, ModelResult, ProtectedAudit, SecretKey, SignedReceipt,
@@ -38,49 +39,128 @@ impl std::fmt::Debug for AuditView {
     }
 }
 
-/// The log as read at one moment: every chain kept where it is kept (each replica's stream
-/// of a PostgreSQL table), each with its calls as far as it holds.
+/// The log as read whole at one moment: every chain kept where it is kept (each replica's
+/// stream of a PostgreSQL table), each with its calls as far as it holds.
 pub(super) struct Read {
     pub(super) chains: Vec<(History, HistoryCalls)>,
-    /// Every chain's calls, chain after chain.
-    pub(super) calls: Vec<(ModelResult, ProtectedAudit)>,
-}
-
-impl Read {
-    /// Where the first chain that breaks does, if one does.
-    pub(super) fn broken(&self) -> Option<String> {
-        self.chains.iter().find_map(|(history, calls)| {
-            let error = calls.chain.as_ref().err()?;
-            Some(format!("{}: {error}", history.log))
-        })
-    }
 }
 
 impl AuditView {
-    pub(super) async fn read(&self) -> Result<Read, AuditLogError> {
+    /// Every chain, whole: what the audit page reads when asked to check the whole log.
+    pub(super) async fn read_whole(&self) -> Result<Read, AuditLogError> {
         let histories = self.history.read_back_all().await?;
-        let mut read = Read {
-            chains: Vec::with_capacity(histories.len()),
-            calls: Vec::new(),
-        };
-        for history in histories {
-            let calls = history.calls(&self.key);
-            read.calls.extend(calls.calls.iter().cloned());
-            read.chains.push((history, calls));
-        }
-        Ok(read)
+        let chains = histories
+            .into_iter()
+            .map(|history| {
+                let calls = history.calls(&self.key);
+                (history, calls)
+            })
+            .collect();
+        Ok(Read { chains })
     }
 }
 
-/// The receipts the calls carry, newest redemption first.
-pub(super) fn receipts(calls: &[(ModelResult, ProtectedAudit)]) -> Vec<&SignedReceipt> {
-    let mut receipts: Vec<&SignedReceipt> = calls
+/// One chain's page, its calls checked from the page's first record on and numbered.
+pub(super) struct ChainPage {
+    pub(super) page: HistoryPage,
+    pub(super) calls: Vec<(u64, (ModelResult, ProtectedAudit))>,
+    pub(super) chain: Result<ChainHead, AuditLogError>,
+    /// The number of the record before the page's first.
+    pub(super) begins_after: u64,
+}
+
+impl AuditView {
+    /// A page of every chain: at most `records` of each, ending where `ends` says.
+    pub(super) async fn page(
+        &self,
+        ends: &PageEnds,
+        records: usize,
+    ) -> Result<Vec<ChainPage>, AuditLogError> {
+        let pages = self.history.read_page(ends, records).await?;
+        Ok(pages
+            .into_iter()
+            .map(|page| {
+                let (calls, chain, begins_after) = page.numbered_calls(&self.key);
+                ChainPage {
+                    page,
+                    calls,
+                    chain,
+                    begins_after,
+                }
+            })
+            .collect())
+    }
+}
+
+/// Where the pages before `chains` end, if any chain has records before its page (a chain
+/// with none is named with `1`, so that it gives nothing more).
+pub(super) fn older(chains: &[ChainPage]) -> Option<PageEnds> {
+    let ends: PageEnds = chains
         .iter()
-        .filter_map(|(_, audit)| audit.approval.as_ref()?.receipt.as_ref())
+        .map(|chain| (chain.page.log.clone(), chain.page.older().unwrap_or(1)))
+        .collect();
+    ends.values().any(|&end| end > 1).then_some(ends)
+}
+
+/// Where the first chain that breaks in its page does, if one does.
+pub(super) fn broken_in(chains: &[ChainPage]) -> Option<String> {
+    chains.iter().find_map(|chain| {
+        let error = chain.chain.as_ref().err()?;
+        Some(format!("{}: {error}", chain.page.log))
+    })
+}
+
+/// The query of a link to the page ending where `ends` says: `before=<seq>:<chain>` per
+/// chain, each encoded as a form value.
+pub(super) fn page_query(ends: &PageEnds) -> String {
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    for (log, end) in ends {
+        query.append_pair("before", &format!("{end}:{log}"));
+    }
+    query.finish()
+}
+
+/// The `name` parameters of `query` that read as `<seq>:<chain>`, by chain. Anything else
+/// is left out, so that a mangled link shows the newest records.
+pub(super) fn places(query: Option<&str>, name: &str) -> PageEnds {
+    url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .filter(|(key, _)| key == name)
+        .filter_map(|(_, value)| {
+            let (seq, log) = value.split_once(':')?;
+            Some((log.to_owned(), seq.parse().ok()?))
+        })
+        .collect()
+}
+
+/// A receipt a page shows, with the record that holds it.
+pub(super) struct Located<'a> {
+    pub(super) log: &'a str,
+    pub(super) seq: u64,
+    pub(super) receipt: &'a SignedReceipt,
+}
+
+/// The receipts the pages' calls carry, newest redemption first.
+pub(super) fn located_receipts(chains: &[ChainPage]) -> Vec<Located<'_>> {
+    let mut receipts: Vec<Located<'_>> = chains
+        .iter()
+        .flat_map(|chain| {
+            chain.calls.iter().filter_map(|(seq, (_, audit))| {
+                Some(Located {
+                    log: &chain.page.log,
+                    seq: *seq,
+                    receipt: audit.approval.as_ref()?.receipt.as_ref()?,
+                })
+            })
+        })
         .collect();
     // Times in one UTC spelling sort as text; chains of several replicas interleave.
     receipts.reverse();
-    receipts.sort_by(|a, b| b.receipt.redeemed_at.cmp(&a.receipt.redeemed_at));
+    receipts.sort_by(|a, b| {
+        b.receipt
+            .receipt
+            .redeemed_at
+            .cmp(&a.receipt.receipt.redeemed_at)
+    });
     receipts
 }
 
@@ -116,6 +196,37 @@ pub(super) fn receipt_view(
         "why": verdict.as_ref().err(),
         "href": href,
     })
+}
+
+/// What a page of each chain shows of it: its records, and whether the keyed chain holds
+/// through the page, from the page's first record (taken at its word) on.
+pub(super) fn chain_page_views(chains: &[ChainPage]) -> Vec<Value> {
+    chains
+        .iter()
+        .map(|chain| {
+            let (through, broken) = match &chain.chain {
+                Ok(head) => (Some(head.records), None),
+                // Lines count from the page's first: say which record of the chain breaks.
+                Err(AuditLogError::Broken { line, link }) => match chain.page.first() {
+                    Some(first) => (
+                        None,
+                        Some(format!("at record {}: {link}", first + line - 1)),
+                    ),
+                    None => (None, Some(format!("at line {line} of the page: {link}"))),
+                },
+                Err(error) => (None, Some(error.to_string())),
+            };
+            json!({
+                "log": chain.page.log,
+                "records": chain.page.records,
+                "from": chain.begins_after + 1,
+                "through": through,
+                // The page's last record is not the chain's last, as the chain's head says.
+                "short_of_head": through.is_some_and(|through| through < chain.page.records),
+                "broken": broken,
+            })
+        })
+        .collect()
 }
 
 /// Where each chain stands.
@@ -158,6 +269,11 @@ fn chain_view(history: &History, calls: &HistoryCalls, keys: &KeySet) -> Value {
     })
 }
 
+/// When a call's result was observed, as its provenance says.
+pub(super) fn observed_at(model: &ModelResult) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(&model.provenance().observed_at, &Rfc3339).ok()
+}
+
 /// One tool's last day.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(super) struct ToolDay {
@@ -171,8 +287,8 @@ pub(super) struct ToolDay {
 /// The last day before `now`, per tool: calls answered (by when each result was observed),
 /// approvals redeemed (`granted`), rejections the model was told of, unknown outcomes
 /// settled by a status query (`reconciled`), and the approvals pending now.
-pub(super) fn overview(
-    calls: &[(ModelResult, ProtectedAudit)],
+pub(super) fn overview<'a>(
+    calls: impl IntoIterator<Item = &'a (ModelResult, ProtectedAudit)>,
     pending: &[PendingApproval],
     now: OffsetDateTime,
 ) -> BTreeMap<String, ToolDay> {
@@ -182,8 +298,7 @@ pub(super) fn overview(
         let Some(contract) = &audit.tool_contract else {
             continue;
         };
-        let observed = OffsetDateTime::parse(&model.provenance().observed_at, &Rfc3339);
-        if !observed.is_ok_and(|at| at > since && at <= now) {
+        if !observed_at(model).is_some_and(|at| at > since && at <= now) {
             continue;
         }
         let day = days.entry(contract.tool.to_string()).or_default();

@@ -23,7 +23,7 @@
 //! every state-changing request is a POST carrying the session's CSRF token from an allowed
 //! `Origin`; every response
 //! has a Content Security Policy without inline script and `frame-ancestors 'none'`;
-//! sign-in attempts are limited per approver id.
+//! failed sign-ins are limited per browser visit, never per approver id.
 //!
 //! - **Approve with changes**: a form built from the tool's input schema, read back into
 //!   arguments that the contract checks before anything is signed; the statement then
@@ -33,9 +33,15 @@
 //!   for an auditor, an approver enrolled for every tenant `"*"`), each verified as an
 //!   auditor would offline and downloadable as the exact text that verifies.
 //! - **The audit chain** (auditors): how many records, whether the keyed chain holds through
-//!   them, and up to which signed tree head the published keys hold it.
+//!   the newest of them; asked to check the whole log, through all of them, and up to which
+//!   signed tree head the published keys hold it.
 //! - **The overview** (auditors): per tool over the last day, calls, approvals pending,
 //!   granted, rejected and unknown outcomes reconciled, drawn as a small SVG chart.
+//!
+//! A page costs what it shows: the receipts and audit pages read
+//! [`ConsoleOptions::page_records`] records of each chain from its end (older ones a link
+//! away), the overview reads back to the day's beginning, and each page reads the directory
+//! rows of the approvers it names, by key. Only the whole check reads the whole log.
 
 mod audit;
 mod audit_pages;

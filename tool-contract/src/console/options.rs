@@ -31,11 +31,16 @@ pub struct ConsoleOptions {
     /// trailing `/`). A POST whose `Origin` is none of them nor a loopback origin is refused,
     /// by the MCP endpoint's rule.
     pub allowed_origins: Vec<String>,
+    /// How many records of each chain of the audit log one page reads: the receipts page
+    /// shows the receipts among them, the audit page checks them. A page costs what it
+    /// shows, however long the log; older records are a link away.
+    pub page_records: usize,
 }
 
 impl ConsoleOptions {
     /// Options for pages served from `origin`, mounted at `base_path`: sign-ins of 8 hours,
-    /// statements to sign within 5 minutes, 10 failed sign-ins per visit per 15 minutes.
+    /// statements to sign within 5 minutes, 10 failed sign-ins per visit per 15 minutes,
+    /// pages of 100 records of the audit log.
     #[must_use]
     pub fn new(origin: impl Into<String>, base_path: impl Into<String>) -> Self {
         ConsoleOptions {
@@ -46,6 +51,7 @@ impl ConsoleOptions {
             sign_in_attempts: 10,
             sign_in_window: Duration::from_secs(15 * 60),
             allowed_origins: Vec::new(),
+            page_records: 100,
         }
     }
 
@@ -68,6 +74,14 @@ impl ConsoleOptions {
     pub fn with_sign_in_limit(mut self, attempts: u32, window: Duration) -> Self {
         self.sign_in_attempts = attempts;
         self.sign_in_window = window;
+        self
+    }
+
+    /// These options with pages of the audit log of `records` records of each chain (at
+    /// least one).
+    #[must_use]
+    pub fn with_page_records(mut self, records: usize) -> Self {
+        self.page_records = records.max(1);
         self
     }
 
