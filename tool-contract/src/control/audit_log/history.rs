@@ -286,7 +286,7 @@ impl AuditHistory for MemoryAuditLog {
 
     /// The page's lines alone, copied out of the log under its lock.
     fn read_page<'a>(&'a self, ends: &'a PageEnds, records: usize) -> PagesFuture<'a> {
-        let (lines, total) = self.page("memory", ends, records);
+        let (lines, total) = self.page(ends.get("memory").copied(), records);
         let page = HistoryPage {
             log: "memory".to_owned(),
             lines,

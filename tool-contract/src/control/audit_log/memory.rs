@@ -67,17 +67,12 @@ impl MemoryAuditLog {
             .collect()
     }
 
-    /// At most `records` lines before the record `ends` names for `log` (the end if none),
-    /// and the number of records the log holds.
-    pub(super) fn page(
-        &self,
-        log: &str,
-        ends: &super::PageEnds,
-        records: usize,
-    ) -> (Vec<Vec<u8>>, u64) {
+    /// At most `records` lines before the record `end` (the log's end for `None`), and the
+    /// number of records the log holds.
+    pub(super) fn page(&self, end: Option<u64>, records: usize) -> (Vec<Vec<u8>>, u64) {
         let state = self.state();
         // The memory log starts at the genesis record: record n is line n - 1.
-        let end = ends.get(log).map_or(state.0.len(), |&end| {
+        let end = end.map_or(state.0.len(), |end| {
             usize::try_from(end.saturating_sub(1))
                 .map_or(state.0.len(), |end| end.min(state.0.len()))
         });
