@@ -11,9 +11,10 @@ use tool_contract::control::{
     PendingApproval, RejectStep, StoreError,
 };
 use tool_contract::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
+use tool_contract::control::{TaskMove, TaskMoveError, TaskRow};
 
 /// The names the hook is called with, one per step.
-pub const STEPS: [&str; 15] = [
+pub const STEPS: [&str; 18] = [
     "claim",
     "advance",
     "release",
@@ -28,6 +29,9 @@ pub const STEPS: [&str; 15] = [
     "write_directory",
     "approvers",
     "approver",
+    "create_task",
+    "task",
+    "move_task",
     "sign_count",
 ];
 
@@ -128,6 +132,23 @@ impl ControlStore for Hooked {
         seal: &'a RowSeal,
     ) -> StoreFuture<'a, Option<Approver>> {
         self.step("approver", || self.inner.approver(approver_id, seal))
+    }
+    fn create_task<'a>(&'a self, task: &'a TaskRow) -> StoreFuture<'a, bool> {
+        self.step("create_task", || self.inner.create_task(task))
+    }
+    fn task<'a>(
+        &'a self,
+        task_id: &'a str,
+        owner: Option<&'a str>,
+        now_ms: u64,
+    ) -> StoreFuture<'a, Option<TaskRow>> {
+        self.step("task", || self.inner.task(task_id, owner, now_ms))
+    }
+    fn move_task<'a>(
+        &'a self,
+        step: &'a TaskMove,
+    ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>> {
+        self.step("move_task", || self.inner.move_task(step))
     }
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         self.step("sign_count", || self.inner.sign_count(count))

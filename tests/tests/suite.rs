@@ -58,6 +58,7 @@ mod store_outage;
 mod store_round_trips;
 mod stream_mutations;
 mod structured_mutations;
+mod task_store;
 mod tree_heads;
 mod typed_handlers;
 mod unknown_outcomes;

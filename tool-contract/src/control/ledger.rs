@@ -86,4 +86,6 @@ pub struct Purged {
     pub records: u64,
     /// Approvals (pending, granted or rejected) past their expiry.
     pub approvals: u64,
+    /// Tasks past their TTL.
+    pub tasks: u64,
 }

@@ -22,6 +22,7 @@ mod seal;
 mod state;
 mod step;
 mod store;
+mod task;
 
 pub use crate::results::ApprovalBasis;
 pub use approval::{
@@ -60,3 +61,6 @@ pub use store::{
 };
 #[cfg(feature = "postgres")]
 pub use store::{PostgresOptions, PostgresStore};
+pub use task::{
+    TaskChange, TaskMove, TaskMoveError, TaskRow, TaskStatus, decide_task_move, new_task_id,
+};

@@ -17,6 +17,7 @@ use crate::control::{
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
+use crate::control::{TaskMove, TaskMoveError, TaskRow};
 
 /// The store the dispatcher holds: `inner`, its panics turned into
 /// [`StoreError::Panicked`].
@@ -129,6 +130,26 @@ impl ControlStore for Guarded {
         seal: &'a RowSeal,
     ) -> StoreFuture<'a, Option<Approver>> {
         guarded(|| self.0.approver(approver_id, seal))
+    }
+
+    fn create_task<'a>(&'a self, task: &'a TaskRow) -> StoreFuture<'a, bool> {
+        guarded(|| self.0.create_task(task))
+    }
+
+    fn task<'a>(
+        &'a self,
+        task_id: &'a str,
+        owner: Option<&'a str>,
+        now_ms: u64,
+    ) -> StoreFuture<'a, Option<TaskRow>> {
+        guarded(|| self.0.task(task_id, owner, now_ms))
+    }
+
+    fn move_task<'a>(
+        &'a self,
+        step: &'a TaskMove,
+    ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>> {
+        guarded(|| self.0.move_task(step))
     }
 
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {

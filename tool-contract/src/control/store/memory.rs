@@ -17,6 +17,7 @@ use crate::control::{
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
+use crate::control::{TaskMove, TaskMoveError, TaskRow};
 
 /// A store in this process's memory. Clones share one state, so a dispatcher built again over
 /// a clone sees what the first one left (which is how tests stand for a restart); a real
@@ -34,6 +35,8 @@ struct State {
     approvals: HashMap<String, (ApprovalEntry, String)>,
     /// Each approver's stored JSON with the seal it was written with.
     approvers: HashMap<String, (String, String)>,
+    /// Each task's stored JSON, with when it expires.
+    tasks: HashMap<String, (String, Option<u64>)>,
 }
 
 impl MemoryStore {
@@ -169,6 +172,26 @@ impl Rows for MemoryRows<'_> {
             .insert(approver_id.to_owned(), (body.to_owned(), seal.to_owned()));
         Ok(())
     }
+
+    async fn task_row(&mut self, task_id: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.0.tasks.get(task_id).map(|(body, _)| body.clone()))
+    }
+
+    async fn put_task_row(
+        &mut self,
+        task: &TaskRow,
+        body: &str,
+        new: bool,
+    ) -> Result<bool, StoreError> {
+        if new && self.0.tasks.contains_key(&task.task_id) {
+            return Ok(false);
+        }
+        self.0.tasks.insert(
+            task.task_id.clone(),
+            (body.to_owned(), task.expires_at_ms()),
+        );
+        Ok(true)
+    }
 }
 
 impl ControlStore for MemoryStore {
@@ -211,16 +234,24 @@ impl ControlStore for MemoryStore {
 
     fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {
         let mut state = self.state();
-        let (records, approvals) = (state.records.len(), state.approvals.len());
+        let (records, approvals, tasks) = (
+            state.records.len(),
+            state.approvals.len(),
+            state.tasks.len(),
+        );
         state
             .records
             .retain(|_, record| !record_expired(record, now_ms));
         state
             .approvals
             .retain(|_, (entry, _)| !approval_expired(entry, now_ms));
+        state
+            .tasks
+            .retain(|_, (_, expires_at)| expires_at.is_none_or(|at| at > now_ms));
         answered(Ok(Purged {
             records: (records - state.records.len()) as u64,
             approvals: (approvals - state.approvals.len()) as u64,
+            tasks: (tasks - state.tasks.len()) as u64,
         }))
     }
 
@@ -308,6 +339,37 @@ impl ControlStore for MemoryStore {
             &mut MemoryRows(&mut self.state()),
             approver_id,
             seal,
+        )))
+    }
+
+    fn create_task<'a>(&'a self, task: &'a TaskRow) -> StoreFuture<'a, bool> {
+        answered(at_once(rows::create_task(
+            &mut MemoryRows(&mut self.state()),
+            task,
+        )))
+    }
+
+    fn task<'a>(
+        &'a self,
+        task_id: &'a str,
+        owner: Option<&'a str>,
+        now_ms: u64,
+    ) -> StoreFuture<'a, Option<TaskRow>> {
+        answered(at_once(rows::read_task(
+            &mut MemoryRows(&mut self.state()),
+            task_id,
+            owner,
+            now_ms,
+        )))
+    }
+
+    fn move_task<'a>(
+        &'a self,
+        step: &'a TaskMove,
+    ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>> {
+        answered(at_once(rows::move_task(
+            &mut MemoryRows(&mut self.state()),
+            step,
         )))
     }
 

@@ -53,13 +53,14 @@ use super::error::StoreError;
 use super::ledger::{Advanced, Claimed, IfAbsent, Purged, Record};
 use super::seal::RowSeal;
 use super::step::{Advance, ApprovalAsk, ApproveStep, Claim, DirectoryWrite, RejectStep, Release};
+use super::task::{TaskMove, TaskMoveError, TaskRow};
 
 /// What a [`ControlStore`] step returns: boxed, so the trait stays object safe.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
 /// The version of the schema this build of the crate writes. A database holding a newer
 /// one is refused ([`StoreError::SchemaTooNew`]), never downgraded.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The shared state of writes: ledger records and approvals, by the operation's ledger key.
 ///
@@ -213,6 +214,26 @@ pub trait ControlStore: Send + Sync {
                 .find(|approver| approver.approver_id == approver_id))
         })
     }
+
+    /// Creates `task`, durably, before anyone is told its id: `false` when a task with its id
+    /// is stored already (nothing is written).
+    fn create_task<'a>(&'a self, task: &'a TaskRow) -> StoreFuture<'a, bool>;
+
+    /// The task `task_id` if `owner` owns it (`None`: whoever does) and it has not expired
+    /// by `now_ms`: any other principal reads another's task as absent.
+    fn task<'a>(
+        &'a self,
+        task_id: &'a str,
+        owner: Option<&'a str>,
+        now_ms: u64,
+    ) -> StoreFuture<'a, Option<TaskRow>>;
+
+    /// Changes a task as [`decide_task_move`](crate::control::decide_task_move) decides,
+    /// atomically with every other change of it, across every process sharing the store.
+    fn move_task<'a>(
+        &'a self,
+        step: &'a TaskMove,
+    ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>>;
 
     /// Takes a credential's presented signature counter (see
     /// [`decide_sign_count`](crate::control::decide_sign_count)), atomically with every other

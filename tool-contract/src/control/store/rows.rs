@@ -18,6 +18,7 @@ use crate::control::{
     Approver, DirectoryChange, DirectoryWrite, EnrollError, SignCount, SignCountCheck,
     decide_directory_write, decide_sign_count,
 };
+use crate::control::{TaskMove, TaskMoveError, TaskRow, decide_task_move};
 
 /// What a record must still be for a fenced write to apply: its state and lease as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +101,91 @@ pub(crate) trait Rows {
         body: &str,
         seal: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The task row `task_id`: its stored JSON.
+    fn task_row(
+        &mut self,
+        task_id: &str,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+
+    /// Writes `task`'s row as `body`: a new row when `new` (nothing written over a row with
+    /// its id), else in place of its row. Returns whether it was written.
+    fn put_task_row(
+        &mut self,
+        task: &TaskRow,
+        body: &str,
+        new: bool,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
+/// A task row read: its JSON read, its id its own.
+fn opened_task(task_id: &str, body: &str) -> Result<TaskRow, StoreError> {
+    let task: TaskRow = serde_json::from_str(body)
+        .map_err(|error| StoreError::Corrupt(format!("task {task_id}: {error}")))?;
+    if task.task_id != task_id {
+        return Err(StoreError::Corrupt(format!(
+            "the row of task {task_id} holds task {}",
+            task.task_id
+        )));
+    }
+    Ok(task)
+}
+
+fn task_body(task: &TaskRow) -> Result<String, StoreError> {
+    serde_json::to_string(task)
+        .map_err(|error| StoreError::Corrupt(format!("a task does not encode: {error}")))
+}
+
+/// Creates `task`: `false` when a task with its id is stored already.
+pub(crate) async fn create_task(rows: &mut impl Rows, task: &TaskRow) -> Result<bool, StoreError> {
+    rows.put_task_row(task, &task_body(task)?, true).await
+}
+
+/// The task `task_id` if `owner` (when named) owns it and it has not expired at `now_ms`.
+pub(crate) async fn read_task(
+    rows: &mut impl Rows,
+    task_id: &str,
+    owner: Option<&str>,
+    now_ms: u64,
+) -> Result<Option<TaskRow>, StoreError> {
+    let Some(body) = rows.task_row(task_id).await? else {
+        return Ok(None);
+    };
+    task_from_body(task_id, &body, owner, now_ms)
+}
+
+/// The task a row's `body` holds, if `owner` (when named) owns it and it has not expired.
+pub(crate) fn task_from_body(
+    task_id: &str,
+    body: &str,
+    owner: Option<&str>,
+    now_ms: u64,
+) -> Result<Option<TaskRow>, StoreError> {
+    let task = opened_task(task_id, body)?;
+    let visible = owner.is_none_or(|owner| owner == task.owner) && !task.expired(now_ms);
+    Ok(visible.then_some(task))
+}
+
+/// Moves a task as [`decide_task_move`] decides, under the task's lock.
+pub(crate) async fn move_task(
+    rows: &mut impl Rows,
+    step: &TaskMove,
+) -> Result<Result<TaskRow, TaskMoveError>, StoreError> {
+    rows.lock_key(&format!("tool-contract/task\n{}", step.task_id))
+        .await?;
+    let found = read_task(rows, &step.task_id, step.owner.as_deref(), step.now_ms).await?;
+    let Some(task) = found else {
+        return Ok(Err(TaskMoveError::NotFound));
+    };
+    match decide_task_move(&task, &step.change, step.now_ms) {
+        Ok(next) => {
+            if !rows.put_task_row(&next, &task_body(&next)?, false).await? {
+                return Err(StoreError::LostRace);
+            }
+            Ok(Ok(next))
+        }
+        Err(refusal) => Ok(Err(refusal)),
+    }
 }
 
 /// What every directory write locks: enrolling checks a credential id against every

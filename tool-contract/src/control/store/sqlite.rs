@@ -23,6 +23,7 @@ use crate::control::{
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
+use crate::control::{TaskMove, TaskMoveError, TaskRow};
 
 /// Version 1: the ledger with lease generations, and the approvals. A file from before
 /// versioning (`user_version` 0) may hold the ledger without generations: they are added.
@@ -65,6 +66,18 @@ CREATE TABLE IF NOT EXISTS tool_contract_approvers (
     body        TEXT NOT NULL,
     seal        TEXT NOT NULL
 ) STRICT;
+";
+
+/// Version 6: the tasks of long calls, each row its JSON, with its owner and expiry to purge
+/// by.
+const SCHEMA_V6: &str = "
+CREATE TABLE IF NOT EXISTS tool_contract_tasks (
+    task_id       TEXT PRIMARY KEY NOT NULL,
+    owner         TEXT NOT NULL,
+    expires_at_ms INTEGER,
+    body          TEXT NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS tool_contract_tasks_expiry ON tool_contract_tasks (expires_at_ms);
 ";
 
 const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation, \
@@ -204,6 +217,9 @@ fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
         transaction.execute_batch(SCHEMA_V4).map_err(store)?;
     }
     // Version 5 added a PostgreSQL function only; a SQLite file has nothing to change.
+    if found < 6 {
+        transaction.execute_batch(SCHEMA_V6).map_err(store)?;
+    }
     if found < SCHEMA_VERSION {
         transaction
             .pragma_update(None, "user_version", SCHEMA_VERSION)
@@ -440,6 +456,48 @@ impl Rows for SqliteRows<'_, '_> {
                 .map_err(store),
         )
     }
+
+    fn task_row(
+        &mut self,
+        task_id: &str,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send {
+        ready(read_task_row(self.0, task_id))
+    }
+
+    fn put_task_row(
+        &mut self,
+        task: &TaskRow,
+        body: &str,
+        new: bool,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let statement = if new {
+            "INSERT OR IGNORE INTO tool_contract_tasks (task_id, owner, expires_at_ms, body) \
+             VALUES (?1, ?2, ?3, ?4)"
+        } else {
+            "UPDATE tool_contract_tasks SET owner = ?2, expires_at_ms = ?3, body = ?4 \
+             WHERE task_id = ?1"
+        };
+        let expires_at = task.expires_at_ms().map(to_sql_u64);
+        ready(
+            self.0
+                .execute(
+                    statement,
+                    params![task.task_id, task.owner, expires_at, body],
+                )
+                .map(|written| written == 1)
+                .map_err(store),
+        )
+    }
+}
+
+fn read_task_row(tx: &Transaction<'_>, task_id: &str) -> Result<Option<String>, StoreError> {
+    tx.query_row(
+        "SELECT body FROM tool_contract_tasks WHERE task_id = ?1",
+        params![task_id],
+        |row| row.get(0),
+    )
+    .optional()
+    .map_err(store)
 }
 
 fn read_approver_rows(
@@ -522,9 +580,16 @@ impl ControlStore for SqliteStore {
                     params![to_sql_u64(now_ms)],
                 )
                 .map_err(store)?;
+            let tasks = tx
+                .execute(
+                    "DELETE FROM tool_contract_tasks WHERE expires_at_ms <= ?1",
+                    params![to_sql_u64(now_ms)],
+                )
+                .map_err(store)?;
             Ok(Purged {
                 records: records as u64,
                 approvals: approvals as u64,
+                tasks: tasks as u64,
             })
         })
     }
@@ -624,6 +689,36 @@ impl ControlStore for SqliteStore {
                 &seal,
             ))
         })
+    }
+
+    fn create_task<'a>(&'a self, task: &'a TaskRow) -> StoreFuture<'a, bool> {
+        let task = task.clone();
+        self.run(move |tx| at_once(rows::create_task(&mut SqliteRows(tx), &task)))
+    }
+
+    fn task<'a>(
+        &'a self,
+        task_id: &'a str,
+        owner: Option<&'a str>,
+        now_ms: u64,
+    ) -> StoreFuture<'a, Option<TaskRow>> {
+        let (task_id, owner) = (task_id.to_owned(), owner.map(str::to_owned));
+        self.read(move |tx| {
+            at_once(rows::read_task(
+                &mut SqliteRows(tx),
+                &task_id,
+                owner.as_deref(),
+                now_ms,
+            ))
+        })
+    }
+
+    fn move_task<'a>(
+        &'a self,
+        step: &'a TaskMove,
+    ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>> {
+        let step = step.clone();
+        self.run(move |tx| at_once(rows::move_task(&mut SqliteRows(tx), &step)))
     }
 
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {

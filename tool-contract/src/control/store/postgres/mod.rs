@@ -35,6 +35,7 @@ use crate::control::{
     ApproveStep, Approved, PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
+use crate::control::{TaskMove, TaskMoveError, TaskRow};
 
 use prepared::{Common, Manager};
 use sql::{COLUMNS, RECORD_TYPES, Sql};
@@ -296,6 +297,22 @@ impl PostgresStore {
             tx.batch_execute(&claim_redeeming_v5(schema))
                 .await
                 .map_err(store)?;
+        }
+        if found < 6 {
+            // Version 6: the tasks of long calls, each row its JSON, with its owner and its
+            // expiry to purge by.
+            tx.batch_execute(&format!(
+                "CREATE TABLE {schema}.tool_contract_tasks (
+                     task_id       TEXT PRIMARY KEY,
+                     owner         TEXT NOT NULL,
+                     expires_at_ms BIGINT,
+                     body          TEXT NOT NULL
+                 );
+                 CREATE INDEX tool_contract_tasks_expiry
+                     ON {schema}.tool_contract_tasks (expires_at_ms);"
+            ))
+            .await
+            .map_err(store)?;
         }
         if found < SCHEMA_VERSION {
             tx.execute(
@@ -608,6 +625,43 @@ impl Rows for PostgresRows<'_> {
             .collect()
     }
 
+    async fn task_row(&mut self, task_id: &str) -> Result<Option<String>, StoreError> {
+        let row = self
+            .tx
+            .query_typed_opt(&self.sql.task, &[(&task_id, Type::TEXT)])
+            .await
+            .map_err(store)?;
+        row.map(|row| row.try_get(0).map_err(store)).transpose()
+    }
+
+    async fn put_task_row(
+        &mut self,
+        task: &TaskRow,
+        body: &str,
+        new: bool,
+    ) -> Result<bool, StoreError> {
+        let statement = if new {
+            &self.sql.insert_task
+        } else {
+            &self.sql.update_task
+        };
+        let expires_at = task.expires_at_ms().map(to_sql_u64);
+        let written = self
+            .tx
+            .execute_typed(
+                statement,
+                &[
+                    (&task.task_id, Type::TEXT),
+                    (&task.owner, Type::TEXT),
+                    (&expires_at, Type::INT8),
+                    (&body, Type::TEXT),
+                ],
+            )
+            .await
+            .map_err(store)?;
+        Ok(written == 1)
+    }
+
     async fn put_approver_row(
         &mut self,
         approver_id: &str,
@@ -751,7 +805,15 @@ impl ControlStore for PostgresStore {
                 .execute_typed(&self.sql.purge_approvals, &[(&now, Type::INT8)])
                 .await
                 .map_err(store)?;
-            Ok(Purged { records, approvals })
+            let tasks = connection
+                .execute_typed(&self.sql.purge_tasks, &[(&now, Type::INT8)])
+                .await
+                .map_err(store)?;
+            Ok(Purged {
+                records,
+                approvals,
+                tasks,
+            })
         })
     }
 
@@ -851,6 +913,38 @@ impl ControlStore for PostgresStore {
                 seal
             ))
         })
+    }
+
+    fn create_task<'a>(&'a self, task: &'a TaskRow) -> StoreFuture<'a, bool> {
+        Box::pin(async move { in_transaction!(self, |rows| rows::create_task(&mut rows, task)) })
+    }
+
+    /// One statement, one round trip: a poll of a task costs no transaction.
+    fn task<'a>(
+        &'a self,
+        task_id: &'a str,
+        owner: Option<&'a str>,
+        now_ms: u64,
+    ) -> StoreFuture<'a, Option<TaskRow>> {
+        Box::pin(async move {
+            let connection = self.connection().await?;
+            let row = connection
+                .query_typed_opt(&self.sql.task, &[(&task_id, Type::TEXT)])
+                .await
+                .map_err(store)?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let body: String = row.try_get(0).map_err(store)?;
+            rows::task_from_body(task_id, &body, owner, now_ms)
+        })
+    }
+
+    fn move_task<'a>(
+        &'a self,
+        step: &'a TaskMove,
+    ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>> {
+        Box::pin(async move { in_transaction!(self, |rows| rows::move_task(&mut rows, step)) })
     }
 
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {

@@ -30,6 +30,10 @@ pub(super) struct Sql {
     pub(super) approver: String,
     pub(super) approvers: String,
     pub(super) put_approver: String,
+    pub(super) task: String,
+    pub(super) insert_task: String,
+    pub(super) update_task: String,
+    pub(super) purge_tasks: String,
 }
 
 impl Sql {
@@ -37,6 +41,7 @@ impl Sql {
         let ledger = format!("{schema}.tool_contract_ledger");
         let approvals = format!("{schema}.tool_contract_approvals");
         let approvers = format!("{schema}.tool_contract_approvers");
+        let tasks = format!("{schema}.tool_contract_tasks");
         let returned = qualified("l", COLUMNS);
         // Neither statement takes the key's advisory lock (see the module's notes).
         let claim_if_absent = format!(
@@ -112,6 +117,15 @@ impl Sql {
             ),
             approver: format!("SELECT body, seal FROM {approvers} WHERE approver_id = $1"),
             approvers: format!("SELECT approver_id, body, seal FROM {approvers}"),
+            task: format!("SELECT body FROM {tasks} WHERE task_id = $1"),
+            insert_task: format!(
+                "INSERT INTO {tasks} (task_id, owner, expires_at_ms, body) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (task_id) DO NOTHING"
+            ),
+            update_task: format!(
+                "UPDATE {tasks} SET owner = $2, expires_at_ms = $3, body = $4 WHERE task_id = $1"
+            ),
+            purge_tasks: format!("DELETE FROM {tasks} WHERE expires_at_ms <= $1"),
             put_approver: format!(
                 "INSERT INTO {approvers} (approver_id, body, seal) VALUES ($1, $2, $3) \
                  ON CONFLICT (approver_id) DO UPDATE SET body = EXCLUDED.body, seal = EXCLUDED.seal"

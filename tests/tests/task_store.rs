@@ -1,0 +1,203 @@
+//! Tasks in the control store, on memory, SQLite and PostgreSQL: created before anyone is told
+//! their id, read only by their owner, moved only as their state allows, the same task on
+//! every handle of the store (another replica, or the same file after a restart), gone after
+//! their TTL.
+
+use tool_contract::control::{
+    TaskChange, TaskMove, TaskMoveError, TaskRow, TaskStatus, new_task_id,
+};
+use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
+use tool_contract_tests::postgres::Schema;
+
+const ANA: &str = "acme/ana";
+
+fn working(ttl_ms: Option<u64>) -> TaskRow {
+    TaskRow {
+        task_id: new_task_id().expect("the system's randomness"),
+        owner: ANA.to_owned(),
+        tool: "export_orders".to_owned(),
+        status: TaskStatus::Working,
+        status_message: None,
+        created_at_ms: 1_000,
+        updated_at_ms: 1_000,
+        ttl_ms,
+        poll_interval_ms: 500,
+        began: false,
+        outcome: None,
+    }
+}
+
+fn step(task: &TaskRow, owner: Option<&str>, change: TaskChange, now_ms: u64) -> TaskMove {
+    TaskMove {
+        task_id: task.task_id.clone(),
+        owner: owner.map(str::to_owned),
+        change,
+        now_ms,
+    }
+}
+
+/// One task's whole life, created through one handle of `backend` and read and moved
+/// through another (a second replica, or the store opened again after a restart).
+async fn a_task_lives_on_every_handle(backend: &impl Backend) {
+    let (first, second) = (backend.open().await, backend.open().await);
+    let task = working(Some(60_000));
+    assert!(first.create_task(&task).await.unwrap());
+    assert!(
+        !second.create_task(&task).await.unwrap(),
+        "one id is one task"
+    );
+
+    assert_eq!(
+        second.task(&task.task_id, Some(ANA), 2_000).await.unwrap(),
+        Some(task.clone())
+    );
+    // Another principal's id reads as absent, and cannot move it.
+    assert_eq!(
+        second
+            .task(&task.task_id, Some("acme/ben"), 2_000)
+            .await
+            .unwrap(),
+        None
+    );
+    let cancel_as_ben = step(&task, Some("acme/ben"), TaskChange::Cancel, 2_000);
+    assert_eq!(
+        second.move_task(&cancel_as_ben).await.unwrap(),
+        Err(TaskMoveError::NotFound)
+    );
+
+    let began = first
+        .move_task(&step(&task, None, TaskChange::Begin, 2_000))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(began.began);
+    // Asked to cancel once its work began: refused, and the task goes on.
+    assert_eq!(
+        second
+            .move_task(&step(&task, Some(ANA), TaskChange::Cancel, 3_000))
+            .await
+            .unwrap(),
+        Err(TaskMoveError::Began)
+    );
+    let result = r#"{"content":[],"isError":false}"#.to_owned();
+    first
+        .move_task(&step(
+            &task,
+            None,
+            TaskChange::Complete {
+                result: result.clone(),
+            },
+            4_000,
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    let read = second
+        .task(&task.task_id, Some(ANA), 5_000)
+        .await
+        .unwrap()
+        .expect("the task");
+    assert_eq!(
+        (read.status, read.outcome.as_deref(), read.updated_at_ms),
+        (TaskStatus::Completed, Some(result.as_str()), 4_000)
+    );
+    // Ended: it never changes again.
+    assert_eq!(
+        second
+            .move_task(&step(
+                &task,
+                None,
+                TaskChange::Fail { error: "{}".into() },
+                6_000
+            ))
+            .await
+            .unwrap(),
+        Err(TaskMoveError::Ended(TaskStatus::Completed))
+    );
+}
+
+/// A task read after its TTL is absent, and the purge removes it; one without a TTL stays.
+async fn a_task_expires_after_its_ttl(backend: &impl Backend) {
+    let store = backend.open().await;
+    let (brief, kept) = (working(Some(10_000)), working(None));
+    assert!(store.create_task(&brief).await.unwrap());
+    assert!(store.create_task(&kept).await.unwrap());
+    assert!(
+        store
+            .task(&brief.task_id, Some(ANA), 10_999)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        store
+            .task(&brief.task_id, Some(ANA), 11_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        store
+            .move_task(&step(&brief, Some(ANA), TaskChange::Cancel, 11_000))
+            .await
+            .unwrap(),
+        Err(TaskMoveError::NotFound)
+    );
+    let purged = store.purge_expired(11_000).await.unwrap();
+    assert_eq!(purged.tasks, 1);
+    assert!(
+        store.task(&brief.task_id, None, 0).await.unwrap().is_none(),
+        "purged"
+    );
+    assert!(
+        store
+            .task(&kept.task_id, Some(ANA), u64::MAX)
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+/// Cancelled before its work began: the work never begins.
+async fn a_task_cancelled_before_its_work_never_begins(backend: &impl Backend) {
+    let store = backend.open().await;
+    let task = working(None);
+    assert!(store.create_task(&task).await.unwrap());
+    let cancelled = store
+        .move_task(&step(&task, Some(ANA), TaskChange::Cancel, 2_000))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(cancelled.status, TaskStatus::Cancelled);
+    assert_eq!(
+        store
+            .move_task(&step(&task, None, TaskChange::Begin, 3_000))
+            .await
+            .unwrap(),
+        Err(TaskMoveError::Ended(TaskStatus::Cancelled))
+    );
+}
+
+async fn every_behaviour(backend: &impl Backend) {
+    a_task_lives_on_every_handle(backend).await;
+    a_task_expires_after_its_ttl(backend).await;
+    a_task_cancelled_before_its_work_never_begins(backend).await;
+}
+
+#[tokio::test]
+async fn tasks_in_memory() {
+    every_behaviour(&Memory(tool_contract::control::MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn tasks_in_one_sqlite_file_across_a_restart() {
+    every_behaviour(&sqlite_file()).await;
+}
+
+#[tokio::test]
+async fn tasks_on_postgresql_across_two_replicas() {
+    let Some(schema) = Schema::new("tasks_on_postgresql") else {
+        return;
+    };
+    every_behaviour(&Postgres(schema)).await;
+}

@@ -1,0 +1,348 @@
+//! A long call kept as a task in the control store: its row, its states and the moves the
+//! store allows between them, decided here once for every store.
+//!
+//! The states are MCP's (2026-07-28 tasks extension, `io.modelcontextprotocol/tasks`, and the
+//! 2025-11-25 tasks utility): `working`, `input_required`, then one of the terminal states
+//! `completed`, `failed` or `cancelled`, which never change. A task belongs to the principal
+//! that asked for it: any other reads it as absent.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a task stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// The call is under way.
+    Working,
+    /// The call waits for a person: an approval, or an answer.
+    InputRequired,
+    /// The call answered: [`TaskRow::outcome`] is its result.
+    Completed,
+    /// The call failed with a protocol error: [`TaskRow::outcome`] is the error.
+    Failed,
+    /// The call was cancelled before anything it does could have acted.
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// Whether the task has ended: its state never changes again.
+    #[must_use]
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+
+    /// Its name on the wire and in the store.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::InputRequired => "input_required",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One task as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRow {
+    /// Its id: 128 random bits and more, never chosen by a client.
+    pub task_id: String,
+    /// The principal it belongs to (`{tenant}/{subject}`); any other reads it as absent.
+    pub owner: String,
+    /// The tool it calls.
+    pub tool: String,
+    /// Where it stands.
+    pub status: TaskStatus,
+    /// What a person or model may read of where it stands.
+    pub status_message: Option<String>,
+    /// When it was created, in milliseconds since the Unix epoch.
+    pub created_at_ms: u64,
+    /// When it last changed.
+    pub updated_at_ms: u64,
+    /// How long after its creation it is kept; `None`: until it is purged by hand.
+    pub ttl_ms: Option<u64>,
+    /// How often a client should ask for it.
+    pub poll_interval_ms: u64,
+    /// Whether the work that may act has begun: from then on a cancellation no longer
+    /// cancels it, and the task ends as the work does.
+    pub began: bool,
+    /// The result (`completed`), the error (`failed`) or the requests for input
+    /// (`input_required`), as the exact JSON text every replica answers with.
+    pub outcome: Option<String>,
+}
+
+impl TaskRow {
+    /// When it expires, if it does: creation plus its TTL.
+    #[must_use]
+    pub fn expires_at_ms(&self) -> Option<u64> {
+        self.ttl_ms
+            .map(|ttl| self.created_at_ms.saturating_add(ttl))
+    }
+
+    /// Whether it has expired at `now_ms`: then it reads as absent, and is purged.
+    #[must_use]
+    pub fn expired(&self, now_ms: u64) -> bool {
+        self.expires_at_ms().is_some_and(|at| at <= now_ms)
+    }
+}
+
+/// A change to a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskChange {
+    /// The work that may act begins: refused once the task was cancelled, so that a
+    /// cancelled task never acts.
+    Begin,
+    /// The work waits for a person, who is asked by `requests` (JSON).
+    AwaitInput {
+        /// The requests for input, as the wire carries them.
+        requests: String,
+        /// What the person is waiting on, in words.
+        message: Option<String>,
+    },
+    /// The person answered: the work goes on.
+    Resume,
+    /// The work answered with `result` (JSON).
+    Complete {
+        /// The result, as every replica answers it.
+        result: String,
+    },
+    /// The work failed with `error` (a JSON-RPC error object).
+    Fail {
+        /// The error.
+        error: String,
+    },
+    /// The client asked to cancel: granted only before the work began.
+    Cancel,
+}
+
+/// A change the task's state does not allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TaskMoveError {
+    /// No such task for this owner (or it expired).
+    #[error("no such task")]
+    NotFound,
+    /// The task has ended; its state never changes again.
+    #[error("the task has ended ({0:?})")]
+    Ended(TaskStatus),
+    /// The work began: it can no longer be cancelled, and ends as it does.
+    #[error("the task's work has begun")]
+    Began,
+    /// The change does not apply in the task's state (answering a task that asks nothing,
+    /// asking twice).
+    #[error("the task is {0:?}")]
+    NotAllowed(TaskStatus),
+}
+
+/// A task's change as a store applies it: the task, whose owner must be `owner` when one is
+/// named (a client's request; the server's own work names none), the change, and the time.
+#[derive(Debug, Clone)]
+pub struct TaskMove {
+    /// The task.
+    pub task_id: String,
+    /// The principal asking, or `None` for the server's own work.
+    pub owner: Option<String>,
+    /// The change.
+    pub change: TaskChange,
+    /// The time of the change, in milliseconds since the Unix epoch.
+    pub now_ms: u64,
+}
+
+/// What `change` makes of `task` at `now_ms`, or why it may not: the one decision every
+/// store applies (under its lock, in the step that writes).
+///
+/// # Errors
+///
+/// [`TaskMoveError`]: the task ended, began (for a cancellation), or is not in a state the
+/// change applies to.
+pub fn decide_task_move(
+    task: &TaskRow,
+    change: &TaskChange,
+    now_ms: u64,
+) -> Result<TaskRow, TaskMoveError> {
+    if task.status.is_terminal() {
+        return Err(TaskMoveError::Ended(task.status));
+    }
+    let mut next = task.clone();
+    next.updated_at_ms = now_ms.max(task.updated_at_ms);
+    match change {
+        TaskChange::Begin => {
+            if task.status != TaskStatus::Working || task.began {
+                return Err(TaskMoveError::NotAllowed(task.status));
+            }
+            next.began = true;
+        }
+        TaskChange::AwaitInput { requests, message } => {
+            if task.status != TaskStatus::Working {
+                return Err(TaskMoveError::NotAllowed(task.status));
+            }
+            next.status = TaskStatus::InputRequired;
+            next.status_message.clone_from(message);
+            next.outcome = Some(requests.clone());
+        }
+        TaskChange::Resume => {
+            if task.status != TaskStatus::InputRequired {
+                return Err(TaskMoveError::NotAllowed(task.status));
+            }
+            next.status = TaskStatus::Working;
+            next.status_message = None;
+            next.outcome = None;
+        }
+        TaskChange::Complete { result } => {
+            next.status = TaskStatus::Completed;
+            next.status_message = None;
+            next.outcome = Some(result.clone());
+        }
+        TaskChange::Fail { error } => {
+            next.status = TaskStatus::Failed;
+            next.status_message = None;
+            next.outcome = Some(error.clone());
+        }
+        TaskChange::Cancel => {
+            if task.began {
+                return Err(TaskMoveError::Began);
+            }
+            next.status = TaskStatus::Cancelled;
+            next.status_message = Some("cancelled before anything ran".to_owned());
+            next.outcome = None;
+        }
+    }
+    Ok(next)
+}
+
+/// A new task id: `task_` and 32 hex digits of the operating system's randomness (128
+/// bits), or `None` when the system gives none (never a weaker id).
+#[must_use]
+pub fn new_task_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    rand::TryRng::try_fill_bytes(&mut rand::rngs::SysRng, &mut bytes).ok()?;
+    Some(format!("task_{}", hex::encode(bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn working() -> TaskRow {
+        TaskRow {
+            task_id: new_task_id().unwrap(),
+            owner: "acme/ana".to_owned(),
+            tool: "export".to_owned(),
+            status: TaskStatus::Working,
+            status_message: None,
+            created_at_ms: 1_000,
+            updated_at_ms: 1_000,
+            ttl_ms: Some(60_000),
+            poll_interval_ms: 500,
+            began: false,
+            outcome: None,
+        }
+    }
+
+    fn done(change: TaskChange) -> TaskRow {
+        decide_task_move(&working(), &change, 2_000).unwrap()
+    }
+
+    #[test]
+    fn a_terminal_task_never_changes() {
+        let ended = [
+            done(TaskChange::Complete {
+                result: "{}".to_owned(),
+            }),
+            done(TaskChange::Fail {
+                error: "{}".to_owned(),
+            }),
+            done(TaskChange::Cancel),
+        ];
+        let changes = [
+            TaskChange::Begin,
+            TaskChange::Resume,
+            TaskChange::Cancel,
+            TaskChange::Complete {
+                result: "{}".to_owned(),
+            },
+            TaskChange::Fail {
+                error: "{}".to_owned(),
+            },
+            TaskChange::AwaitInput {
+                requests: "{}".to_owned(),
+                message: None,
+            },
+        ];
+        for task in &ended {
+            for change in &changes {
+                assert_eq!(
+                    decide_task_move(task, change, 3_000),
+                    Err(TaskMoveError::Ended(task.status)),
+                    "{change:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_task_is_cancelled_only_before_its_work_began() {
+        let began = done(TaskChange::Begin);
+        assert!(began.began);
+        assert_eq!(
+            decide_task_move(&began, &TaskChange::Cancel, 3_000),
+            Err(TaskMoveError::Began)
+        );
+        let cancelled = done(TaskChange::Cancel);
+        assert_eq!(cancelled.status, TaskStatus::Cancelled);
+        // A cancelled task's work never begins.
+        assert_eq!(
+            decide_task_move(&cancelled, &TaskChange::Begin, 3_000),
+            Err(TaskMoveError::Ended(TaskStatus::Cancelled))
+        );
+    }
+
+    #[test]
+    fn input_is_asked_from_working_and_answered_back_to_it() {
+        let waiting = done(TaskChange::AwaitInput {
+            requests: r#"{"approve":{}}"#.to_owned(),
+            message: Some("two approvals".to_owned()),
+        });
+        assert_eq!(waiting.status, TaskStatus::InputRequired);
+        assert_eq!(
+            decide_task_move(
+                &waiting,
+                &TaskChange::AwaitInput {
+                    requests: "{}".to_owned(),
+                    message: None
+                },
+                3_000
+            ),
+            Err(TaskMoveError::NotAllowed(TaskStatus::InputRequired))
+        );
+        let resumed = decide_task_move(&waiting, &TaskChange::Resume, 3_000).unwrap();
+        assert_eq!(
+            (resumed.status, resumed.outcome),
+            (TaskStatus::Working, None)
+        );
+        assert_eq!(
+            decide_task_move(&working(), &TaskChange::Resume, 3_000),
+            Err(TaskMoveError::NotAllowed(TaskStatus::Working))
+        );
+    }
+
+    #[test]
+    fn a_task_expires_its_ttl_after_creation() {
+        let task = working();
+        assert!(!task.expired(60_999));
+        assert!(task.expired(61_000));
+        let kept = TaskRow {
+            ttl_ms: None,
+            ..working()
+        };
+        assert!(!kept.expired(u64::MAX));
+    }
+
+    #[test]
+    fn task_ids_are_128_random_bits() {
+        let (a, b) = (new_task_id().unwrap(), new_task_id().unwrap());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), "task_".len() + 32);
+    }
+}
