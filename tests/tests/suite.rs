@@ -38,6 +38,7 @@ mod mcp_console;
 mod mcp_http;
 mod mcp_server;
 mod mcp_stateless;
+mod mcp_tasks;
 mod missing_context;
 mod model_result_envelope;
 mod model_result_schema;

@@ -23,6 +23,7 @@ fn working(ttl_ms: Option<u64>) -> TaskRow {
         ttl_ms,
         poll_interval_ms: 500,
         began: false,
+        awaiting: None,
         outcome: None,
     }
 }

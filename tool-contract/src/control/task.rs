@@ -68,6 +68,10 @@ pub struct TaskRow {
     /// Whether the work that may act has begun: from then on a cancellation no longer
     /// cancels it, and the task ends as the work does.
     pub began: bool,
+    /// What the work awaits while `input_required`, as the server that asked wrote it (the
+    /// MCP server: the sealed state of the approval asked about), for whichever replica the
+    /// answer reaches.
+    pub awaiting: Option<String>,
     /// The result (`completed`), the error (`failed`) or the requests for input
     /// (`input_required`), as the exact JSON text every replica answers with.
     pub outcome: Option<String>,
@@ -94,12 +98,16 @@ pub enum TaskChange {
     /// The work that may act begins: refused once the task was cancelled, so that a
     /// cancelled task never acts.
     Begin,
-    /// The work waits for a person, who is asked by `requests` (JSON).
+    /// The work waits for a person, who is asked by `requests` (JSON): nothing of it acted
+    /// (a write waiting for its approval has not run), so until it goes on the task may be
+    /// cancelled.
     AwaitInput {
         /// The requests for input, as the wire carries them.
         requests: String,
         /// What the person is waiting on, in words.
         message: Option<String>,
+        /// What the answer is recorded against (see [`TaskRow::awaiting`]).
+        awaiting: Option<String>,
     },
     /// The person answered: the work goes on.
     Resume,
@@ -173,13 +181,19 @@ pub fn decide_task_move(
             }
             next.began = true;
         }
-        TaskChange::AwaitInput { requests, message } => {
+        TaskChange::AwaitInput {
+            requests,
+            message,
+            awaiting,
+        } => {
             if task.status != TaskStatus::Working {
                 return Err(TaskMoveError::NotAllowed(task.status));
             }
             next.status = TaskStatus::InputRequired;
             next.status_message.clone_from(message);
+            next.awaiting.clone_from(awaiting);
             next.outcome = Some(requests.clone());
+            next.began = false;
         }
         TaskChange::Resume => {
             if task.status != TaskStatus::InputRequired {
@@ -187,16 +201,19 @@ pub fn decide_task_move(
             }
             next.status = TaskStatus::Working;
             next.status_message = None;
+            next.awaiting = None;
             next.outcome = None;
         }
         TaskChange::Complete { result } => {
             next.status = TaskStatus::Completed;
             next.status_message = None;
+            next.awaiting = None;
             next.outcome = Some(result.clone());
         }
         TaskChange::Fail { error } => {
             next.status = TaskStatus::Failed;
             next.status_message = None;
+            next.awaiting = None;
             next.outcome = Some(error.clone());
         }
         TaskChange::Cancel => {
@@ -205,6 +222,7 @@ pub fn decide_task_move(
             }
             next.status = TaskStatus::Cancelled;
             next.status_message = Some("cancelled before anything ran".to_owned());
+            next.awaiting = None;
             next.outcome = None;
         }
     }
@@ -236,6 +254,7 @@ mod tests {
             ttl_ms: Some(60_000),
             poll_interval_ms: 500,
             began: false,
+            awaiting: None,
             outcome: None,
         }
     }
@@ -268,6 +287,7 @@ mod tests {
             TaskChange::AwaitInput {
                 requests: "{}".to_owned(),
                 message: None,
+                awaiting: None,
             },
         ];
         for task in &ended {
@@ -300,17 +320,30 @@ mod tests {
 
     #[test]
     fn input_is_asked_from_working_and_answered_back_to_it() {
-        let waiting = done(TaskChange::AwaitInput {
-            requests: r#"{"approve":{}}"#.to_owned(),
-            message: Some("two approvals".to_owned()),
-        });
+        let began = done(TaskChange::Begin);
+        let waiting = decide_task_move(
+            &began,
+            &TaskChange::AwaitInput {
+                requests: r#"{"approve":{}}"#.to_owned(),
+                message: Some("two approvals".to_owned()),
+                awaiting: Some("sealed".to_owned()),
+            },
+            3_000,
+        )
+        .unwrap();
         assert_eq!(waiting.status, TaskStatus::InputRequired);
+        assert!(
+            !waiting.began,
+            "nothing acted while it waits: it may be cancelled"
+        );
+        assert_eq!(waiting.awaiting.as_deref(), Some("sealed"));
         assert_eq!(
             decide_task_move(
                 &waiting,
                 &TaskChange::AwaitInput {
                     requests: "{}".to_owned(),
-                    message: None
+                    message: None,
+                    awaiting: None,
                 },
                 3_000
             ),
@@ -318,8 +351,8 @@ mod tests {
         );
         let resumed = decide_task_move(&waiting, &TaskChange::Resume, 3_000).unwrap();
         assert_eq!(
-            (resumed.status, resumed.outcome),
-            (TaskStatus::Working, None)
+            (resumed.status, resumed.outcome, resumed.awaiting),
+            (TaskStatus::Working, None, None)
         );
         assert_eq!(
             decide_task_move(&working(), &TaskChange::Resume, 3_000),

@@ -77,8 +77,14 @@ impl Decision {
     /// The decision among a 2026-07-28 retry's `inputResponses`: undecided when the
     /// confirmation is missing or is not an elicitation answer.
     pub(super) fn among(responses: Option<&rmcp::model::InputResponses>) -> Self {
+        Decision::under(responses, CONFIRMATION_KEY)
+    }
+
+    /// The decision answered under `key` among `responses` (a task's `tasks/update`, whose
+    /// keys are unique over the task's life).
+    pub(super) fn under(responses: Option<&rmcp::model::InputResponses>, key: &str) -> Self {
         responses
-            .and_then(|responses| responses.get(CONFIRMATION_KEY))
+            .and_then(|responses| responses.get(key))
             .and_then(|answer| ElicitResult::deserialize(answer).ok())
             .map_or(Decision::Undecided, |answer| Decision::of(&answer))
     }
@@ -313,6 +319,28 @@ impl ApprovalState {
             return Err(StateRefusal::ChangedArguments);
         }
         Ok(state)
+    }
+}
+
+impl ApprovalState {
+    /// Opens the state a task kept of the approval it asked about, for the answer
+    /// `principal_ref` gives through `tasks/update` about the task's `tool`: the request is
+    /// the task's own, so only the principal, the tool and the time are checked.
+    pub(super) fn open_for_task(
+        codec: &RequestStateCodec,
+        sealed: &str,
+        principal_ref: &str,
+        tool: &str,
+        now_ms: u64,
+    ) -> Result<Self, StateRefusal> {
+        let state: ApprovalState = codec.open_json(sealed).map_err(|_| StateRefusal::Forged)?;
+        let expected = Expected {
+            principal_ref,
+            tool,
+            request_sha256: &state.request_sha256,
+            now_ms,
+        };
+        ApprovalState::open(codec, sealed, &expected)
     }
 }
 

@@ -54,6 +54,7 @@ impl Callers {
 /// The verified token of an authenticated request, with the configuration that judges what
 /// it may call.
 #[cfg(feature = "mcp-auth")]
+#[derive(Clone)]
 pub(super) struct Verified {
     caller: super::auth::Caller,
     resource: std::sync::Arc<super::auth::ResourceServer>,
@@ -61,6 +62,7 @@ pub(super) struct Verified {
 
 /// Without `mcp-auth` no request carries a verified token.
 #[cfg(not(feature = "mcp-auth"))]
+#[derive(Clone)]
 pub(super) enum Verified {}
 
 impl Verified {

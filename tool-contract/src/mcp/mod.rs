@@ -85,10 +85,12 @@ mod http;
 mod reply;
 mod same;
 mod server;
+mod tasks;
 mod telemetry;
 
 pub use approval::StateRefusal;
 pub use server::{McpServeError, McpServer, OPERATION_ID_META};
+pub use tasks::TaskSupport;
 
 /// The `tracing` targets whose DEBUG and TRACE events carry messages as received, with every
 /// argument in them (rmcp logs each request it receives; the HTTP stack its traffic). Filter

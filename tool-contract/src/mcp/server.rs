@@ -10,6 +10,7 @@ use rmcp::model::{
     InputRequiredResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
     ProtocolVersion, RequestStateCodec, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
+use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams};
 use rmcp::service::{
     ElicitationMode, RequestContext, RoleServer, RunningService, ServerInitializeError,
 };
@@ -26,6 +27,7 @@ use super::approval::{
 };
 use super::caller::Callers;
 use super::capture::{Captured, Capturing, kept_over_http};
+use super::tasks::{DEFAULT_POLL_INTERVAL, DEFAULT_TASK_TTL, TaskOptions, TaskSupport};
 use crate::contract::ToolSpec;
 use crate::control::{
     ApprovalError, ApproverIdentity, PendingApproval, RejectionReason, later_by, unix_ms,
@@ -71,13 +73,15 @@ const REQUEST_STATE_PURPOSE: &str = "mcp/request-state";
 pub struct McpServer {
     pub(super) dispatcher: Arc<Dispatcher>,
     pub(super) callers: Callers,
-    task: Arc<Task>,
+    pub(super) task: Arc<Task>,
     implementation: Implementation,
-    approval_ttl: Duration,
+    pub(super) approval_ttl: Duration,
     /// Where a person gives a signed approval, `{approval_id}` standing for the approval's id.
-    approvals_console: Option<Arc<str>>,
+    pub(super) approvals_console: Option<Arc<str>>,
     /// Seals and opens the `requestState` of a 2026-07-28 approval.
-    request_state: RequestStateCodec,
+    pub(super) request_state: RequestStateCodec,
+    /// Which calls become tasks, and how tasks are kept; `None`: no call does.
+    pub(super) tasks: Option<TaskOptions>,
     /// The arguments as the client sent them, once the server reads its own session.
     captured: Option<Arc<Captured>>,
     /// The browser origins Streamable HTTP accepts besides loopback ones, lowercase.
@@ -168,6 +172,7 @@ impl McpServer {
             #[cfg(all(feature = "console", feature = "mcp-http"))]
             console: None,
             request_state,
+            tasks: None,
             captured: None,
             allowed_origins: Arc::new(Vec::new()),
             proxy_hosts: None,
@@ -254,6 +259,79 @@ impl McpServer {
     #[must_use]
     pub fn with_approval_ttl(mut self, ttl: Duration) -> Self {
         self.approval_ttl = ttl;
+        self
+    }
+
+    /// Answers the calls of the tools `rule` names as tasks (the 2026-07-28 tasks extension,
+    /// `io.modelcontextprotocol/tasks`), kept in the dispatcher's control store: created
+    /// there before the answer names them, polled, answered and cancelled through any replica
+    /// sharing the store, and only by the principal that asked. A write waiting for an
+    /// approval is a task in `input_required`, asking by the console's page or the
+    /// confirmation form; when the decision is recorded, on any replica, the work goes on.
+    /// Kept a day after their creation and polled every second unless
+    /// [`with_task_ttl`](Self::with_task_ttl) and
+    /// [`with_task_poll_interval`](Self::with_task_poll_interval) say otherwise.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use tool_contract::Principal;
+    /// # use tool_contract::dispatch::Dispatcher;
+    /// use tool_contract::Effect;
+    /// use tool_contract::mcp::{McpServer, TaskSupport};
+    /// # fn build(dispatcher: Arc<Dispatcher>, principal: Principal) -> McpServer {
+    /// // Writes become tasks when the client takes them; reads are answered at once.
+    /// McpServer::new(dispatcher, principal).with_tasks(|spec| match spec.effect() {
+    ///     Effect::Pure | Effect::ReadOnly => TaskSupport::Forbidden,
+    ///     _ => TaskSupport::Optional,
+    /// })
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_tasks(
+        mut self,
+        rule: impl Fn(&ToolSpec) -> TaskSupport + Send + Sync + 'static,
+    ) -> Self {
+        let kept = self.tasks.take();
+        self.tasks = Some(TaskOptions {
+            rule: Arc::new(rule),
+            ttl: kept
+                .as_ref()
+                .map_or(Some(DEFAULT_TASK_TTL), |kept| kept.ttl),
+            poll_interval: kept.map_or(DEFAULT_POLL_INTERVAL, |kept| kept.poll_interval),
+        });
+        self
+    }
+
+    /// How long after its creation a task is kept (`None`: until purged by hand); past it, it
+    /// reads as absent and the store's purge removes it. Takes effect with
+    /// [`with_tasks`](Self::with_tasks).
+    #[must_use]
+    pub fn with_task_ttl(mut self, ttl: Option<Duration>) -> Self {
+        if let Some(options) = &mut self.tasks {
+            options.ttl = ttl;
+        } else {
+            self.tasks = Some(TaskOptions {
+                rule: Arc::new(|_: &ToolSpec| TaskSupport::Forbidden),
+                ttl,
+                poll_interval: DEFAULT_POLL_INTERVAL,
+            });
+        }
+        self
+    }
+
+    /// How often a client is asked to poll a task. Takes effect with
+    /// [`with_tasks`](Self::with_tasks).
+    #[must_use]
+    pub fn with_task_poll_interval(mut self, interval: Duration) -> Self {
+        if let Some(options) = &mut self.tasks {
+            options.poll_interval = interval;
+        } else {
+            self.tasks = Some(TaskOptions {
+                rule: Arc::new(|_: &ToolSpec| TaskSupport::Forbidden),
+                ttl: Some(DEFAULT_TASK_TTL),
+                poll_interval: interval,
+            });
+        }
         self
     }
 
@@ -389,7 +467,21 @@ impl McpServer {
                     .is_ok()
             })
         };
-        if without_handshake(request_context) {
+        let stateless = without_handshake(request_context);
+        let task = self
+            .call_as_task(
+                &principal,
+                &request,
+                request_context,
+                &context,
+                caller.as_ref(),
+                stateless,
+            )
+            .await;
+        if let Some(answered) = task {
+            return answered;
+        }
+        if stateless {
             return self
                 .call_stateless(&principal, &request, request_context, &context, &reach)
                 .await;
@@ -476,7 +568,7 @@ impl McpServer {
 
     /// The page where `pending`'s signed approvals are given, if it needs them and a console
     /// is set.
-    fn console_page(&self, pending: &PendingApproval) -> Option<String> {
+    pub(super) fn console_page(&self, pending: &PendingApproval) -> Option<String> {
         console_page(pending, self.approvals_console.as_deref())
     }
 
@@ -551,11 +643,28 @@ impl McpServer {
             now_ms: unix_ms(now),
         };
         let state = ApprovalState::open(&self.request_state, sealed, &expected).map_err(refused)?;
+        self.record_decision(
+            principal,
+            &state,
+            Decision::among(request.input_responses.as_ref()),
+        )
+        .await
+    }
+
+    /// Records what the person at the client decided about the approval `state` names; an
+    /// answer to a question that sent them to the console decides nothing.
+    pub(super) async fn record_decision(
+        &self,
+        principal: &Principal,
+        state: &ApprovalState,
+        decision: Decision,
+    ) -> Result<(), ErrorData> {
         if state.question == Question::Console {
             // The person was sent to the console: what the client answers decides nothing.
             return Ok(());
         }
-        let recorded = match Decision::among(request.input_responses.as_ref()) {
+        let now = self.dispatcher.now();
+        let recorded = match decision {
             Decision::Approve => {
                 let approver = approver(principal);
                 if self.approved_already(&state.approval_id, &approver).await {
@@ -712,7 +821,7 @@ impl McpServer {
 
     /// The verified result as MCP content; an internal error if it does not verify, since
     /// nothing unverified may reach the client.
-    fn answer(
+    pub(super) fn answer(
         &self,
         principal: &Principal,
         context: &CallContext,
@@ -768,7 +877,7 @@ fn approver(principal: &Principal) -> String {
 }
 
 /// A refused `requestState`, as the JSON-RPC error the client reads.
-fn refused(refusal: StateRefusal) -> ErrorData {
+pub(super) fn refused(refusal: StateRefusal) -> ErrorData {
     ErrorData::invalid_params(
         format!(
             "{refusal}: nothing was recorded and nothing ran; send the call again without requestState to be asked again"
@@ -787,7 +896,7 @@ fn without_handshake(request_context: &RequestContext<RoleServer>) -> bool {
 
 /// Whether a 2026-07-28 request declares form elicitation in its `_meta` capabilities (an
 /// elicitation capability naming no mode means form, as the spec keeps for compatibility).
-fn declares_form_elicitation(request_context: &RequestContext<RoleServer>) -> bool {
+pub(super) fn declares_form_elicitation(request_context: &RequestContext<RoleServer>) -> bool {
     request_context
         .client_capabilities()
         .and_then(|capabilities| capabilities.elicitation)
@@ -795,7 +904,7 @@ fn declares_form_elicitation(request_context: &RequestContext<RoleServer>) -> bo
 }
 
 /// Whether a 2026-07-28 request declares URL-mode elicitation in its `_meta` capabilities.
-fn declares_url_elicitation(request_context: &RequestContext<RoleServer>) -> bool {
+pub(super) fn declares_url_elicitation(request_context: &RequestContext<RoleServer>) -> bool {
     request_context
         .client_capabilities()
         .and_then(|capabilities| capabilities.elicitation)
@@ -861,7 +970,19 @@ fn object(schema: Value) -> JsonObject {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder().enable_tools();
+        // The extension is declared when some tool's calls may become tasks.
+        let takes_tasks = self.dispatcher.registry().tools().any(|spec| {
+            self.tasks
+                .as_ref()
+                .is_some_and(|tasks| (tasks.rule)(spec) != TaskSupport::Forbidden)
+        });
+        let capabilities = if takes_tasks {
+            capabilities.enable_tasks()
+        } else {
+            capabilities
+        };
+        ServerConfig::new(capabilities.build())
             .with_server_info(self.implementation.clone())
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
@@ -913,6 +1034,30 @@ impl ServerHandler for McpServer {
             .await;
         super::telemetry::record_answer(&span, &answer);
         answer
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.get_task_of(&request.task_id, &context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.update_task_of(&request, &context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel_task_of(&request, &context).await
     }
 }
 

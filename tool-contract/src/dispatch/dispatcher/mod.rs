@@ -10,6 +10,7 @@ mod settle;
 mod signed;
 mod stale;
 mod status;
+mod tasks;
 mod write;
 
 pub use settle::{SettleError, Settlement};

@@ -1,0 +1,366 @@
+//! Long calls as MCP tasks (2026-07-28 tasks extension) kept in the control store: created
+//! before the answer names them, answered by any replica, only to the principal that asked,
+//! the same after a restart; a write waiting for approval is a task in `input_required` that
+//! goes on once the answer is recorded on any replica; a cancellation cancels only what has
+//! not begun; a task is gone after its TTL.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
+    ElicitResult, ElicitationAction, GetTaskParams, GetTaskResult, Implementation, InputResponses,
+    TaskPayload, TaskStatus, UpdateTaskParams,
+};
+use rmcp::service::RunningService;
+use rmcp::{ClientHandler, RoleClient, ServiceError};
+use serde_json::{Value, json};
+use tool_contract::control::{ControlStore, MemoryStore};
+use tool_contract::mcp::{McpServer, TaskSupport};
+use tool_contract::{Principal, ToolSpec};
+use tool_contract_tests::tracker::{Fault, Remote, advance_clock, alice, dispatcher};
+
+/// A client speaking 2026-07-28 that declares form elicitation and, if `tasks`, the tasks
+/// extension.
+#[derive(Clone)]
+struct Client {
+    tasks: bool,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = ClientCapabilities::builder().enable_elicitation();
+        let capabilities = if self.tasks {
+            capabilities.enable_tasks().build()
+        } else {
+            capabilities.build()
+        };
+        ClientConfig::new(capabilities, Implementation::new("tasks-client", "1.0.0"))
+    }
+}
+
+type Session = RunningService<RoleClient, Client>;
+
+fn every_call(_: &ToolSpec) -> TaskSupport {
+    TaskSupport::Optional
+}
+
+/// A replica over `store` acting for `principal`, its tools' calls tasks by `rule`.
+fn replica(
+    remote: &Arc<Remote>,
+    store: &Arc<dyn ControlStore>,
+    principal: Principal,
+    rule: fn(&ToolSpec) -> TaskSupport,
+) -> McpServer {
+    McpServer::new(Arc::new(dispatcher(remote, store.clone())), principal).with_tasks(rule)
+}
+
+async fn connect(server: McpServer, tasks: bool) -> Session {
+    tool_contract_tests::mcp::discover(server, Client { tasks }).await
+}
+
+fn memory() -> Arc<dyn ControlStore> {
+    Arc::new(MemoryStore::new())
+}
+
+fn params(tool: &str, arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments are an object");
+    };
+    CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments)
+}
+
+fn read() -> CallToolRequestParams {
+    params("read_doc", json!({ "doc_id": "d1" }))
+}
+
+fn message() -> CallToolRequestParams {
+    params(
+        "send_message",
+        json!({ "to": "bob@globex.example", "text": "hello" }),
+    )
+}
+
+/// The task a call was answered with.
+async fn started(client: &Session, call: CallToolRequestParams) -> String {
+    match client.call_tool_once(call).await.expect("tools/call") {
+        CallToolResponse::Task(created) => {
+            assert_eq!(created.task.status, TaskStatus::Working);
+            created.task.task_id
+        }
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+async fn get(client: &Session, task_id: &str) -> Result<GetTaskResult, ServiceError> {
+    client.get_task(GetTaskParams::new(task_id)).await
+}
+
+/// The task once it is in `status`, polled (within ten seconds).
+async fn once(client: &Session, task_id: &str, status: TaskStatus) -> GetTaskResult {
+    for _ in 0..400 {
+        let task = get(client, task_id).await.expect("tasks/get");
+        if task.task.status() == status {
+            return task;
+        }
+        assert!(
+            !task.task.status().is_terminal(),
+            "ended {:?} waiting for {status:?}: {task:?}",
+            task.task.status()
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("task {task_id} never reached {status:?}");
+}
+
+/// The completed task's tool result, as `structuredContent`.
+fn structured(task: &GetTaskResult) -> Value {
+    match &task.task.payload {
+        TaskPayload::Completed { result } => result["structuredContent"].clone(),
+        other => panic!("not completed: {other:?}"),
+    }
+}
+
+/// The JSON-RPC error code a request was refused with.
+fn error_code(answer: Result<impl std::fmt::Debug, ServiceError>) -> i32 {
+    match answer {
+        Err(ServiceError::McpError(error)) => error.code.0,
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+/// The key and the form of the one question an `input_required` task asks.
+fn question(task: &GetTaskResult) -> String {
+    match &task.task.payload {
+        TaskPayload::InputRequired { input_requests } => {
+            assert_eq!(input_requests.len(), 1, "{input_requests:?}");
+            let (key, request) = input_requests.iter().next().unwrap();
+            let request = serde_json::to_value(request).unwrap();
+            assert_eq!(request["method"], "elicitation/create", "{request}");
+            key.clone()
+        }
+        other => panic!("not input_required: {other:?}"),
+    }
+}
+
+fn yes_to(key: &str) -> InputResponses {
+    let mut answer = ElicitResult::new(ElicitationAction::Accept);
+    answer.content = Some(json!({ "approve": true }));
+    let mut responses = InputResponses::new();
+    responses.insert(key.to_owned(), serde_json::to_value(answer).unwrap());
+    responses
+}
+
+#[tokio::test]
+async fn a_call_becomes_a_task_whose_result_is_the_calls_own() {
+    let remote = Remote::new();
+    let store = memory();
+    let client = connect(replica(&remote, &store, alice(), every_call), true).await;
+    let task_id = started(&client, read()).await;
+    assert!(
+        task_id.len() == 37 && task_id.starts_with("task_"),
+        "128 random bits: {task_id}"
+    );
+    let done = once(&client, &task_id, TaskStatus::Completed).await;
+    assert_eq!(structured(&done)["status"], "succeeded");
+
+    // A client that does not take tasks is answered in its request, with the same data.
+    let plain = connect(replica(&remote, &store, alice(), every_call), false).await;
+    let inline = plain.call_tool(read()).await.expect("tools/call");
+    assert_eq!(
+        inline.structured_content.unwrap()["data"],
+        structured(&done)["data"]
+    );
+}
+
+#[tokio::test]
+async fn another_principals_task_reads_as_absent() {
+    let remote = Remote::new();
+    let store = memory();
+    let ana = connect(replica(&remote, &store, alice(), every_call), true).await;
+    let task_id = started(&ana, read()).await;
+    once(&ana, &task_id, TaskStatus::Completed).await;
+
+    let bob = Principal::new("acme", "bob");
+    let other = connect(replica(&remote, &store, bob, every_call), true).await;
+    assert_eq!(error_code(get(&other, &task_id).await), -32602);
+    assert_eq!(
+        error_code(other.cancel_task(CancelTaskParams::new(&task_id)).await),
+        -32602
+    );
+    assert_eq!(
+        error_code(get(&ana, "task_00000000000000000000000000000000").await),
+        -32602
+    );
+}
+
+#[tokio::test]
+async fn a_tool_that_requires_tasks_refuses_a_client_without_the_extension() {
+    let remote = Remote::new();
+    let required = |_: &ToolSpec| TaskSupport::Required;
+    let client = connect(replica(&remote, &memory(), alice(), required), false).await;
+    assert_eq!(
+        error_code(client.call_tool_once(message()).await),
+        -32021,
+        "a missing client capability"
+    );
+    assert_eq!(remote.all_requests(), 0, "nothing ran");
+}
+
+/// A write that waits for approval: a task in `input_required` on the replica it began on,
+/// answered through `other`, completed once, the write run once.
+async fn an_approval_in_a_task_is_answered_on_another_replica(store: Arc<dyn ControlStore>) {
+    let remote = Remote::new();
+    let first = connect(replica(&remote, &store, alice(), every_call), true).await;
+    let second = connect(replica(&remote, &store, alice(), every_call), true).await;
+    let task_id = started(&first, message()).await;
+    let waiting = once(&second, &task_id, TaskStatus::InputRequired).await;
+    let key = question(&waiting);
+    assert!(key.starts_with("approval:apr_"), "{key}");
+    assert_eq!(remote.all_requests(), 0, "nothing ran while it waits");
+
+    second
+        .update_task(UpdateTaskParams::new(&task_id, yes_to(&key)))
+        .await
+        .expect("tasks/update");
+    let done = once(&second, &task_id, TaskStatus::Completed).await;
+    assert_eq!(structured(&done)["status"], "succeeded", "{done:?}");
+    assert_eq!(remote.all_requests(), 1, "the write ran once");
+    // Every replica answers with the same text.
+    let (one, two) = (
+        get(&first, &task_id).await.unwrap(),
+        get(&second, &task_id).await.unwrap(),
+    );
+    assert_eq!(
+        serde_json::to_string(&one).unwrap(),
+        serde_json::to_string(&two).unwrap()
+    );
+    // Answering again: the task asks nothing now.
+    assert_eq!(
+        error_code(
+            second
+                .update_task(UpdateTaskParams::new(&task_id, yes_to(&key)))
+                .await
+        ),
+        -32602
+    );
+}
+
+#[tokio::test]
+async fn an_approval_in_a_task_is_answered_on_another_replica_in_memory() {
+    an_approval_in_a_task_is_answered_on_another_replica(memory()).await;
+}
+
+#[tokio::test]
+async fn an_approval_in_a_task_is_answered_on_another_replica_over_postgresql() {
+    let Some(schema) = tool_contract_tests::postgres::Schema::new("an_approval_in_a_task") else {
+        return;
+    };
+    an_approval_in_a_task_is_answered_on_another_replica(Arc::new(schema.store().await)).await;
+}
+
+#[tokio::test]
+async fn a_task_cancelled_while_it_waits_for_approval_never_runs() {
+    let remote = Remote::new();
+    let dispatcher = Arc::new(dispatcher(&remote, memory()));
+    let server = McpServer::new(dispatcher.clone(), alice()).with_tasks(every_call);
+    let client = connect(server, true).await;
+    let task_id = started(&client, message()).await;
+    let waiting = once(&client, &task_id, TaskStatus::InputRequired).await;
+    client
+        .cancel_task(CancelTaskParams::new(&task_id))
+        .await
+        .expect("tasks/cancel");
+    let cancelled = get(&client, &task_id).await.unwrap();
+    assert_eq!(cancelled.task.status(), TaskStatus::Cancelled);
+
+    // Approved afterwards, out of band: the cancelled task's work does not run it.
+    let pending = dispatcher.pending_approvals().await.unwrap();
+    assert_eq!(pending.len(), 1, "{waiting:?}");
+    dispatcher
+        .approve(
+            &pending[0].approval_id,
+            &pending[0].preview_sha256,
+            "supervisor",
+            tool_contract_tests::tracker::clock() + Duration::from_secs(600),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(remote.all_requests(), 0, "nothing ran");
+    assert_eq!(
+        get(&client, &task_id).await.unwrap().task.status(),
+        TaskStatus::Cancelled
+    );
+    // Ended: cancelling again is refused.
+    assert_eq!(
+        error_code(client.cancel_task(CancelTaskParams::new(&task_id)).await),
+        -32602
+    );
+}
+
+#[tokio::test]
+async fn a_task_whose_write_began_is_not_cancelled_and_ends_as_the_write_does() {
+    let remote = Remote::new();
+    remote.script(&[Fault::CommitAfter(Duration::from_millis(400))]);
+    let writes = |spec: &ToolSpec| match spec.name() {
+        "create_issue" => TaskSupport::Optional,
+        _ => TaskSupport::Forbidden,
+    };
+    let client = connect(replica(&remote, &memory(), alice(), writes), true).await;
+    let call = params(
+        "create_issue",
+        json!({ "title": "Printer on fire", "body": "3" }),
+    );
+    let task_id = started(&client, call).await;
+    // The write is at the remote: the request arrived, the commit is under way.
+    for _ in 0..200 {
+        if remote.all_requests() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(remote.all_requests(), 1);
+    client
+        .cancel_task(CancelTaskParams::new(&task_id))
+        .await
+        .expect("a cancellation is asked, not promised");
+    let done = once(&client, &task_id, TaskStatus::Completed).await;
+    assert_eq!(structured(&done)["status"], "succeeded", "{done:?}");
+    assert_eq!(remote.all_requests(), 1);
+}
+
+#[tokio::test]
+async fn a_task_is_gone_after_its_ttl() {
+    let remote = Remote::new();
+    let server = replica(&remote, &memory(), alice(), every_call)
+        .with_task_ttl(Some(Duration::from_secs(60)));
+    let client = connect(server, true).await;
+    let task_id = started(&client, read()).await;
+    let done = once(&client, &task_id, TaskStatus::Completed).await;
+    assert_eq!(done.task.task.ttl_ms, Some(60_000));
+    advance_clock(Duration::from_secs(61));
+    assert_eq!(error_code(get(&client, &task_id).await), -32602);
+}
+
+#[tokio::test]
+async fn a_task_is_answered_the_same_after_a_restart_over_one_sqlite_file() {
+    use tool_contract::control::SqliteStore;
+
+    let remote = Remote::new();
+    let file = tool_contract_tests::backends::sqlite_file();
+    let before = {
+        let store: Arc<dyn ControlStore> = Arc::new(SqliteStore::open(&file.0).unwrap());
+        let client = connect(replica(&remote, &store, alice(), every_call), true).await;
+        let task_id = started(&client, read()).await;
+        let done = once(&client, &task_id, TaskStatus::Completed).await;
+        client.cancel().await.unwrap();
+        (task_id, serde_json::to_string(&done).unwrap())
+    };
+    let store: Arc<dyn ControlStore> = Arc::new(SqliteStore::open(&file.0).unwrap());
+    let client = connect(replica(&remote, &store, alice(), every_call), true).await;
+    let after = get(&client, &before.0)
+        .await
+        .expect("the task, after the restart");
+    assert_eq!(serde_json::to_string(&after).unwrap(), before.1);
+}

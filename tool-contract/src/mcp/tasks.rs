@@ -1,0 +1,449 @@
+//! Long calls as MCP tasks (the 2026-07-28 tasks extension, `io.modelcontextprotocol/tasks`):
+//! which calls become tasks, the work each one runs against its row in the control store,
+//! and `tasks/get`, `tasks/update` and `tasks/cancel`, which any replica sharing the store
+//! answers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
+    CreateTaskResult, DetailedTask, ElicitRequest, GetTaskResult, InputRequest, InputRequests,
+    JsonObject, TaskPayload, UpdateTaskParams,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use super::approval::{ApprovalState, Decision, Question, confirmation, console_link};
+use super::caller::Verified;
+use super::server::{McpServer, declares_form_elicitation, declares_url_elicitation};
+use crate::contract::ToolSpec;
+use crate::control::{
+    PendingApproval, StoreError, TaskChange, TaskMoveError, TaskRow, TaskStatus, later_by, unix_ms,
+};
+use crate::vocabulary::{CallContext, Principal};
+
+/// Whether a tool's calls become tasks: the three answers of 2025-11-25's
+/// `execution.taskSupport`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// Never: each call is answered in its own request.
+    #[default]
+    Forbidden,
+    /// A task when the client declares the tasks extension; answered in its request when
+    /// it does not.
+    Optional,
+    /// Always a task: a client that does not declare the tasks extension is refused with
+    /// `-32021` (a missing client capability), and nothing runs.
+    Required,
+}
+
+/// How a server keeps its tasks.
+#[derive(Clone)]
+pub(super) struct TaskOptions {
+    /// Which tools' calls become tasks.
+    pub(super) rule: Arc<dyn Fn(&ToolSpec) -> TaskSupport + Send + Sync>,
+    /// How long after its creation a task is kept (`None`: until purged by hand).
+    pub(super) ttl: Option<Duration>,
+    /// How often a client should poll.
+    pub(super) poll_interval: Duration,
+}
+
+/// A day: long enough for the signatures a write waits for to be given.
+pub(super) const DEFAULT_TASK_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// How often a client is asked to poll.
+pub(super) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How often the work waiting for a decision looks whether it was given (on any replica).
+const DECISION_POLL: Duration = Duration::from_millis(250);
+
+/// What the client that asked for a task can be asked, as its request declared.
+#[derive(Debug, Clone, Copy)]
+struct Asks {
+    url: bool,
+    form: bool,
+}
+
+/// How waiting for a person ended.
+enum Waited {
+    /// The approval left `pending` (decided, or expired): the call is dispatched again.
+    Decided,
+    /// Still pending when an approval's lifetime had passed: the call answers as it stands.
+    TimedOut,
+    /// The task was cancelled, ended or expired meanwhile: nothing more runs.
+    Stopped,
+}
+
+/// Whether the request declared the tasks extension.
+fn declares_tasks(request_context: &RequestContext<RoleServer>) -> bool {
+    request_context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.supports_tasks())
+}
+
+fn store_failed(error: &StoreError) -> ErrorData {
+    ErrorData::internal_error(format!("the task store failed: {error}"), None)
+}
+
+fn no_such_task() -> ErrorData {
+    ErrorData::invalid_params("no such task", None)
+}
+
+/// The key a task's question about `approval_id` is asked and answered under: unique over
+/// the task's life, as the extension requires.
+fn input_key(approval_id: &str) -> String {
+    format!("approval:{approval_id}")
+}
+
+fn rfc3339(at_ms: u64) -> String {
+    let nanos = i128::from(at_ms) * 1_000_000;
+    OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|at| at.format(&Rfc3339).ok())
+        .unwrap_or_default()
+}
+
+/// A task row as the extension's `Task`.
+fn wire_task(row: &TaskRow) -> rmcp::model::Task {
+    let status = match row.status {
+        TaskStatus::Working => rmcp::model::TaskStatus::Working,
+        TaskStatus::InputRequired => rmcp::model::TaskStatus::InputRequired,
+        TaskStatus::Completed => rmcp::model::TaskStatus::Completed,
+        TaskStatus::Failed => rmcp::model::TaskStatus::Failed,
+        TaskStatus::Cancelled => rmcp::model::TaskStatus::Cancelled,
+    };
+    let mut task = rmcp::model::Task::new(
+        row.task_id.clone(),
+        status,
+        rfc3339(row.created_at_ms),
+        rfc3339(row.updated_at_ms),
+    )
+    .with_poll_interval_ms(row.poll_interval_ms);
+    task.ttl_ms = row.ttl_ms;
+    task.status_message.clone_from(&row.status_message);
+    task
+}
+
+/// A task row with what its state carries, as `tasks/get` answers it: the stored text read
+/// back, the same on every replica.
+fn detailed(row: &TaskRow) -> Result<DetailedTask, ErrorData> {
+    let stored = || {
+        let text = row.outcome.as_deref().unwrap_or("{}");
+        serde_json::from_str::<JsonObject>(text).map_err(|error| {
+            ErrorData::internal_error(format!("a task's stored outcome: {error}"), None)
+        })
+    };
+    let payload = match row.status {
+        TaskStatus::Working => TaskPayload::Working,
+        TaskStatus::Cancelled => TaskPayload::Cancelled,
+        TaskStatus::Completed => TaskPayload::Completed { result: stored()? },
+        TaskStatus::Failed => TaskPayload::Failed { error: stored()? },
+        TaskStatus::InputRequired => {
+            let requests: InputRequests =
+                serde_json::from_value(serde_json::Value::Object(stored()?)).map_err(|error| {
+                    ErrorData::internal_error(format!("a task's stored requests: {error}"), None)
+                })?;
+            TaskPayload::InputRequired {
+                input_requests: requests,
+            }
+        }
+    };
+    Ok(DetailedTask::new(wire_task(row), payload))
+}
+
+impl McpServer {
+    /// How `tool`'s calls are answered: as the server's task rule says, `Forbidden` for a
+    /// server that keeps no tasks or a tool it does not serve.
+    pub(super) fn task_support(&self, tool: &str) -> TaskSupport {
+        let (Some(options), Some(spec)) = (&self.tasks, self.dispatcher.registry().get(tool))
+        else {
+            return TaskSupport::Forbidden;
+        };
+        (options.rule)(spec)
+    }
+
+    /// Whom a task belongs to: the principal's keyed reference, so that the store names no
+    /// one in clear.
+    fn task_owner(&self, principal: &Principal) -> String {
+        self.dispatcher.binder().keys().principal_ref(principal)
+    }
+
+    /// A call answered by a task, if it becomes one: on 2026-07-28, when its tool's rule
+    /// allows it and the request declared the extension. A tool that requires tasks, called
+    /// by a request that cannot take one, is refused.
+    pub(super) async fn call_as_task(
+        &self,
+        principal: &Principal,
+        request: &CallToolRequestParams,
+        request_context: &RequestContext<RoleServer>,
+        context: &CallContext,
+        caller: Option<&Verified>,
+        stateless: bool,
+    ) -> Option<Result<CallToolResponse, ErrorData>> {
+        let support = self.task_support(&request.name);
+        let takes_task = stateless && declares_tasks(request_context);
+        match support {
+            TaskSupport::Forbidden => return None,
+            TaskSupport::Optional if !takes_task => return None,
+            TaskSupport::Required if !takes_task => {
+                return Some(Err(ErrorData::missing_required_client_capability(
+                    ClientCapabilities::builder().enable_tasks().build(),
+                )));
+            }
+            TaskSupport::Optional | TaskSupport::Required => {}
+        }
+        let options = self.tasks.as_ref()?;
+        let owner = self.task_owner(principal);
+        let created = self
+            .dispatcher
+            .create_task(&owner, &request.name, options.ttl, options.poll_interval)
+            .await;
+        let row = match created {
+            Ok(row) => row,
+            Err(error) => return Some(Err(store_failed(&error))),
+        };
+        let asks = Asks {
+            url: declares_url_elicitation(request_context),
+            form: declares_form_elicitation(request_context),
+        };
+        // The row is in the store: whichever replica is asked about it answers. The work runs
+        // here, past this request.
+        let work = self.clone().work(
+            row.task_id.clone(),
+            principal.clone(),
+            context.clone(),
+            caller.cloned(),
+            asks,
+        );
+        tokio::spawn(work);
+        Some(Ok(CallToolResponse::Task(CreateTaskResult::new(
+            wire_task(&row),
+        ))))
+    }
+
+    /// A task's work: the call dispatched once the task may begin (a cancelled task never
+    /// does), a person asked through the task when it waits for one, and the answer stored
+    /// as the task's result.
+    async fn work(
+        self,
+        task_id: String,
+        principal: Principal,
+        context: CallContext,
+        caller: Option<Verified>,
+        asks: Asks,
+    ) {
+        let registry = self.dispatcher.registry();
+        let reach = |spec: &ToolSpec, arguments: &[u8]| {
+            caller.as_ref().is_none_or(|verified| {
+                verified
+                    .allows(spec, arguments, registry.forbidden_keys())
+                    .is_ok()
+            })
+        };
+        loop {
+            let began = self
+                .dispatcher
+                .move_task(&task_id, None, TaskChange::Begin)
+                .await;
+            if !matches!(began, Ok(Ok(_))) {
+                // Cancelled, ended or expired (or the store failed): nothing runs.
+                return;
+            }
+            let mut dispatch = self
+                .dispatcher
+                .dispatch_within(&principal, &context, &self.task, &reach)
+                .await;
+            let pending = dispatch.pending_approval.take();
+            if let Some(asked) = pending.as_ref() {
+                match self.ask_in_task(&task_id, asked, asks).await {
+                    Some(Waited::Decided) => continue,
+                    Some(Waited::Stopped) => return,
+                    // Nobody decided in time, or the client can be asked nothing: the call
+                    // answers as it stands (APPROVAL_REQUIRED, with the pending approval).
+                    Some(Waited::TimedOut) | None => {}
+                }
+            }
+            let change = match self.answer(&principal, &context, &dispatch, pending.as_ref()) {
+                Ok(result) => {
+                    serde_json::to_string(&result).map(|result| TaskChange::Complete { result })
+                }
+                Err(error) => serde_json::to_string(&error).map(|error| TaskChange::Fail { error }),
+            };
+            let Ok(change) = change else {
+                return;
+            };
+            if let Err(error) = self.dispatcher.move_task(&task_id, None, change).await {
+                tracing::error!(stage = "mcp", %error, "a task's answer could not be stored");
+            }
+            return;
+        }
+    }
+
+    /// Asks the task's client about `pending` (the console's page by URL, or the confirmation
+    /// form), then waits until it is decided on any replica, the task stops, or an
+    /// approval's lifetime passes. `None` when the client can be asked nothing.
+    async fn ask_in_task(
+        &self,
+        task_id: &str,
+        pending: &PendingApproval,
+        asks: Asks,
+    ) -> Option<Waited> {
+        let (question, params) = match self.console_page(pending) {
+            Some(page) if asks.url => (Question::Console, console_link(pending, page)),
+            _ if asks.form => (
+                Question::Form,
+                confirmation(pending, self.approvals_console.as_deref())?,
+            ),
+            _ => return None,
+        };
+        let expires_at_ms = unix_ms(later_by(self.dispatcher.now(), self.approval_ttl));
+        let sealed =
+            ApprovalState::of(pending, question, expires_at_ms).seal(&self.request_state)?;
+        let mut requests = InputRequests::new();
+        requests.insert(
+            input_key(&pending.approval_id),
+            InputRequest::Elicitation(ElicitRequest::new(params)),
+        );
+        let requests = serde_json::to_string(&requests).ok()?;
+        let message = format!(
+            "waiting for {} approval(s) of {}",
+            pending.approvals_still_needed(),
+            pending.preview.tool
+        );
+        let asked = self
+            .dispatcher
+            .move_task(
+                task_id,
+                None,
+                TaskChange::AwaitInput {
+                    requests,
+                    message: Some(message),
+                    awaiting: Some(sealed),
+                },
+            )
+            .await;
+        if !matches!(asked, Ok(Ok(_))) {
+            return Some(Waited::Stopped);
+        }
+        let waited = self.await_decision(task_id, pending).await;
+        if matches!(waited, Waited::Decided | Waited::TimedOut) {
+            let resumed = self
+                .dispatcher
+                .move_task(task_id, None, TaskChange::Resume)
+                .await;
+            if !matches!(resumed, Ok(Ok(_))) {
+                return Some(Waited::Stopped);
+            }
+        }
+        Some(waited)
+    }
+
+    /// Waits until `pending` leaves `pending` (decided, or expired), the task stops waiting
+    /// (cancelled, ended, expired), or an approval's lifetime passes.
+    async fn await_decision(&self, task_id: &str, pending: &PendingApproval) -> Waited {
+        let deadline = tokio::time::Instant::now() + self.approval_ttl;
+        loop {
+            tokio::time::sleep(DECISION_POLL).await;
+            match self.dispatcher.task(task_id, None).await {
+                Ok(Some(task)) if task.status == TaskStatus::InputRequired => {}
+                _ => return Waited::Stopped,
+            }
+            match self.dispatcher.pending_approval(&pending.approval_id).await {
+                // Decided, or gone: the dispatcher says which when the call runs again.
+                Ok(None) | Err(_) => return Waited::Decided,
+                Ok(Some(_)) if tokio::time::Instant::now() >= deadline => {
+                    return Waited::TimedOut;
+                }
+                Ok(Some(_)) => {}
+            }
+        }
+    }
+
+    /// `tasks/get`: the task, if it is the caller's.
+    pub(super) async fn get_task_of(
+        &self,
+        task_id: &str,
+        request_context: &RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let (principal, _) = self.callers.of(request_context)?;
+        let owner = self.task_owner(&principal);
+        let row = self
+            .dispatcher
+            .task(task_id, Some(&owner))
+            .await
+            .map_err(|error| store_failed(&error))?
+            .ok_or_else(no_such_task)?;
+        Ok(GetTaskResult::new(detailed(&row)?))
+    }
+
+    /// `tasks/update`: the caller's answer to what their task asked, recorded as an answer
+    /// to the same question asked in a request is; the work goes on once it sees it.
+    pub(super) async fn update_task_of(
+        &self,
+        params: &UpdateTaskParams,
+        request_context: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (principal, _) = self.callers.of(request_context)?;
+        let principal_ref = self.task_owner(&principal);
+        let row = self
+            .dispatcher
+            .task(&params.task_id, Some(&principal_ref))
+            .await
+            .map_err(|error| store_failed(&error))?
+            .ok_or_else(no_such_task)?;
+        let (TaskStatus::InputRequired, Some(sealed)) = (row.status, row.awaiting.as_deref())
+        else {
+            return Err(ErrorData::invalid_params(
+                "the task asks for no input now",
+                None,
+            ));
+        };
+        let now_ms = unix_ms(self.dispatcher.now());
+        let state = ApprovalState::open_for_task(
+            &self.request_state,
+            sealed,
+            &principal_ref,
+            &row.tool,
+            now_ms,
+        )
+        .map_err(super::server::refused)?;
+        let decision = Decision::under(
+            Some(&params.input_responses),
+            &input_key(&state.approval_id),
+        );
+        self.record_decision(&principal, &state, decision).await
+    }
+
+    /// `tasks/cancel`: the caller's task cancelled if its work has not begun (a write waiting
+    /// for its approval has not); once it has, the task goes on and ends as the work does,
+    /// never `cancelled` over something that may have acted.
+    pub(super) async fn cancel_task_of(
+        &self,
+        params: &CancelTaskParams,
+        request_context: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (principal, _) = self.callers.of(request_context)?;
+        let owner = self.task_owner(&principal);
+        let moved = self
+            .dispatcher
+            .move_task(&params.task_id, Some(&owner), TaskChange::Cancel)
+            .await
+            .map_err(|error| store_failed(&error))?;
+        match moved {
+            Ok(_) | Err(TaskMoveError::Began) => Ok(()),
+            Err(TaskMoveError::NotFound) => Err(no_such_task()),
+            Err(TaskMoveError::Ended(status)) => Err(ErrorData::invalid_params(
+                format!("the task has ended: {}", status.as_str()),
+                None,
+            )),
+            Err(TaskMoveError::NotAllowed(status)) => Err(ErrorData::invalid_params(
+                format!("the task is {}", status.as_str()),
+                None,
+            )),
+        }
+    }
+}
