@@ -14,7 +14,7 @@ use tool_contract::control::{Approver, DirectoryWrite, EnrollError, SignCount, S
 use tool_contract::control::{TaskMove, TaskMoveError, TaskRow};
 
 /// The names the hook is called with, one per step.
-pub const STEPS: [&str; 18] = [
+pub const STEPS: [&str; 19] = [
     "claim",
     "advance",
     "release",
@@ -32,6 +32,7 @@ pub const STEPS: [&str; 18] = [
     "create_task",
     "task",
     "move_task",
+    "stale_tasks",
     "sign_count",
 ];
 
@@ -149,6 +150,9 @@ impl ControlStore for Hooked {
         step: &'a TaskMove,
     ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>> {
         self.step("move_task", || self.inner.move_task(step))
+    }
+    fn stale_tasks(&self, now_ms: u64) -> StoreFuture<'_, Vec<TaskRow>> {
+        self.step("stale_tasks", || self.inner.stale_tasks(now_ms))
     }
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         self.step("sign_count", || self.inner.sign_count(count))

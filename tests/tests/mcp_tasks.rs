@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use tool_contract::control::{ControlStore, MemoryStore};
 use tool_contract::mcp::{McpServer, TaskSupport};
 use tool_contract::{Principal, ToolSpec};
+use tool_contract_tests::backends::{Backend, Memory, Postgres};
 use tool_contract_tests::tracker::{Fault, Remote, advance_clock, alice, dispatcher};
 
 /// A client speaking 2026-07-28 that declares form elicitation and, if `tasks`, the tasks
@@ -363,4 +364,97 @@ async fn a_task_is_answered_the_same_after_a_restart_over_one_sqlite_file() {
         .await
         .expect("the task, after the restart");
     assert_eq!(serde_json::to_string(&after).unwrap(), before.1);
+}
+
+fn writes(spec: &ToolSpec) -> TaskSupport {
+    match spec.name() {
+        "create_issue" => TaskSupport::Optional,
+        _ => TaskSupport::Forbidden,
+    }
+}
+
+/// On a replica of its own (a runtime of its own, over its own handle on `backend`'s
+/// store), starts a task creating an issue whose request the tracker commits and never
+/// answers, then kills the replica once the commit is in: its work, its hold on the task,
+/// its sessions all end mid-write. The task's id.
+fn a_replica_dies_mid_write(remote: &Arc<Remote>, backend: &impl Backend) -> String {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                remote.script(&[Fault::CommitThenHang]);
+                let (task_id, client) = runtime.block_on(async {
+                    let store = backend.open().await;
+                    let client = connect(replica(remote, &store, alice(), writes), true).await;
+                    let call = params(
+                        "create_issue",
+                        json!({ "title": "Printer on fire", "body": "3" }),
+                    );
+                    let task_id = started(&client, call).await;
+                    for _ in 0..400 {
+                        if remote.all_requests() == 1 {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    (task_id, client)
+                });
+                assert_eq!(remote.all_requests(), 1, "the write reached the tracker");
+                runtime.shutdown_background();
+                drop(client);
+                task_id
+            })
+            .join()
+            .expect("replica A ran")
+    })
+}
+
+/// A replica killed mid-write: another takes its task over once its hold lapsed, and the
+/// task completes with what the ledger and the write's status query say, the write run once.
+async fn a_task_outlives_its_replica(backend: &impl Backend) {
+    let remote = Remote::new();
+    let task_id = a_replica_dies_mid_write(&remote, backend);
+
+    let store = backend.open().await;
+    let server = replica(&remote, &store, alice(), writes);
+    let client = connect(server.clone(), true).await;
+    assert_eq!(
+        get(&client, &task_id).await.unwrap().task.status(),
+        TaskStatus::Working,
+        "the dead replica's task is still working"
+    );
+    assert_eq!(
+        server.resume_tasks().await.unwrap(),
+        0,
+        "its hold still runs"
+    );
+    // Past the hold on the task and the lease on the write.
+    advance_clock(Duration::from_secs(600));
+    assert_eq!(server.resume_tasks().await.unwrap(), 1, "taken over");
+    assert_eq!(server.resume_tasks().await.unwrap(), 0, "once");
+    let done = once(&client, &task_id, TaskStatus::Completed).await;
+    let result = structured(&done);
+    assert_eq!(result["status"], "succeeded", "{result}");
+    assert_eq!(
+        result["execution"]["delivery"], "receipt_reconciled",
+        "{result}"
+    );
+    assert_eq!(remote.all_requests(), 1, "the write ran once");
+}
+
+#[tokio::test]
+async fn a_task_outlives_its_replica_in_memory() {
+    a_task_outlives_its_replica(&Memory(MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn a_task_outlives_its_replica_over_postgresql() {
+    let Some(schema) = tool_contract_tests::postgres::Schema::new("a_task_outlives_its_replica")
+    else {
+        return;
+    };
+    a_task_outlives_its_replica(&Postgres(schema)).await;
 }

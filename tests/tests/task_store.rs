@@ -10,6 +10,7 @@ use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
 use tool_contract_tests::postgres::Schema;
 
 const ANA: &str = "acme/ana";
+const REPLICA_A: &str = "replica-a";
 
 fn working(ttl_ms: Option<u64>) -> TaskRow {
     TaskRow {
@@ -23,15 +24,20 @@ fn working(ttl_ms: Option<u64>) -> TaskRow {
         ttl_ms,
         poll_interval_ms: 500,
         began: false,
+        call: None,
+        worker: Some(REPLICA_A.to_owned()),
+        lease_until_ms: 30_000,
         awaiting: None,
         outcome: None,
     }
 }
 
+/// `change` asked by `owner` (a client), or, for `None`, by replica A's work.
 fn step(task: &TaskRow, owner: Option<&str>, change: TaskChange, now_ms: u64) -> TaskMove {
     TaskMove {
         task_id: task.task_id.clone(),
         owner: owner.map(str::to_owned),
+        worker: owner.is_none().then(|| REPLICA_A.to_owned()),
         change,
         now_ms,
     }
@@ -179,7 +185,49 @@ async fn a_task_cancelled_before_its_work_never_begins(backend: &impl Backend) {
     );
 }
 
+/// A task whose worker stopped renewing its hold is listed once the hold lapsed, taken over
+/// by one replica, and its first worker changes nothing more.
+async fn a_task_whose_hold_lapsed_is_taken_over_once(backend: &impl Backend) {
+    let (first, second) = (backend.open().await, backend.open().await);
+    let task = working(None);
+    assert!(first.create_task(&task).await.unwrap());
+    let listed = |tasks: Vec<TaskRow>| tasks.iter().any(|listed| listed.task_id == task.task_id);
+    assert!(!listed(second.stale_tasks(29_999).await.unwrap()), "held");
+    assert!(listed(second.stale_tasks(30_000).await.unwrap()), "lapsed");
+    let hold_by = |worker: &str| TaskMove {
+        task_id: task.task_id.clone(),
+        owner: None,
+        worker: Some(worker.to_owned()),
+        change: TaskChange::Hold {
+            worker: worker.to_owned(),
+            until_ms: 60_000,
+        },
+        now_ms: 30_000,
+    };
+    let taken = second
+        .move_task(&hold_by("replica-b"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.worker.as_deref(), Some("replica-b"));
+    assert_eq!(
+        first.move_task(&hold_by("replica-c")).await.unwrap(),
+        Err(TaskMoveError::Held),
+        "taken over once"
+    );
+    assert!(!listed(first.stale_tasks(30_000).await.unwrap()));
+    assert_eq!(
+        first
+            .move_task(&step(&task, None, TaskChange::Begin, 30_001))
+            .await
+            .unwrap(),
+        Err(TaskMoveError::Held),
+        "replica A's work changes nothing more"
+    );
+}
+
 async fn every_behaviour(backend: &impl Backend) {
+    a_task_whose_hold_lapsed_is_taken_over_once(backend).await;
     a_task_lives_on_every_handle(backend).await;
     a_task_expires_after_its_ttl(backend).await;
     a_task_cancelled_before_its_work_never_begins(backend).await;

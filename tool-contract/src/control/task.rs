@@ -68,6 +68,14 @@ pub struct TaskRow {
     /// Whether the work that may act has begun: from then on a cancellation no longer
     /// cancels it, and the task ends as the work does.
     pub began: bool,
+    /// The call the task runs, as the server that created it wrote it (opaque to the store):
+    /// what another replica needs to take the work over.
+    pub call: Option<String>,
+    /// The worker (one per dispatcher) whose work holds the task, and until when (ms since
+    /// the Unix epoch): past it, another replica may take the task over.
+    pub worker: Option<String>,
+    /// Until when [`worker`](Self::worker) holds the task.
+    pub lease_until_ms: u64,
     /// What the work awaits while `input_required`, as the server that asked wrote it (the
     /// MCP server: the sealed state of the approval asked about), for whichever replica the
     /// answer reaches.
@@ -95,6 +103,14 @@ impl TaskRow {
 /// A change to a task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TaskChange {
+    /// `worker` holds the task until `until_ms`: its own lease renewed, or a lapsed one taken
+    /// over. Refused while another worker's lease runs.
+    Hold {
+        /// The worker.
+        worker: String,
+        /// Until when.
+        until_ms: u64,
+    },
     /// The work that may act begins: refused once the task was cancelled, so that a
     /// cancelled task never acts.
     Begin,
@@ -141,42 +157,68 @@ pub enum TaskMoveError {
     /// asking twice).
     #[error("the task is {0:?}")]
     NotAllowed(TaskStatus),
+    /// Another worker holds the task: this one's work was taken over (its lease lapsed), and
+    /// changes nothing more.
+    #[error("another worker holds the task")]
+    Held,
 }
 
 /// A task's change as a store applies it: the task, whose owner must be `owner` when one is
-/// named (a client's request; the server's own work names none), the change, and the time.
+/// named (a client's request; the server's own work names none), the worker that must hold
+/// it when one is named (the server's own work), the change, and the time.
 #[derive(Debug, Clone)]
 pub struct TaskMove {
     /// The task.
     pub task_id: String,
     /// The principal asking, or `None` for the server's own work.
     pub owner: Option<String>,
+    /// The worker whose work this is, or `None` for a client's request.
+    pub worker: Option<String>,
     /// The change.
     pub change: TaskChange,
     /// The time of the change, in milliseconds since the Unix epoch.
     pub now_ms: u64,
 }
 
-/// What `change` makes of `task` at `now_ms`, or why it may not: the one decision every
-/// store applies (under its lock, in the step that writes).
+/// What `step` makes of `task`, or why it may not: the one decision every store applies
+/// (under its lock, in the step that writes).
 ///
 /// # Errors
 ///
-/// [`TaskMoveError`]: the task ended, began (for a cancellation), or is not in a state the
-/// change applies to.
-pub fn decide_task_move(
-    task: &TaskRow,
-    change: &TaskChange,
-    now_ms: u64,
-) -> Result<TaskRow, TaskMoveError> {
+/// [`TaskMoveError`]: the task ended, began (for a cancellation), is held by another worker,
+/// or is not in a state the change applies to.
+pub fn decide_task_move(task: &TaskRow, step: &TaskMove) -> Result<TaskRow, TaskMoveError> {
+    let (change, now_ms) = (&step.change, step.now_ms);
     if task.status.is_terminal() {
         return Err(TaskMoveError::Ended(task.status));
+    }
+    let held_by_another =
+        |worker: &str| task.worker.as_deref() != Some(worker) && task.lease_until_ms > now_ms;
+    match (&step.worker, change) {
+        (_, TaskChange::Hold { worker, .. }) if held_by_another(worker) => {
+            return Err(TaskMoveError::Held);
+        }
+        (Some(worker), change)
+            if !matches!(change, TaskChange::Hold { .. })
+                && task.worker.as_deref() != Some(worker.as_str()) =>
+        {
+            return Err(TaskMoveError::Held);
+        }
+        _ => {}
     }
     let mut next = task.clone();
     next.updated_at_ms = now_ms.max(task.updated_at_ms);
     match change {
+        TaskChange::Hold { worker, until_ms } => {
+            next.worker = Some(worker.clone());
+            next.lease_until_ms = *until_ms;
+            // Holding is not a change a client sees.
+            next.updated_at_ms = task.updated_at_ms;
+        }
         TaskChange::Begin => {
-            if task.status != TaskStatus::Working || task.began {
+            // Begun again by a replica that took the work over: the ledger answers for
+            // what the first began.
+            if task.status != TaskStatus::Working {
                 return Err(TaskMoveError::NotAllowed(task.status));
             }
             next.began = true;
@@ -254,13 +296,35 @@ mod tests {
             ttl_ms: Some(60_000),
             poll_interval_ms: 500,
             began: false,
+            call: None,
+            worker: Some("replica-a".to_owned()),
+            lease_until_ms: 30_000,
             awaiting: None,
             outcome: None,
         }
     }
 
+    /// `change` by replica A's work (or, for a cancellation, by the client) at `now_ms`.
+    fn by_work(change: TaskChange, now_ms: u64) -> TaskMove {
+        let worker = match change {
+            TaskChange::Cancel => None,
+            _ => Some("replica-a".to_owned()),
+        };
+        TaskMove {
+            task_id: "t".to_owned(),
+            owner: None,
+            worker,
+            change,
+            now_ms,
+        }
+    }
+
+    fn moved(task: &TaskRow, change: TaskChange, now_ms: u64) -> Result<TaskRow, TaskMoveError> {
+        decide_task_move(task, &by_work(change, now_ms))
+    }
+
     fn done(change: TaskChange) -> TaskRow {
-        decide_task_move(&working(), &change, 2_000).unwrap()
+        moved(&working(), change, 2_000).unwrap()
     }
 
     #[test]
@@ -293,7 +357,7 @@ mod tests {
         for task in &ended {
             for change in &changes {
                 assert_eq!(
-                    decide_task_move(task, change, 3_000),
+                    moved(task, change.clone(), 3_000),
                     Err(TaskMoveError::Ended(task.status)),
                     "{change:?}"
                 );
@@ -306,14 +370,14 @@ mod tests {
         let began = done(TaskChange::Begin);
         assert!(began.began);
         assert_eq!(
-            decide_task_move(&began, &TaskChange::Cancel, 3_000),
+            moved(&began, TaskChange::Cancel, 3_000),
             Err(TaskMoveError::Began)
         );
         let cancelled = done(TaskChange::Cancel);
         assert_eq!(cancelled.status, TaskStatus::Cancelled);
         // A cancelled task's work never begins.
         assert_eq!(
-            decide_task_move(&cancelled, &TaskChange::Begin, 3_000),
+            moved(&cancelled, TaskChange::Begin, 3_000),
             Err(TaskMoveError::Ended(TaskStatus::Cancelled))
         );
     }
@@ -321,9 +385,9 @@ mod tests {
     #[test]
     fn input_is_asked_from_working_and_answered_back_to_it() {
         let began = done(TaskChange::Begin);
-        let waiting = decide_task_move(
+        let waiting = moved(
             &began,
-            &TaskChange::AwaitInput {
+            TaskChange::AwaitInput {
                 requests: r#"{"approve":{}}"#.to_owned(),
                 message: Some("two approvals".to_owned()),
                 awaiting: Some("sealed".to_owned()),
@@ -338,9 +402,9 @@ mod tests {
         );
         assert_eq!(waiting.awaiting.as_deref(), Some("sealed"));
         assert_eq!(
-            decide_task_move(
+            moved(
                 &waiting,
-                &TaskChange::AwaitInput {
+                TaskChange::AwaitInput {
                     requests: "{}".to_owned(),
                     message: None,
                     awaiting: None,
@@ -349,14 +413,52 @@ mod tests {
             ),
             Err(TaskMoveError::NotAllowed(TaskStatus::InputRequired))
         );
-        let resumed = decide_task_move(&waiting, &TaskChange::Resume, 3_000).unwrap();
+        let resumed = moved(&waiting, TaskChange::Resume, 3_000).unwrap();
         assert_eq!(
             (resumed.status, resumed.outcome, resumed.awaiting),
             (TaskStatus::Working, None, None)
         );
         assert_eq!(
-            decide_task_move(&working(), &TaskChange::Resume, 3_000),
+            moved(&working(), TaskChange::Resume, 3_000),
             Err(TaskMoveError::NotAllowed(TaskStatus::Working))
+        );
+    }
+
+    #[test]
+    fn a_task_is_taken_over_only_once_its_workers_lease_lapsed() {
+        let task = working();
+        let hold = |worker: &str, now_ms| TaskMove {
+            task_id: "t".to_owned(),
+            owner: None,
+            worker: Some(worker.to_owned()),
+            change: TaskChange::Hold {
+                worker: worker.to_owned(),
+                until_ms: now_ms + 30_000,
+            },
+            now_ms,
+        };
+        assert_eq!(
+            decide_task_move(&task, &hold("replica-b", 29_999)),
+            Err(TaskMoveError::Held)
+        );
+        let renewed = decide_task_move(&task, &hold("replica-a", 29_999)).unwrap();
+        assert_eq!(renewed.lease_until_ms, 59_999);
+        let taken = decide_task_move(&task, &hold("replica-b", 30_000)).unwrap();
+        assert_eq!(taken.worker.as_deref(), Some("replica-b"));
+        // The worker whose lease was taken changes nothing more.
+        assert_eq!(
+            moved(&taken, TaskChange::Begin, 30_001),
+            Err(TaskMoveError::Held)
+        );
+        assert_eq!(
+            moved(
+                &taken,
+                TaskChange::Complete {
+                    result: "{}".to_owned()
+                },
+                30_001
+            ),
+            Err(TaskMoveError::Held)
         );
     }
 

@@ -47,7 +47,9 @@ mod telemetry;
 
 pub use budget::{Budget, Remaining, StopReason, Task};
 pub use builder::{BuildError, BuildErrors, DEFAULT_STATEMENT_LIFETIME, DispatcherBuilder};
-pub use dispatcher::{Dispatcher, PURGE_EVERY, SettleError, Settlement, SignedDecision};
+pub use dispatcher::{
+    Dispatcher, PURGE_EVERY, SettleError, Settlement, SignedDecision, TASK_LEASE,
+};
 #[cfg(feature = "passkeys")]
 pub use dispatcher::{Enrollment, SigningRequest};
 pub use gate::{Gate, GateCall, GateDecision, RequireNonEmpty};

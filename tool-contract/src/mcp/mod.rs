@@ -85,12 +85,13 @@ mod http;
 mod reply;
 mod same;
 mod server;
+mod task_options;
 mod tasks;
 mod telemetry;
 
 pub use approval::StateRefusal;
 pub use server::{McpServeError, McpServer, OPERATION_ID_META};
-pub use tasks::TaskSupport;
+pub use task_options::TaskSupport;
 
 /// The `tracing` targets whose DEBUG and TRACE events carry messages as received, with every
 /// argument in them (rmcp logs each request it receives; the HTTP stack its traffic). Filter

@@ -27,7 +27,7 @@ use super::approval::{
 };
 use super::caller::Callers;
 use super::capture::{Captured, Capturing, kept_over_http};
-use super::tasks::{DEFAULT_POLL_INTERVAL, DEFAULT_TASK_TTL, TaskOptions, TaskSupport};
+use super::task_options::{DEFAULT_POLL_INTERVAL, DEFAULT_TASK_TTL, TaskOptions, TaskSupport};
 use crate::contract::ToolSpec;
 use crate::control::{
     ApprovalError, ApproverIdentity, PendingApproval, RejectionReason, later_by, unix_ms,

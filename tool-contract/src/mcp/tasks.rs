@@ -3,9 +3,9 @@
 //! and `tasks/get`, `tasks/update` and `tasks/cancel`, which any replica sharing the store
 //! answers.
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::Either;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
@@ -13,59 +13,81 @@ use rmcp::model::{
     JsonObject, TaskPayload, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
+use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::approval::{ApprovalState, Decision, Question, confirmation, console_link};
 use super::caller::Verified;
 use super::server::{McpServer, declares_form_elicitation, declares_url_elicitation};
+use super::task_options::TaskSupport;
 use crate::contract::ToolSpec;
 use crate::control::{
     PendingApproval, StoreError, TaskChange, TaskMoveError, TaskRow, TaskStatus, later_by, unix_ms,
 };
+use crate::dispatch::{Dispatcher, TASK_LEASE};
+use crate::results::ErrorCode;
 use crate::vocabulary::{CallContext, Principal};
-
-/// Whether a tool's calls become tasks: the three answers of 2025-11-25's
-/// `execution.taskSupport`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TaskSupport {
-    /// Never: each call is answered in its own request.
-    #[default]
-    Forbidden,
-    /// A task when the client declares the tasks extension; answered in its request when
-    /// it does not.
-    Optional,
-    /// Always a task: a client that does not declare the tasks extension is refused with
-    /// `-32021` (a missing client capability), and nothing runs.
-    Required,
-}
-
-/// How a server keeps its tasks.
-#[derive(Clone)]
-pub(super) struct TaskOptions {
-    /// Which tools' calls become tasks.
-    pub(super) rule: Arc<dyn Fn(&ToolSpec) -> TaskSupport + Send + Sync>,
-    /// How long after its creation a task is kept (`None`: until purged by hand).
-    pub(super) ttl: Option<Duration>,
-    /// How often a client should poll.
-    pub(super) poll_interval: Duration,
-}
-
-/// A day: long enough for the signatures a write waits for to be given.
-pub(super) const DEFAULT_TASK_TTL: Duration = Duration::from_secs(24 * 3600);
-
-/// How often a client is asked to poll.
-pub(super) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How often the work waiting for a decision looks whether it was given (on any replica).
 const DECISION_POLL: Duration = Duration::from_millis(250);
 
 /// What the client that asked for a task can be asked, as its request declared.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 struct Asks {
     url: bool,
     form: bool,
+}
+
+/// What a task's work needs besides its call, kept with it for whoever takes it over.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct TaskWork {
+    asks: Asks,
+    /// Whether the caller's token limited what it could ask (which a replica taking the
+    /// work over does not have: it runs no approved edit).
+    limited: bool,
+}
+
+/// A task's call as its row keeps it: the dispatcher's stored call and the work's needs.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskCall {
+    call: String,
+    work: TaskWork,
+}
+
+impl TaskCall {
+    fn of(principal: &Principal, context: &CallContext, work: TaskWork) -> Option<String> {
+        let call = Dispatcher::task_call(principal, context)?;
+        serde_json::to_string(&TaskCall { call, work }).ok()
+    }
+
+    fn read(stored: &str) -> Option<(Principal, CallContext, TaskWork)> {
+        let stored: TaskCall = serde_json::from_str(stored).ok()?;
+        let (principal, context) = Dispatcher::call_of_task(&stored.call)?;
+        Some((principal, context, stored.work))
+    }
+}
+
+/// How far an approved edit may reach in a task's work.
+enum Reach {
+    /// The caller's token's scopes.
+    Token(Verified),
+    /// The principal's: the server acts for one principal, or authenticates by a proxy.
+    Principal,
+    /// No edit: a replica that took the work over does not have the caller's token.
+    NoEdits,
+}
+
+/// How long to wait before asking again, when `dispatch` found its write running under
+/// another lease.
+fn in_progress_elsewhere(dispatch: &crate::dispatch::Dispatch) -> Option<Duration> {
+    let error = dispatch.result.model.error()?;
+    (error.code() == ErrorCode::OperationInProgress).then(|| {
+        error
+            .retry_after_ms()
+            .map_or(Duration::from_secs(1), Duration::from_millis)
+    })
 }
 
 /// How waiting for a person ended.
@@ -198,68 +220,161 @@ impl McpServer {
         }
         let options = self.tasks.as_ref()?;
         let owner = self.task_owner(principal);
+        let work = TaskWork {
+            asks: Asks {
+                url: declares_url_elicitation(request_context),
+                form: declares_form_elicitation(request_context),
+            },
+            limited: caller.is_some(),
+        };
+        let Some(call) = TaskCall::of(principal, context, work) else {
+            return Some(Err(ErrorData::invalid_params(
+                "the call's arguments are not UTF-8: nothing ran",
+                None,
+            )));
+        };
         let created = self
             .dispatcher
-            .create_task(&owner, &request.name, options.ttl, options.poll_interval)
+            .create_task(
+                &owner,
+                &request.name,
+                Some(call),
+                options.ttl,
+                options.poll_interval,
+            )
             .await;
         let row = match created {
             Ok(row) => row,
             Err(error) => return Some(Err(store_failed(&error))),
         };
-        let asks = Asks {
-            url: declares_url_elicitation(request_context),
-            form: declares_form_elicitation(request_context),
-        };
         // The row is in the store: whichever replica is asked about it answers. The work runs
-        // here, past this request.
-        let work = self.clone().work(
+        // here, past this request, holding the task while it does.
+        let reach = match caller {
+            Some(verified) => Reach::Token(verified.clone()),
+            None => Reach::Principal,
+        };
+        let held = self.clone().hold_while(
             row.task_id.clone(),
             principal.clone(),
             context.clone(),
-            caller.cloned(),
-            asks,
+            reach,
+            work.asks,
         );
-        tokio::spawn(work);
+        tokio::spawn(held);
         Some(Ok(CallToolResponse::Task(CreateTaskResult::new(
             wire_task(&row),
         ))))
+    }
+
+    /// Takes over every task whose work lost its worker (its replica died: the hold lapsed),
+    /// and goes on with it here: a write that began there is dispatched again under its own
+    /// operation, so the ledger answers (it ran once, or its outcome is settled by its status
+    /// query), never a second execution. Run it on a schedule, on any replica. Returns how
+    /// many tasks it took over.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store cannot list them.
+    pub async fn resume_tasks(&self) -> Result<usize, StoreError> {
+        let mut taken = 0;
+        for task in self.dispatcher.stale_tasks().await? {
+            let Some((principal, context, work)) = task.call.as_deref().and_then(TaskCall::read)
+            else {
+                tracing::warn!(
+                    stage = "mcp",
+                    "a stale task keeps no readable call; passed over"
+                );
+                continue;
+            };
+            if !matches!(self.dispatcher.hold_task(&task.task_id).await, Ok(Ok(_))) {
+                // Another replica took it first.
+                continue;
+            }
+            // The caller's token is not kept: an edit a person approved runs no further than
+            // what the principal asked.
+            let reach = if work.limited {
+                Reach::NoEdits
+            } else {
+                Reach::Principal
+            };
+            let held = self
+                .clone()
+                .hold_while(task.task_id, principal, context, reach, work.asks);
+            tokio::spawn(held);
+            taken += 1;
+        }
+        Ok(taken)
+    }
+
+    /// The task's work, with its hold renewed every third of a lease until the work ends
+    /// (or another replica took the task over).
+    async fn hold_while(
+        self,
+        task_id: String,
+        principal: Principal,
+        context: CallContext,
+        reach: Reach,
+        asks: Asks,
+    ) {
+        let work = std::pin::pin!(self.work(&task_id, &principal, &context, &reach, asks));
+        let renew = std::pin::pin!(async {
+            loop {
+                tokio::time::sleep(TASK_LEASE / 3).await;
+                if !matches!(self.dispatcher.hold_task(&task_id).await, Ok(Ok(_))) {
+                    return;
+                }
+            }
+        });
+        if let Either::Right(((), work)) = futures_util::future::select(work, renew).await {
+            // No longer held: the work goes on, and what it writes of the task is refused.
+            work.await;
+        }
     }
 
     /// A task's work: the call dispatched once the task may begin (a cancelled task never
     /// does), a person asked through the task when it waits for one, and the answer stored
     /// as the task's result.
     async fn work(
-        self,
-        task_id: String,
-        principal: Principal,
-        context: CallContext,
-        caller: Option<Verified>,
+        &self,
+        task_id: &str,
+        principal: &Principal,
+        context: &CallContext,
+        reach: &Reach,
         asks: Asks,
     ) {
         let registry = self.dispatcher.registry();
-        let reach = |spec: &ToolSpec, arguments: &[u8]| {
-            caller.as_ref().is_none_or(|verified| {
-                verified
-                    .allows(spec, arguments, registry.forbidden_keys())
-                    .is_ok()
-            })
+        let reach = |spec: &ToolSpec, arguments: &[u8]| match reach {
+            Reach::Principal => true,
+            Reach::NoEdits => false,
+            Reach::Token(verified) => verified
+                .allows(spec, arguments, registry.forbidden_keys())
+                .is_ok(),
         };
+        if !self.await_earlier_question(task_id).await {
+            return;
+        }
         loop {
             let began = self
                 .dispatcher
-                .move_task(&task_id, None, TaskChange::Begin)
+                .work_on_task(task_id, TaskChange::Begin)
                 .await;
             if !matches!(began, Ok(Ok(_))) {
-                // Cancelled, ended or expired (or the store failed): nothing runs.
+                // Cancelled, ended, expired or taken over (or the store failed): nothing runs.
                 return;
             }
             let mut dispatch = self
                 .dispatcher
-                .dispatch_within(&principal, &context, &self.task, &reach)
+                .dispatch_within(principal, context, &self.task, &reach)
                 .await;
+            if let Some(wait) = in_progress_elsewhere(&dispatch) {
+                // The write runs under another lease (a replica that held this task before):
+                // asked again once that lease may have ended, the ledger answers.
+                tokio::time::sleep(wait).await;
+                continue;
+            }
             let pending = dispatch.pending_approval.take();
             if let Some(asked) = pending.as_ref() {
-                match self.ask_in_task(&task_id, asked, asks).await {
+                match self.ask_in_task(task_id, asked, asks).await {
                     Some(Waited::Decided) => continue,
                     Some(Waited::Stopped) => return,
                     // Nobody decided in time, or the client can be asked nothing: the call
@@ -267,7 +382,7 @@ impl McpServer {
                     Some(Waited::TimedOut) | None => {}
                 }
             }
-            let change = match self.answer(&principal, &context, &dispatch, pending.as_ref()) {
+            let change = match self.answer(principal, context, &dispatch, pending.as_ref()) {
                 Ok(result) => {
                     serde_json::to_string(&result).map(|result| TaskChange::Complete { result })
                 }
@@ -276,11 +391,40 @@ impl McpServer {
             let Ok(change) = change else {
                 return;
             };
-            if let Err(error) = self.dispatcher.move_task(&task_id, None, change).await {
+            if let Err(error) = self.dispatcher.work_on_task(task_id, change).await {
                 tracing::error!(stage = "mcp", %error, "a task's answer could not be stored");
             }
             return;
         }
+    }
+
+    /// For a task taken over while it waited for a person: waits for the decision its
+    /// earlier worker asked about, then lets the work go on. `false` when the task stopped
+    /// meanwhile.
+    async fn await_earlier_question(&self, task_id: &str) -> bool {
+        let Ok(Some(task)) = self.dispatcher.task(task_id, None).await else {
+            return false;
+        };
+        if task.status != TaskStatus::InputRequired {
+            return true;
+        }
+        let asked = task
+            .awaiting
+            .as_deref()
+            .and_then(|sealed| self.request_state.open_json::<ApprovalState>(sealed).ok());
+        if let Some(asked) = asked
+            && matches!(
+                self.await_decision(task_id, &asked.approval_id).await,
+                Waited::Stopped
+            )
+        {
+            return false;
+        }
+        let resumed = self
+            .dispatcher
+            .work_on_task(task_id, TaskChange::Resume)
+            .await;
+        matches!(resumed, Ok(Ok(_)))
     }
 
     /// Asks the task's client about `pending` (the console's page by URL, or the confirmation
@@ -316,9 +460,8 @@ impl McpServer {
         );
         let asked = self
             .dispatcher
-            .move_task(
+            .work_on_task(
                 task_id,
-                None,
                 TaskChange::AwaitInput {
                     requests,
                     message: Some(message),
@@ -329,11 +472,11 @@ impl McpServer {
         if !matches!(asked, Ok(Ok(_))) {
             return Some(Waited::Stopped);
         }
-        let waited = self.await_decision(task_id, pending).await;
+        let waited = self.await_decision(task_id, &pending.approval_id).await;
         if matches!(waited, Waited::Decided | Waited::TimedOut) {
             let resumed = self
                 .dispatcher
-                .move_task(task_id, None, TaskChange::Resume)
+                .work_on_task(task_id, TaskChange::Resume)
                 .await;
             if !matches!(resumed, Ok(Ok(_))) {
                 return Some(Waited::Stopped);
@@ -342,9 +485,9 @@ impl McpServer {
         Some(waited)
     }
 
-    /// Waits until `pending` leaves `pending` (decided, or expired), the task stops waiting
-    /// (cancelled, ended, expired), or an approval's lifetime passes.
-    async fn await_decision(&self, task_id: &str, pending: &PendingApproval) -> Waited {
+    /// Waits until the approval `approval_id` leaves `pending` (decided, or expired), the
+    /// task stops waiting (cancelled, ended, expired), or an approval's lifetime passes.
+    async fn await_decision(&self, task_id: &str, approval_id: &str) -> Waited {
         let deadline = tokio::time::Instant::now() + self.approval_ttl;
         loop {
             tokio::time::sleep(DECISION_POLL).await;
@@ -352,7 +495,7 @@ impl McpServer {
                 Ok(Some(task)) if task.status == TaskStatus::InputRequired => {}
                 _ => return Waited::Stopped,
             }
-            match self.dispatcher.pending_approval(&pending.approval_id).await {
+            match self.dispatcher.pending_approval(approval_id).await {
                 // Decided, or gone: the dispatcher says which when the call runs again.
                 Ok(None) | Err(_) => return Waited::Decided,
                 Ok(Some(_)) if tokio::time::Instant::now() >= deadline => {
@@ -430,7 +573,7 @@ impl McpServer {
         let owner = self.task_owner(&principal);
         let moved = self
             .dispatcher
-            .move_task(&params.task_id, Some(&owner), TaskChange::Cancel)
+            .move_task(&params.task_id, &owner, TaskChange::Cancel)
             .await
             .map_err(|error| store_failed(&error))?;
         match moved {
@@ -444,6 +587,8 @@ impl McpServer {
                 format!("the task is {}", status.as_str()),
                 None,
             )),
+            // A client's cancellation names no worker: never refused as held.
+            Err(TaskMoveError::Held) => Ok(()),
         }
     }
 }

@@ -152,6 +152,10 @@ impl ControlStore for Guarded {
         guarded(|| self.0.move_task(step))
     }
 
+    fn stale_tasks(&self, now_ms: u64) -> StoreFuture<'_, Vec<TaskRow>> {
+        guarded(|| self.0.stale_tasks(now_ms))
+    }
+
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         guarded(|| self.0.sign_count(count))
     }

@@ -373,6 +373,21 @@ impl ControlStore for MemoryStore {
         )))
     }
 
+    fn stale_tasks(&self, now_ms: u64) -> StoreFuture<'_, Vec<TaskRow>> {
+        let state = self.state();
+        let tasks = state
+            .tasks
+            .iter()
+            .map(|(task_id, (body, _))| rows::task_from_body(task_id, body, None, now_ms))
+            .filter_map(Result::transpose)
+            .filter(|task| {
+                task.as_ref()
+                    .is_ok_and(|task| rows::task_is_stale(task, now_ms))
+            })
+            .collect();
+        answered(tasks)
+    }
+
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         answered(at_once(rows::sign_count(
             &mut MemoryRows(&mut self.state()),

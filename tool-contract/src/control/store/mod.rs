@@ -228,6 +228,11 @@ pub trait ControlStore: Send + Sync {
         now_ms: u64,
     ) -> StoreFuture<'a, Option<TaskRow>>;
 
+    /// The tasks whose work needs a worker at `now_ms`: not ended, not expired, their
+    /// worker's lease lapsed (its replica died, or stopped renewing). A replica takes each
+    /// over with [`TaskChange::Hold`](crate::control::TaskChange::Hold).
+    fn stale_tasks(&self, now_ms: u64) -> StoreFuture<'_, Vec<TaskRow>>;
+
     /// Changes a task as [`decide_task_move`](crate::control::decide_task_move) decides,
     /// atomically with every other change of it, across every process sharing the store.
     fn move_task<'a>(

@@ -154,6 +154,12 @@ pub(crate) async fn read_task(
     task_from_body(task_id, &body, owner, now_ms)
 }
 
+/// Whether a task's work needs a worker: not ended, not expired, its worker's lease lapsed
+/// by `now_ms`.
+pub(crate) fn task_is_stale(task: &TaskRow, now_ms: u64) -> bool {
+    !task.status.is_terminal() && !task.expired(now_ms) && task.lease_until_ms <= now_ms
+}
+
 /// The task a row's `body` holds, if `owner` (when named) owns it and it has not expired.
 pub(crate) fn task_from_body(
     task_id: &str,
@@ -177,7 +183,7 @@ pub(crate) async fn move_task(
     let Some(task) = found else {
         return Ok(Err(TaskMoveError::NotFound));
     };
-    match decide_task_move(&task, &step.change, step.now_ms) {
+    match decide_task_move(&task, step) {
         Ok(next) => {
             if !rows.put_task_row(&next, &task_body(&next)?, false).await? {
                 return Err(StoreError::LostRace);

@@ -73,10 +73,13 @@ CREATE TABLE IF NOT EXISTS tool_contract_approvers (
 const SCHEMA_V6: &str = "
 CREATE TABLE IF NOT EXISTS tool_contract_tasks (
     task_id       TEXT PRIMARY KEY NOT NULL,
-    owner         TEXT NOT NULL,
-    expires_at_ms INTEGER,
-    body          TEXT NOT NULL
+    owner          TEXT NOT NULL,
+    status         TEXT NOT NULL,
+    lease_until_ms INTEGER NOT NULL,
+    expires_at_ms  INTEGER,
+    body           TEXT NOT NULL
 ) STRICT;
+CREATE INDEX IF NOT EXISTS tool_contract_tasks_lease ON tool_contract_tasks (lease_until_ms);
 CREATE INDEX IF NOT EXISTS tool_contract_tasks_expiry ON tool_contract_tasks (expires_at_ms);
 ";
 
@@ -471,18 +474,27 @@ impl Rows for SqliteRows<'_, '_> {
         new: bool,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         let statement = if new {
-            "INSERT OR IGNORE INTO tool_contract_tasks (task_id, owner, expires_at_ms, body) \
-             VALUES (?1, ?2, ?3, ?4)"
+            "INSERT OR IGNORE INTO tool_contract_tasks \
+             (task_id, owner, status, lease_until_ms, expires_at_ms, body) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
         } else {
-            "UPDATE tool_contract_tasks SET owner = ?2, expires_at_ms = ?3, body = ?4 \
-             WHERE task_id = ?1"
+            "UPDATE tool_contract_tasks SET owner = ?2, status = ?3, lease_until_ms = ?4, \
+             expires_at_ms = ?5, body = ?6 WHERE task_id = ?1"
         };
         let expires_at = task.expires_at_ms().map(to_sql_u64);
+        let lease_until = to_sql_u64(task.lease_until_ms);
         ready(
             self.0
                 .execute(
                     statement,
-                    params![task.task_id, task.owner, expires_at, body],
+                    params![
+                        task.task_id,
+                        task.owner,
+                        task.status.as_str(),
+                        lease_until,
+                        expires_at,
+                        body
+                    ],
                 )
                 .map(|written| written == 1)
                 .map_err(store),
@@ -719,6 +731,32 @@ impl ControlStore for SqliteStore {
     ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>> {
         let step = step.clone();
         self.run(move |tx| at_once(rows::move_task(&mut SqliteRows(tx), &step)))
+    }
+
+    fn stale_tasks(&self, now_ms: u64) -> StoreFuture<'_, Vec<TaskRow>> {
+        self.read(move |tx| {
+            let mut statement = tx
+                .prepare(
+                    "SELECT task_id, body FROM tool_contract_tasks \
+                     WHERE status IN ('working', 'input_required') AND lease_until_ms <= ?1",
+                )
+                .map_err(store)?;
+            let found = statement
+                .query_map(params![to_sql_u64(now_ms)], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                })
+                .map_err(store)?;
+            let mut stale = Vec::new();
+            for row in found {
+                let (task_id, body) = row.map_err(store)?;
+                if let Some(task) = rows::task_from_body(&task_id, &body, None, now_ms)?
+                    && rows::task_is_stale(&task, now_ms)
+                {
+                    stale.push(task);
+                }
+            }
+            Ok(stale)
+        })
     }
 
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {

@@ -17,6 +17,7 @@ pub use settle::{SettleError, Settlement};
 pub use signed::SignedDecision;
 #[cfg(feature = "passkeys")]
 pub use signed::{Enrollment, SigningRequest};
+pub use tasks::TASK_LEASE;
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};

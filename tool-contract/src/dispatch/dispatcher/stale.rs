@@ -37,10 +37,16 @@ struct StoredCall {
 
 /// The call of `call`, as a record keeps it.
 pub(super) fn stored_call(call: &Call<'_>) -> Option<String> {
-    let tool_call = &call.context.call;
+    stored_call_of(call.principal, call.context)
+}
+
+/// `principal`'s call `context`, as a record (or a task) keeps it; `None` for arguments
+/// that are not UTF-8.
+pub(super) fn stored_call_of(principal: &Principal, context: &CallContext) -> Option<String> {
+    let tool_call = &context.call;
     let stored = StoredCall {
-        tenant: call.principal.tenant.clone(),
-        subject: call.principal.subject.clone(),
+        tenant: principal.tenant.clone(),
+        subject: principal.subject.clone(),
         api: tool_call.api,
         adapter_revision: tool_call.adapter_revision.clone(),
         response_id: tool_call.response_id.clone(),
@@ -48,8 +54,8 @@ pub(super) fn stored_call(call: &Call<'_>) -> Option<String> {
         correlation: tool_call.correlation,
         name: tool_call.name.clone(),
         arguments: String::from_utf8(tool_call.arguments.clone()).ok()?,
-        operation_id: call.context.operation_id.clone(),
-        idempotency_key: call.context.idempotency_key.clone(),
+        operation_id: context.operation_id.clone(),
+        idempotency_key: context.idempotency_key.clone(),
     };
     Some(infallible(
         serde_json::to_string(&stored),
@@ -58,7 +64,7 @@ pub(super) fn stored_call(call: &Call<'_>) -> Option<String> {
 }
 
 /// The principal and call a record keeps, if it keeps one this build can read.
-fn read_call(stored: &str) -> Option<(Principal, CallContext)> {
+pub(super) fn read_call(stored: &str) -> Option<(Principal, CallContext)> {
     let stored: StoredCall = crate::json::depth::from_slice(stored.as_bytes()).ok()?;
     let call = ToolCall {
         api: stored.api,

@@ -1,6 +1,7 @@
 //! The tasks of long calls, kept in the dispatcher's control store: created with an id of
 //! the system's randomness at the dispatcher's time, read and moved by the store's steps, so
-//! that every replica sharing the store answers for every task.
+//! that every replica sharing the store answers for every task; worked on under a lease
+//! this dispatcher renews, and taken over by another once it lapses.
 
 use std::time::Duration;
 
@@ -8,11 +9,22 @@ use super::Dispatcher;
 use crate::control::{
     StoreError, TaskChange, TaskMove, TaskMoveError, TaskRow, TaskStatus, new_task_id,
 };
+use crate::vocabulary::{CallContext, Principal};
+
+/// How long a task's work holds the task without renewing the hold: once it lapses (its
+/// replica died), another replica takes the task over ([`Dispatcher::stale_tasks`],
+/// [`Dispatcher::hold_task`]). The work renews it three times as often.
+pub const TASK_LEASE: Duration = Duration::from_secs(30);
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
 
 impl Dispatcher {
-    /// Creates a `working` task of `tool` for `owner`, kept `ttl` after its creation (`None`:
-    /// until purged by hand), polled every `poll_interval`; durably, before it returns, so
-    /// that its id may be told.
+    /// Creates a `working` task of `tool` for `owner`, running `call` (as its creator writes
+    /// it, for whoever takes the work over), kept `ttl` after its creation (`None`: until
+    /// purged by hand), polled every `poll_interval`, held by this dispatcher's work for a
+    /// [`TASK_LEASE`]; durably, before it returns, so that its id may be told.
     ///
     /// # Errors
     ///
@@ -21,11 +33,11 @@ impl Dispatcher {
         &self,
         owner: &str,
         tool: &str,
+        call: Option<String>,
         ttl: Option<Duration>,
         poll_interval: Duration,
     ) -> Result<TaskRow, StoreError> {
         let now_ms = self.now_ms();
-        let millis = |duration: Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
         loop {
             let task_id = new_task_id().ok_or_else(|| {
                 StoreError::Corrupt("the system gave no randomness for a task id".to_owned())
@@ -41,6 +53,9 @@ impl Dispatcher {
                 ttl_ms: ttl.map(millis),
                 poll_interval_ms: millis(poll_interval),
                 began: false,
+                call: call.clone(),
+                worker: Some(self.owner.clone()),
+                lease_until_ms: now_ms.saturating_add(millis(TASK_LEASE)),
                 awaiting: None,
                 outcome: None,
             };
@@ -64,8 +79,8 @@ impl Dispatcher {
         self.store.task(task_id, owner, self.now_ms()).await
     }
 
-    /// Changes the task `task_id` by `change`, for `owner` (`None`: the server's own work),
-    /// as [`decide_task_move`](crate::control::decide_task_move) allows.
+    /// Changes the task `task_id` by `change` for `owner`, a client's request (a
+    /// cancellation), as [`decide_task_move`](crate::control::decide_task_move) allows.
     ///
     /// # Errors
     ///
@@ -74,12 +89,78 @@ impl Dispatcher {
     pub async fn move_task(
         &self,
         task_id: &str,
+        owner: &str,
+        change: TaskChange,
+    ) -> Result<Result<TaskRow, TaskMoveError>, StoreError> {
+        self.task_step(task_id, Some(owner), None, change).await
+    }
+
+    /// Changes the task `task_id` by `change` as this dispatcher's work on it: refused
+    /// ([`TaskMoveError::Held`]) once another replica has taken the task over.
+    ///
+    /// # Errors
+    ///
+    /// As [`move_task`](Self::move_task).
+    pub async fn work_on_task(
+        &self,
+        task_id: &str,
+        change: TaskChange,
+    ) -> Result<Result<TaskRow, TaskMoveError>, StoreError> {
+        self.task_step(task_id, None, Some(self.owner.clone()), change)
+            .await
+    }
+
+    /// Holds the task `task_id` for this dispatcher's work for another [`TASK_LEASE`]: its
+    /// own hold renewed, or another's taken over once it lapsed.
+    ///
+    /// # Errors
+    ///
+    /// As [`move_task`](Self::move_task); [`TaskMoveError::Held`] while another's hold runs.
+    pub async fn hold_task(
+        &self,
+        task_id: &str,
+    ) -> Result<Result<TaskRow, TaskMoveError>, StoreError> {
+        let hold = TaskChange::Hold {
+            worker: self.owner.clone(),
+            until_ms: self.now_ms().saturating_add(millis(TASK_LEASE)),
+        };
+        self.task_step(task_id, None, Some(self.owner.clone()), hold)
+            .await
+    }
+
+    /// The tasks whose work needs a worker now: not ended, not expired, their worker's hold
+    /// lapsed.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub async fn stale_tasks(&self) -> Result<Vec<TaskRow>, StoreError> {
+        self.store.stale_tasks(self.now_ms()).await
+    }
+
+    /// `principal`'s call `context` as a task keeps it for whoever takes its work over.
+    #[must_use]
+    pub fn task_call(principal: &Principal, context: &CallContext) -> Option<String> {
+        super::stale::stored_call_of(principal, context)
+    }
+
+    /// The principal and call a task keeps ([`task_call`](Self::task_call)), if it reads.
+    #[must_use]
+    pub fn call_of_task(stored: &str) -> Option<(Principal, CallContext)> {
+        super::stale::read_call(stored)
+    }
+
+    async fn task_step(
+        &self,
+        task_id: &str,
         owner: Option<&str>,
+        worker: Option<String>,
         change: TaskChange,
     ) -> Result<Result<TaskRow, TaskMoveError>, StoreError> {
         let step = TaskMove {
             task_id: task_id.to_owned(),
             owner: owner.map(str::to_owned),
+            worker,
             change,
             now_ms: self.now_ms(),
         };

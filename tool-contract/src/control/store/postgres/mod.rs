@@ -303,13 +303,17 @@ impl PostgresStore {
             // expiry to purge by.
             tx.batch_execute(&format!(
                 "CREATE TABLE {schema}.tool_contract_tasks (
-                     task_id       TEXT PRIMARY KEY,
-                     owner         TEXT NOT NULL,
-                     expires_at_ms BIGINT,
-                     body          TEXT NOT NULL
+                     task_id        TEXT PRIMARY KEY,
+                     owner          TEXT NOT NULL,
+                     status         TEXT NOT NULL,
+                     lease_until_ms BIGINT NOT NULL,
+                     expires_at_ms  BIGINT,
+                     body           TEXT NOT NULL
                  );
                  CREATE INDEX tool_contract_tasks_expiry
-                     ON {schema}.tool_contract_tasks (expires_at_ms);"
+                     ON {schema}.tool_contract_tasks (expires_at_ms);
+                 CREATE INDEX tool_contract_tasks_lease
+                     ON {schema}.tool_contract_tasks (lease_until_ms);"
             ))
             .await
             .map_err(store)?;
@@ -646,6 +650,8 @@ impl Rows for PostgresRows<'_> {
             &self.sql.update_task
         };
         let expires_at = task.expires_at_ms().map(to_sql_u64);
+        let lease_until = to_sql_u64(task.lease_until_ms);
+        let status = task.status.as_str();
         let written = self
             .tx
             .execute_typed(
@@ -653,6 +659,8 @@ impl Rows for PostgresRows<'_> {
                 &[
                     (&task.task_id, Type::TEXT),
                     (&task.owner, Type::TEXT),
+                    (&status, Type::TEXT),
+                    (&lease_until, Type::INT8),
                     (&expires_at, Type::INT8),
                     (&body, Type::TEXT),
                 ],
@@ -945,6 +953,28 @@ impl ControlStore for PostgresStore {
         step: &'a TaskMove,
     ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>> {
         Box::pin(async move { in_transaction!(self, |rows| rows::move_task(&mut rows, step)) })
+    }
+
+    fn stale_tasks(&self, now_ms: u64) -> StoreFuture<'_, Vec<TaskRow>> {
+        Box::pin(async move {
+            let connection = self.connection().await?;
+            let now = to_sql_u64(now_ms);
+            let found = connection
+                .query_typed(&self.sql.stale_tasks, &[(&now, Type::INT8)])
+                .await
+                .map_err(store)?;
+            let mut stale = Vec::new();
+            for row in &found {
+                let task_id: String = row.try_get(0).map_err(store)?;
+                let body: String = row.try_get(1).map_err(store)?;
+                if let Some(task) = rows::task_from_body(&task_id, &body, None, now_ms)?
+                    && rows::task_is_stale(&task, now_ms)
+                {
+                    stale.push(task);
+                }
+            }
+            Ok(stale)
+        })
     }
 
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {

@@ -34,6 +34,7 @@ pub(super) struct Sql {
     pub(super) insert_task: String,
     pub(super) update_task: String,
     pub(super) purge_tasks: String,
+    pub(super) stale_tasks: String,
 }
 
 impl Sql {
@@ -119,11 +120,16 @@ impl Sql {
             approvers: format!("SELECT approver_id, body, seal FROM {approvers}"),
             task: format!("SELECT body FROM {tasks} WHERE task_id = $1"),
             insert_task: format!(
-                "INSERT INTO {tasks} (task_id, owner, expires_at_ms, body) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (task_id) DO NOTHING"
+                "INSERT INTO {tasks} (task_id, owner, status, lease_until_ms, expires_at_ms, body) \
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (task_id) DO NOTHING"
             ),
             update_task: format!(
-                "UPDATE {tasks} SET owner = $2, expires_at_ms = $3, body = $4 WHERE task_id = $1"
+                "UPDATE {tasks} SET owner = $2, status = $3, lease_until_ms = $4, \
+                 expires_at_ms = $5, body = $6 WHERE task_id = $1"
+            ),
+            stale_tasks: format!(
+                "SELECT task_id, body FROM {tasks} \
+                 WHERE status IN ('working', 'input_required') AND lease_until_ms <= $1"
             ),
             purge_tasks: format!("DELETE FROM {tasks} WHERE expires_at_ms <= $1"),
             put_approver: format!(

@@ -1,0 +1,40 @@
+//! Which calls a server answers as tasks, and how it keeps them: what the server and the
+//! tasks' work both read.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::contract::ToolSpec;
+
+/// Whether a tool's calls become tasks: the three answers of 2025-11-25's
+/// `execution.taskSupport`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// Never: each call is answered in its own request.
+    #[default]
+    Forbidden,
+    /// A task when the client declares the tasks extension; answered in its request when
+    /// it does not.
+    Optional,
+    /// Always a task: a client that does not declare the tasks extension is refused with
+    /// `-32021` (a missing client capability), and nothing runs.
+    Required,
+}
+
+/// How a server keeps its tasks.
+#[derive(Clone)]
+pub(super) struct TaskOptions {
+    /// Which tools' calls become tasks.
+    pub(super) rule: Arc<dyn Fn(&ToolSpec) -> TaskSupport + Send + Sync>,
+    /// How long after its creation a task is kept (`None`: until purged by hand).
+    pub(super) ttl: Option<Duration>,
+    /// How often a client should poll.
+    pub(super) poll_interval: Duration,
+}
+
+/// A day: long enough for the signatures a write waits for to be given.
+pub(super) const DEFAULT_TASK_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// How often a client is asked to poll.
+pub(super) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
