@@ -27,6 +27,8 @@ pub mod guide {
     pub struct Audit;
     #[doc = include_str!("../../tool-contract/guide/09-production.md")]
     pub struct Production;
+    #[doc = include_str!("../../tool-contract/guide/10-tasks.md")]
+    pub struct Tasks;
 }
 
 pub mod browser;

@@ -11,6 +11,7 @@
 //! 7. [Providers and rig](providers): each provider API's own shapes, and rig agents.
 //! 8. [Audit, receipts and tree heads](audit): records someone else can check.
 //! 9. [Running it in production](production): keys, traces, reconciling, limits.
+//! 10. [Long work and tasks](tasks): a call that outlasts its request, on any replica.
 //!
 //! The examples are a path through the same ground, each a program of its own
 //! (`cargo run -p tool-contract-examples --example 01_read_tool`, then `02_…` to `06_…`), and
@@ -42,3 +43,6 @@ pub mod audit {}
 
 #[doc = include_str!("../guide/09-production.md")]
 pub mod production {}
+
+#[doc = include_str!("../guide/10-tasks.md")]
+pub mod tasks {}

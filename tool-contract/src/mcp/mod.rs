@@ -34,6 +34,14 @@
 //!   [`Dispatcher::approve`](crate::dispatch::Dispatcher::approve) then lets a repeated call
 //!   run.
 //!
+//! With [`McpServer::with_tasks`], the calls of the tools it names are answered as tasks
+//! (the 2026-07-28 tasks extension): kept in the control store before the answer names them,
+//! polled with `tasks/get`, answered with `tasks/update` (a write waiting for approval is
+//! `input_required`), cancelled with `tasks/cancel` while nothing of them has acted, by any
+//! replica sharing the store and only for the principal that asked; a task whose replica
+//! died goes on with [`McpServer::resume_tasks`]. See
+//! [the guide's chapter](crate::guide::tasks).
+//!
 //! A write whose rule asks for approvals signed by passkeys
 //! ([`DispatcherBuilder::signed_approvals_when`](crate::dispatch::DispatcherBuilder::signed_approvals_when)),
 //! which no answer through the client can give, sends the person to the approvals console
