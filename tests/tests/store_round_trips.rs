@@ -92,11 +92,45 @@ async fn a_new_connection_prepares_the_common_statements_in_one_round_trip() {
     assert_eq!(
         bed.relay.take_traffic(),
         Asked {
-            statements: 7,
+            statements: 8,
             round_trips: 3,
-            parses: 5
+            parses: 6
         },
-        "the five statements prepared together, then the write's two"
+        "the six statements prepared together, then the write's two"
+    );
+}
+
+#[tokio::test]
+async fn a_tasks_poll_is_one_prepared_statement_in_one_round_trip() {
+    let Some(bed) = Bed::new("task_poll_round_trips") else {
+        return;
+    };
+    let dispatcher = bed.dispatcher().await;
+    let task = dispatcher
+        .create_task(
+            "acme/ana",
+            "create_issue",
+            None,
+            None,
+            std::time::Duration::from_secs(1),
+        )
+        .await
+        .unwrap();
+    bed.relay.take_traffic();
+
+    let polled = dispatcher
+        .task(&task.task_id, Some("acme/ana"))
+        .await
+        .unwrap();
+    assert_eq!(polled, Some(task));
+    assert_eq!(
+        bed.relay.take_traffic(),
+        Asked {
+            statements: 1,
+            round_trips: 1,
+            parses: 0
+        },
+        "the task's row, by its key"
     );
 }
 

@@ -935,11 +935,10 @@ impl ControlStore for PostgresStore {
         now_ms: u64,
     ) -> StoreFuture<'a, Option<TaskRow>> {
         Box::pin(async move {
-            let connection = self.connection().await?;
+            let mut connection = self.connection().await?;
             let row = connection
-                .query_typed_opt(&self.sql.task, &[(&task_id, Type::TEXT)])
-                .await
-                .map_err(store)?;
+                .query_common(&self.sql, Common::Task, &[&task_id])
+                .await?;
             let Some(row) = row else {
                 return Ok(None);
             };

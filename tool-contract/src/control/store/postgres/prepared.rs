@@ -2,7 +2,7 @@
 //! so PostgreSQL parses and plans each once per connection instead of once per write (an
 //! unnamed statement is parsed and planned every time it is sent).
 //!
-//! A connection prepares the five when it first runs one of them (together, in one round
+//! A connection prepares the six when it first runs one of them (together, in one round
 //! trip); the connection that migrated the schema prepares them right after the migration,
 //! as it opened before their tables existed. With
 //! [`PostgresOptions::prepare_statements`](super::PostgresOptions::prepare_statements) off,
@@ -33,16 +33,19 @@ pub(super) enum Common {
     ApprovalLook,
     /// The call of the function that claims a key and redeems its grant.
     ClaimRedeeming,
+    /// The task `$1`: every poll of a task.
+    Task,
 }
 
 impl Common {
-    /// All five, in the order of their discriminants.
-    const ALL: [Common; 5] = [
+    /// All six, in the order of their discriminants.
+    const ALL: [Common; 6] = [
         Common::Record,
         Common::ClaimIfAbsent,
         Common::AdvanceInPlace,
         Common::ApprovalLook,
         Common::ClaimRedeeming,
+        Common::Task,
     ];
 
     fn text(self, sql: &Sql) -> &str {
@@ -52,12 +55,13 @@ impl Common {
             Common::AdvanceInPlace => &sql.advance_in_place,
             Common::ApprovalLook => &sql.approval_look,
             Common::ClaimRedeeming => &sql.claim_redeeming,
+            Common::Task => &sql.task,
         }
     }
 
     fn types(self) -> Cow<'static, [Type]> {
         match self {
-            Common::Record | Common::ApprovalLook => Cow::Borrowed(&[Type::TEXT]),
+            Common::Record | Common::ApprovalLook | Common::Task => Cow::Borrowed(&[Type::TEXT]),
             Common::ClaimIfAbsent => Cow::Borrowed(&RECORD_TYPES),
             Common::AdvanceInPlace => Cow::Borrowed(&ADVANCE_TYPES),
             Common::ClaimRedeeming => Cow::Owned([&RECORD_TYPES[..], &GRANT_TYPES[..]].concat()),
@@ -70,7 +74,7 @@ impl Common {
 pub(crate) struct Connection {
     client: Client,
     prepare: bool,
-    prepared: Option<Arc<[Statement; 5]>>,
+    prepared: Option<Arc<[Statement; 6]>>,
 }
 
 impl Connection {
@@ -82,12 +86,12 @@ impl Connection {
 
     /// The prepared statements, prepared now if need be; `None` if this connection sends
     /// them unnamed.
-    async fn statements(&mut self, sql: &Sql) -> Result<Option<Arc<[Statement; 5]>>, StoreError> {
+    async fn statements(&mut self, sql: &Sql) -> Result<Option<Arc<[Statement; 6]>>, StoreError> {
         if !self.prepare || self.prepared.is_some() {
             return Ok(self.prepared.clone());
         }
         let client = &self.client;
-        // Polled together, the five are written before any answer is awaited.
+        // Polled together, the six are written before any answer is awaited.
         let statements = try_join_all(Common::ALL.map(|common| async move {
             client
                 .prepare_typed(common.text(sql), &common.types())
@@ -95,8 +99,8 @@ impl Connection {
         }))
         .await
         .map_err(StoreError::store)?;
-        let prepared: Arc<[Statement; 5]> = <[Statement; 5]>::try_from(statements)
-            .map_err(|_| StoreError::Corrupt("five statements prepared as another count".into()))?
+        let prepared: Arc<[Statement; 6]> = <[Statement; 6]>::try_from(statements)
+            .map_err(|_| StoreError::Corrupt("six statements prepared as another count".into()))?
             .into();
         self.prepared = Some(prepared.clone());
         Ok(Some(prepared))
