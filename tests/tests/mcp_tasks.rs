@@ -1,8 +1,10 @@
 //! Long calls as MCP tasks (2026-07-28 tasks extension) kept in the control store: created
 //! before the answer names them, answered by any replica, only to the principal that asked,
 //! the same after a restart; a write waiting for approval is a task in `input_required` that
-//! goes on once the answer is recorded on any replica; a cancellation cancels only what has
-//! not begun; a task is gone after its TTL.
+//! goes on once the answer is recorded on any replica, or once two supervisors signed in the
+//! console, and ends `BLOCKED` when declined; a cancellation cancels only what has not begun;
+//! a task whose replica died is taken over by another, its write run once; a task is gone
+//! after its TTL.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +14,7 @@ use rmcp::model::{
     ElicitResult, ElicitationAction, GetTaskParams, GetTaskResult, Implementation, InputResponses,
     TaskPayload, TaskStatus, UpdateTaskParams,
 };
+use rmcp::model::{ElicitationCapability, FormElicitationCapability, UrlElicitationCapability};
 use rmcp::service::RunningService;
 use rmcp::{ClientHandler, RoleClient, ServiceError};
 use serde_json::{Value, json};
@@ -21,21 +24,29 @@ use tool_contract::{Principal, ToolSpec};
 use tool_contract_tests::backends::{Backend, Memory, Postgres};
 use tool_contract_tests::tracker::{Fault, Remote, advance_clock, alice, dispatcher};
 
-/// A client speaking 2026-07-28 that declares form elicitation and, if `tasks`, the tasks
-/// extension.
+/// A client speaking 2026-07-28 that declares form elicitation, URL-mode elicitation too if
+/// `urls`, and the tasks extension if `tasks`.
 #[derive(Clone)]
 struct Client {
     tasks: bool,
+    urls: bool,
 }
 
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
         let capabilities = ClientCapabilities::builder().enable_elicitation();
-        let capabilities = if self.tasks {
+        let mut capabilities = if self.tasks {
             capabilities.enable_tasks().build()
         } else {
             capabilities.build()
         };
+        if self.urls {
+            capabilities.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new())
+                    .with_url(UrlElicitationCapability::new()),
+            );
+        }
         ClientConfig::new(capabilities, Implementation::new("tasks-client", "1.0.0"))
     }
 }
@@ -57,7 +68,7 @@ fn replica(
 }
 
 async fn connect(server: McpServer, tasks: bool) -> Session {
-    tool_contract_tests::mcp::discover(server, Client { tasks }).await
+    tool_contract_tests::mcp::discover(server, Client { tasks, urls: false }).await
 }
 
 fn memory() -> Arc<dyn ControlStore> {
@@ -457,4 +468,83 @@ async fn a_task_outlives_its_replica_over_postgresql() {
         return;
     };
     a_task_outlives_its_replica(&Postgres(schema)).await;
+}
+
+#[tokio::test]
+async fn a_declined_approval_completes_the_task_blocked_and_nothing_runs() {
+    let remote = Remote::new();
+    let client = connect(replica(&remote, &memory(), alice(), every_call), true).await;
+    let task_id = started(&client, message()).await;
+    let key = question(&once(&client, &task_id, TaskStatus::InputRequired).await);
+    let mut no = InputResponses::new();
+    no.insert(
+        key,
+        serde_json::to_value(ElicitResult::new(ElicitationAction::Decline)).unwrap(),
+    );
+    client
+        .update_task(UpdateTaskParams::new(&task_id, no))
+        .await
+        .expect("tasks/update");
+    let done = once(&client, &task_id, TaskStatus::Completed).await;
+    assert_eq!(structured(&done)["error"]["code"], "BLOCKED", "{done:?}");
+    assert_eq!(remote.all_requests(), 0);
+}
+
+#[tokio::test]
+async fn a_write_in_a_task_waits_for_two_passkey_approvals_given_in_the_console() {
+    let desk = tool_contract_tests::console::desk().await;
+    let (mut ana, mut ana_key) = desk.enrolled("sup-ana").await;
+    let (mut ben, mut ben_key) = desk.enrolled("sup-ben").await;
+    let page = format!("{}/approvals/{{approval_id}}", desk.base);
+    let server = McpServer::new(desk.dispatcher.clone(), alice())
+        .with_tasks(every_call)
+        .with_approvals_console(&page);
+    let client = tool_contract_tests::mcp::discover(
+        server,
+        Client {
+            tasks: true,
+            urls: true,
+        },
+    )
+    .await;
+    let task_id = started(&client, message()).await;
+    let waiting = once(&client, &task_id, TaskStatus::InputRequired).await;
+
+    // The question sends the person to the console's page of the approval.
+    let key = question(&waiting);
+    let approval_id = key.strip_prefix("approval:").expect("an approval's key");
+    let TaskPayload::InputRequired { input_requests } = &waiting.task.payload else {
+        unreachable!("asked above");
+    };
+    let request = serde_json::to_value(&input_requests[&key]).unwrap();
+    assert_eq!(
+        request["params"]["url"],
+        page.replace("{approval_id}", approval_id),
+        "{request}"
+    );
+    // What the client answers decides nothing: the signatures do.
+    let mut went = InputResponses::new();
+    went.insert(
+        key.clone(),
+        serde_json::to_value(ElicitResult::new(ElicitationAction::Accept)).unwrap(),
+    );
+    client
+        .update_task(UpdateTaskParams::new(&task_id, went))
+        .await
+        .expect("tasks/update");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        get(&client, &task_id).await.unwrap().task.status(),
+        TaskStatus::InputRequired
+    );
+    assert_eq!(desk.remote.all_requests(), 0, "nothing ran");
+
+    // The two supervisors sign in the console, each with their own passkey.
+    for (visit, passkey) in [(&mut ana, &mut ana_key), (&mut ben, &mut ben_key)] {
+        let decided = visit.decide(approval_id, "approve", passkey).await;
+        assert_eq!(decided.status, 200, "{}", decided.text);
+    }
+    let done = once(&client, &task_id, TaskStatus::Completed).await;
+    assert_eq!(structured(&done)["status"], "succeeded", "{done:?}");
+    assert_eq!(desk.remote.all_requests(), 1, "the write ran once");
 }
