@@ -548,3 +548,31 @@ async fn a_write_in_a_task_waits_for_two_passkey_approvals_given_in_the_console(
     assert_eq!(structured(&done)["status"], "succeeded", "{done:?}");
     assert_eq!(desk.remote.all_requests(), 1, "the write ran once");
 }
+
+#[tokio::test]
+async fn a_replica_serving_http_takes_over_a_dead_replicas_task_on_its_own() {
+    let remote = Remote::new();
+    let backend = Memory(MemoryStore::new());
+    let task_id = a_replica_dies_mid_write(&remote, &backend);
+
+    let replica = Arc::new(dispatcher(&remote, backend.open().await));
+    let server = McpServer::new(replica.clone(), alice()).with_tasks(writes);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    tokio::spawn(server.serve_http(listener));
+    advance_clock(Duration::from_secs(600));
+    // Nobody calls resume_tasks: the serving replica looks every ten seconds.
+    for _ in 0..300 {
+        let task = replica
+            .task(&task_id, None)
+            .await
+            .unwrap()
+            .expect("the task");
+        if task.status == tool_contract::control::TaskStatus::Completed {
+            assert!(task.outcome.unwrap().contains(r#""status":"succeeded""#));
+            assert_eq!(remote.all_requests(), 1, "the write ran once");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the task was not taken over");
+}

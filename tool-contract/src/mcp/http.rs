@@ -95,6 +95,8 @@ impl McpServer {
         // sends anything first.
         config.json_response = true;
         config.max_request_body_bytes = front.max_body;
+        // A replica that serves tasks takes over those whose replica died, while it serves.
+        let _resuming = self.resuming_tasks();
         let template = self;
         let service: HttpService = StreamableHttpService::new(
             move || Ok(template.clone()),

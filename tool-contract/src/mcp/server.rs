@@ -27,7 +27,7 @@ use super::approval::{
 };
 use super::caller::Callers;
 use super::capture::{Captured, Capturing, kept_over_http};
-use super::task_options::{DEFAULT_POLL_INTERVAL, DEFAULT_TASK_TTL, TaskOptions, TaskSupport};
+use super::task_options::{TaskOptions, TaskSupport};
 use crate::contract::ToolSpec;
 use crate::control::{
     ApprovalError, ApproverIdentity, PendingApproval, RejectionReason, later_by, unix_ms,
@@ -268,6 +268,8 @@ impl McpServer {
     /// sharing the store, and only by the principal that asked. A write waiting for an
     /// approval is a task in `input_required`, asking by the console's page or the
     /// confirmation form; when the decision is recorded, on any replica, the work goes on.
+    /// Served by [`serve_http`](Self::serve_http), the server takes over, every 10 s, the
+    /// tasks whose replica died ([`resume_tasks`](Self::resume_tasks)).
     /// Kept a day after their creation and polled every second unless
     /// [`with_task_ttl`](Self::with_task_ttl) and
     /// [`with_task_poll_interval`](Self::with_task_poll_interval) say otherwise.
@@ -291,14 +293,7 @@ impl McpServer {
         mut self,
         rule: impl Fn(&ToolSpec) -> TaskSupport + Send + Sync + 'static,
     ) -> Self {
-        let kept = self.tasks.take();
-        self.tasks = Some(TaskOptions {
-            rule: Arc::new(rule),
-            ttl: kept
-                .as_ref()
-                .map_or(Some(DEFAULT_TASK_TTL), |kept| kept.ttl),
-            poll_interval: kept.map_or(DEFAULT_POLL_INTERVAL, |kept| kept.poll_interval),
-        });
+        self.task_options().rule = Arc::new(rule);
         self
     }
 
@@ -307,15 +302,7 @@ impl McpServer {
     /// [`with_tasks`](Self::with_tasks).
     #[must_use]
     pub fn with_task_ttl(mut self, ttl: Option<Duration>) -> Self {
-        if let Some(options) = &mut self.tasks {
-            options.ttl = ttl;
-        } else {
-            self.tasks = Some(TaskOptions {
-                rule: Arc::new(|_: &ToolSpec| TaskSupport::Forbidden),
-                ttl,
-                poll_interval: DEFAULT_POLL_INTERVAL,
-            });
-        }
+        self.task_options().ttl = ttl;
         self
     }
 
@@ -323,16 +310,12 @@ impl McpServer {
     /// [`with_tasks`](Self::with_tasks).
     #[must_use]
     pub fn with_task_poll_interval(mut self, interval: Duration) -> Self {
-        if let Some(options) = &mut self.tasks {
-            options.poll_interval = interval;
-        } else {
-            self.tasks = Some(TaskOptions {
-                rule: Arc::new(|_: &ToolSpec| TaskSupport::Forbidden),
-                ttl: Some(DEFAULT_TASK_TTL),
-                poll_interval: interval,
-            });
-        }
+        self.task_options().poll_interval = interval;
         self
+    }
+
+    fn task_options(&mut self) -> &mut TaskOptions {
+        self.tasks.get_or_insert_with(TaskOptions::none)
     }
 
     /// Seals and opens 2026-07-28 approval states with `codec` (for example one with a

@@ -34,7 +34,18 @@ pub(super) struct TaskOptions {
 }
 
 /// A day: long enough for the signatures a write waits for to be given.
-pub(super) const DEFAULT_TASK_TTL: Duration = Duration::from_secs(24 * 3600);
+const DEFAULT_TASK_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// How often a client is asked to poll.
-pub(super) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+impl TaskOptions {
+    /// No call a task, kept a day and polled every second once some are.
+    pub(super) fn none() -> Self {
+        TaskOptions {
+            rule: Arc::new(|_: &ToolSpec| TaskSupport::Forbidden),
+            ttl: Some(DEFAULT_TASK_TTL),
+            poll_interval: DEFAULT_POLL_INTERVAL,
+        }
+    }
+}

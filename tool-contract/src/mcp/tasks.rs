@@ -100,6 +100,17 @@ enum Waited {
     Stopped,
 }
 
+/// The loop that resumes tasks, stopped when dropped.
+#[cfg(feature = "mcp-http")]
+pub(super) struct Resuming(tokio::task::JoinHandle<()>);
+
+#[cfg(feature = "mcp-http")]
+impl Drop for Resuming {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Whether the request declared the tasks extension.
 fn declares_tasks(request_context: &RequestContext<RoleServer>) -> bool {
     request_context
@@ -304,6 +315,30 @@ impl McpServer {
             taken += 1;
         }
         Ok(taken)
+    }
+
+    /// While the answer is kept: the tasks whose replica died taken over here, every third of
+    /// a [`TASK_LEASE`] (`resume_tasks`), when some tool's calls may be tasks. What
+    /// `serve_http` keeps while it serves.
+    #[cfg(feature = "mcp-http")]
+    pub(super) fn resuming_tasks(&self) -> Option<Resuming> {
+        let tasks = self.tasks.as_ref()?;
+        let registry = self.dispatcher.registry();
+        if registry
+            .tools()
+            .all(|spec| (tasks.rule)(spec) == TaskSupport::Forbidden)
+        {
+            return None;
+        }
+        let server = self.clone();
+        Some(Resuming(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(TASK_LEASE / 3).await;
+                if let Err(error) = server.resume_tasks().await {
+                    tracing::warn!(stage = "mcp", %error, "the tasks to resume could not be listed");
+                }
+            }
+        })))
     }
 
     /// The task's work, with its hold renewed every third of a lease until the work ends
