@@ -653,3 +653,26 @@ pub fn dispatcher(remote: &Arc<Remote>, ledger: Arc<dyn ControlStore>) -> Dispat
         .build()
         .expect("every tool has its handler")
 }
+
+/// `calls` reads of alice's dispatched with `sink` as the audit sink: records for a log.
+///
+/// # Panics
+///
+/// When a record is not kept.
+pub async fn dispatch_reads(sink: Arc<dyn tool_contract::control::AuditSink>, calls: usize) {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote).audit_sink(sink).build().unwrap();
+    for index in 0..calls {
+        let call = context(
+            &format!("c{index}"),
+            "read_doc",
+            serde_json::json!({ "doc_id": format!("d{index}") }),
+            "op",
+            "k",
+        );
+        let dispatch = dispatcher
+            .dispatch(&alice(), &call, &Task::unlimited())
+            .await;
+        assert!(dispatch.audit_error.is_none(), "{:?}", dispatch.audit_error);
+    }
+}

@@ -32,21 +32,7 @@ fn open(path: &Path) -> Arc<JsonLinesAuditLog> {
 
 /// `calls` reads dispatched with `log` as the sink.
 async fn write_calls(log: &Arc<JsonLinesAuditLog>, calls: usize) {
-    let remote = Remote::new();
-    let dispatcher = builder(&remote).audit_sink(log.clone()).build().unwrap();
-    for index in 0..calls {
-        let call = context(
-            &format!("c{index}"),
-            "read_doc",
-            json!({ "doc_id": format!("d{index}") }),
-            "op",
-            "k",
-        );
-        let dispatch = dispatcher
-            .dispatch(&tracker::alice(), &call, &Task::unlimited())
-            .await;
-        assert!(dispatch.audit_error.is_none(), "{:?}", dispatch.audit_error);
-    }
+    tracker::dispatch_reads(log.clone(), calls).await;
 }
 
 /// Opens the log at `path`, writes `calls`, and closes it.

@@ -4,13 +4,11 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
 use tool_contract::control::{
-    AuditHistory, AuditSink, HistoriesFuture, HistoryFuture, HistoryPage, JsonLinesAuditLog,
-    MemoryAuditLog, PageEnds,
+    AuditHistory, HistoriesFuture, HistoryFuture, HistoryPage, JsonLinesAuditLog, MemoryAuditLog,
+    PageEnds,
 };
-use tool_contract::dispatch::Task;
-use tool_contract_tests::tracker::{self, Remote, audit_key, builder, context};
+use tool_contract_tests::tracker::{audit_key, dispatch_reads};
 
 /// A log read back whole only: its pages are the trait's default, cut from the whole.
 struct WholeOnly<'a>(&'a dyn AuditHistory);
@@ -22,25 +20,6 @@ impl AuditHistory for WholeOnly<'_> {
 
     fn read_back_all(&self) -> HistoriesFuture<'_> {
         self.0.read_back_all()
-    }
-}
-
-/// `calls` reads dispatched into `sink`.
-async fn write_calls(sink: Arc<dyn AuditSink>, calls: usize) {
-    let remote = Remote::new();
-    let dispatcher = builder(&remote).audit_sink(sink).build().unwrap();
-    for index in 0..calls {
-        let call = context(
-            &format!("c{index}"),
-            "read_doc",
-            json!({ "doc_id": format!("d{index}") }),
-            "op",
-            "k",
-        );
-        let dispatch = dispatcher
-            .dispatch(&tracker::alice(), &call, &Task::unlimited())
-            .await;
-        assert!(dispatch.audit_error.is_none(), "{:?}", dispatch.audit_error);
     }
 }
 
@@ -71,7 +50,7 @@ async fn pages_agree_with_the_whole(log: &dyn AuditHistory, records: u64) {
 #[tokio::test]
 async fn a_memory_logs_pages_are_its_whole_log_cut() {
     let log = Arc::new(MemoryAuditLog::new(audit_key()));
-    write_calls(log.clone(), 7).await;
+    dispatch_reads(log.clone(), 7).await;
     pages_agree_with_the_whole(log.as_ref(), 7).await;
 }
 
@@ -84,11 +63,11 @@ async fn a_files_pages_are_its_whole_log_cut_across_its_segments() {
     let log =
         Arc::new(JsonLinesAuditLog::open(directory.join("audit.jsonl"), audit_key()).unwrap());
     // Three segments: 3 calls, a segment start and 2 calls, a segment start and 2 calls.
-    write_calls(log.clone(), 3).await;
+    dispatch_reads(log.clone(), 3).await;
     log.rotate().unwrap();
-    write_calls(log.clone(), 2).await;
+    dispatch_reads(log.clone(), 2).await;
     log.rotate().unwrap();
-    write_calls(log.clone(), 2).await;
+    dispatch_reads(log.clone(), 2).await;
     pages_agree_with_the_whole(log.as_ref(), 9).await;
     let _ = std::fs::remove_dir_all(&directory);
 }
@@ -106,8 +85,8 @@ async fn a_postgresql_tables_pages_are_every_streams_whole_log_cut() {
         Arc::new(PostgresAuditLog::new(&store, audit_key())),
         Arc::new(PostgresAuditLog::new(&store, audit_key())),
     );
-    write_calls(a.clone(), 6).await;
-    write_calls(b.clone(), 6).await;
+    dispatch_reads(a.clone(), 6).await;
+    dispatch_reads(b.clone(), 6).await;
     pages_agree_with_the_whole(a.as_ref(), 6).await;
     // Each stream ends where its own end says.
     let ends = PageEnds::from([(a.stream().to_owned(), 3), (b.stream().to_owned(), 6)]);
@@ -128,7 +107,7 @@ async fn a_postgresql_tables_pages_are_every_streams_whole_log_cut() {
 #[tokio::test]
 async fn a_page_from_the_middle_of_a_chain_holds_from_its_first_record_on() {
     let log = Arc::new(MemoryAuditLog::new(audit_key()));
-    write_calls(log.clone(), 6).await;
+    dispatch_reads(log.clone(), 6).await;
     let ends = PageEnds::from([("memory".to_owned(), 5)]);
     let page = &log.read_page(&ends, 2).await.unwrap()[0];
     assert_eq!(

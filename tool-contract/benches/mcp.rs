@@ -129,16 +129,7 @@ async fn connect<S: ServerHandler>(server: S, stateless: bool) -> RunningService
 /// A client connected the same way to `server`, which reads the pipe itself (to keep each
 /// call's arguments as sent).
 async fn connect_served(server: McpServer, stateless: bool) -> RunningService<RoleClient, ()> {
-    let (client_side, server_side) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
-        let (read, write) = tokio::io::split(server_side);
-        if let Ok(running) = server.serve_io(read, write).await {
-            let _ = running.waiting().await;
-        }
-    });
-    ().serve_with_lifecycle(client_side, lifecycle(stateless))
-        .await
-        .expect("the session starts")
+    common::mcp_pipe::served(server, (), lifecycle(stateless)).await
 }
 
 fn request() -> CallToolRequestParams {

@@ -23,7 +23,7 @@ use rmcp::model::{
     Implementation, ProtocolVersion, TaskStatus,
 };
 use rmcp::service::RunningService;
-use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
+use rmcp::{ClientHandler, ClientLifecycleMode, RoleClient};
 use serde_json::{Value, json};
 use tool_contract::control::{ControlStore, PostgresOptions, PostgresStore};
 use tool_contract::dispatch::Dispatcher;
@@ -46,20 +46,10 @@ impl ClientHandler for TakesTasks {
 }
 
 async fn connect(server: McpServer) -> RunningService<RoleClient, TakesTasks> {
-    let (client_side, server_side) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
-        let (read, write) = tokio::io::split(server_side);
-        if let Ok(running) = server.serve_io(read, write).await {
-            let _ = running.waiting().await;
-        }
-    });
     let lifecycle = ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
-    TakesTasks
-        .serve_with_lifecycle(client_side, lifecycle)
-        .await
-        .expect("the session starts")
+    common::mcp_pipe::served(server, TakesTasks, lifecycle).await
 }
 
 fn request() -> CallToolRequestParams {

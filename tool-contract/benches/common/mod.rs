@@ -6,6 +6,8 @@
 
 #[cfg(feature = "mcp-http")]
 pub mod http_client;
+#[cfg(feature = "mcp")]
+pub mod mcp_pipe;
 pub mod orders;
 
 use serde::Deserialize;
