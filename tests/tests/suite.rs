@@ -34,6 +34,7 @@ mod knowledge_base;
 mod late_writes;
 mod layering;
 mod mcp_auth;
+mod mcp_beside;
 mod mcp_console;
 mod mcp_http;
 mod mcp_server;

@@ -85,6 +85,7 @@ use crate::vocabulary::Adapter;
 mod approval;
 #[cfg(feature = "mcp-auth")]
 pub mod auth;
+mod beside;
 mod caller;
 mod capture;
 #[cfg(feature = "mcp-http")]

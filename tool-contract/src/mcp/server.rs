@@ -11,6 +11,14 @@ use rmcp::model::{
     ProtocolVersion, RequestStateCodec, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams};
+use rmcp::model::{
+    CompleteRequestMethod, CompleteRequestParams, CompleteResult, GetPromptRequestMethod,
+    GetPromptRequestParams, GetPromptResponse, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
+    ListResourcesResult, ReadResourceRequestMethod, ReadResourceRequestParams,
+    ReadResourceResponse, SubscribeRequestMethod, SubscribeRequestParams, UnsubscribeRequestMethod,
+    UnsubscribeRequestParams,
+};
 use rmcp::service::{
     ElicitationMode, RequestContext, RoleServer, RunningService, ServerInitializeError,
 };
@@ -25,6 +33,7 @@ use super::approval::{
     ApprovalState, CONFIRMATION_KEY, Decision, Expected, Question, StateRefusal, console_link,
     console_page,
 };
+use super::beside::{Beside, merged};
 use super::caller::Callers;
 use super::capture::{Captured, Capturing, kept_over_http};
 use super::task_options::{TaskOptions, TaskSupport};
@@ -82,6 +91,8 @@ pub struct McpServer {
     pub(super) request_state: RequestStateCodec,
     /// Which calls become tasks, and how tasks are kept; `None`: no call does.
     pub(super) tasks: Option<TaskOptions>,
+    /// The application's own handler of what is served beside the tools, if it has one.
+    beside: Option<Arc<dyn Beside>>,
     /// The arguments as the client sent them, once the server reads its own session.
     captured: Option<Arc<Captured>>,
     /// The browser origins Streamable HTTP accepts besides loopback ones, lowercase.
@@ -173,6 +184,7 @@ impl McpServer {
             console: None,
             request_state,
             tasks: None,
+            beside: None,
             captured: None,
             allowed_origins: Arc::new(Vec::new()),
             proxy_hosts: None,
@@ -311,6 +323,52 @@ impl McpServer {
     #[must_use]
     pub fn with_task_poll_interval(mut self, interval: Duration) -> Self {
         self.task_options().poll_interval = interval;
+        self
+    }
+
+    /// Serves `handler`'s resources, prompts and completions beside the contracts' tools, on
+    /// this one server: the capabilities `handler` declares for them are declared, and
+    /// `resources/*`, `prompts/*` and `completion/complete` go to it, as rmcp hands them to
+    /// any `ServerHandler`. The tools, tasks
+    /// and everything the pipeline answers stay the server's; `handler`'s own tools are
+    /// never listed or called.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use tool_contract::Principal;
+    /// # use tool_contract::dispatch::Dispatcher;
+    /// use rmcp::model::{
+    ///     ListResourcesResult, PaginatedRequestParams, Resource, ServerCapabilities, ServerConfig,
+    /// };
+    /// use rmcp::service::{RequestContext, RoleServer};
+    /// use rmcp::{ErrorData, ServerHandler};
+    /// use tool_contract::mcp::McpServer;
+    ///
+    /// /// The desk's policy documents, as resources.
+    /// struct Policies;
+    ///
+    /// impl ServerHandler for Policies {
+    ///     fn get_info(&self) -> ServerConfig {
+    ///         ServerConfig::new(ServerCapabilities::builder().enable_resources().build())
+    ///     }
+    ///
+    ///     async fn list_resources(
+    ///         &self,
+    ///         _request: Option<PaginatedRequestParams>,
+    ///         _context: RequestContext<RoleServer>,
+    ///     ) -> Result<ListResourcesResult, ErrorData> {
+    ///         let refunds = Resource::new("policy://refunds", "refunds");
+    ///         Ok(ListResourcesResult::with_all_items(vec![refunds]))
+    ///     }
+    /// }
+    ///
+    /// # fn build(dispatcher: Arc<Dispatcher>, principal: Principal) -> McpServer {
+    /// McpServer::new(dispatcher, principal).with_handler(Policies)
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_handler(mut self, handler: impl ServerHandler + 'static) -> Self {
+        self.beside = Some(Arc::new(handler));
         self
     }
 
@@ -965,7 +1023,11 @@ impl ServerHandler for McpServer {
         } else {
             capabilities
         };
-        ServerConfig::new(capabilities.build())
+        let capabilities = match &self.beside {
+            Some(beside) => merged(capabilities.build(), beside.as_ref()),
+            None => capabilities.build(),
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(self.implementation.clone())
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
@@ -1017,6 +1079,96 @@ impl ServerHandler for McpServer {
             .await;
         super::telemetry::record_answer(&span, &answer);
         answer
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        match &self.beside {
+            Some(beside) => beside.list_resources(request, context).await,
+            None => Err(ErrorData::method_not_found::<ListResourcesRequestMethod>()),
+        }
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        match &self.beside {
+            Some(beside) => beside.list_resource_templates(request, context).await,
+            None => Err(ErrorData::method_not_found::<
+                ListResourceTemplatesRequestMethod,
+            >()),
+        }
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        match &self.beside {
+            Some(beside) => beside.read_resource(request, context).await,
+            None => Err(ErrorData::method_not_found::<ReadResourceRequestMethod>()),
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        match &self.beside {
+            Some(beside) => beside.subscribe(request, context).await,
+            None => Err(ErrorData::method_not_found::<SubscribeRequestMethod>()),
+        }
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        match &self.beside {
+            Some(beside) => beside.unsubscribe(request, context).await,
+            None => Err(ErrorData::method_not_found::<UnsubscribeRequestMethod>()),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        match &self.beside {
+            Some(beside) => beside.list_prompts(request, context).await,
+            None => Err(ErrorData::method_not_found::<ListPromptsRequestMethod>()),
+        }
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        match &self.beside {
+            Some(beside) => beside.get_prompt(request, context).await,
+            None => Err(ErrorData::method_not_found::<GetPromptRequestMethod>()),
+        }
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        match &self.beside {
+            Some(beside) => beside.complete(request, context).await,
+            None => Err(ErrorData::method_not_found::<CompleteRequestMethod>()),
+        }
     }
 
     async fn get_task(
