@@ -220,7 +220,8 @@ async fn a_tool_that_requires_tasks_refuses_a_client_without_the_extension() {
 }
 
 /// A write that waits for approval: a task in `input_required` on the replica it began on,
-/// answered through `other`, completed once, the write run once.
+/// read and answered through the other, completed once, the write run once; another,
+/// cancelled through the other, never runs.
 async fn an_approval_in_a_task_is_answered_on_another_replica(store: Arc<dyn ControlStore>) {
     let remote = Remote::new();
     let first = connect(replica(&remote, &store, alice(), every_call), true).await;
@@ -256,6 +257,23 @@ async fn an_approval_in_a_task_is_answered_on_another_replica(store: Arc<dyn Con
         ),
         -32602
     );
+
+    // Another write, cancelled through the other replica while it waits: it never runs.
+    let other = params(
+        "send_message",
+        json!({ "to": "carol@globex.example", "text": "hello" }),
+    );
+    let cancelled_id = started(&first, other).await;
+    once(&second, &cancelled_id, TaskStatus::InputRequired).await;
+    second
+        .cancel_task(CancelTaskParams::new(&cancelled_id))
+        .await
+        .expect("tasks/cancel");
+    assert_eq!(
+        get(&first, &cancelled_id).await.unwrap().task.status(),
+        TaskStatus::Cancelled
+    );
+    assert_eq!(remote.all_requests(), 1, "only the first write ran");
 }
 
 #[tokio::test]
