@@ -134,16 +134,17 @@ impl ControlStore for Hooked {
     ) -> StoreFuture<'a, Option<Approver>> {
         self.step("approver", || self.inner.approver(approver_id, seal))
     }
-    fn create_task<'a>(&'a self, task: &'a TaskRow) -> StoreFuture<'a, bool> {
-        self.step("create_task", || self.inner.create_task(task))
+    fn create_task<'a>(&'a self, task: &'a TaskRow, seal: &'a RowSeal) -> StoreFuture<'a, bool> {
+        self.step("create_task", || self.inner.create_task(task, seal))
     }
     fn task<'a>(
         &'a self,
         task_id: &'a str,
         owner: Option<&'a str>,
         now_ms: u64,
+        seal: &'a RowSeal,
     ) -> StoreFuture<'a, Option<TaskRow>> {
-        self.step("task", || self.inner.task(task_id, owner, now_ms))
+        self.step("task", || self.inner.task(task_id, owner, now_ms, seal))
     }
     fn move_task<'a>(
         &'a self,
@@ -151,8 +152,8 @@ impl ControlStore for Hooked {
     ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>> {
         self.step("move_task", || self.inner.move_task(step))
     }
-    fn stale_tasks(&self, now_ms: u64) -> StoreFuture<'_, Vec<TaskRow>> {
-        self.step("stale_tasks", || self.inner.stale_tasks(now_ms))
+    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>> {
+        self.step("stale_tasks", || self.inner.stale_tasks(now_ms, seal))
     }
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         self.step("sign_count", || self.inner.sign_count(count))

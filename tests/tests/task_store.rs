@@ -4,12 +4,17 @@
 //! their TTL.
 
 use tool_contract::control::{
-    TaskChange, TaskMove, TaskMoveError, TaskRow, TaskStatus, new_task_id,
+    RowSeal, StoreError, TaskChange, TaskMove, TaskMoveError, TaskRow, TaskStatus, new_task_id,
 };
 use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
 use tool_contract_tests::postgres::Schema;
 
 const ANA: &str = "acme/ana";
+
+/// What the tests' task rows are sealed with.
+fn seal() -> RowSeal {
+    RowSeal::new(&tool_contract_tests::tracker::keys())
+}
 const REPLICA_A: &str = "replica-a";
 
 fn working(ttl_ms: Option<u64>) -> TaskRow {
@@ -40,6 +45,7 @@ fn step(task: &TaskRow, owner: Option<&str>, change: TaskChange, now_ms: u64) ->
         worker: owner.is_none().then(|| REPLICA_A.to_owned()),
         change,
         now_ms,
+        seal: seal(),
     }
 }
 
@@ -48,20 +54,23 @@ fn step(task: &TaskRow, owner: Option<&str>, change: TaskChange, now_ms: u64) ->
 async fn a_task_lives_on_every_handle(backend: &impl Backend) {
     let (first, second) = (backend.open().await, backend.open().await);
     let task = working(Some(60_000));
-    assert!(first.create_task(&task).await.unwrap());
+    assert!(first.create_task(&task, &seal()).await.unwrap());
     assert!(
-        !second.create_task(&task).await.unwrap(),
+        !second.create_task(&task, &seal()).await.unwrap(),
         "one id is one task"
     );
 
     assert_eq!(
-        second.task(&task.task_id, Some(ANA), 2_000).await.unwrap(),
+        second
+            .task(&task.task_id, Some(ANA), 2_000, &seal())
+            .await
+            .unwrap(),
         Some(task.clone())
     );
     // Another principal's id reads as absent, and cannot move it.
     assert_eq!(
         second
-            .task(&task.task_id, Some("acme/ben"), 2_000)
+            .task(&task.task_id, Some("acme/ben"), 2_000, &seal())
             .await
             .unwrap(),
         None
@@ -100,7 +109,7 @@ async fn a_task_lives_on_every_handle(backend: &impl Backend) {
         .unwrap()
         .unwrap();
     let read = second
-        .task(&task.task_id, Some(ANA), 5_000)
+        .task(&task.task_id, Some(ANA), 5_000, &seal())
         .await
         .unwrap()
         .expect("the task");
@@ -127,18 +136,18 @@ async fn a_task_lives_on_every_handle(backend: &impl Backend) {
 async fn a_task_expires_after_its_ttl(backend: &impl Backend) {
     let store = backend.open().await;
     let (brief, kept) = (working(Some(10_000)), working(None));
-    assert!(store.create_task(&brief).await.unwrap());
-    assert!(store.create_task(&kept).await.unwrap());
+    assert!(store.create_task(&brief, &seal()).await.unwrap());
+    assert!(store.create_task(&kept, &seal()).await.unwrap());
     assert!(
         store
-            .task(&brief.task_id, Some(ANA), 10_999)
+            .task(&brief.task_id, Some(ANA), 10_999, &seal())
             .await
             .unwrap()
             .is_some()
     );
     assert!(
         store
-            .task(&brief.task_id, Some(ANA), 11_000)
+            .task(&brief.task_id, Some(ANA), 11_000, &seal())
             .await
             .unwrap()
             .is_none()
@@ -153,12 +162,16 @@ async fn a_task_expires_after_its_ttl(backend: &impl Backend) {
     let purged = store.purge_expired(11_000).await.unwrap();
     assert_eq!(purged.tasks, 1);
     assert!(
-        store.task(&brief.task_id, None, 0).await.unwrap().is_none(),
+        store
+            .task(&brief.task_id, None, 0, &seal())
+            .await
+            .unwrap()
+            .is_none(),
         "purged"
     );
     assert!(
         store
-            .task(&kept.task_id, Some(ANA), u64::MAX)
+            .task(&kept.task_id, Some(ANA), u64::MAX, &seal())
             .await
             .unwrap()
             .is_some()
@@ -169,7 +182,7 @@ async fn a_task_expires_after_its_ttl(backend: &impl Backend) {
 async fn a_task_cancelled_before_its_work_never_begins(backend: &impl Backend) {
     let store = backend.open().await;
     let task = working(None);
-    assert!(store.create_task(&task).await.unwrap());
+    assert!(store.create_task(&task, &seal()).await.unwrap());
     let cancelled = store
         .move_task(&step(&task, Some(ANA), TaskChange::Cancel, 2_000))
         .await
@@ -190,10 +203,16 @@ async fn a_task_cancelled_before_its_work_never_begins(backend: &impl Backend) {
 async fn a_task_whose_hold_lapsed_is_taken_over_once(backend: &impl Backend) {
     let (first, second) = (backend.open().await, backend.open().await);
     let task = working(None);
-    assert!(first.create_task(&task).await.unwrap());
+    assert!(first.create_task(&task, &seal()).await.unwrap());
     let listed = |tasks: Vec<TaskRow>| tasks.iter().any(|listed| listed.task_id == task.task_id);
-    assert!(!listed(second.stale_tasks(29_999).await.unwrap()), "held");
-    assert!(listed(second.stale_tasks(30_000).await.unwrap()), "lapsed");
+    assert!(
+        !listed(second.stale_tasks(29_999, &seal()).await.unwrap()),
+        "held"
+    );
+    assert!(
+        listed(second.stale_tasks(30_000, &seal()).await.unwrap()),
+        "lapsed"
+    );
     let hold_by = |worker: &str| TaskMove {
         task_id: task.task_id.clone(),
         owner: None,
@@ -203,6 +222,7 @@ async fn a_task_whose_hold_lapsed_is_taken_over_once(backend: &impl Backend) {
             until_ms: 60_000,
         },
         now_ms: 30_000,
+        seal: seal(),
     };
     let taken = second
         .move_task(&hold_by("replica-b"))
@@ -215,7 +235,7 @@ async fn a_task_whose_hold_lapsed_is_taken_over_once(backend: &impl Backend) {
         Err(TaskMoveError::Held),
         "taken over once"
     );
-    assert!(!listed(first.stale_tasks(30_000).await.unwrap()));
+    assert!(!listed(first.stale_tasks(30_000, &seal()).await.unwrap()));
     assert_eq!(
         first
             .move_task(&step(&task, None, TaskChange::Begin, 30_001))
@@ -249,4 +269,59 @@ async fn tasks_on_postgresql_across_two_replicas() {
         return;
     };
     every_behaviour(&Postgres(schema)).await;
+}
+
+/// A task's row as its store wrote it, then rewritten outside the store: completed with a
+/// result its worker never wrote. `tamper` runs `sql` (with `{id}` the task's id) against the
+/// database.
+async fn a_task_row_rewritten_outside_the_store_is_refused(
+    backend: &impl Backend,
+    tamper: impl FnOnce(&str),
+) {
+    let store = backend.open().await;
+    let task = working(None);
+    assert!(store.create_task(&task, &seal()).await.unwrap());
+    tamper(&task.task_id);
+    let read = store.task(&task.task_id, Some(ANA), 2_000, &seal()).await;
+    assert!(
+        matches!(read, Err(StoreError::Unsealed(_))),
+        "a forged result is not read: {read:?}"
+    );
+    let moved = store
+        .move_task(&step(&task, Some(ANA), TaskChange::Cancel, 2_000))
+        .await;
+    assert!(matches!(moved, Err(StoreError::Unsealed(_))), "{moved:?}");
+}
+
+/// The statement that completes a task behind its store's back.
+const FORGE: &str = "UPDATE {table} SET status = 'completed', body = replace(body, \
+                     '\"status\":\"working\"', '\"status\":\"completed\"') WHERE task_id = '{id}'";
+
+#[tokio::test]
+async fn a_task_row_rewritten_in_the_sqlite_file_is_refused() {
+    let file = sqlite_file();
+    let path = file.0.clone();
+    a_task_row_rewritten_outside_the_store_is_refused(&file, |task_id| {
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        let sql = FORGE
+            .replace("{table}", "tool_contract_tasks")
+            .replace("{id}", task_id);
+        assert_eq!(connection.execute(&sql, []).unwrap(), 1);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_task_row_rewritten_in_postgresql_is_refused() {
+    let Some(schema) = Schema::new("a_task_row_rewritten") else {
+        return;
+    };
+    let table = format!("{}.tool_contract_tasks", schema.name);
+    let backend = Postgres(schema);
+    a_task_row_rewritten_outside_the_store_is_refused(&backend, |task_id| {
+        backend
+            .0
+            .execute(&FORGE.replace("{table}", &table).replace("{id}", task_id));
+    })
+    .await;
 }

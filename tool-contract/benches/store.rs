@@ -22,6 +22,8 @@
 //! client count run right after the store's measurement at that count: the tables grow over
 //! the run, and both meet them as they are.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -283,17 +285,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// Runs `sql` in the bench database, outside any store.
-async fn execute(url: &str, sql: &str) {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .expect("the bench database is reachable");
-    let driver = tokio::spawn(connection);
-    client.batch_execute(sql).await.expect("the statement runs");
-    drop(client);
-    let _ = driver.await;
-}
-
 /// A store the bench runs, shared by its client tasks.
 type Store = Arc<dyn ControlStore>;
 
@@ -304,7 +295,7 @@ fn postgres(runtime: &tokio::runtime::Runtime) -> Option<(String, Store, Store)>
         return None;
     };
     // Each run starts from an empty schema: its keys count from 0 again.
-    runtime.block_on(execute(
+    runtime.block_on(common::postgres::execute(
         &url,
         &format!("DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"),
     ));
@@ -420,7 +411,7 @@ fn floors(
 ) {
     for mode in ["prepared", "extended"] {
         if granted {
-            runtime.block_on(execute(url, &granted_rows()));
+            runtime.block_on(common::postgres::execute(url, &granted_rows()));
         }
         match pgbench(url, script, mode, clients, 5) {
             Some((tps, p99_ms)) => println!(

@@ -25,7 +25,7 @@ use rmcp::model::{
 use rmcp::service::RunningService;
 use rmcp::{ClientHandler, ClientLifecycleMode, RoleClient};
 use serde_json::{Value, json};
-use tool_contract::control::{ControlStore, PostgresOptions, PostgresStore};
+use tool_contract::control::{ControlStore, PostgresOptions, PostgresStore, RowSeal};
 use tool_contract::dispatch::Dispatcher;
 use tool_contract::mcp::{McpServer, TaskSupport};
 use tool_contract::{AuditKeys, Principal, SecretKey};
@@ -52,6 +52,11 @@ async fn connect(server: McpServer) -> RunningService<RoleClient, TakesTasks> {
     common::mcp_pipe::served(server, TakesTasks, lifecycle).await
 }
 
+/// The bench dispatcher's keys: its task rows are sealed with a key derived from them.
+fn keys() -> AuditKeys {
+    AuditKeys::new(SecretKey::new([3; 32]).expect("32 bytes"))
+}
+
 fn request() -> CallToolRequestParams {
     let Value::Object(arguments) = json!({ "order_ref": "ORDER-7" }) else {
         unreachable!("an object literal")
@@ -68,6 +73,11 @@ fn bench_tasks(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("a runtime");
+    // Each run starts from an empty schema, migrated by this build.
+    runtime.block_on(common::postgres::execute(
+        &url,
+        &format!("DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"),
+    ));
     let options = PostgresOptions::default().with_schema(SCHEMA);
     let store: Arc<dyn ControlStore> = Arc::new(
         runtime
@@ -79,15 +89,12 @@ fn bench_tasks(c: &mut Criterion) {
         .all_adapters()
         .build();
     let dispatcher = Arc::new(
-        Dispatcher::builder(
-            registry,
-            AuditKeys::new(SecretKey::new([3; 32]).expect("32 bytes")),
-        )
-        .handler(get_order)
-        .audit_sink(Arc::new(Discard))
-        .store(store.clone())
-        .build()
-        .expect("every tool has a handler"),
+        Dispatcher::builder(registry, keys())
+            .handler(get_order)
+            .audit_sink(Arc::new(Discard))
+            .store(store.clone())
+            .build()
+            .expect("every tool has a handler"),
     );
     let principal = Principal::new("acme", "bench");
     // Two servers of one dispatcher: calls answered in their request, and calls as tasks.
@@ -113,6 +120,7 @@ fn bench_tasks(c: &mut Criterion) {
         .binder()
         .keys()
         .principal_ref(&Principal::new("acme", "bench"));
+    let seal = RowSeal::new(&keys());
 
     let mut group = c.benchmark_group("tasks");
     group.bench_function("tools_call", |b| {
@@ -128,7 +136,7 @@ fn bench_tasks(c: &mut Criterion) {
     group.bench_function("store_task", |b| {
         b.iter(|| {
             runtime
-                .block_on(store.task(&task_id, Some(&owner), 0))
+                .block_on(store.task(&task_id, Some(&owner), 0, &seal))
                 .unwrap()
                 .expect("the task")
         });

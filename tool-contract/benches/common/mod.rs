@@ -9,6 +9,8 @@ pub mod http_client;
 #[cfg(feature = "mcp")]
 pub mod mcp_pipe;
 pub mod orders;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 
 use serde::Deserialize;
 use serde_json::{Value, json};

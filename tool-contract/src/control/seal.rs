@@ -23,6 +23,9 @@ const PURPOSE: &str = "tool-contract/approval-row-seal-v1";
 /// What an approver directory row's seal covers first: no approval row's seal is one.
 const APPROVER_ROW: &str = "approver";
 
+/// What a task row's seal covers first: no other row's seal is one.
+const TASK_ROW: &str = "task";
+
 /// The key approval rows are sealed with. Every process holding the same [`AuditKeys`]
 /// derives the same one, so replicas read each other's rows; a store step is handed it with
 /// the request ([`ApprovalAsk`](crate::control::ApprovalAsk), …) and checks every approval
@@ -111,6 +114,35 @@ impl RowSeal {
 }
 
 impl RowSeal {
+    /// The seal of a row of `kind` (an approver, a task): `body` (its stored JSON) under `id`,
+    /// 64 lowercase hex.
+    fn seal_row(&self, kind: &str, id: &str, body: &str) -> Result<String, StoreError> {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.key)
+            .map_err(|_| StoreError::Corrupt("a seal key HMAC refuses".into()))?;
+        let members = serde_json::to_vec(&(kind, id, body)).map_err(|error| {
+            StoreError::Corrupt(format!("a {kind} row does not encode: {error}"))
+        })?;
+        mac.update(PURPOSE.as_bytes());
+        mac.update(b"\n");
+        mac.update(&members);
+        Ok(hex::encode(mac.finalize().into_bytes()))
+    }
+
+    /// Checks that `seal` is this application's seal of the `kind` row `body` under `id`.
+    fn open_row(
+        &self,
+        kind: &str,
+        id: &str,
+        body: &str,
+        seal: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let expected = self.seal_row(kind, id, body)?;
+        match seal {
+            Some(seal) if digests_equal(seal, &expected) => Ok(()),
+            _ => Err(StoreError::Unsealed(format!("the {kind} row of {id:?}"))),
+        }
+    }
+
     /// The seal of an approver directory row: `body` (the approver's stored JSON) under
     /// `approver_id`, 64 lowercase hex.
     pub(crate) fn seal_approver(
@@ -118,15 +150,7 @@ impl RowSeal {
         approver_id: &str,
         body: &str,
     ) -> Result<String, StoreError> {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.key)
-            .map_err(|_| StoreError::Corrupt("a seal key HMAC refuses".into()))?;
-        let members = serde_json::to_vec(&(APPROVER_ROW, approver_id, body)).map_err(|error| {
-            StoreError::Corrupt(format!("an approver row does not encode: {error}"))
-        })?;
-        mac.update(PURPOSE.as_bytes());
-        mac.update(b"\n");
-        mac.update(&members);
-        Ok(hex::encode(mac.finalize().into_bytes()))
+        self.seal_row(APPROVER_ROW, approver_id, body)
     }
 
     /// Checks that `seal` is this application's seal of the approver row `body` under
@@ -141,13 +165,28 @@ impl RowSeal {
         body: &str,
         seal: Option<&str>,
     ) -> Result<(), StoreError> {
-        let expected = self.seal_approver(approver_id, body)?;
-        match seal {
-            Some(seal) if digests_equal(seal, &expected) => Ok(()),
-            _ => Err(StoreError::Unsealed(format!(
-                "the approver row of {approver_id:?}"
-            ))),
-        }
+        self.open_row(APPROVER_ROW, approver_id, body, seal)
+    }
+
+    /// The seal of a task's row: `body` (the task's stored JSON, its result included) under
+    /// `task_id`, 64 lowercase hex. A result written into the row by anyone without the keys
+    /// is refused when read, as an approval row is.
+    pub(crate) fn seal_task(&self, task_id: &str, body: &str) -> Result<String, StoreError> {
+        self.seal_row(TASK_ROW, task_id, body)
+    }
+
+    /// Checks that `seal` is this application's seal of the task row `body` under `task_id`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unsealed`] when there is no seal or it is another's.
+    pub(crate) fn open_task(
+        &self,
+        task_id: &str,
+        body: &str,
+        seal: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.open_row(TASK_ROW, task_id, body, seal)
     }
 }
 

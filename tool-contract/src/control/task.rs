@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::seal::RowSeal;
+
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -178,6 +180,8 @@ pub struct TaskMove {
     pub change: TaskChange,
     /// The time of the change, in milliseconds since the Unix epoch.
     pub now_ms: u64,
+    /// What the task's row is sealed with, checked as it is read and written again.
+    pub seal: RowSeal,
 }
 
 /// What `step` makes of `task`, or why it may not: the one decision every store applies
@@ -316,7 +320,14 @@ mod tests {
             worker,
             change,
             now_ms,
+            seal: seal(),
         }
+    }
+
+    fn seal() -> RowSeal {
+        RowSeal::new(&crate::results::AuditKeys::new(
+            crate::results::SecretKey::new([7; 32]).unwrap(),
+        ))
     }
 
     fn moved(task: &TaskRow, change: TaskChange, now_ms: u64) -> Result<TaskRow, TaskMoveError> {
@@ -436,6 +447,7 @@ mod tests {
                 until_ms: now_ms + 30_000,
             },
             now_ms,
+            seal: seal(),
         };
         assert_eq!(
             decide_task_move(&task, &hold("replica-b", 29_999)),

@@ -132,8 +132,8 @@ impl ControlStore for Guarded {
         guarded(|| self.0.approver(approver_id, seal))
     }
 
-    fn create_task<'a>(&'a self, task: &'a TaskRow) -> StoreFuture<'a, bool> {
-        guarded(|| self.0.create_task(task))
+    fn create_task<'a>(&'a self, task: &'a TaskRow, seal: &'a RowSeal) -> StoreFuture<'a, bool> {
+        guarded(|| self.0.create_task(task, seal))
     }
 
     fn task<'a>(
@@ -141,8 +141,9 @@ impl ControlStore for Guarded {
         task_id: &'a str,
         owner: Option<&'a str>,
         now_ms: u64,
+        seal: &'a RowSeal,
     ) -> StoreFuture<'a, Option<TaskRow>> {
-        guarded(|| self.0.task(task_id, owner, now_ms))
+        guarded(|| self.0.task(task_id, owner, now_ms, seal))
     }
 
     fn move_task<'a>(
@@ -152,8 +153,8 @@ impl ControlStore for Guarded {
         guarded(|| self.0.move_task(step))
     }
 
-    fn stale_tasks(&self, now_ms: u64) -> StoreFuture<'_, Vec<TaskRow>> {
-        guarded(|| self.0.stale_tasks(now_ms))
+    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>> {
+        guarded(|| self.0.stale_tasks(now_ms, seal))
     }
 
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {

@@ -35,8 +35,8 @@ struct State {
     approvals: HashMap<String, (ApprovalEntry, String)>,
     /// Each approver's stored JSON with the seal it was written with.
     approvers: HashMap<String, (String, String)>,
-    /// Each task's stored JSON, with when it expires.
-    tasks: HashMap<String, (String, Option<u64>)>,
+    /// Each task's stored JSON with the seal it was written with, and when it expires.
+    tasks: HashMap<String, (String, String, Option<u64>)>,
 }
 
 impl MemoryStore {
@@ -173,14 +173,22 @@ impl Rows for MemoryRows<'_> {
         Ok(())
     }
 
-    async fn task_row(&mut self, task_id: &str) -> Result<Option<String>, StoreError> {
-        Ok(self.0.tasks.get(task_id).map(|(body, _)| body.clone()))
+    async fn task_row(
+        &mut self,
+        task_id: &str,
+    ) -> Result<Option<(String, Option<String>)>, StoreError> {
+        Ok(self
+            .0
+            .tasks
+            .get(task_id)
+            .map(|(body, seal, _)| (body.clone(), Some(seal.clone()))))
     }
 
     async fn put_task_row(
         &mut self,
         task: &TaskRow,
         body: &str,
+        seal: &str,
         new: bool,
     ) -> Result<bool, StoreError> {
         if new && self.0.tasks.contains_key(&task.task_id) {
@@ -188,7 +196,7 @@ impl Rows for MemoryRows<'_> {
         }
         self.0.tasks.insert(
             task.task_id.clone(),
-            (body.to_owned(), task.expires_at_ms()),
+            (body.to_owned(), seal.to_owned(), task.expires_at_ms()),
         );
         Ok(true)
     }
@@ -247,7 +255,7 @@ impl ControlStore for MemoryStore {
             .retain(|_, (entry, _)| !approval_expired(entry, now_ms));
         state
             .tasks
-            .retain(|_, (_, expires_at)| expires_at.is_none_or(|at| at > now_ms));
+            .retain(|_, (_, _, expires_at)| expires_at.is_none_or(|at| at > now_ms));
         answered(Ok(Purged {
             records: (records - state.records.len()) as u64,
             approvals: (approvals - state.approvals.len()) as u64,
@@ -342,10 +350,11 @@ impl ControlStore for MemoryStore {
         )))
     }
 
-    fn create_task<'a>(&'a self, task: &'a TaskRow) -> StoreFuture<'a, bool> {
+    fn create_task<'a>(&'a self, task: &'a TaskRow, seal: &'a RowSeal) -> StoreFuture<'a, bool> {
         answered(at_once(rows::create_task(
             &mut MemoryRows(&mut self.state()),
             task,
+            seal,
         )))
     }
 
@@ -354,12 +363,14 @@ impl ControlStore for MemoryStore {
         task_id: &'a str,
         owner: Option<&'a str>,
         now_ms: u64,
+        seal: &'a RowSeal,
     ) -> StoreFuture<'a, Option<TaskRow>> {
         answered(at_once(rows::read_task(
             &mut MemoryRows(&mut self.state()),
             task_id,
             owner,
             now_ms,
+            seal,
         )))
     }
 
@@ -373,19 +384,17 @@ impl ControlStore for MemoryStore {
         )))
     }
 
-    fn stale_tasks(&self, now_ms: u64) -> StoreFuture<'_, Vec<TaskRow>> {
+    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>> {
         let state = self.state();
-        let tasks = state
-            .tasks
-            .iter()
-            .map(|(task_id, (body, _))| rows::task_from_body(task_id, body, None, now_ms))
-            .filter_map(Result::transpose)
-            .filter(|task| {
-                task.as_ref()
-                    .is_ok_and(|task| rows::task_is_stale(task, now_ms))
-            })
-            .collect();
-        answered(tasks)
+        let mut stale = Vec::new();
+        for (task_id, (body, stored_seal, _)) in &state.tasks {
+            match rows::task_from_row(task_id, body, Some(stored_seal), None, now_ms, seal) {
+                Ok(Some(task)) if rows::task_is_stale(&task, now_ms) => stale.push(task),
+                Ok(_) => {}
+                Err(error) => return answered(Err(error)),
+            }
+        }
+        answered(Ok(stale))
     }
 
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {

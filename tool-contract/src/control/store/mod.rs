@@ -215,23 +215,25 @@ pub trait ControlStore: Send + Sync {
         })
     }
 
-    /// Creates `task`, durably, before anyone is told its id: `false` when a task with its id
-    /// is stored already (nothing is written).
-    fn create_task<'a>(&'a self, task: &'a TaskRow) -> StoreFuture<'a, bool>;
+    /// Creates `task`, durably, before anyone is told its id, its row sealed with `seal`:
+    /// `false` when a task with its id is stored already (nothing is written).
+    fn create_task<'a>(&'a self, task: &'a TaskRow, seal: &'a RowSeal) -> StoreFuture<'a, bool>;
 
     /// The task `task_id` if `owner` owns it (`None`: whoever does) and it has not expired
-    /// by `now_ms`: any other principal reads another's task as absent.
+    /// by `now_ms`, its row opened with `seal` (one that does not open fails the step:
+    /// [`StoreError::Unsealed`]): any other principal reads another's task as absent.
     fn task<'a>(
         &'a self,
         task_id: &'a str,
         owner: Option<&'a str>,
         now_ms: u64,
+        seal: &'a RowSeal,
     ) -> StoreFuture<'a, Option<TaskRow>>;
 
     /// The tasks whose work needs a worker at `now_ms`: not ended, not expired, their
     /// worker's lease lapsed (its replica died, or stopped renewing). A replica takes each
     /// over with [`TaskChange::Hold`](crate::control::TaskChange::Hold).
-    fn stale_tasks(&self, now_ms: u64) -> StoreFuture<'_, Vec<TaskRow>>;
+    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>>;
 
     /// Changes a task as [`decide_task_move`](crate::control::decide_task_move) decides,
     /// atomically with every other change of it, across every process sharing the store.

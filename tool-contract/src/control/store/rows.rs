@@ -102,24 +102,31 @@ pub(crate) trait Rows {
         seal: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// The task row `task_id`: its stored JSON.
+    /// The task row `task_id`: its stored JSON and its seal.
     fn task_row(
         &mut self,
         task_id: &str,
-    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Option<(String, Option<String>)>, StoreError>> + Send;
 
-    /// Writes `task`'s row as `body`: a new row when `new` (nothing written over a row with
-    /// its id), else in place of its row. Returns whether it was written.
+    /// Writes `task`'s row as `body` with its `seal`: a new row when `new` (nothing written
+    /// over a row with its id), else in place of its row. Returns whether it was written.
     fn put_task_row(
         &mut self,
         task: &TaskRow,
         body: &str,
+        seal: &str,
         new: bool,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
-/// A task row read: its JSON read, its id its own.
-fn opened_task(task_id: &str, body: &str) -> Result<TaskRow, StoreError> {
+/// A task row read: its seal checked, its JSON read, its id its own.
+fn opened_task(
+    task_id: &str,
+    body: &str,
+    stored_seal: Option<&str>,
+    seal: &RowSeal,
+) -> Result<TaskRow, StoreError> {
+    seal.open_task(task_id, body, stored_seal)?;
     let task: TaskRow = serde_json::from_str(body)
         .map_err(|error| StoreError::Corrupt(format!("task {task_id}: {error}")))?;
     if task.task_id != task_id {
@@ -131,14 +138,26 @@ fn opened_task(task_id: &str, body: &str) -> Result<TaskRow, StoreError> {
     Ok(task)
 }
 
-fn task_body(task: &TaskRow) -> Result<String, StoreError> {
-    serde_json::to_string(task)
-        .map_err(|error| StoreError::Corrupt(format!("a task does not encode: {error}")))
+/// Writes `task`'s row, sealed.
+async fn write_task(
+    rows: &mut impl Rows,
+    task: &TaskRow,
+    seal: &RowSeal,
+    new: bool,
+) -> Result<bool, StoreError> {
+    let body = serde_json::to_string(task)
+        .map_err(|error| StoreError::Corrupt(format!("a task does not encode: {error}")))?;
+    let sealed = seal.seal_task(&task.task_id, &body)?;
+    rows.put_task_row(task, &body, &sealed, new).await
 }
 
 /// Creates `task`: `false` when a task with its id is stored already.
-pub(crate) async fn create_task(rows: &mut impl Rows, task: &TaskRow) -> Result<bool, StoreError> {
-    rows.put_task_row(task, &task_body(task)?, true).await
+pub(crate) async fn create_task(
+    rows: &mut impl Rows,
+    task: &TaskRow,
+    seal: &RowSeal,
+) -> Result<bool, StoreError> {
+    write_task(rows, task, seal, true).await
 }
 
 /// The task `task_id` if `owner` (when named) owns it and it has not expired at `now_ms`.
@@ -147,11 +166,12 @@ pub(crate) async fn read_task(
     task_id: &str,
     owner: Option<&str>,
     now_ms: u64,
+    seal: &RowSeal,
 ) -> Result<Option<TaskRow>, StoreError> {
-    let Some(body) = rows.task_row(task_id).await? else {
+    let Some((body, stored_seal)) = rows.task_row(task_id).await? else {
         return Ok(None);
     };
-    task_from_body(task_id, &body, owner, now_ms)
+    task_from_row(task_id, &body, stored_seal.as_deref(), owner, now_ms, seal)
 }
 
 /// Whether a task's work needs a worker: not ended, not expired, its worker's lease lapsed
@@ -160,14 +180,17 @@ pub(crate) fn task_is_stale(task: &TaskRow, now_ms: u64) -> bool {
     !task.status.is_terminal() && !task.expired(now_ms) && task.lease_until_ms <= now_ms
 }
 
-/// The task a row's `body` holds, if `owner` (when named) owns it and it has not expired.
-pub(crate) fn task_from_body(
+/// The task a row holds (its `body` and `stored_seal`, checked with `seal`), if `owner`
+/// (when named) owns it and it has not expired.
+pub(crate) fn task_from_row(
     task_id: &str,
     body: &str,
+    stored_seal: Option<&str>,
     owner: Option<&str>,
     now_ms: u64,
+    seal: &RowSeal,
 ) -> Result<Option<TaskRow>, StoreError> {
-    let task = opened_task(task_id, body)?;
+    let task = opened_task(task_id, body, stored_seal, seal)?;
     let visible = owner.is_none_or(|owner| owner == task.owner) && !task.expired(now_ms);
     Ok(visible.then_some(task))
 }
@@ -179,13 +202,20 @@ pub(crate) async fn move_task(
 ) -> Result<Result<TaskRow, TaskMoveError>, StoreError> {
     rows.lock_key(&format!("tool-contract/task\n{}", step.task_id))
         .await?;
-    let found = read_task(rows, &step.task_id, step.owner.as_deref(), step.now_ms).await?;
+    let found = read_task(
+        rows,
+        &step.task_id,
+        step.owner.as_deref(),
+        step.now_ms,
+        &step.seal,
+    )
+    .await?;
     let Some(task) = found else {
         return Ok(Err(TaskMoveError::NotFound));
     };
     match decide_task_move(&task, step) {
         Ok(next) => {
-            if !rows.put_task_row(&next, &task_body(&next)?, false).await? {
+            if !write_task(rows, &next, &step.seal, false).await? {
                 return Err(StoreError::LostRace);
             }
             Ok(Ok(next))

@@ -77,7 +77,8 @@ CREATE TABLE IF NOT EXISTS tool_contract_tasks (
     status         TEXT NOT NULL,
     lease_until_ms INTEGER NOT NULL,
     expires_at_ms  INTEGER,
-    body           TEXT NOT NULL
+    body           TEXT NOT NULL,
+    seal           TEXT NOT NULL
 ) STRICT;
 CREATE INDEX IF NOT EXISTS tool_contract_tasks_lease ON tool_contract_tasks (lease_until_ms);
 CREATE INDEX IF NOT EXISTS tool_contract_tasks_expiry ON tool_contract_tasks (expires_at_ms);
@@ -463,7 +464,7 @@ impl Rows for SqliteRows<'_, '_> {
     fn task_row(
         &mut self,
         task_id: &str,
-    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send {
+    ) -> impl Future<Output = Result<Option<(String, Option<String>)>, StoreError>> + Send {
         ready(read_task_row(self.0, task_id))
     }
 
@@ -471,15 +472,16 @@ impl Rows for SqliteRows<'_, '_> {
         &mut self,
         task: &TaskRow,
         body: &str,
+        seal: &str,
         new: bool,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         let statement = if new {
             "INSERT OR IGNORE INTO tool_contract_tasks \
-             (task_id, owner, status, lease_until_ms, expires_at_ms, body) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+             (task_id, owner, status, lease_until_ms, expires_at_ms, body, seal) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
         } else {
             "UPDATE tool_contract_tasks SET owner = ?2, status = ?3, lease_until_ms = ?4, \
-             expires_at_ms = ?5, body = ?6 WHERE task_id = ?1"
+             expires_at_ms = ?5, body = ?6, seal = ?7 WHERE task_id = ?1"
         };
         let expires_at = task.expires_at_ms().map(to_sql_u64);
         let lease_until = to_sql_u64(task.lease_until_ms);
@@ -493,7 +495,8 @@ impl Rows for SqliteRows<'_, '_> {
                         task.status.as_str(),
                         lease_until,
                         expires_at,
-                        body
+                        body,
+                        seal
                     ],
                 )
                 .map(|written| written == 1)
@@ -502,11 +505,14 @@ impl Rows for SqliteRows<'_, '_> {
     }
 }
 
-fn read_task_row(tx: &Transaction<'_>, task_id: &str) -> Result<Option<String>, StoreError> {
+fn read_task_row(
+    tx: &Transaction<'_>,
+    task_id: &str,
+) -> Result<Option<(String, Option<String>)>, StoreError> {
     tx.query_row(
-        "SELECT body FROM tool_contract_tasks WHERE task_id = ?1",
+        "SELECT body, seal FROM tool_contract_tasks WHERE task_id = ?1",
         params![task_id],
-        |row| row.get(0),
+        |row| Ok((row.get(0)?, row.get(1)?)),
     )
     .optional()
     .map_err(store)
@@ -703,9 +709,9 @@ impl ControlStore for SqliteStore {
         })
     }
 
-    fn create_task<'a>(&'a self, task: &'a TaskRow) -> StoreFuture<'a, bool> {
-        let task = task.clone();
-        self.run(move |tx| at_once(rows::create_task(&mut SqliteRows(tx), &task)))
+    fn create_task<'a>(&'a self, task: &'a TaskRow, seal: &'a RowSeal) -> StoreFuture<'a, bool> {
+        let (task, seal) = (task.clone(), seal.clone());
+        self.run(move |tx| at_once(rows::create_task(&mut SqliteRows(tx), &task, &seal)))
     }
 
     fn task<'a>(
@@ -713,14 +719,16 @@ impl ControlStore for SqliteStore {
         task_id: &'a str,
         owner: Option<&'a str>,
         now_ms: u64,
+        seal: &'a RowSeal,
     ) -> StoreFuture<'a, Option<TaskRow>> {
-        let (task_id, owner) = (task_id.to_owned(), owner.map(str::to_owned));
+        let (task_id, owner, seal) = (task_id.to_owned(), owner.map(str::to_owned), seal.clone());
         self.read(move |tx| {
             at_once(rows::read_task(
                 &mut SqliteRows(tx),
                 &task_id,
                 owner.as_deref(),
                 now_ms,
+                &seal,
             ))
         })
     }
@@ -733,23 +741,36 @@ impl ControlStore for SqliteStore {
         self.run(move |tx| at_once(rows::move_task(&mut SqliteRows(tx), &step)))
     }
 
-    fn stale_tasks(&self, now_ms: u64) -> StoreFuture<'_, Vec<TaskRow>> {
+    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>> {
+        let seal = seal.clone();
         self.read(move |tx| {
             let mut statement = tx
                 .prepare(
-                    "SELECT task_id, body FROM tool_contract_tasks \
+                    "SELECT task_id, body, seal FROM tool_contract_tasks \
                      WHERE status IN ('working', 'input_required') AND lease_until_ms <= ?1",
                 )
                 .map_err(store)?;
             let found = statement
                 .query_map(params![to_sql_u64(now_ms)], |row| {
-                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, Option<String>>(2)?,
+                    ))
                 })
                 .map_err(store)?;
             let mut stale = Vec::new();
             for row in found {
-                let (task_id, body) = row.map_err(store)?;
-                if let Some(task) = rows::task_from_body(&task_id, &body, None, now_ms)?
+                let (task_id, body, stored_seal) = row.map_err(store)?;
+                let task = rows::task_from_row(
+                    &task_id,
+                    &body,
+                    stored_seal.as_deref(),
+                    None,
+                    now_ms,
+                    &seal,
+                )?;
+                if let Some(task) = task
                     && rows::task_is_stale(&task, now_ms)
                 {
                     stale.push(task);

@@ -60,7 +60,7 @@ impl Dispatcher {
                 outcome: None,
             };
             // 128 random bits do not collide; were they to, another id is drawn.
-            if self.store.create_task(&task).await? {
+            if self.store.create_task(&task, &self.row_seal).await? {
                 return Ok(task);
             }
         }
@@ -76,7 +76,9 @@ impl Dispatcher {
         task_id: &str,
         owner: Option<&str>,
     ) -> Result<Option<TaskRow>, StoreError> {
-        self.store.task(task_id, owner, self.now_ms()).await
+        self.store
+            .task(task_id, owner, self.now_ms(), &self.row_seal)
+            .await
     }
 
     /// Changes the task `task_id` by `change` for `owner`, a client's request (a
@@ -135,7 +137,7 @@ impl Dispatcher {
     ///
     /// [`StoreError`] when the store fails.
     pub async fn stale_tasks(&self) -> Result<Vec<TaskRow>, StoreError> {
-        self.store.stale_tasks(self.now_ms()).await
+        self.store.stale_tasks(self.now_ms(), &self.row_seal).await
     }
 
     /// `principal`'s call `context` as a task keeps it for whoever takes its work over.
@@ -163,6 +165,7 @@ impl Dispatcher {
             worker,
             change,
             now_ms: self.now_ms(),
+            seal: self.row_seal.clone(),
         };
         self.store.move_task(&step).await
     }

@@ -308,7 +308,8 @@ impl PostgresStore {
                      status         TEXT NOT NULL,
                      lease_until_ms BIGINT NOT NULL,
                      expires_at_ms  BIGINT,
-                     body           TEXT NOT NULL
+                     body           TEXT NOT NULL,
+                     seal           TEXT NOT NULL
                  );
                  CREATE INDEX tool_contract_tasks_expiry
                      ON {schema}.tool_contract_tasks (expires_at_ms);
@@ -629,19 +630,29 @@ impl Rows for PostgresRows<'_> {
             .collect()
     }
 
-    async fn task_row(&mut self, task_id: &str) -> Result<Option<String>, StoreError> {
+    async fn task_row(
+        &mut self,
+        task_id: &str,
+    ) -> Result<Option<(String, Option<String>)>, StoreError> {
         let row = self
             .tx
             .query_typed_opt(&self.sql.task, &[(&task_id, Type::TEXT)])
             .await
             .map_err(store)?;
-        row.map(|row| row.try_get(0).map_err(store)).transpose()
+        row.map(|row| {
+            Ok((
+                row.try_get(0).map_err(store)?,
+                row.try_get(1).map_err(store)?,
+            ))
+        })
+        .transpose()
     }
 
     async fn put_task_row(
         &mut self,
         task: &TaskRow,
         body: &str,
+        seal: &str,
         new: bool,
     ) -> Result<bool, StoreError> {
         let statement = if new {
@@ -663,6 +674,7 @@ impl Rows for PostgresRows<'_> {
                     (&lease_until, Type::INT8),
                     (&expires_at, Type::INT8),
                     (&body, Type::TEXT),
+                    (&seal, Type::TEXT),
                 ],
             )
             .await
@@ -923,8 +935,10 @@ impl ControlStore for PostgresStore {
         })
     }
 
-    fn create_task<'a>(&'a self, task: &'a TaskRow) -> StoreFuture<'a, bool> {
-        Box::pin(async move { in_transaction!(self, |rows| rows::create_task(&mut rows, task)) })
+    fn create_task<'a>(&'a self, task: &'a TaskRow, seal: &'a RowSeal) -> StoreFuture<'a, bool> {
+        Box::pin(
+            async move { in_transaction!(self, |rows| rows::create_task(&mut rows, task, seal)) },
+        )
     }
 
     /// One statement, one round trip: a poll of a task costs no transaction.
@@ -933,6 +947,7 @@ impl ControlStore for PostgresStore {
         task_id: &'a str,
         owner: Option<&'a str>,
         now_ms: u64,
+        seal: &'a RowSeal,
     ) -> StoreFuture<'a, Option<TaskRow>> {
         Box::pin(async move {
             let mut connection = self.connection().await?;
@@ -943,7 +958,8 @@ impl ControlStore for PostgresStore {
                 return Ok(None);
             };
             let body: String = row.try_get(0).map_err(store)?;
-            rows::task_from_body(task_id, &body, owner, now_ms)
+            let stored_seal: Option<String> = row.try_get(1).map_err(store)?;
+            rows::task_from_row(task_id, &body, stored_seal.as_deref(), owner, now_ms, seal)
         })
     }
 
@@ -954,7 +970,7 @@ impl ControlStore for PostgresStore {
         Box::pin(async move { in_transaction!(self, |rows| rows::move_task(&mut rows, step)) })
     }
 
-    fn stale_tasks(&self, now_ms: u64) -> StoreFuture<'_, Vec<TaskRow>> {
+    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>> {
         Box::pin(async move {
             let connection = self.connection().await?;
             let now = to_sql_u64(now_ms);
@@ -966,7 +982,16 @@ impl ControlStore for PostgresStore {
             for row in &found {
                 let task_id: String = row.try_get(0).map_err(store)?;
                 let body: String = row.try_get(1).map_err(store)?;
-                if let Some(task) = rows::task_from_body(&task_id, &body, None, now_ms)?
+                let stored_seal: Option<String> = row.try_get(2).map_err(store)?;
+                let task = rows::task_from_row(
+                    &task_id,
+                    &body,
+                    stored_seal.as_deref(),
+                    None,
+                    now_ms,
+                    seal,
+                )?;
+                if let Some(task) = task
                     && rows::task_is_stale(&task, now_ms)
                 {
                     stale.push(task);

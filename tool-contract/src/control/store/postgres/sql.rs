@@ -118,17 +118,18 @@ impl Sql {
             ),
             approver: format!("SELECT body, seal FROM {approvers} WHERE approver_id = $1"),
             approvers: format!("SELECT approver_id, body, seal FROM {approvers}"),
-            task: format!("SELECT body FROM {tasks} WHERE task_id = $1"),
+            task: format!("SELECT body, seal FROM {tasks} WHERE task_id = $1"),
             insert_task: format!(
-                "INSERT INTO {tasks} (task_id, owner, status, lease_until_ms, expires_at_ms, body) \
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (task_id) DO NOTHING"
+                "INSERT INTO {tasks} \
+                 (task_id, owner, status, lease_until_ms, expires_at_ms, body, seal) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (task_id) DO NOTHING"
             ),
             update_task: format!(
                 "UPDATE {tasks} SET owner = $2, status = $3, lease_until_ms = $4, \
-                 expires_at_ms = $5, body = $6 WHERE task_id = $1"
+                 expires_at_ms = $5, body = $6, seal = $7 WHERE task_id = $1"
             ),
             stale_tasks: format!(
-                "SELECT task_id, body FROM {tasks} \
+                "SELECT task_id, body, seal FROM {tasks} \
                  WHERE status IN ('working', 'input_required') AND lease_until_ms <= $1"
             ),
             purge_tasks: format!("DELETE FROM {tasks} WHERE expires_at_ms <= $1"),
