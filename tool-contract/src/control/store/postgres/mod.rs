@@ -462,6 +462,25 @@ struct PostgresRows<'a> {
     sql: &'a Sql,
 }
 
+/// The row `statement` reads at `id`: its stored JSON and its seal.
+async fn sealed_row(
+    tx: &Transaction<'_>,
+    statement: &str,
+    id: &str,
+) -> Result<Option<(String, Option<String>)>, StoreError> {
+    let row = tx
+        .query_typed_opt(statement, &[(&id, Type::TEXT)])
+        .await
+        .map_err(store)?;
+    row.map(|row| {
+        Ok((
+            row.try_get(0).map_err(store)?,
+            row.try_get(1).map_err(store)?,
+        ))
+    })
+    .transpose()
+}
+
 impl Rows for PostgresRows<'_> {
     async fn lock_key(&mut self, key: &str) -> Result<(), StoreError> {
         // The schema is part of the lock: stores in other schemas never wait on this one.
@@ -599,18 +618,7 @@ impl Rows for PostgresRows<'_> {
         &mut self,
         approver_id: &str,
     ) -> Result<Option<(String, Option<String>)>, StoreError> {
-        let row = self
-            .tx
-            .query_typed_opt(&self.sql.approver, &[(&approver_id, Type::TEXT)])
-            .await
-            .map_err(store)?;
-        row.map(|row| {
-            Ok((
-                row.try_get(0).map_err(store)?,
-                row.try_get(1).map_err(store)?,
-            ))
-        })
-        .transpose()
+        sealed_row(self.tx, &self.sql.approver, approver_id).await
     }
 
     async fn approver_rows(&mut self) -> Result<Vec<(String, String, Option<String>)>, StoreError> {
@@ -634,18 +642,7 @@ impl Rows for PostgresRows<'_> {
         &mut self,
         task_id: &str,
     ) -> Result<Option<(String, Option<String>)>, StoreError> {
-        let row = self
-            .tx
-            .query_typed_opt(&self.sql.task, &[(&task_id, Type::TEXT)])
-            .await
-            .map_err(store)?;
-        row.map(|row| {
-            Ok((
-                row.try_get(0).map_err(store)?,
-                row.try_get(1).map_err(store)?,
-            ))
-        })
-        .transpose()
+        sealed_row(self.tx, &self.sql.task, task_id).await
     }
 
     async fn put_task_row(
