@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use tool_contract::SecretKey;
 use tool_contract::console::{Console, ConsoleOptions};
-use tool_contract::control::{Approver, ControlStore, JsonLinesAuditLog, MemoryStore};
+use tool_contract::control::{
+    Approver, ControlStore, JsonLinesAuditLog, MemoryStore, PendingApproval,
+};
 use tool_contract::dispatch::Dispatcher;
 use tool_contract::results::{KeySet, ReceiptSigner, RelyingParty};
 
@@ -109,6 +111,18 @@ pub async fn desk() -> Desk {
 }
 
 impl Desk {
+    /// Ana, enrolled and signed in, on the page of a new pending approval (`m-1` to bob):
+    /// her browser, the approval, and the path the page asks its statement at.
+    pub async fn ana_on_a_pending_approval(&self) -> (Visit, PendingApproval, String) {
+        let (mut ana, _) = self.enrolled("sup-ana").await;
+        let call = crate::tracker::message("m-1", "bob");
+        let pending = crate::tracker::pending_approval(&self.dispatcher, &call).await;
+        ana.get(&format!("/approvals/{}", pending.approval_id))
+            .await;
+        let statement = format!("/approvals/{}/statement", pending.approval_id);
+        (ana, pending, statement)
+    }
+
     /// `approver_id`'s browser, enrolled through an invitation and signed in.
     pub async fn enrolled(&self, approver_id: &str) -> (Visit, SoftAuthenticator) {
         let mut visit = Visit::new(&self.base);

@@ -482,11 +482,7 @@ async fn a_statement_running_past_the_consoles_statement_lifetime_is_refused() {
 #[tokio::test]
 async fn a_post_from_a_page_of_another_origin_is_refused_by_the_mcp_endpoints_rule() {
     let desk = desk().await;
-    let (mut ana, _) = desk.enrolled("sup-ana").await;
-    let pending = pending_approval(&desk.dispatcher, &message("m-1", "bob")).await;
-    let statement = format!("/approvals/{}/statement", pending.approval_id);
-    ana.get(&format!("/approvals/{}", pending.approval_id))
-        .await;
+    let (mut ana, _, statement) = desk.ana_on_a_pending_approval().await;
     // A valid cookie and CSRF token, posted by another site's page.
     for origin in [
         "http://evil.example",

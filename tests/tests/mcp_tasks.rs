@@ -201,6 +201,14 @@ async fn another_principals_task_reads_as_absent() {
         -32602
     );
     assert_eq!(
+        error_code(
+            other
+                .update_task(UpdateTaskParams::new(&task_id, yes_to("approval:x")))
+                .await
+        ),
+        -32602
+    );
+    assert_eq!(
         error_code(get(&ana, "task_00000000000000000000000000000000").await),
         -32602
     );
