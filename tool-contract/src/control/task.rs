@@ -116,6 +116,9 @@ pub enum TaskChange {
     /// The work that may act begins: refused once the task was cancelled, so that a
     /// cancelled task never acts.
     Begin,
+    /// Work that cannot act (a read) begins: refused once the task was cancelled, and
+    /// cancellable all the while it runs, since nothing of it acts.
+    BeginReading,
     /// The work waits for a person, who is asked by `requests` (JSON): nothing of it acted
     /// (a write waiting for its approval has not run), so until it goes on the task may be
     /// cancelled.
@@ -219,13 +222,13 @@ pub fn decide_task_move(task: &TaskRow, step: &TaskMove) -> Result<TaskRow, Task
             // Holding is not a change a client sees.
             next.updated_at_ms = task.updated_at_ms;
         }
-        TaskChange::Begin => {
+        TaskChange::Begin | TaskChange::BeginReading => {
             // Begun again by a replica that took the work over: the ledger answers for
             // what the first began.
             if task.status != TaskStatus::Working {
                 return Err(TaskMoveError::NotAllowed(task.status));
             }
-            next.began = true;
+            next.began = *change == TaskChange::Begin;
         }
         TaskChange::AwaitInput {
             requests,
@@ -267,7 +270,7 @@ pub fn decide_task_move(task: &TaskRow, step: &TaskMove) -> Result<TaskRow, Task
                 return Err(TaskMoveError::Began);
             }
             next.status = TaskStatus::Cancelled;
-            next.status_message = Some("cancelled before anything ran".to_owned());
+            next.status_message = Some("cancelled before anything acted".to_owned());
             next.awaiting = None;
             next.outcome = None;
         }
@@ -351,6 +354,7 @@ mod tests {
         ];
         let changes = [
             TaskChange::Begin,
+            TaskChange::BeginReading,
             TaskChange::Resume,
             TaskChange::Cancel,
             TaskChange::Complete {
@@ -389,6 +393,26 @@ mod tests {
         // A cancelled task's work never begins.
         assert_eq!(
             moved(&cancelled, TaskChange::Begin, 3_000),
+            Err(TaskMoveError::Ended(TaskStatus::Cancelled))
+        );
+    }
+
+    #[test]
+    fn a_read_is_cancelled_while_it_runs_and_never_begins_once_cancelled() {
+        let reading = done(TaskChange::BeginReading);
+        assert!(!reading.began, "a read acts on nothing");
+        let cancelled = moved(&reading, TaskChange::Cancel, 3_000).unwrap();
+        assert_eq!(cancelled.status, TaskStatus::Cancelled);
+        assert_eq!(
+            moved(&cancelled, TaskChange::BeginReading, 4_000),
+            Err(TaskMoveError::Ended(TaskStatus::Cancelled))
+        );
+        // Its answer, arriving after, is refused: the task stays cancelled.
+        let answered = TaskChange::Complete {
+            result: "{}".to_owned(),
+        };
+        assert_eq!(
+            moved(&cancelled, answered, 5_000),
             Err(TaskMoveError::Ended(TaskStatus::Cancelled))
         );
     }

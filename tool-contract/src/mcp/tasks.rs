@@ -389,10 +389,16 @@ impl McpServer {
             return;
         }
         loop {
-            let began = self
-                .dispatcher
-                .work_on_task(task_id, TaskChange::Begin)
-                .await;
+            // A read acts on nothing: its task may be cancelled all the while it runs.
+            let begin = if registry
+                .get(&context.call.name)
+                .is_some_and(|spec| spec.effect().is_write())
+            {
+                TaskChange::Begin
+            } else {
+                TaskChange::BeginReading
+            };
+            let began = self.dispatcher.work_on_task(task_id, begin).await;
             if !matches!(began, Ok(Ok(_))) {
                 // Cancelled, ended, expired or taken over (or the store failed): nothing runs.
                 return;
@@ -596,9 +602,9 @@ impl McpServer {
         self.record_decision(&principal, &state, decision).await
     }
 
-    /// `tasks/cancel`: the caller's task cancelled if its work has not begun (a write waiting
-    /// for its approval has not); once it has, the task goes on and ends as the work does,
-    /// never `cancelled` over something that may have acted.
+    /// `tasks/cancel`: the caller's task cancelled if nothing of its work may have acted (a
+    /// read, or a write waiting for its approval); once a write has begun, the task goes on
+    /// and ends as the write does, never `cancelled` over something that may have acted.
     pub(super) async fn cancel_task_of(
         &self,
         params: &CancelTaskParams,
@@ -612,12 +618,10 @@ impl McpServer {
             .await
             .map_err(|error| store_failed(&error))?;
         match moved {
-            Ok(_) | Err(TaskMoveError::Began) => Ok(()),
+            // An ended task's cancellation is acknowledged as any other is (SEP-2663 keeps
+            // -32602 for unknown tasks): its status says how it ended.
+            Ok(_) | Err(TaskMoveError::Began | TaskMoveError::Ended(_)) => Ok(()),
             Err(TaskMoveError::NotFound) => Err(no_such_task()),
-            Err(TaskMoveError::Ended(status)) => Err(ErrorData::invalid_params(
-                format!("the task has ended: {}", status.as_str()),
-                None,
-            )),
             Err(TaskMoveError::NotAllowed(status)) => Err(ErrorData::invalid_params(
                 format!("the task is {}", status.as_str()),
                 None,
