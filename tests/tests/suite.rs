@@ -36,6 +36,7 @@ mod layering;
 mod mcp_auth;
 mod mcp_beside;
 mod mcp_console;
+mod mcp_content;
 mod mcp_http;
 mod mcp_server;
 mod mcp_stateless;

@@ -9,8 +9,9 @@
 //!   effect as read-only, destructive and idempotent hints;
 //! - `tools/call` runs the whole pipeline and answers with the verified
 //!   [`ModelResult`](crate::ModelResult) as `structuredContent` and its canonical JSON as a
-//!   text block, `isError` unless it succeeded. Nothing of the audit half crosses the wire;
-//!   it goes to the dispatcher's audit sink.
+//!   text block, `isError` unless it succeeded (or, with [`McpServer::with_content`], the
+//!   blocks the application makes of a success's verified data: an image, a resource).
+//!   Nothing of the audit half crosses the wire; it goes to the dispatcher's audit sink.
 //! - A write that needs approval asks the person at the client, when the client declared form
 //!   elicitation. On the handshake revisions (2024-11-05 to 2025-11-25) the server asks
 //!   mid-call by `elicitation/create`. On 2026-07-28, which has no handshake and no
@@ -88,6 +89,7 @@ pub mod auth;
 mod beside;
 mod caller;
 mod capture;
+mod content;
 #[cfg(feature = "mcp-http")]
 mod http;
 #[cfg(feature = "mcp-http")]

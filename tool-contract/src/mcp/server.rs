@@ -36,6 +36,7 @@ use super::approval::{
 use super::beside::{Beside, merged};
 use super::caller::Callers;
 use super::capture::{Captured, Capturing, kept_over_http};
+use super::content::{ContentView, blocks};
 use super::task_options::{TaskOptions, TaskSupport};
 use crate::contract::ToolSpec;
 use crate::control::{
@@ -93,6 +94,8 @@ pub struct McpServer {
     pub(super) tasks: Option<TaskOptions>,
     /// The application's own handler of what is served beside the tools, if it has one.
     beside: Option<Arc<dyn Beside>>,
+    /// The application's view of verified data as content blocks, if it has one.
+    content: Option<ContentView>,
     /// The arguments as the client sent them, once the server reads its own session.
     captured: Option<Arc<Captured>>,
     /// The browser origins Streamable HTTP accepts besides loopback ones, lowercase.
@@ -185,6 +188,7 @@ impl McpServer {
             request_state,
             tasks: None,
             beside: None,
+            content: None,
             captured: None,
             allowed_origins: Arc::new(Vec::new()),
             proxy_hosts: None,
@@ -369,6 +373,36 @@ impl McpServer {
     #[must_use]
     pub fn with_handler(mut self, handler: impl ServerHandler + 'static) -> Self {
         self.beside = Some(Arc::new(handler));
+        self
+    }
+
+    /// Shows a succeeded call's verified data as the content blocks `view` makes of it (an
+    /// image, audio, an embedded resource, a sentence), when it makes some: `view` is given
+    /// the tool's contract and the result's `data`, exactly as verified, and `None` keeps
+    /// the default, the result's canonical JSON as text. `structuredContent` stays the whole
+    /// verified result, and a failure is always its catalog answer, its recovery included.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use tool_contract::Principal;
+    /// # use tool_contract::dispatch::Dispatcher;
+    /// use rmcp::model::ContentBlock;
+    /// use tool_contract::mcp::McpServer;
+    ///
+    /// # fn build(dispatcher: Arc<Dispatcher>, principal: Principal) -> McpServer {
+    /// // `render_chart` answers `{ "png_base64": "..." }`: the client is shown the image.
+    /// McpServer::new(dispatcher, principal).with_content(|spec, data| {
+    ///     let png = data.get("png_base64")?.as_str()?;
+    ///     (spec.name() == "render_chart").then(|| vec![ContentBlock::image(png, "image/png")])
+    /// })
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_content(
+        mut self,
+        view: impl Fn(&ToolSpec, &Value) -> Option<Vec<ContentBlock>> + Send + Sync + 'static,
+    ) -> Self {
+        self.content = Some(Arc::new(view));
         self
     }
 
@@ -878,8 +912,16 @@ impl McpServer {
         // From `str`: canonical JSON is UTF-8 already, and is not checked again.
         let structured: Value = serde_json::from_str(verified.model_json_str())
             .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-        let content = vec![ContentBlock::text(verified.model_json_str())];
-        let mut result = if verified.model().status() == Status::Succeeded {
+        let succeeded = verified.model().status() == Status::Succeeded;
+        let spec = self.dispatcher.registry().get(&context.call.name);
+        let content = blocks(
+            self.content.as_ref(),
+            spec,
+            succeeded,
+            &structured,
+            verified.model_json_str(),
+        );
+        let mut result = if succeeded {
             CallToolResult::success(content)
         } else {
             CallToolResult::error(content)
