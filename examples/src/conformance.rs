@@ -1,0 +1,563 @@
+//! The fixtures MCP's conformance suite (`@modelcontextprotocol/conformance`) calls, served
+//! by the library: its tools declared as contracts, run through the whole pipeline, some of
+//! them as tasks; its resources, prompts and completions served beside them by an rmcp
+//! handler of their own (`McpServer::with_handler`).
+//!
+//! Each fixture's name and behaviour is the suite's (its scenarios' descriptions say what
+//! they call and expect); what the fixtures answer is whatever passes their contracts.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CacheScope, CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequest, InputRequests,
+    InputRequiredResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+    Role as PromptMessageRole, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
+use tool_contract::mcp::{McpServer, TaskSupport};
+use tool_contract::prelude::*;
+
+/// The principal every fixture call acts for: the suite's one client on loopback.
+pub fn principal() -> Principal {
+    Principal::new("conformance", "suite")
+}
+
+/// Say hello to someone.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct Greet {
+    /// Whom to greet.
+    #[tool_contract(max_len = 200)]
+    pub name: String,
+}
+
+/// Wait a number of seconds, then say so: the suite's long work, run as a task.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct SlowCompute {
+    /// How long to work, in seconds (0 answers at once).
+    #[tool_contract(maximum = 600)]
+    pub seconds: u32,
+    /// A label the answer repeats.
+    #[tool_contract(max_len = 200)]
+    pub label: Option<String>,
+}
+
+/// Work a second, then fail as a tool does.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct FailingJob {}
+
+/// Fail inside the server rather than as a tool.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct ProtocolErrorJob {}
+
+/// Answer with a line of text.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestSimpleText {}
+
+/// Always fail, as a tool does.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestErrorHandling {}
+
+/// Answer with an image.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Media, effect = read_only)]
+pub struct TestImageContent {}
+
+/// Answer with a sound.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Media, effect = read_only)]
+pub struct TestAudioContent {}
+
+/// Answer with an embedded resource.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Embedded, effect = read_only)]
+pub struct TestEmbeddedResource {}
+
+/// Answer with text, an image and an embedded resource.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Mixed, effect = read_only)]
+pub struct TestMultipleContentTypes {}
+
+/// Base64 data of a media type.
+#[derive(Debug, serde::Serialize, ToolOutput)]
+pub struct Media {
+    #[tool_output(max_len = 100)]
+    pub mime_type: String,
+    #[tool_output(max_len = 10000)]
+    pub base64: String,
+}
+
+/// A resource's text, as the model reads it.
+#[derive(Debug, serde::Serialize, ToolOutput)]
+pub struct Embedded {
+    #[tool_output(max_len = 200)]
+    pub uri: String,
+    #[tool_output(max_len = 100)]
+    pub mime_type: String,
+    #[tool_output(max_len = 1000)]
+    pub text: String,
+}
+
+/// A sentence, an image and a resource.
+#[derive(Debug, serde::Serialize, ToolOutput)]
+pub struct Mixed {
+    #[tool_output(max_len = 1000)]
+    pub text: String,
+    pub image: Media,
+    pub resource: Embedded,
+}
+
+/// A line of text, as the model reads it.
+#[derive(Debug, serde::Serialize, ToolOutput)]
+pub struct Text {
+    #[tool_output(max_len = 1000)]
+    pub text: String,
+}
+
+fn text(text: impl Into<String>) -> Result<Text, ToolFailure> {
+    Ok(Text { text: text.into() })
+}
+
+async fn greet(input: Greet) -> Result<Text, ToolFailure> {
+    text(format!("Hello, {}!", input.name))
+}
+
+async fn slow_compute(input: SlowCompute, mut cx: HandlerContext) -> Result<Text, ToolFailure> {
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_secs(input.seconds.into())) => {}
+        () = cx.cancel_requested() => {
+            return Err(ToolFailure::new(FailureKind::Failed, "cancelled"));
+        }
+    }
+    let label = input.label.unwrap_or_default();
+    text(format!("computed {label} in {}s", input.seconds))
+}
+
+async fn failing_job(_: FailingJob) -> Result<Text, ToolFailure> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Err(ToolFailure::new(FailureKind::Failed, "the job failed"))
+}
+
+async fn protocol_error_job(_: ProtocolErrorJob) -> Result<Text, ToolFailure> {
+    panic!("the job crashed the worker");
+}
+
+async fn test_simple_text(_: TestSimpleText) -> Result<Text, ToolFailure> {
+    text("This is a simple text response for testing.")
+}
+
+async fn test_error_handling(_: TestErrorHandling) -> Result<Text, ToolFailure> {
+    Err(ToolFailure::new(
+        FailureKind::Failed,
+        "This tool intentionally returns an error for testing",
+    ))
+}
+
+fn red_pixel() -> Media {
+    Media {
+        mime_type: "image/png".to_owned(),
+        base64: RED_PIXEL_PNG.to_owned(),
+    }
+}
+
+async fn test_image_content(_: TestImageContent) -> Result<Media, ToolFailure> {
+    Ok(red_pixel())
+}
+
+async fn test_audio_content(_: TestAudioContent) -> Result<Media, ToolFailure> {
+    Ok(Media {
+        mime_type: "audio/wav".to_owned(),
+        base64: SILENT_WAV.to_owned(),
+    })
+}
+
+async fn test_embedded_resource(_: TestEmbeddedResource) -> Result<Embedded, ToolFailure> {
+    Ok(Embedded {
+        uri: "test://embedded-resource".to_owned(),
+        mime_type: "text/plain".to_owned(),
+        text: "This is an embedded resource content.".to_owned(),
+    })
+}
+
+async fn test_multiple_content_types(_: TestMultipleContentTypes) -> Result<Mixed, ToolFailure> {
+    Ok(Mixed {
+        text: "Multiple content types test:".to_owned(),
+        image: red_pixel(),
+        resource: Embedded {
+            uri: "test://mixed-content-resource".to_owned(),
+            mime_type: "application/json".to_owned(),
+            text: r#"{"test":"data","value":123}"#.to_owned(),
+        },
+    })
+}
+
+/// The registry of the fixture tools.
+pub fn registry() -> Registry {
+    registry![
+        Greet,
+        SlowCompute,
+        FailingJob,
+        ProtocolErrorJob,
+        TestSimpleText,
+        TestErrorHandling,
+        TestImageContent,
+        TestAudioContent,
+        TestEmbeddedResource,
+        TestMultipleContentTypes
+    ]
+}
+
+/// The fixture tools' dispatcher, for development keys and an in-memory store.
+///
+/// # Errors
+///
+/// The builder's, if a handler is missing.
+pub fn dispatcher() -> Result<Dispatcher, tool_contract::dispatch::BuildErrors> {
+    Dispatcher::for_development(registry())
+        .handler(greet)
+        .handler(slow_compute)
+        .handler(failing_job)
+        .handler(protocol_error_job)
+        .handler(test_simple_text)
+        .handler(test_error_handling)
+        .handler(test_image_content)
+        .handler(test_audio_content)
+        .handler(test_embedded_resource)
+        .handler(test_multiple_content_types)
+        .build()
+}
+
+/// Which fixture tools are tasks, as the suite's scenarios register them.
+fn task_support(name: &str) -> TaskSupport {
+    match name {
+        "failing_job" => TaskSupport::Required,
+        "slow_compute" | "protocol_error_job" => TaskSupport::Optional,
+        _ => TaskSupport::Forbidden,
+    }
+}
+
+/// The fixture server: the tools through `dispatcher`, the resources and prompts beside them.
+pub fn server(dispatcher: Arc<Dispatcher>) -> McpServer {
+    McpServer::new(dispatcher, principal())
+        .with_server_info("tool-contract-conformance", env!("CARGO_PKG_VERSION"))
+        .with_tasks(|spec| task_support(spec.name()))
+        .with_content(|spec, data| shown(spec.name(), data))
+        .with_handler(Beside)
+}
+
+/// How the client is shown a fixture's verified data: text as text, media and resources
+/// as their own blocks (as the suite expects them).
+fn shown(tool: &str, data: &serde_json::Value) -> Option<Vec<ContentBlock>> {
+    let field =
+        |value: &serde_json::Value, name: &str| value.get(name)?.as_str().map(str::to_owned);
+    let media =
+        |value: &serde_json::Value| Some((field(value, "base64")?, field(value, "mime_type")?));
+    let embedded = |value: &serde_json::Value| {
+        let contents = ResourceContents::text(field(value, "text")?, field(value, "uri")?)
+            .with_mime_type(field(value, "mime_type")?);
+        Some(ContentBlock::resource(contents))
+    };
+    match tool {
+        "test_image_content" => {
+            let (base64, mime_type) = media(data)?;
+            Some(vec![ContentBlock::image(base64, mime_type)])
+        }
+        "test_audio_content" => {
+            let (base64, mime_type) = media(data)?;
+            Some(vec![ContentBlock::audio(base64, mime_type)])
+        }
+        "test_embedded_resource" => Some(vec![embedded(data)?]),
+        "test_multiple_content_types" => {
+            let (base64, mime_type) = media(data.get("image")?)?;
+            Some(vec![
+                ContentBlock::text(field(data, "text")?),
+                ContentBlock::image(base64, mime_type),
+                embedded(data.get("resource")?)?,
+            ])
+        }
+        _ => Some(vec![ContentBlock::text(field(data, "text")?)]),
+    }
+}
+
+/// A WAV file of one silent 8 kHz 8-bit mono sample, base64 (the suite asks for "a minimal
+/// test audio file").
+pub const SILENT_WAV: &str = "UklGRiUAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQEAAACA";
+
+/// A 1×1 red PNG, base64 (the suite asks for "a minimal test image").
+pub const RED_PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+
+/// How long a list or a resource may be cached, and by whom: the fixtures never change.
+const CACHED_MS: u64 = 60_000;
+
+/// The suite's resources, prompts and completions.
+#[derive(Debug, Clone, Copy)]
+pub struct Beside;
+
+impl Beside {
+    fn resources() -> Vec<Resource> {
+        let described = |uri: &str, name: &str, mime: &str, description: &str| {
+            Resource::new(uri, name)
+                .with_description(description)
+                .with_mime_type(mime)
+        };
+        vec![
+            described(
+                "test://static-text",
+                "static-text",
+                "text/plain",
+                "A static text resource",
+            ),
+            described(
+                "test://static-binary",
+                "static-binary",
+                "image/png",
+                "A static binary resource: a 1x1 PNG",
+            ),
+            described(
+                "test://watched-resource",
+                "watched-resource",
+                "text/plain",
+                "A resource a client may subscribe to",
+            ),
+        ]
+    }
+
+    fn prompts() -> Vec<Prompt> {
+        let required = |name: &str, description: &str| {
+            let mut argument = PromptArgument::new(name);
+            argument.description = Some(description.to_owned());
+            argument.required = Some(true);
+            argument
+        };
+        vec![
+            Prompt::new(
+                "test_simple_prompt",
+                Some("A prompt without arguments"),
+                None,
+            ),
+            Prompt::new(
+                "test_prompt_with_arguments",
+                Some("A prompt with two arguments"),
+                Some(vec![
+                    required("arg1", "First test argument"),
+                    required("arg2", "Second test argument"),
+                ]),
+            ),
+            Prompt::new(
+                "test_prompt_with_embedded_resource",
+                Some("A prompt embedding a resource"),
+                Some(vec![required(
+                    "resourceUri",
+                    "URI of the resource to embed",
+                )]),
+            ),
+            Prompt::new(
+                "test_prompt_with_image",
+                Some("A prompt with an image"),
+                None,
+            ),
+            Prompt::new(
+                "test_input_required_result_prompt",
+                Some("A prompt that asks the client for context first"),
+                None,
+            ),
+        ]
+    }
+}
+
+fn argument(request: &GetPromptRequestParams, name: &str) -> Result<String, ErrorData> {
+    let value = request
+        .arguments
+        .as_ref()
+        .and_then(|arguments| arguments.get(name));
+    value
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| ErrorData::invalid_params(format!("the argument {name} is required"), None))
+}
+
+impl ServerHandler for Beside {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_resources()
+                .enable_prompts()
+                .enable_completions()
+                .build(),
+        )
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(Self::resources())
+            .with_ttl_ms(CACHED_MS)
+            .with_cache_scope(CacheScope::Public))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let template = ResourceTemplate::new("test://template/{id}/data", "template-data")
+            .with_description("Data for an id")
+            .with_mime_type("application/json");
+        Ok(ListResourceTemplatesResult::with_all_items(vec![template])
+            .with_ttl_ms(CACHED_MS)
+            .with_cache_scope(CacheScope::Public))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri.as_str();
+        let contents = match uri {
+            "test://static-text" => {
+                ResourceContents::text("This is the content of the static text resource.", uri)
+                    .with_mime_type("text/plain")
+            }
+            "test://static-binary" => {
+                ResourceContents::blob(RED_PIXEL_PNG, uri).with_mime_type("image/png")
+            }
+            "test://watched-resource" => {
+                ResourceContents::text("Watched.", uri).with_mime_type("text/plain")
+            }
+            _ => match uri
+                .strip_prefix("test://template/")
+                .and_then(|rest| rest.strip_suffix("/data"))
+            {
+                Some(id) if !id.is_empty() && !id.contains('/') => {
+                    let data = serde_json::json!({
+                        "id": id, "templateTest": true, "data": format!("Data for ID: {id}")
+                    });
+                    ResourceContents::text(data.to_string(), uri).with_mime_type("application/json")
+                }
+                _ => {
+                    return Err(ErrorData::resource_not_found(
+                        "Resource not found",
+                        Some(serde_json::json!({ "uri": uri })),
+                    ));
+                }
+            },
+        };
+        Ok(ReadResourceResult::new(vec![contents])
+            .with_ttl_ms(CACHED_MS)
+            .with_cache_scope(CacheScope::Public)
+            .into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(Self::prompts())
+            .with_ttl_ms(CACHED_MS)
+            .with_cache_scope(CacheScope::Public))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let user = || PromptMessageRole::User;
+        let messages = match request.name.as_str() {
+            "test_simple_prompt" => vec![PromptMessage::new_text(
+                user(),
+                "This is a simple prompt for testing.",
+            )],
+            "test_prompt_with_arguments" => {
+                let (first, second) = (argument(&request, "arg1")?, argument(&request, "arg2")?);
+                vec![PromptMessage::new_text(
+                    user(),
+                    format!("Prompt with arguments: arg1='{first}', arg2='{second}'"),
+                )]
+            }
+            "test_prompt_with_embedded_resource" => {
+                let uri = argument(&request, "resourceUri")?;
+                let embedded =
+                    ResourceContents::text("Embedded resource content for testing.", uri)
+                        .with_mime_type("text/plain");
+                vec![
+                    PromptMessage::new(user(), ContentBlock::resource(embedded)),
+                    PromptMessage::new_text(user(), "Please process the embedded resource above."),
+                ]
+            }
+            "test_prompt_with_image" => vec![
+                PromptMessage::new(user(), ContentBlock::image(RED_PIXEL_PNG, "image/png")),
+                PromptMessage::new_text(user(), "Please analyze the image above."),
+            ],
+            "test_input_required_result_prompt" => {
+                let answered = request
+                    .input_responses
+                    .as_ref()
+                    .and_then(|responses| responses.get("context"));
+                let Some(answered) = answered else {
+                    let asked = serde_json::json!({
+                        "method": "elicitation/create",
+                        "params": {
+                            "mode": "form",
+                            "message": "What context should the prompt use?",
+                            "requestedSchema": {
+                                "type": "object",
+                                "properties": { "context": { "type": "string" } },
+                                "required": ["context"],
+                            },
+                        },
+                    });
+                    let asked: InputRequest = serde_json::from_value(asked)
+                        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+                    let mut requests = InputRequests::new();
+                    requests.insert("context".to_owned(), asked);
+                    return Ok(InputRequiredResult::new(Some(requests), None).into());
+                };
+                let context = serde_json::to_string(answered)
+                    .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+                vec![PromptMessage::new_text(
+                    user(),
+                    format!("A prompt written with the client's context: {context}"),
+                )]
+            }
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("no prompt named {other}"),
+                    None,
+                ));
+            }
+        };
+        Ok(GetPromptResult::new(messages).into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        const CANDIDATES: [&str; 4] = ["paris", "park", "party", "hello"];
+        let typed = request.argument.value.as_str();
+        let values = CANDIDATES
+            .iter()
+            .filter(|candidate| candidate.starts_with(typed))
+            .map(|candidate| (*candidate).to_owned())
+            .collect();
+        let completion =
+            CompletionInfo::new(values).map_err(|error| ErrorData::internal_error(error, None))?;
+        Ok(CompleteResult::new(completion))
+    }
+}
