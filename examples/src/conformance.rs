@@ -19,6 +19,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
+use tool_contract::dispatch::Progress;
 use tool_contract::mcp::{McpServer, TaskSupport};
 use tool_contract::prelude::*;
 
@@ -67,6 +68,11 @@ pub struct TestSimpleText {}
 #[derive(Debug, serde::Deserialize, ToolContract)]
 #[tool_contract(output = Text, effect = read_only)]
 pub struct TestErrorHandling {}
+
+/// Work a tenth of a second, saying how far it got.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestToolWithProgress {}
 
 /// Answer with an image.
 #[derive(Debug, serde::Deserialize, ToolContract)]
@@ -163,6 +169,19 @@ async fn test_error_handling(_: TestErrorHandling) -> Result<Text, ToolFailure> 
     ))
 }
 
+async fn test_tool_with_progress(
+    _: TestToolWithProgress,
+    cx: HandlerContext,
+) -> Result<Text, ToolFailure> {
+    for done in [0.0, 50.0, 100.0] {
+        if done > 0.0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        cx.report_progress(Progress::of(done, 100.0));
+    }
+    text("Progress reported: 0, 50 and 100 of 100.")
+}
+
 fn red_pixel() -> Media {
     Media {
         mime_type: "image/png".to_owned(),
@@ -213,7 +232,8 @@ pub fn registry() -> Registry {
         TestImageContent,
         TestAudioContent,
         TestEmbeddedResource,
-        TestMultipleContentTypes
+        TestMultipleContentTypes,
+        TestToolWithProgress
     ]
 }
 
@@ -234,6 +254,7 @@ pub fn dispatcher() -> Result<Dispatcher, tool_contract::dispatch::BuildErrors> 
         .handler(test_audio_content)
         .handler(test_embedded_resource)
         .handler(test_multiple_content_types)
+        .handler(test_tool_with_progress)
         .build()
 }
 

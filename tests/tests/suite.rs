@@ -38,6 +38,7 @@ mod mcp_beside;
 mod mcp_console;
 mod mcp_content;
 mod mcp_http;
+mod mcp_progress;
 mod mcp_server;
 mod mcp_stateless;
 mod mcp_tasks;

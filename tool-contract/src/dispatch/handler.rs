@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use crate::binder::{Binder, CallResult, FailureKind, RawProvenance, RawResult, ToolFailure};
 use crate::contract::{ReconciledBy, ToolContract};
 use crate::dispatch::options::ToolOptions;
+use crate::dispatch::progress::{Progress, ProgressSink};
 use crate::vocabulary::{CallContext, ForbiddenKeys, Principal, Violations};
 
 /// What a handler knows of the call besides its input.
@@ -28,6 +29,8 @@ pub struct HandlerContext {
     pub(crate) clock: fn() -> OffsetDateTime,
     /// For a write, the lease its execution holds the record under.
     pub(crate) lease: Option<HeldLease>,
+    /// Who listens for the call's progress, if anyone does.
+    pub(crate) progress: Option<ProgressSink>,
 }
 
 /// The lease a write's execution holds: until when, and the claim's fencing token.
@@ -51,6 +54,7 @@ impl HandlerContext {
             reconciling: None,
             clock: OffsetDateTime::now_utc,
             lease: None,
+            progress: None,
         }
     }
 
@@ -128,6 +132,24 @@ impl HandlerContext {
     #[must_use]
     pub fn fencing_token(&self) -> Option<u64> {
         self.lease.map(|lease| lease.fencing_token)
+    }
+
+    /// Tells whoever called how far the work has come (an MCP client that asked for
+    /// progress is sent `notifications/progress`); nothing when nobody listens. Reports are
+    /// delivered in order, before the call's answer.
+    ///
+    /// ```
+    /// use tool_contract::dispatch::{HandlerContext, Progress};
+    ///
+    /// let cx = HandlerContext::detached("op-1", "key-1");
+    /// for page in 1..=3 {
+    ///     cx.report_progress(Progress::of(f64::from(page), 3.0).with_message("reading pages"));
+    /// }
+    /// ```
+    pub fn report_progress(&self, progress: Progress) {
+        if let Some(sink) = &self.progress {
+            sink.tell(progress);
+        }
     }
 
     /// Whether someone asked to cancel the call.

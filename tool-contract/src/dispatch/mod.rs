@@ -42,6 +42,7 @@ mod handler;
 mod operation;
 mod options;
 mod outcome;
+mod progress;
 mod retry;
 mod telemetry;
 
@@ -56,5 +57,7 @@ pub use gate::{Gate, GateCall, GateDecision, RequireNonEmpty};
 pub use handler::{Handler, HandlerContext, HandlerResult, StateHandler, handler_shape, typed};
 pub use options::{Authorizer, ToolOptions};
 pub use outcome::{Dispatch, DispatchedTurn};
+pub use progress::Progress;
+pub(crate) use progress::ProgressSink;
 pub use retry::RetryPolicy;
 pub use telemetry::UNREGISTERED_TOOL;

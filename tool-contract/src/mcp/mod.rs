@@ -92,6 +92,7 @@ mod capture;
 mod content;
 #[cfg(feature = "mcp-http")]
 mod http;
+mod progress;
 #[cfg(feature = "mcp-http")]
 mod reply;
 mod same;

@@ -37,6 +37,7 @@ use super::beside::{Beside, merged};
 use super::caller::Callers;
 use super::capture::{Captured, Capturing, kept_over_http};
 use super::content::{ContentView, blocks};
+use super::progress::{listen, while_sending};
 use super::task_options::{TaskOptions, TaskSupport};
 use crate::contract::ToolSpec;
 use crate::control::{
@@ -556,14 +557,41 @@ impl McpServer {
         if let Some(answered) = task {
             return answered;
         }
-        if stateless {
-            return self
-                .call_stateless(&principal, &request, request_context, &context, &reach)
-                .await;
-        }
+        // Reports a handler makes go to a client that asked for them, before the answer.
+        let (progress, listening) = listen(request_context).unzip();
+        let progress = progress.as_ref();
+        let answering = async {
+            if stateless {
+                return self
+                    .call_stateless(
+                        &principal,
+                        &request,
+                        request_context,
+                        &context,
+                        &reach,
+                        progress,
+                    )
+                    .await;
+            }
+            self.call_with_session(&principal, &context, peer, &reach, progress)
+                .await
+        };
+        while_sending(listening, peer, answering).await
+    }
+
+    /// A `tools/call` of a revision with a handshake: a write that needs a person asks them
+    /// mid-call, by the console's page or the confirmation form.
+    async fn call_with_session(
+        &self,
+        principal: &Principal,
+        context: &CallContext,
+        peer: &Peer<RoleServer>,
+        reach: &crate::dispatch::Reach<'_>,
+        progress: Option<&crate::dispatch::ProgressSink>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let mut dispatch = self
             .dispatcher
-            .dispatch_within(&principal, &context, &self.task, &reach)
+            .dispatch_within(principal, context, &self.task, reach, progress)
             .await;
         let mut pending = dispatch.pending_approval.take();
         if let Some(asked) = pending.take() {
@@ -574,7 +602,7 @@ impl McpServer {
                     self.await_console(peer, &asked, page).await
                 }
                 _ if asks_by_elicitation(peer) => {
-                    self.elicit_approval(&principal, peer, &asked).await
+                    self.elicit_approval(principal, peer, &asked).await
                 }
                 _ => false,
             };
@@ -582,14 +610,14 @@ impl McpServer {
                 // Granted or rejected: the dispatcher acts on the decision.
                 dispatch = self
                     .dispatcher
-                    .dispatch_within(&principal, &context, &self.task, &reach)
+                    .dispatch_within(principal, context, &self.task, reach, progress)
                     .await;
                 pending = dispatch.pending_approval.take();
             } else {
                 pending = Some(asked);
             }
         }
-        self.answer(&principal, &context, &dispatch, pending.as_ref())
+        self.answer(principal, context, &dispatch, pending.as_ref())
             .map(CallToolResponse::from)
     }
 
@@ -603,6 +631,7 @@ impl McpServer {
         request_context: &RequestContext<RoleServer>,
         context: &CallContext,
         reach: &crate::dispatch::Reach<'_>,
+        progress: Option<&crate::dispatch::ProgressSink>,
     ) -> Result<CallToolResponse, ErrorData> {
         let answered = match request.request_state.as_deref() {
             Some(sealed) => {
@@ -614,7 +643,7 @@ impl McpServer {
         };
         let mut dispatch = self
             .dispatcher
-            .dispatch_within(principal, context, &self.task, reach)
+            .dispatch_within(principal, context, &self.task, reach, progress)
             .await;
         let pending = dispatch.pending_approval.take();
         // Asked once per call: a dismissed form is not asked again in a loop.
