@@ -20,7 +20,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use tool_contract::dispatch::Progress;
-use tool_contract::mcp::{McpServer, TaskSupport};
+use tool_contract::mcp::{Asking, McpServer, TaskSupport};
 use tool_contract::prelude::*;
 
 /// The principal every fixture call acts for: the suite's one client on loopback.
@@ -73,6 +73,66 @@ pub struct TestErrorHandling {}
 #[derive(Debug, serde::Deserialize, ToolContract)]
 #[tool_contract(output = Text, effect = read_only)]
 pub struct TestToolWithProgress {}
+
+/// Ask the client's name, then greet it (SEP-2322 input requests, one round).
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestInputRequiredResultElicitation {}
+
+/// Ask the client's model a question, then repeat its answer.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestInputRequiredResultSampling {}
+
+/// Ask the client's roots, then name them.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestInputRequiredResultListRoots {}
+
+/// Ask for a confirmation under a sealed request state.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestInputRequiredResultRequestState {}
+
+/// Ask three things at once: a name, a model's greeting, the roots.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestInputRequiredResultMultipleInputs {}
+
+/// Ask a name, then a colour, in two rounds.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestInputRequiredResultMultiRound {}
+
+/// Ask for a confirmation whose sealed state the client may tamper with.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestInputRequiredResultTamperedState {}
+
+/// Ask only what the client declared it can answer.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestInputRequiredResultCapabilities {}
+
+/// Ask the client's model something: refused to a client that cannot be asked that.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestMissingCapability {}
+
+/// Ask, inside its task, whether to delete; deletes nothing, says what it was told.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct ConfirmDelete {}
+
+/// Ask two things at once inside its task.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct MultiInput {}
+
+/// Ask the client's name, then greet it from a task.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestToolWithTask {}
 
 /// Answer with an image.
 #[derive(Debug, serde::Deserialize, ToolContract)]
@@ -182,6 +242,231 @@ async fn test_tool_with_progress(
     text("Progress reported: 0, 50 and 100 of 100.")
 }
 
+/// The client's answer under `key` as compact JSON, or `missing`.
+fn answered(cx: &HandlerContext, key: &str) -> String {
+    cx.client_answer(key)
+        .map_or_else(|| "missing".to_owned(), serde_json::Value::to_string)
+}
+
+/// A string field of a form's answer (`content.<field>` of an `ElicitResult`).
+fn form_field(cx: &HandlerContext, key: &str, field: &str) -> Result<String, ToolFailure> {
+    let value = cx
+        .client_answer(key)
+        .and_then(|answer| answer.get("content")?.get(field));
+    value
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| ToolFailure::new(FailureKind::Failed, format!("no {field} in {key}")))
+}
+
+async fn greet_the_client(
+    _: TestInputRequiredResultElicitation,
+    cx: HandlerContext,
+) -> Result<Text, ToolFailure> {
+    text(format!("Hello, {}!", form_field(&cx, "user_name", "name")?))
+}
+
+async fn repeat_the_model(
+    _: TestInputRequiredResultSampling,
+    cx: HandlerContext,
+) -> Result<Text, ToolFailure> {
+    let said = cx
+        .client_answer("capital_question")
+        .and_then(|answer| answer.get("content")?.get("text")?.as_str());
+    text(format!("The model said: {}", said.unwrap_or("nothing")))
+}
+
+async fn name_the_roots(
+    _: TestInputRequiredResultListRoots,
+    cx: HandlerContext,
+) -> Result<Text, ToolFailure> {
+    text(format!(
+        "The client's roots: {}",
+        answered(&cx, "client_roots")
+    ))
+}
+
+async fn confirmed_under_state(
+    _: TestInputRequiredResultRequestState,
+    cx: HandlerContext,
+) -> Result<Text, ToolFailure> {
+    // The library opened the sealed state and checked it against this call before this ran.
+    text(format!("state-ok: confirmed {}", answered(&cx, "confirm")))
+}
+
+async fn all_three(
+    _: TestInputRequiredResultMultipleInputs,
+    cx: HandlerContext,
+) -> Result<Text, ToolFailure> {
+    text(format!(
+        "Hello, {}; the model said {}; the roots are {}",
+        form_field(&cx, "user_name", "name")?,
+        answered(&cx, "greeting"),
+        answered(&cx, "client_roots")
+    ))
+}
+
+async fn two_rounds(
+    _: TestInputRequiredResultMultiRound,
+    cx: HandlerContext,
+) -> Result<Text, ToolFailure> {
+    text(format!(
+        "{} likes {}",
+        form_field(&cx, "step1", "name")?,
+        form_field(&cx, "step2", "color")?
+    ))
+}
+
+async fn confirmed_untampered(
+    _: TestInputRequiredResultTamperedState,
+    cx: HandlerContext,
+) -> Result<Text, ToolFailure> {
+    text(format!("state-ok: confirmed {}", answered(&cx, "confirm")))
+}
+
+async fn what_the_client_could_answer(
+    _: TestInputRequiredResultCapabilities,
+    cx: HandlerContext,
+) -> Result<Text, ToolFailure> {
+    let given = ["user_name", "greeting", "client_roots"]
+        .into_iter()
+        .filter(|key| cx.client_answer(key).is_some())
+        .collect::<Vec<_>>();
+    text(format!("answered: {}", given.join(", ")))
+}
+
+async fn sampled(_: TestMissingCapability, cx: HandlerContext) -> Result<Text, ToolFailure> {
+    text(format!("The model said {}", answered(&cx, "completion")))
+}
+
+async fn confirm_delete(_: ConfirmDelete, cx: HandlerContext) -> Result<Text, ToolFailure> {
+    text(format!(
+        "Told {}; nothing was deleted",
+        answered(&cx, "confirm")
+    ))
+}
+
+async fn multi_input(_: MultiInput, cx: HandlerContext) -> Result<Text, ToolFailure> {
+    text(format!(
+        "first {}, second {}",
+        answered(&cx, "first"),
+        answered(&cx, "second")
+    ))
+}
+
+async fn greet_from_a_task(_: TestToolWithTask, cx: HandlerContext) -> Result<Text, ToolFailure> {
+    text(format!(
+        "Hello from a task, {}!",
+        form_field(&cx, "user_name", "name")?
+    ))
+}
+
+/// A form asking for one field of `kind` (`string`, `boolean`).
+fn form(message: &str, field: &str, kind: &str) -> serde_json::Value {
+    serde_json::json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": { field: { "type": kind } },
+                "required": [field],
+            },
+        },
+    })
+}
+
+/// A question for the client's model.
+fn sampling(question: &str, max_tokens: u32) -> serde_json::Value {
+    serde_json::json!({
+        "method": "sampling/createMessage",
+        "params": {
+            "messages": [{ "role": "user", "content": { "type": "text", "text": question } }],
+            "maxTokens": max_tokens,
+        },
+    })
+}
+
+fn roots() -> serde_json::Value {
+    serde_json::json!({ "method": "roots/list", "params": {} })
+}
+
+/// What each fixture asks the client, given what it answered so far (the suite's scenarios
+/// name the keys and the requests).
+fn questions(asking: &Asking<'_>) -> InputRequests {
+    let mut asked = InputRequests::new();
+    let mut ask = |key: &str, request: serde_json::Value| {
+        if asking.answered(key) {
+            return;
+        }
+        if let Ok(request) = serde_json::from_value::<InputRequest>(request) {
+            asked.insert(key.to_owned(), request);
+        }
+    };
+    let name = || form("What is your name?", "name", "string");
+    match (asking.tool().name(), asking.in_task()) {
+        ("test_input_required_result_elicitation" | "test_tool_with_task", false) => {
+            ask("user_name", name());
+        }
+        ("test_input_required_result_sampling", false) => {
+            ask(
+                "capital_question",
+                sampling("What is the capital of France?", 100),
+            );
+        }
+        ("test_input_required_result_list_roots", false) => ask("client_roots", roots()),
+        (
+            "test_input_required_result_request_state"
+            | "test_input_required_result_tampered_state",
+            false,
+        ) => {
+            ask("confirm", form("Please confirm", "ok", "boolean"));
+        }
+        ("test_input_required_result_multiple_inputs", false) => {
+            ask("user_name", name());
+            ask("greeting", sampling("Generate a greeting", 50));
+            ask("client_roots", roots());
+        }
+        ("test_input_required_result_multi_round", false) => {
+            ask(
+                "step1",
+                form("Step 1: What is your name?", "name", "string"),
+            );
+            if asking.answered("step1") {
+                ask(
+                    "step2",
+                    form("Step 2: What is your favorite color?", "color", "string"),
+                );
+            }
+        }
+        ("test_input_required_result_capabilities", false) => {
+            let open = [
+                ("user_name", name()),
+                ("greeting", sampling("Generate a greeting", 50)),
+                ("client_roots", roots()),
+            ];
+            for (key, request) in open {
+                let can = serde_json::from_value::<InputRequest>(request.clone())
+                    .is_ok_and(|request| asking.client_can_answer(&request));
+                if can {
+                    ask(key, request);
+                }
+            }
+        }
+        ("test_missing_capability", false) => {
+            ask("completion", sampling("Say something", 20));
+        }
+        ("confirm_delete", true) => ask("confirm", form("Delete the file?", "confirm", "boolean")),
+        ("multi_input", true) => {
+            ask("first", form("The first answer?", "value", "string"));
+            ask("second", form("The second answer?", "value", "string"));
+        }
+        _ => {}
+    }
+    asked
+}
+
 fn red_pixel() -> Media {
     Media {
         mime_type: "image/png".to_owned(),
@@ -233,7 +518,19 @@ pub fn registry() -> Registry {
         TestAudioContent,
         TestEmbeddedResource,
         TestMultipleContentTypes,
-        TestToolWithProgress
+        TestToolWithProgress,
+        TestInputRequiredResultElicitation,
+        TestInputRequiredResultSampling,
+        TestInputRequiredResultListRoots,
+        TestInputRequiredResultRequestState,
+        TestInputRequiredResultMultipleInputs,
+        TestInputRequiredResultMultiRound,
+        TestInputRequiredResultTamperedState,
+        TestInputRequiredResultCapabilities,
+        TestMissingCapability,
+        ConfirmDelete,
+        MultiInput,
+        TestToolWithTask
     ]
 }
 
@@ -255,14 +552,28 @@ pub fn dispatcher() -> Result<Dispatcher, tool_contract::dispatch::BuildErrors> 
         .handler(test_embedded_resource)
         .handler(test_multiple_content_types)
         .handler(test_tool_with_progress)
+        .handler(greet_the_client)
+        .handler(repeat_the_model)
+        .handler(name_the_roots)
+        .handler(confirmed_under_state)
+        .handler(all_three)
+        .handler(two_rounds)
+        .handler(confirmed_untampered)
+        .handler(what_the_client_could_answer)
+        .handler(sampled)
+        .handler(confirm_delete)
+        .handler(multi_input)
+        .handler(greet_from_a_task)
         .build()
 }
 
 /// Which fixture tools are tasks, as the suite's scenarios register them.
 fn task_support(name: &str) -> TaskSupport {
     match name {
-        "failing_job" => TaskSupport::Required,
-        "slow_compute" | "protocol_error_job" => TaskSupport::Optional,
+        "failing_job" | "test_tool_with_task" => TaskSupport::Required,
+        "slow_compute" | "protocol_error_job" | "confirm_delete" | "multi_input" => {
+            TaskSupport::Optional
+        }
         _ => TaskSupport::Forbidden,
     }
 }
@@ -273,6 +584,7 @@ pub fn server(dispatcher: Arc<Dispatcher>) -> McpServer {
         .with_server_info("tool-contract-conformance", env!("CARGO_PKG_VERSION"))
         .with_tasks(|spec| task_support(spec.name()))
         .with_content(|spec, data| shown(spec.name(), data))
+        .with_questions(questions)
         .with_handler(Beside)
 }
 

@@ -39,6 +39,7 @@ mod mcp_console;
 mod mcp_content;
 mod mcp_http;
 mod mcp_progress;
+mod mcp_questions;
 mod mcp_server;
 mod mcp_stateless;
 mod mcp_tasks;

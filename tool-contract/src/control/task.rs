@@ -132,6 +132,15 @@ pub enum TaskChange {
     },
     /// The person answered: the work goes on.
     Resume,
+    /// The client answered some of what the task asked: `requests` (JSON) are still open,
+    /// and the task keeps waiting; `None`, and the work goes on. `answers` is every answer so
+    /// far, kept in [`TaskRow::awaiting`] for the work to read.
+    Answer {
+        /// The requests still open, as the wire carries them.
+        requests: Option<String>,
+        /// Every answer so far.
+        answers: String,
+    },
     /// The work answered with `result` (JSON).
     Complete {
         /// The result, as every replica answers it.
@@ -252,6 +261,17 @@ pub fn decide_task_move(task: &TaskRow, step: &TaskMove) -> Result<TaskRow, Task
             next.status_message = None;
             next.awaiting = None;
             next.outcome = None;
+        }
+        TaskChange::Answer { requests, answers } => {
+            if task.status != TaskStatus::InputRequired {
+                return Err(TaskMoveError::NotAllowed(task.status));
+            }
+            next.awaiting = Some(answers.clone());
+            next.outcome.clone_from(requests);
+            if requests.is_none() {
+                next.status = TaskStatus::Working;
+                next.status_message = None;
+            }
         }
         TaskChange::Complete { result } => {
             next.status = TaskStatus::Completed;
@@ -414,6 +434,56 @@ mod tests {
         assert_eq!(
             moved(&cancelled, answered, 5_000),
             Err(TaskMoveError::Ended(TaskStatus::Cancelled))
+        );
+    }
+
+    #[test]
+    fn answers_keep_the_task_waiting_until_no_request_is_open() {
+        let waiting = moved(
+            &done(TaskChange::BeginReading),
+            TaskChange::AwaitInput {
+                requests: r#"{"a":{},"b":{}}"#.to_owned(),
+                message: None,
+                awaiting: Some("answers:{}".to_owned()),
+            },
+            3_000,
+        )
+        .unwrap();
+        let partly = moved(
+            &waiting,
+            TaskChange::Answer {
+                requests: Some(r#"{"b":{}}"#.to_owned()),
+                answers: r#"answers:{"a":{}}"#.to_owned(),
+            },
+            4_000,
+        )
+        .unwrap();
+        assert_eq!(partly.status, TaskStatus::InputRequired);
+        assert_eq!(partly.outcome.as_deref(), Some(r#"{"b":{}}"#));
+        let answered = moved(
+            &partly,
+            TaskChange::Answer {
+                requests: None,
+                answers: r#"answers:{"a":{},"b":{}}"#.to_owned(),
+            },
+            5_000,
+        )
+        .unwrap();
+        assert_eq!(answered.status, TaskStatus::Working);
+        assert_eq!(answered.outcome, None);
+        assert_eq!(
+            answered.awaiting.as_deref(),
+            Some(r#"answers:{"a":{},"b":{}}"#),
+            "kept for the work to read"
+        );
+        // Working asks nothing: an answer now is refused.
+        let late = TaskChange::Answer {
+            requests: None,
+            answers: "answers:{}".to_owned(),
+        };
+        assert_eq!(
+            moved(&answered, late, 6_000),
+            Err(TaskMoveError::NotAllowed(TaskStatus::Working))
         );
     }
 

@@ -14,8 +14,8 @@ use tokio::sync::watch;
 
 use crate::binder::{Binder, CallResult, FailureKind, RawProvenance, RawResult, ToolFailure};
 use crate::contract::{ReconciledBy, ToolContract};
+use crate::dispatch::client_side::{ClientSide, Progress};
 use crate::dispatch::options::ToolOptions;
-use crate::dispatch::progress::{Progress, ProgressSink};
 use crate::vocabulary::{CallContext, ForbiddenKeys, Principal, Violations};
 
 /// What a handler knows of the call besides its input.
@@ -29,8 +29,8 @@ pub struct HandlerContext {
     pub(crate) clock: fn() -> OffsetDateTime,
     /// For a write, the lease its execution holds the record under.
     pub(crate) lease: Option<HeldLease>,
-    /// Who listens for the call's progress, if anyone does.
-    pub(crate) progress: Option<ProgressSink>,
+    /// What the client gave besides the input: a progress listener, answers.
+    pub(crate) client: ClientSide,
 }
 
 /// The lease a write's execution holds: until when, and the claim's fencing token.
@@ -54,7 +54,7 @@ impl HandlerContext {
             reconciling: None,
             clock: OffsetDateTime::now_utc,
             lease: None,
-            progress: None,
+            client: ClientSide::default(),
         }
     }
 
@@ -147,9 +147,20 @@ impl HandlerContext {
     /// }
     /// ```
     pub fn report_progress(&self, progress: Progress) {
-        if let Some(sink) = &self.progress {
+        if let Some(sink) = &self.client.progress {
             sink.tell(progress);
         }
+    }
+
+    /// The client's answer to what the tool asked it under `key`, exactly as the client
+    /// sent it (an MCP `elicitation/create`'s `ElicitResult`, a `sampling/createMessage`'s
+    /// `CreateMessageResult`, a `roots/list`'s `ListRootsResult`): what an MCP server's
+    /// [`with_questions`](crate::mcp::McpServer::with_questions) rule asked before the call
+    /// ran. `None` when it asked nothing under `key`. Untrusted, as the input is: check it
+    /// before acting on it.
+    #[must_use]
+    pub fn client_answer(&self, key: &str) -> Option<&serde_json::Value> {
+        self.client.answers.get(key)
     }
 
     /// Whether someone asked to cancel the call.

@@ -34,6 +34,7 @@
 
 mod budget;
 mod builder;
+mod client_side;
 mod dispatcher;
 #[cfg(feature = "mcp")]
 pub(crate) use dispatcher::Reach;
@@ -42,12 +43,15 @@ mod handler;
 mod operation;
 mod options;
 mod outcome;
-mod progress;
 mod retry;
 mod telemetry;
 
 pub use budget::{Budget, Remaining, StopReason, Task};
 pub use builder::{BuildError, BuildErrors, DEFAULT_STATEMENT_LIFETIME, DispatcherBuilder};
+pub(crate) use client_side::ClientSide;
+pub use client_side::Progress;
+#[cfg(feature = "mcp")]
+pub(crate) use client_side::ProgressSink;
 pub use dispatcher::{
     Dispatcher, PURGE_EVERY, SettleError, Settlement, SignedDecision, TASK_LEASE,
 };
@@ -57,7 +61,5 @@ pub use gate::{Gate, GateCall, GateDecision, RequireNonEmpty};
 pub use handler::{Handler, HandlerContext, HandlerResult, StateHandler, handler_shape, typed};
 pub use options::{Authorizer, ToolOptions};
 pub use outcome::{Dispatch, DispatchedTurn};
-pub use progress::Progress;
-pub(crate) use progress::ProgressSink;
 pub use retry::RetryPolicy;
 pub use telemetry::UNREGISTERED_TOOL;

@@ -249,6 +249,9 @@ pub(super) struct ApprovalState {
     /// where its arguments alone do not name it (`operation = per_call`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) operation_id: Option<String>,
+    /// The client's answers to the tool's questions, given before the approval was asked.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub(super) answers: serde_json::Map<String, Value>,
 }
 
 /// What a 2026-07-28 `input_required` asked the person.
@@ -277,6 +280,7 @@ impl ApprovalState {
             expires_at_ms,
             question,
             operation_id: Some(pending.operation_id.clone()),
+            answers: serde_json::Map::new(),
         }
     }
 
@@ -371,6 +375,7 @@ mod tests {
             expires_at_ms: 2_000,
             question: Question::Form,
             operation_id: None,
+            answers: serde_json::Map::new(),
         }
     }
 

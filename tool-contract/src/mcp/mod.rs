@@ -93,6 +93,7 @@ mod content;
 #[cfg(feature = "mcp-http")]
 mod http;
 mod progress;
+mod questions;
 #[cfg(feature = "mcp-http")]
 mod reply;
 mod same;
@@ -102,6 +103,7 @@ mod tasks;
 mod telemetry;
 
 pub use approval::StateRefusal;
+pub use questions::Asking;
 pub use server::{McpServeError, McpServer, OPERATION_ID_META};
 pub use task_options::TaskSupport;
 

@@ -10,7 +10,9 @@ use rmcp::model::{
     InputRequiredResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
     ProtocolVersion, RequestStateCodec, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams};
+use rmcp::model::{
+    CancelTaskParams, GetTaskParams, GetTaskResult, ServerRequest, UpdateTaskParams,
+};
 use rmcp::model::{
     CompleteRequestMethod, CompleteRequestParams, CompleteResult, GetPromptRequestMethod,
     GetPromptRequestParams, GetPromptResponse, ListPromptsRequestMethod, ListPromptsResult,
@@ -38,12 +40,13 @@ use super::caller::Callers;
 use super::capture::{Captured, Capturing, kept_over_http};
 use super::content::{ContentView, blocks};
 use super::progress::{listen, while_sending};
+use super::questions::{AnswersState, Asking, QuestionRule, answers_in, lacking};
 use super::task_options::{TaskOptions, TaskSupport};
 use crate::contract::ToolSpec;
 use crate::control::{
     ApprovalError, ApproverIdentity, PendingApproval, RejectionReason, later_by, unix_ms,
 };
-use crate::dispatch::{Dispatch, Dispatcher, Task};
+use crate::dispatch::{ClientSide, Dispatch, Dispatcher, Task};
 use crate::results::{ApprovalBasis, Status};
 use crate::vocabulary::{CallContext, Principal};
 use crate::vocabulary::{Correlation, ToolCall};
@@ -61,6 +64,29 @@ const ENVELOPE_BYTES: usize = 64 * 1024;
 
 /// How often a call waiting on the approvals console looks whether its approval was decided.
 const CONSOLE_POLL: Duration = Duration::from_millis(250);
+
+/// One `tools/call` as the server received it: who asks, the request and its context, and
+/// the call as the dispatcher sees it.
+#[derive(Clone, Copy)]
+pub(super) struct Received<'a> {
+    pub(super) principal: &'a Principal,
+    pub(super) request: &'a CallToolRequestParams,
+    pub(super) request_context: &'a RequestContext<RoleServer>,
+    pub(super) context: &'a CallContext,
+}
+
+/// How many rounds of questions a session's call is asked before it is given up.
+const QUESTION_ROUNDS: usize = 8;
+
+/// What a 2026-07-28 call's state and responses say, before anything runs.
+enum Gathered {
+    /// The tool's questions still open, asked of the client.
+    Asking(InputRequiredResult),
+    /// The answers to the tool's questions, all given (or none asked).
+    Answers(JsonObject),
+    /// An approval's state came back with the person's decision; the answers it carried.
+    ApprovalAnswer { answers: JsonObject, sealed: String },
+}
 
 /// What the server's request-state key is derived for, from the dispatcher's keys.
 const REQUEST_STATE_PURPOSE: &str = "mcp/request-state";
@@ -97,6 +123,8 @@ pub struct McpServer {
     beside: Option<Arc<dyn Beside>>,
     /// The application's view of verified data as content blocks, if it has one.
     content: Option<ContentView>,
+    /// What the tools ask the client before they run, if they ask anything.
+    pub(super) questions: Option<QuestionRule>,
     /// The arguments as the client sent them, once the server reads its own session.
     captured: Option<Arc<Captured>>,
     /// The browser origins Streamable HTTP accepts besides loopback ones, lowercase.
@@ -190,6 +218,7 @@ impl McpServer {
             tasks: None,
             beside: None,
             content: None,
+            questions: None,
             captured: None,
             allowed_origins: Arc::new(Vec::new()),
             proxy_hosts: None,
@@ -407,6 +436,66 @@ impl McpServer {
         self
     }
 
+    /// Lets the tools ask the client for input before they run (SEP-2322): `rule` is given
+    /// the call's tool, the answers so far and the client's declared capabilities, and
+    /// returns the requests still open (a form, a sampling request, the client's roots),
+    /// each under a key of its own; none, and the call runs, its handler reading each
+    /// answer with [`HandlerContext::client_answer`](crate::dispatch::HandlerContext::client_answer).
+    ///
+    /// - On 2026-07-28 the call answers `resultType: "input_required"` with the requests and
+    ///   a sealed `requestState` holding the answers so far, bound to the principal, the tool,
+    ///   the exact arguments and a lifetime (as an approval's is); the client sends the call
+    ///   again with its responses and the state, round after round. A state that was edited,
+    ///   expired, or comes back for another call is refused (`-32602`, nothing runs); a
+    ///   response that is not an object is refused too. Only the responses to what was asked
+    ///   are kept.
+    /// - On the handshake revisions the server asks the client mid-call, round by round.
+    /// - A request the client did not declare it can answer (elicitation, sampling, roots)
+    ///   refuses the call with `-32021` naming the capability; a rule that should not,
+    ///   checks [`Asking::client_can_answer`](super::Asking::client_can_answer) first.
+    /// - Inside a task ([`Asking::in_task`](super::Asking::in_task)), the task waits in
+    ///   `input_required` with the requests, answered by `tasks/update`, one or all at once.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use tool_contract::Principal;
+    /// # use tool_contract::dispatch::Dispatcher;
+    /// use rmcp::model::{InputRequest, InputRequests};
+    /// use tool_contract::mcp::McpServer;
+    ///
+    /// # fn build(dispatcher: Arc<Dispatcher>, principal: Principal) -> McpServer {
+    /// // `plan_trip` asks the person where they are going, once.
+    /// McpServer::new(dispatcher, principal).with_questions(|asking| {
+    ///     let mut asked = InputRequests::new();
+    ///     if asking.tool().name() == "plan_trip" && !asking.answered("destination") {
+    ///         let form = serde_json::json!({
+    ///             "method": "elicitation/create",
+    ///             "params": {
+    ///                 "mode": "form",
+    ///                 "message": "Where to?",
+    ///                 "requestedSchema": {
+    ///                     "type": "object",
+    ///                     "properties": { "city": { "type": "string" } },
+    ///                     "required": ["city"]
+    ///                 }
+    ///             }
+    ///         });
+    ///         let form: InputRequest = serde_json::from_value(form).expect("a form");
+    ///         asked.insert("destination".to_owned(), form);
+    ///     }
+    ///     asked
+    /// })
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_questions(
+        mut self,
+        rule: impl Fn(&Asking<'_>) -> InputRequests + Send + Sync + 'static,
+    ) -> Self {
+        self.questions = Some(Arc::new(rule));
+        self
+    }
+
     fn task_options(&mut self) -> &mut TaskOptions {
         self.tasks.get_or_insert_with(TaskOptions::none)
     }
@@ -544,39 +633,192 @@ impl McpServer {
             })
         };
         let stateless = without_handshake(request_context);
+        // On 2026-07-28 the tool's questions are asked first, by `input_required`, before
+        // any task is made; the answers travel in the sealed state.
+        let gathered = if stateless {
+            match self.gather(&principal, &request, request_context, &context)? {
+                Gathered::Asking(asked) => return Ok(CallToolResponse::InputRequired(asked)),
+                gathered => gathered,
+            }
+        } else {
+            Gathered::Answers(JsonObject::new())
+        };
+        let (mut answers, approval_state) = match gathered {
+            Gathered::Answers(answers) => (answers, None),
+            Gathered::ApprovalAnswer { answers, sealed } => (answers, Some(sealed)),
+            Gathered::Asking(_) => unreachable!("answered above"),
+        };
+        let received = Received {
+            principal: &principal,
+            request: &request,
+            request_context,
+            context: &context,
+        };
         let task = self
-            .call_as_task(
-                &principal,
-                &request,
-                request_context,
-                &context,
-                caller.as_ref(),
-                stateless,
-            )
+            .call_as_task(&received, caller.as_ref(), stateless, &answers)
             .await;
         if let Some(answered) = task {
             return answered;
         }
         // Reports a handler makes go to a client that asked for them, before the answer.
         let (progress, listening) = listen(request_context).unzip();
-        let progress = progress.as_ref();
         let answering = async {
+            if !stateless {
+                answers = self.ask_in_session(&request, peer).await?;
+            }
+            let client = ClientSide {
+                progress,
+                answers: Arc::new(answers),
+            };
             if stateless {
                 return self
-                    .call_stateless(
-                        &principal,
-                        &request,
-                        request_context,
-                        &context,
-                        &reach,
-                        progress,
-                    )
+                    .call_stateless(&received, &reach, &client, approval_state.as_deref())
                     .await;
             }
-            self.call_with_session(&principal, &context, peer, &reach, progress)
+            self.call_with_session(&principal, &context, peer, &reach, &client)
                 .await
         };
         while_sending(listening, peer, answering).await
+    }
+
+    /// What the sealed state and the client's responses of a 2026-07-28 call say: the
+    /// answers to the tool's questions so far, and either the questions still open, or,
+    /// when the state was an approval's, the answer to it.
+    fn gather(
+        &self,
+        principal: &Principal,
+        request: &CallToolRequestParams,
+        request_context: &RequestContext<RoleServer>,
+        context: &CallContext,
+    ) -> Result<Gathered, ErrorData> {
+        let binder = self.dispatcher.binder();
+        let keys = binder.keys();
+        let spec = self.dispatcher.registry().get(&request.name);
+        let principal_ref = keys.principal_ref(principal);
+        let request_sha256 =
+            keys.request_digest(principal, &request.name, spec, &context.call.arguments);
+        let expected = Expected {
+            principal_ref: &principal_ref,
+            tool: &request.name,
+            request_sha256: &request_sha256,
+            now_ms: unix_ms(self.dispatcher.now()),
+        };
+        let responses = || {
+            answers_in(request.input_responses.as_ref()).map_err(|key| {
+                ErrorData::invalid_params(
+                    format!("the input response {key} is not an object: nothing ran"),
+                    None,
+                )
+            })
+        };
+        let mut answers = match request.request_state.as_deref() {
+            None => responses()?,
+            Some(sealed) => {
+                match AnswersState::open(&self.request_state, sealed, &expected).map_err(refused)? {
+                    Some(state) => {
+                        let mut answers = state.answers;
+                        answers.extend(responses()?);
+                        answers
+                    }
+                    None => {
+                        // An approval's state: the responses are the person's decision.
+                        let state = ApprovalState::open(&self.request_state, sealed, &expected)
+                            .map_err(refused)?;
+                        return Ok(Gathered::ApprovalAnswer {
+                            answers: state.answers,
+                            sealed: sealed.to_owned(),
+                        });
+                    }
+                }
+            }
+        };
+        let (Some(rule), Some(spec)) = (&self.questions, spec) else {
+            return Ok(Gathered::Answers(answers));
+        };
+        let declared = request_context.client_capabilities();
+        let asked = rule(&Asking {
+            spec,
+            answers: &answers,
+            client: declared.as_ref(),
+            in_task: false,
+        });
+        if asked.is_empty() {
+            return Ok(Gathered::Answers(answers));
+        }
+        if let Some(lacking) = lacking(declared.as_ref(), &asked) {
+            return Err(ErrorData::missing_required_client_capability(lacking));
+        }
+        // Only what was asked is kept: extra responses are left out.
+        answers.retain(|key, _| !asked.contains_key(key));
+        let expires_at_ms = unix_ms(later_by(self.dispatcher.now(), self.approval_ttl));
+        let sealed = AnswersState::of(&expected, answers, expires_at_ms)
+            .seal(&self.request_state)
+            .ok_or_else(|| {
+                ErrorData::internal_error("the request state could not be sealed", None)
+            })?;
+        Ok(Gathered::Asking(InputRequiredResult::new(
+            Some(asked),
+            Some(sealed),
+        )))
+    }
+
+    /// On a revision with a handshake: the tool's questions asked of the client mid-call, round
+    /// by round, until the rule asks nothing more.
+    async fn ask_in_session(
+        &self,
+        request: &CallToolRequestParams,
+        peer: &Peer<RoleServer>,
+    ) -> Result<JsonObject, ErrorData> {
+        let mut answers = JsonObject::new();
+        let (Some(rule), Some(spec)) = (
+            &self.questions,
+            self.dispatcher.registry().get(&request.name),
+        ) else {
+            return Ok(answers);
+        };
+        let declared = peer.peer_info().map(|info| info.capabilities.clone());
+        for _round in 0..QUESTION_ROUNDS {
+            let asked = rule(&Asking {
+                spec,
+                answers: &answers,
+                client: declared.as_ref(),
+                in_task: false,
+            });
+            if asked.is_empty() {
+                return Ok(answers);
+            }
+            if let Some(lacking) = lacking(declared.as_ref(), &asked) {
+                return Err(ErrorData::missing_required_client_capability(lacking));
+            }
+            for (key, asked) in asked {
+                let request = match asked {
+                    InputRequest::Elicitation(request) => ServerRequest::ElicitRequest(request),
+                    InputRequest::CreateMessage(request) => {
+                        ServerRequest::CreateMessageRequest(request)
+                    }
+                    InputRequest::ListRoots(request) => ServerRequest::ListRootsRequest(request),
+                    _ => {
+                        return Err(ErrorData::internal_error(
+                            format!("the request {key} is of a kind this server cannot send"),
+                            None,
+                        ));
+                    }
+                };
+                let answer = peer.send_request(request).await.map_err(|error| {
+                    ErrorData::internal_error(
+                        format!("the client did not answer {key}: {error}; nothing ran"),
+                        None,
+                    )
+                })?;
+                let answer = serde_json::to_value(answer)
+                    .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+                answers.insert(key, answer);
+            }
+        }
+        Err(ErrorData::internal_error(
+            format!("the tool's questions went on past {QUESTION_ROUNDS} rounds: nothing ran"),
+            None,
+        ))
     }
 
     /// A `tools/call` of a revision with a handshake: a write that needs a person asks them
@@ -587,11 +829,11 @@ impl McpServer {
         context: &CallContext,
         peer: &Peer<RoleServer>,
         reach: &crate::dispatch::Reach<'_>,
-        progress: Option<&crate::dispatch::ProgressSink>,
+        client: &ClientSide,
     ) -> Result<CallToolResponse, ErrorData> {
         let mut dispatch = self
             .dispatcher
-            .dispatch_within(principal, context, &self.task, reach, progress)
+            .dispatch_within(principal, context, &self.task, reach, client)
             .await;
         let mut pending = dispatch.pending_approval.take();
         if let Some(asked) = pending.take() {
@@ -610,7 +852,7 @@ impl McpServer {
                 // Granted or rejected: the dispatcher acts on the decision.
                 dispatch = self
                     .dispatcher
-                    .dispatch_within(principal, context, &self.task, reach, progress)
+                    .dispatch_within(principal, context, &self.task, reach, client)
                     .await;
                 pending = dispatch.pending_approval.take();
             } else {
@@ -626,14 +868,18 @@ impl McpServer {
     /// state records the decision in the store, then runs (or not) as the decision says.
     async fn call_stateless(
         &self,
-        principal: &Principal,
-        request: &CallToolRequestParams,
-        request_context: &RequestContext<RoleServer>,
-        context: &CallContext,
+        received: &Received<'_>,
         reach: &crate::dispatch::Reach<'_>,
-        progress: Option<&crate::dispatch::ProgressSink>,
+        client: &ClientSide,
+        approval_state: Option<&str>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let answered = match request.request_state.as_deref() {
+        let Received {
+            principal,
+            request,
+            request_context,
+            context,
+        } = *received;
+        let answered = match approval_state {
             Some(sealed) => {
                 self.record_answer(principal, sealed, request, context)
                     .await?;
@@ -643,7 +889,7 @@ impl McpServer {
         };
         let mut dispatch = self
             .dispatcher
-            .dispatch_within(principal, context, &self.task, reach, progress)
+            .dispatch_within(principal, context, &self.task, reach, client)
             .await;
         let pending = dispatch.pending_approval.take();
         // Asked once per call: a dismissed form is not asked again in a loop.
@@ -660,9 +906,9 @@ impl McpServer {
                 }
                 _ => None,
             };
-            if let Some(asked) =
-                question.and_then(|(kind, params)| self.input_required(pending, kind, params))
-            {
+            if let Some(asked) = question.and_then(|(kind, params)| {
+                self.input_required(pending, kind, params, &client.answers)
+            }) {
                 return Ok(CallToolResponse::InputRequired(asked));
             }
         }
@@ -711,10 +957,12 @@ impl McpServer {
         pending: &PendingApproval,
         question: Question,
         params: ElicitRequestParams,
+        answers: &JsonObject,
     ) -> Option<InputRequiredResult> {
         let expires_at_ms = unix_ms(later_by(self.dispatcher.now(), self.approval_ttl));
-        let sealed =
-            ApprovalState::of(pending, question, expires_at_ms).seal(&self.request_state)?;
+        let mut state = ApprovalState::of(pending, question, expires_at_ms);
+        state.answers = answers.clone();
+        let sealed = state.seal(&self.request_state)?;
         let mut requests = InputRequests::new();
         requests.insert(
             CONFIRMATION_KEY.to_owned(),

@@ -8,9 +8,9 @@ use std::time::Duration;
 use futures_util::future::Either;
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
-    CreateTaskResult, DetailedTask, ElicitRequest, GetTaskResult, InputRequest, InputRequests,
-    JsonObject, TaskPayload, UpdateTaskParams,
+    CallToolResponse, CancelTaskParams, ClientCapabilities, CreateTaskResult, DetailedTask,
+    ElicitRequest, GetTaskResult, InputRequest, InputRequests, InputResponses, JsonObject,
+    TaskPayload, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde::{Deserialize, Serialize};
@@ -19,13 +19,14 @@ use time::format_description::well_known::Rfc3339;
 
 use super::approval::{ApprovalState, Decision, Question, confirmation, console_link};
 use super::caller::Verified;
-use super::server::{McpServer, declares_form_elicitation, declares_url_elicitation};
+use super::questions::{Asking, answers_in};
+use super::server::{McpServer, Received, declares_form_elicitation, declares_url_elicitation};
 use super::task_options::TaskSupport;
 use crate::contract::ToolSpec;
 use crate::control::{
     PendingApproval, StoreError, TaskChange, TaskMoveError, TaskRow, TaskStatus, later_by, unix_ms,
 };
-use crate::dispatch::{Dispatcher, TASK_LEASE};
+use crate::dispatch::{ClientSide, Dispatcher, TASK_LEASE};
 use crate::results::ErrorCode;
 use crate::vocabulary::{CallContext, Principal};
 
@@ -54,18 +55,32 @@ struct TaskWork {
 struct TaskCall {
     call: String,
     work: TaskWork,
+    /// The client's answers to the tool's questions, given before the task was made.
+    #[serde(default, skip_serializing_if = "JsonObject::is_empty")]
+    answers: JsonObject,
 }
 
 impl TaskCall {
-    fn of(principal: &Principal, context: &CallContext, work: TaskWork) -> Option<String> {
+    fn of(
+        principal: &Principal,
+        context: &CallContext,
+        work: TaskWork,
+        answers: &JsonObject,
+    ) -> Option<String> {
         let call = Dispatcher::task_call(principal, context)?;
-        serde_json::to_string(&TaskCall { call, work }).ok()
+        let answers = answers.clone();
+        serde_json::to_string(&TaskCall {
+            call,
+            work,
+            answers,
+        })
+        .ok()
     }
 
-    fn read(stored: &str) -> Option<(Principal, CallContext, TaskWork)> {
+    fn read(stored: &str) -> Option<(Principal, CallContext, TaskWork, JsonObject)> {
         let stored: TaskCall = serde_json::from_str(stored).ok()?;
         let (principal, context) = Dispatcher::call_of_task(&stored.call)?;
-        Some((principal, context, stored.work))
+        Some((principal, context, stored.work, stored.answers))
     }
 }
 
@@ -128,6 +143,14 @@ fn no_such_task() -> ErrorData {
 
 /// The key a task's question about `approval_id` is asked and answered under: unique over
 /// the task's life, as the extension requires.
+/// How a task's `awaiting` marks the answers it gathered, rather than an approval's state.
+const ANSWERS_AWAITED: &str = "answers:";
+
+/// The answers a task's `awaiting` holds, if it holds answers.
+fn answers_of(awaiting: &str) -> Option<JsonObject> {
+    serde_json::from_str(awaiting.strip_prefix(ANSWERS_AWAITED)?).ok()
+}
+
 fn input_key(approval_id: &str) -> String {
     format!("approval:{approval_id}")
 }
@@ -210,13 +233,17 @@ impl McpServer {
     /// by a request that cannot take one, is refused.
     pub(super) async fn call_as_task(
         &self,
-        principal: &Principal,
-        request: &CallToolRequestParams,
-        request_context: &RequestContext<RoleServer>,
-        context: &CallContext,
+        received: &Received<'_>,
         caller: Option<&Verified>,
         stateless: bool,
+        answers: &JsonObject,
     ) -> Option<Result<CallToolResponse, ErrorData>> {
+        let Received {
+            principal,
+            request,
+            request_context,
+            context,
+        } = *received;
         let support = self.task_support(&request.name);
         let takes_task = stateless && declares_tasks(request_context);
         match support {
@@ -238,7 +265,7 @@ impl McpServer {
             },
             limited: caller.is_some(),
         };
-        let Some(call) = TaskCall::of(principal, context, work) else {
+        let Some(call) = TaskCall::of(principal, context, work, answers) else {
             return Some(Err(ErrorData::invalid_params(
                 "the call's arguments are not UTF-8: nothing ran",
                 None,
@@ -270,6 +297,7 @@ impl McpServer {
             context.clone(),
             reach,
             work.asks,
+            answers.clone(),
         );
         tokio::spawn(held);
         Some(Ok(CallToolResponse::Task(CreateTaskResult::new(
@@ -289,7 +317,8 @@ impl McpServer {
     pub async fn resume_tasks(&self) -> Result<usize, StoreError> {
         let mut taken = 0;
         for task in self.dispatcher.stale_tasks().await? {
-            let Some((principal, context, work)) = task.call.as_deref().and_then(TaskCall::read)
+            let Some((principal, context, work, answers)) =
+                task.call.as_deref().and_then(TaskCall::read)
             else {
                 tracing::warn!(
                     stage = "mcp",
@@ -308,9 +337,14 @@ impl McpServer {
             } else {
                 Reach::Principal
             };
-            let held = self
-                .clone()
-                .hold_while(task.task_id, principal, context, reach, work.asks);
+            let held = self.clone().hold_while(
+                task.task_id,
+                principal,
+                context,
+                reach,
+                work.asks,
+                answers,
+            );
             tokio::spawn(held);
             taken += 1;
         }
@@ -350,8 +384,9 @@ impl McpServer {
         context: CallContext,
         reach: Reach,
         asks: Asks,
+        answers: JsonObject,
     ) {
-        let work = std::pin::pin!(self.work(&task_id, &principal, &context, &reach, asks));
+        let work = std::pin::pin!(self.work(&task_id, &principal, &context, &reach, asks, answers));
         let renew = std::pin::pin!(async {
             loop {
                 tokio::time::sleep(TASK_LEASE / 3).await;
@@ -376,6 +411,7 @@ impl McpServer {
         context: &CallContext,
         reach: &Reach,
         asks: Asks,
+        mut answers: JsonObject,
     ) {
         let registry = self.dispatcher.registry();
         let reach = |spec: &ToolSpec, arguments: &[u8]| match reach {
@@ -385,9 +421,18 @@ impl McpServer {
                 .allows(spec, arguments, registry.forbidden_keys())
                 .is_ok(),
         };
-        if !self.await_earlier_question(task_id).await {
+        if !self.await_earlier_question(task_id, &mut answers).await {
             return;
         }
+        if let Some(spec) = registry.get(&context.call.name)
+            && !self.ask_in_task_first(task_id, spec, &mut answers).await
+        {
+            return;
+        }
+        let client = ClientSide {
+            progress: None,
+            answers: std::sync::Arc::new(answers),
+        };
         loop {
             // A read acts on nothing: its task may be cancelled all the while it runs.
             let begin = if registry
@@ -405,7 +450,7 @@ impl McpServer {
             }
             let mut dispatch = self
                 .dispatcher
-                .dispatch_within(principal, context, &self.task, &reach, None)
+                .dispatch_within(principal, context, &self.task, &reach, &client)
                 .await;
             if let Some(wait) = in_progress_elsewhere(&dispatch) {
                 // The write runs under another lease (a replica that held this task before):
@@ -439,15 +484,91 @@ impl McpServer {
         }
     }
 
+    /// The tool's questions asked inside the task, round by round, until the rule asks
+    /// nothing more: the task waits in `input_required` with the open requests, and
+    /// `tasks/update` answers them. `false` when the task stopped meanwhile.
+    async fn ask_in_task_first(
+        &self,
+        task_id: &str,
+        spec: &ToolSpec,
+        answers: &mut JsonObject,
+    ) -> bool {
+        let Some(rule) = &self.questions else {
+            return true;
+        };
+        loop {
+            let asked = rule(&Asking {
+                spec,
+                answers,
+                client: None,
+                in_task: true,
+            });
+            if asked.is_empty() {
+                return true;
+            }
+            let (Ok(requests), Ok(given)) = (
+                serde_json::to_string(&asked),
+                serde_json::to_string(&*answers),
+            ) else {
+                return false;
+            };
+            let waiting = self
+                .dispatcher
+                .work_on_task(
+                    task_id,
+                    TaskChange::AwaitInput {
+                        requests,
+                        message: Some(format!(
+                            "waiting for the client's answers to {}",
+                            spec.name()
+                        )),
+                        awaiting: Some(format!("{ANSWERS_AWAITED}{given}")),
+                    },
+                )
+                .await;
+            if !matches!(waiting, Ok(Ok(_))) {
+                return false;
+            }
+            match self.await_answers(task_id).await {
+                Some(given) => *answers = given,
+                None => return false,
+            }
+        }
+    }
+
+    /// Waits until the client has answered every request the task waits on (the task is
+    /// `working` again), and returns the answers; `None` when the task stopped meanwhile.
+    async fn await_answers(&self, task_id: &str) -> Option<JsonObject> {
+        loop {
+            tokio::time::sleep(DECISION_POLL).await;
+            let task = self.dispatcher.task(task_id, None).await.ok()??;
+            match task.status {
+                TaskStatus::InputRequired => {}
+                TaskStatus::Working => return task.awaiting.as_deref().and_then(answers_of),
+                _ => return None,
+            }
+        }
+    }
+
     /// For a task taken over while it waited for a person: waits for the decision its
     /// earlier worker asked about, then lets the work go on. `false` when the task stopped
     /// meanwhile.
-    async fn await_earlier_question(&self, task_id: &str) -> bool {
+    async fn await_earlier_question(&self, task_id: &str, answers: &mut JsonObject) -> bool {
         let Ok(Some(task)) = self.dispatcher.task(task_id, None).await else {
             return false;
         };
         if task.status != TaskStatus::InputRequired {
             return true;
+        }
+        if task.awaiting.as_deref().and_then(answers_of).is_some() {
+            // It waited for the client's answers: they come with tasks/update.
+            return match self.await_answers(task_id).await {
+                Some(given) => {
+                    *answers = given;
+                    true
+                }
+                None => false,
+            };
         }
         let asked = task
             .awaiting
@@ -586,6 +707,11 @@ impl McpServer {
                 None,
             ));
         };
+        if let Some(answers) = answers_of(sealed) {
+            return self
+                .answer_in_task(&row, &principal_ref, answers, &params.input_responses)
+                .await;
+        }
         let now_ms = unix_ms(self.dispatcher.now());
         let state = ApprovalState::open_for_task(
             &self.request_state,
@@ -600,6 +726,56 @@ impl McpServer {
             &input_key(&state.approval_id),
         );
         self.record_decision(&principal, &state, decision).await
+    }
+
+    /// The client's responses to what its task asked, recorded with the answers so far: only
+    /// responses to open requests count, and the task stays `input_required` until every
+    /// one is answered.
+    async fn answer_in_task(
+        &self,
+        row: &TaskRow,
+        owner: &str,
+        mut answers: JsonObject,
+        responses: &InputResponses,
+    ) -> Result<(), ErrorData> {
+        let stored_requests = row.outcome.as_deref().unwrap_or("{}");
+        let mut open: JsonObject = serde_json::from_str(stored_requests)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        let given = answers_in(Some(responses)).map_err(|key| {
+            ErrorData::invalid_params(format!("the input response {key} is not an object"), None)
+        })?;
+        for (key, answer) in given {
+            if open.remove(&key).is_some() {
+                answers.insert(key, answer);
+            }
+        }
+        let requests = if open.is_empty() {
+            None
+        } else {
+            Some(
+                serde_json::to_string(&open)
+                    .map_err(|error| ErrorData::internal_error(error.to_string(), None))?,
+            )
+        };
+        let answers = serde_json::to_string(&answers)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        let change = TaskChange::Answer {
+            requests,
+            answers: format!("{ANSWERS_AWAITED}{answers}"),
+        };
+        let moved = self
+            .dispatcher
+            .move_task(&row.task_id, owner, change)
+            .await
+            .map_err(|error| store_failed(&error))?;
+        match moved {
+            Ok(_) => Ok(()),
+            Err(TaskMoveError::NotFound) => Err(no_such_task()),
+            Err(refused) => Err(ErrorData::invalid_params(
+                format!("the task takes no answer now: {refused}"),
+                None,
+            )),
+        }
     }
 
     /// `tasks/cancel`: the caller's task cancelled if nothing of its work may have acted (a

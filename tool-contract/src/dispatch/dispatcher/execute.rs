@@ -236,7 +236,7 @@ impl Dispatcher {
                     until: at_ms(key.lease_until_ms.load(Ordering::Relaxed)),
                     fencing_token: key.lease.generation,
                 }),
-            progress: call.progress.cloned(),
+            client: call.client.cloned().unwrap_or_default(),
         };
         let started = tokio::time::Instant::now();
         let running = AssertUnwindSafe(valid.entry.tool.attempt(

@@ -47,12 +47,12 @@ use crate::control::{
 use crate::control::{AuditLogError, AuditSink};
 use crate::control::{WriteEvent, WriteState};
 use crate::dispatch::budget::{StopReason, Task};
+use crate::dispatch::client_side::ClientSide;
 use crate::dispatch::gate::Gate;
 use crate::dispatch::handler::{ApprovalPolicy, KeyRule, ToolEntry};
 use crate::dispatch::operation::{Naming, operation_id};
 use crate::dispatch::options::Authorizer;
 use crate::dispatch::outcome::{Dispatch, DispatchedTurn};
-use crate::dispatch::progress::ProgressSink;
 use crate::dispatch::telemetry;
 use crate::providers::{Answer, Turn};
 use crate::results::digest::lower_hex;
@@ -158,8 +158,8 @@ struct Call<'a> {
     /// What the caller's own credentials may ask (an MCP token's scopes), when the caller
     /// has limits beyond the principal's: an edit a person approved runs only within them.
     reach: Option<&'a Reach<'a>>,
-    /// Who listens for the handler's progress, if anyone does.
-    progress: Option<&'a ProgressSink>,
+    /// What the client gives the handler besides the input.
+    client: Option<&'a ClientSide>,
 }
 
 /// Whether a caller's credentials may ask for a call of a tool with these arguments.
@@ -791,10 +791,10 @@ impl Dispatcher {
         context: &CallContext,
         task: &Task,
         reach: &Reach<'_>,
-        progress: Option<&ProgressSink>,
+        client: &ClientSide,
     ) -> Dispatch {
         let span = self.span(context);
-        self.dispatch_in_span(principal, context, task, Some(reach), progress)
+        self.dispatch_in_span(principal, context, task, Some(reach), Some(client))
             .instrument(span)
             .await
     }
@@ -805,11 +805,11 @@ impl Dispatcher {
         context: &CallContext,
         task: &Task,
         reach: Option<&Reach<'_>>,
-        progress: Option<&ProgressSink>,
+        client: Option<&ClientSide>,
     ) -> Dispatch {
         let mut call = self.call(principal, context, task);
         call.reach = reach;
-        call.progress = progress;
+        call.client = client;
         let ended = match self.admit(&call) {
             Err(result) => Ended::new(*result),
             // On the heap: a write's steps make a future of some 15 KB, which every read's
@@ -836,7 +836,7 @@ impl Dispatcher {
             edited_from: None,
             status_of: None,
             reach: None,
-            progress: None,
+            client: None,
         }
     }
 

@@ -951,7 +951,7 @@ impl Dispatcher {
             reconciling: Some(valid.spec.name()),
             clock: self.clock,
             lease: None,
-            progress: None,
+            client: crate::dispatch::ClientSide::default(),
         };
         let query = status_tool.tool.attempt_input(input, context);
         let timeout = status_tool.options.timeout;

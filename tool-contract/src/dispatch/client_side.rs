@@ -1,8 +1,21 @@
-//! How far a handler's work has come, told to whoever listens for it (an MCP client that sent
-//! a `progressToken`), and nothing when nobody does.
+//! What a call's client gives its handler besides the input: where the handler's progress
+//! reports go (an MCP client that sent a `progressToken`), and the client's answers to what
+//! the tool asked it (MCP input responses).
 
 use std::fmt;
 use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+/// What the client gives a call's handler besides its input; nothing for a caller that is
+/// not a client (a provider's turn).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClientSide {
+    /// Who listens for the handler's progress, if anyone does.
+    pub(crate) progress: Option<ProgressSink>,
+    /// The client's answers to the tool's questions, by the key each was asked under.
+    pub(crate) answers: Arc<Map<String, Value>>,
+}
 
 /// One report of how far a handler's work has come.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +53,8 @@ impl Progress {
 pub(crate) struct ProgressSink(Arc<dyn Fn(Progress) + Send + Sync>);
 
 impl ProgressSink {
+    /// Only a transport that can tell its client makes one (the MCP server).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn new(listener: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         ProgressSink(Arc::new(listener))
     }
