@@ -395,6 +395,51 @@ async fn a_read_is_cancelled_while_it_runs_since_nothing_of_it_acts() {
     );
 }
 
+/// Fail as a tool does.
+#[derive(Debug, serde::Deserialize, tool_contract::ToolContract)]
+#[tool_contract(output = Nothing, effect = read_only)]
+struct FailAsATool {}
+
+/// Crash inside the server.
+#[derive(Debug, serde::Deserialize, tool_contract::ToolContract)]
+#[tool_contract(output = Nothing, effect = read_only)]
+struct Crash {}
+
+#[derive(Debug, serde::Serialize, tool_contract::ToolOutput)]
+struct Nothing {}
+
+#[tokio::test]
+async fn a_crashed_handler_ends_its_task_failed_and_a_tools_failure_ends_it_completed() {
+    use tool_contract::dispatch::Dispatcher;
+    use tool_contract::{FailureKind, ToolFailure};
+
+    async fn fail(_: FailAsATool) -> Result<Nothing, ToolFailure> {
+        Err(ToolFailure::new(FailureKind::Failed, "no"))
+    }
+    async fn crash(_: Crash) -> Result<Nothing, ToolFailure> {
+        panic!("the handler crashed");
+    }
+    let dispatcher = Dispatcher::for_development(tool_contract::registry![FailAsATool, Crash])
+        .handler(fail)
+        .handler(crash)
+        .build()
+        .unwrap();
+    let server = McpServer::new(Arc::new(dispatcher), alice()).with_tasks(every_call);
+    let client = connect(server, true).await;
+
+    let failed_tool = started(&client, params("fail_as_a_tool", json!({}))).await;
+    let done = once(&client, &failed_tool, TaskStatus::Completed).await;
+    assert_eq!(structured(&done)["status"], "failed");
+
+    let crashed = started(&client, params("crash", json!({}))).await;
+    let ended = once(&client, &crashed, TaskStatus::Failed).await;
+    let TaskPayload::Failed { error } = &ended.task.payload else {
+        panic!("failed: {ended:?}");
+    };
+    assert_eq!(error["code"], -32603);
+    assert_eq!(error["data"]["result"]["status"], "failed", "{error:?}");
+}
+
 #[tokio::test]
 async fn a_task_is_gone_after_its_ttl() {
     let remote = Remote::new();

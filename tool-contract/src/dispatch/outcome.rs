@@ -23,6 +23,10 @@ pub struct Dispatch {
     pub stop: Option<StopReason>,
     /// The audit sink's failure, if it failed (the result stands; the audit is missing).
     pub audit_error: Option<AuditLogError>,
+    /// Whether the handler panicked (the panic was caught): the result is the catalog's
+    /// answer for it, a read's failure or a write's unknown outcome. A transport that tells a
+    /// failure of the server from a tool's reads it: an MCP task ends `failed`.
+    pub handler_panicked: bool,
 }
 
 /// The answers to every call of one model turn, in call order, each beside its [`Dispatch`]:

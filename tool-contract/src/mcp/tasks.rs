@@ -143,6 +143,22 @@ fn no_such_task() -> ErrorData {
 
 /// The key a task's question about `approval_id` is asked and answered under: unique over
 /// the task's life, as the extension requires.
+/// A verified result, or, when the handler panicked, the server's failure (SEP-2663: a task
+/// ends `failed` for an error of the server, `completed` with `isError` for a tool's), the
+/// verified result kept in its data, so that nothing it says is lost.
+fn crashed(
+    dispatch: &crate::dispatch::Dispatch,
+    result: rmcp::model::CallToolResult,
+) -> Result<rmcp::model::CallToolResult, ErrorData> {
+    if !dispatch.handler_panicked {
+        return Ok(result);
+    }
+    Err(ErrorData::internal_error(
+        "the tool's handler failed inside the server",
+        Some(serde_json::json!({ "result": result.structured_content })),
+    ))
+}
+
 /// How a task's `awaiting` marks the answers it gathered, rather than an approval's state.
 const ANSWERS_AWAITED: &str = "answers:";
 
@@ -468,7 +484,10 @@ impl McpServer {
                     Some(Waited::TimedOut) | None => {}
                 }
             }
-            let change = match self.answer(principal, context, &dispatch, pending.as_ref()) {
+            let answered = self
+                .answer(principal, context, &dispatch, pending.as_ref())
+                .and_then(|result| crashed(&dispatch, result));
+            let change = match answered {
                 Ok(result) => {
                     serde_json::to_string(&result).map(|result| TaskChange::Complete { result })
                 }

@@ -57,6 +57,7 @@ impl Dispatcher {
             .stopped(projected.stop)
             .approved(approval);
         ended.attempts = attempts;
+        ended.handler_panicked = projected.handler_panicked;
         let Some(key) = key else {
             return ended;
         };
@@ -352,10 +353,11 @@ impl Dispatcher {
                 let result = self.unknown_result(call, valid, "the handler panicked mid-write");
                 Projected::recorded(result, WriteEvent::LoseTrack)
                     .stopped(StopReason::OutcomeUnknown)
+                    .panicked()
             }
             AttemptOutcome::Panicked => {
                 let failure = ToolFailure::new(FailureKind::Failed, "the handler panicked");
-                Projected::released(self.project_failure(call, failure))
+                Projected::released(self.project_failure(call, failure)).panicked()
             }
             AttemptOutcome::Stopped(stop) => {
                 let code = match stop {
@@ -437,6 +439,8 @@ pub(super) struct Projected {
     /// The event the record takes; `None` gives the key back (nothing was sent).
     event: Option<WriteEvent>,
     stop: Option<StopReason>,
+    /// Whether the handler panicked.
+    handler_panicked: bool,
 }
 
 impl Projected {
@@ -445,6 +449,7 @@ impl Projected {
             result,
             event: Some(event),
             stop: None,
+            handler_panicked: false,
         }
     }
 
@@ -453,7 +458,13 @@ impl Projected {
             result,
             event: None,
             stop: None,
+            handler_panicked: false,
         }
+    }
+
+    fn panicked(mut self) -> Self {
+        self.handler_panicked = true;
+        self
     }
 
     fn stopped(mut self, stop: StopReason) -> Self {

@@ -174,6 +174,8 @@ struct Ended {
     approval: Option<ApprovalRecord>,
     attempts: u32,
     stop: Option<StopReason>,
+    /// Whether the handler panicked.
+    handler_panicked: bool,
     /// `Some` once the result went to the audit sink (with the sink's failure, if it failed).
     audited: Option<Option<AuditLogError>>,
 }
@@ -187,6 +189,7 @@ impl Ended {
             approval: None,
             attempts: 0,
             stop: None,
+            handler_panicked: false,
             audited: None,
         }
     }
@@ -940,6 +943,7 @@ impl Dispatcher {
             attempts: ended.attempts,
             stop: ended.stop,
             audit_error,
+            handler_panicked: ended.handler_panicked,
         }
     }
 
