@@ -35,6 +35,14 @@
 //!   [`Dispatcher::approve`](crate::dispatch::Dispatcher::approve) then lets a repeated call
 //!   run.
 //!
+//! With [`McpServer::with_questions`], a tool asks the client for input before it runs
+//! (SEP-2322: a form, a sampling request, the client's roots): on 2026-07-28 by
+//! `input_required` results whose sealed `requestState` carries the answers so far, on the
+//! handshake revisions mid-call, inside a task through `tasks/update`; the handler reads each
+//! answer with [`HandlerContext::client_answer`](crate::dispatch::HandlerContext::client_answer).
+//! A handler's [`report_progress`](crate::dispatch::HandlerContext::report_progress) reaches a
+//! client that sent a `progressToken` as `notifications/progress`.
+//!
 //! With [`McpServer::with_tasks`], the calls of the tools it names are answered as tasks
 //! (the 2026-07-28 tasks extension): kept in the control store before the answer names them,
 //! polled with `tasks/get`, answered with `tasks/update` (a write waiting for approval is

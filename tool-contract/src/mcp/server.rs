@@ -691,6 +691,18 @@ impl McpServer {
         request_context: &RequestContext<RoleServer>,
         context: &CallContext,
     ) -> Result<Gathered, ErrorData> {
+        let responses = || {
+            answers_in(request.input_responses.as_ref()).map_err(|key| {
+                ErrorData::invalid_params(
+                    format!("the input response {key} is not an object: nothing ran"),
+                    None,
+                )
+            })
+        };
+        if request.request_state.is_none() && self.questions.is_none() {
+            // Nothing to open and nothing to ask: no digest is made for it.
+            return responses().map(Gathered::Answers);
+        }
         let binder = self.dispatcher.binder();
         let keys = binder.keys();
         let spec = self.dispatcher.registry().get(&request.name);
@@ -702,14 +714,6 @@ impl McpServer {
             tool: &request.name,
             request_sha256: &request_sha256,
             now_ms: unix_ms(self.dispatcher.now()),
-        };
-        let responses = || {
-            answers_in(request.input_responses.as_ref()).map_err(|key| {
-                ErrorData::invalid_params(
-                    format!("the input response {key} is not an object: nothing ran"),
-                    None,
-                )
-            })
         };
         let mut answers = match request.request_state.as_deref() {
             None => responses()?,
