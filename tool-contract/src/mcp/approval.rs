@@ -310,18 +310,12 @@ impl ApprovalState {
         if state.v != STATE_VERSION {
             return Err(StateRefusal::Forged);
         }
-        if state.expires_at_ms <= call.now_ms {
-            return Err(StateRefusal::Expired);
-        }
-        if state.principal_ref != call.principal_ref {
-            return Err(StateRefusal::OtherPrincipal);
-        }
-        if state.tool != call.tool {
-            return Err(StateRefusal::OtherTool);
-        }
-        if state.request_sha256 != call.request_sha256 {
-            return Err(StateRefusal::ChangedArguments);
-        }
+        call.admits(
+            &state.principal_ref,
+            &state.tool,
+            &state.request_sha256,
+            state.expires_at_ms,
+        )?;
         Ok(state)
     }
 }
@@ -354,6 +348,32 @@ pub(super) struct Expected<'a> {
     pub(super) tool: &'a str,
     pub(super) request_sha256: &'a str,
     pub(super) now_ms: u64,
+}
+
+impl Expected<'_> {
+    /// Whether a state sealed for `principal_ref`'s call of `tool` with `request_sha256`,
+    /// until `expires_at_ms`, may come back with this call.
+    pub(super) fn admits(
+        &self,
+        principal_ref: &str,
+        tool: &str,
+        request_sha256: &str,
+        expires_at_ms: u64,
+    ) -> Result<(), StateRefusal> {
+        if expires_at_ms <= self.now_ms {
+            return Err(StateRefusal::Expired);
+        }
+        if principal_ref != self.principal_ref {
+            return Err(StateRefusal::OtherPrincipal);
+        }
+        if tool != self.tool {
+            return Err(StateRefusal::OtherTool);
+        }
+        if request_sha256 != self.request_sha256 {
+            return Err(StateRefusal::ChangedArguments);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

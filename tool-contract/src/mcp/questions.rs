@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use rmcp::ErrorData;
 use rmcp::model::RequestStateCodec;
 use rmcp::model::{ClientCapabilities, InputRequest, InputRequests, InputResponses, JsonObject};
 use serde::{Deserialize, Serialize};
@@ -79,8 +80,21 @@ fn missing(declared: &ClientCapabilities, request: &InputRequest) -> Option<Clie
     Some(needed)
 }
 
+/// The requests `rule` leaves open for `asking`; a client that did not declare it can answer
+/// one of them is refused with `-32021`, naming what it lacks.
+pub(super) fn open_requests(
+    rule: &QuestionRule,
+    asking: &Asking<'_>,
+) -> Result<InputRequests, ErrorData> {
+    let asked = rule(asking);
+    match lacking(asking.client, &asked) {
+        Some(lacking) => Err(ErrorData::missing_required_client_capability(lacking)),
+        None => Ok(asked),
+    }
+}
+
 /// Every capability `asked` needs that `declared` lacks, merged; `None` when it lacks none.
-pub(super) fn lacking(
+fn lacking(
     declared: Option<&ClientCapabilities>,
     asked: &InputRequests,
 ) -> Option<ClientCapabilities> {
@@ -160,18 +174,12 @@ impl AnswersState {
         if state.v != ANSWERS_VERSION {
             return Err(StateRefusal::Forged);
         }
-        if state.expires_at_ms <= call.now_ms {
-            return Err(StateRefusal::Expired);
-        }
-        if state.principal_ref != call.principal_ref {
-            return Err(StateRefusal::OtherPrincipal);
-        }
-        if state.tool != call.tool {
-            return Err(StateRefusal::OtherTool);
-        }
-        if state.request_sha256 != call.request_sha256 {
-            return Err(StateRefusal::ChangedArguments);
-        }
+        call.admits(
+            &state.principal_ref,
+            &state.tool,
+            &state.request_sha256,
+            state.expires_at_ms,
+        )?;
         Ok(Some(state))
     }
 }

@@ -40,7 +40,7 @@ use super::caller::Callers;
 use super::capture::{Captured, Capturing, kept_over_http};
 use super::content::{ContentView, blocks};
 use super::progress::{listen, while_sending};
-use super::questions::{AnswersState, Asking, QuestionRule, answers_in, lacking};
+use super::questions::{AnswersState, Asking, QuestionRule, answers_in, open_requests};
 use super::task_options::{TaskOptions, TaskSupport};
 use crate::contract::ToolSpec;
 use crate::control::{
@@ -740,19 +740,17 @@ impl McpServer {
             return Ok(Gathered::Answers(answers));
         };
         let declared = request_context.client_capabilities();
-        let asked = rule(&Asking {
+        let asking = Asking {
             spec,
             answers: &answers,
             client: declared.as_ref(),
             in_task: false,
-        });
+        };
+        let asked = open_requests(rule, &asking)?;
         if asked.is_empty() {
             return Ok(Gathered::Answers(answers));
         }
-        if let Some(lacking) = lacking(declared.as_ref(), &asked) {
-            return Err(ErrorData::missing_required_client_capability(lacking));
-        }
-        // Only what was asked is kept: extra responses are left out.
+        // A request asked again is asked anew: an answer the client gave it is not kept.
         answers.retain(|key, _| !asked.contains_key(key));
         let expires_at_ms = unix_ms(later_by(self.dispatcher.now(), self.approval_ttl));
         let sealed = AnswersState::of(&expected, answers, expires_at_ms)
@@ -782,17 +780,15 @@ impl McpServer {
         };
         let declared = peer.peer_info().map(|info| info.capabilities.clone());
         for _round in 0..QUESTION_ROUNDS {
-            let asked = rule(&Asking {
+            let asking = Asking {
                 spec,
                 answers: &answers,
                 client: declared.as_ref(),
                 in_task: false,
-            });
+            };
+            let asked = open_requests(rule, &asking)?;
             if asked.is_empty() {
                 return Ok(answers);
-            }
-            if let Some(lacking) = lacking(declared.as_ref(), &asked) {
-                return Err(ErrorData::missing_required_client_capability(lacking));
             }
             for (key, asked) in asked {
                 let request = match asked {
