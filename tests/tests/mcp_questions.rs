@@ -104,9 +104,14 @@ fn questions(asking: &Asking<'_>) -> InputRequests {
             }))
             .unwrap(),
         ),
+        // Inside the task too, the rule asks only what the client declared it can answer.
         ("export", true) => {
-            ask("format", form("Which format?", "format"));
-            ask("folder", form("Which folder?", "folder"));
+            for (key, question) in [("format", "Which format?"), ("folder", "Which folder?")] {
+                let request = form(question, key);
+                if asking.client_can_answer(&request) {
+                    ask(key, request);
+                }
+            }
         }
         _ => {}
     }

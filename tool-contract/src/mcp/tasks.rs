@@ -49,15 +49,27 @@ struct TaskWork {
     limited: bool,
 }
 
-/// A task's call as its row keeps it: the dispatcher's stored call and the work's needs.
+/// A task's call as its row keeps it: the dispatcher's stored call, the work's needs, and
+/// what the client gave besides its arguments.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TaskCall {
     call: String,
     work: TaskWork,
-    /// The client's answers to the tool's questions, given before the task was made.
+    #[serde(default)]
+    client: FromClient,
+}
+
+/// What the client gave a task's call besides its arguments: its answers to what the tool
+/// asked before the task was made, and the capabilities it declared (what the tool may ask
+/// it inside the task).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FromClient {
     #[serde(default, skip_serializing_if = "JsonObject::is_empty")]
-    answers: JsonObject,
+    pub(super) answers: JsonObject,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) capabilities: Option<ClientCapabilities>,
 }
 
 impl TaskCall {
@@ -65,22 +77,17 @@ impl TaskCall {
         principal: &Principal,
         context: &CallContext,
         work: TaskWork,
-        answers: &JsonObject,
+        client: &FromClient,
     ) -> Option<String> {
         let call = Dispatcher::task_call(principal, context)?;
-        let answers = answers.clone();
-        serde_json::to_string(&TaskCall {
-            call,
-            work,
-            answers,
-        })
-        .ok()
+        let client = client.clone();
+        serde_json::to_string(&TaskCall { call, work, client }).ok()
     }
 
-    fn read(stored: &str) -> Option<(Principal, CallContext, TaskWork, JsonObject)> {
+    fn read(stored: &str) -> Option<(Principal, CallContext, TaskWork, FromClient)> {
         let stored: TaskCall = serde_json::from_str(stored).ok()?;
         let (principal, context) = Dispatcher::call_of_task(&stored.call)?;
-        Some((principal, context, stored.work, stored.answers))
+        Some((principal, context, stored.work, stored.client))
     }
 }
 
@@ -281,7 +288,11 @@ impl McpServer {
             },
             limited: caller.is_some(),
         };
-        let Some(call) = TaskCall::of(principal, context, work, answers) else {
+        let client = FromClient {
+            answers: answers.clone(),
+            capabilities: request_context.client_capabilities(),
+        };
+        let Some(call) = TaskCall::of(principal, context, work, &client) else {
             return Some(Err(ErrorData::invalid_params(
                 "the call's arguments are not UTF-8: nothing ran",
                 None,
@@ -313,7 +324,7 @@ impl McpServer {
             context.clone(),
             reach,
             work.asks,
-            answers.clone(),
+            client,
         );
         tokio::spawn(held);
         Some(Ok(CallToolResponse::Task(CreateTaskResult::new(
@@ -333,7 +344,7 @@ impl McpServer {
     pub async fn resume_tasks(&self) -> Result<usize, StoreError> {
         let mut taken = 0;
         for task in self.dispatcher.stale_tasks().await? {
-            let Some((principal, context, work, answers)) =
+            let Some((principal, context, work, client)) =
                 task.call.as_deref().and_then(TaskCall::read)
             else {
                 tracing::warn!(
@@ -353,14 +364,9 @@ impl McpServer {
             } else {
                 Reach::Principal
             };
-            let held = self.clone().hold_while(
-                task.task_id,
-                principal,
-                context,
-                reach,
-                work.asks,
-                answers,
-            );
+            let held =
+                self.clone()
+                    .hold_while(task.task_id, principal, context, reach, work.asks, client);
             tokio::spawn(held);
             taken += 1;
         }
@@ -400,9 +406,9 @@ impl McpServer {
         context: CallContext,
         reach: Reach,
         asks: Asks,
-        answers: JsonObject,
+        client: FromClient,
     ) {
-        let work = std::pin::pin!(self.work(&task_id, &principal, &context, &reach, asks, answers));
+        let work = std::pin::pin!(self.work(&task_id, &principal, &context, &reach, asks, client));
         let renew = std::pin::pin!(async {
             loop {
                 tokio::time::sleep(TASK_LEASE / 3).await;
@@ -427,8 +433,12 @@ impl McpServer {
         context: &CallContext,
         reach: &Reach,
         asks: Asks,
-        mut answers: JsonObject,
+        client: FromClient,
     ) {
+        let FromClient {
+            mut answers,
+            capabilities,
+        } = client;
         let registry = self.dispatcher.registry();
         let reach = |spec: &ToolSpec, arguments: &[u8]| match reach {
             Reach::Principal => true,
@@ -441,7 +451,9 @@ impl McpServer {
             return;
         }
         if let Some(spec) = registry.get(&context.call.name)
-            && !self.ask_in_task_first(task_id, spec, &mut answers).await
+            && !self
+                .ask_in_task_first(task_id, spec, capabilities.as_ref(), &mut answers)
+                .await
         {
             return;
         }
@@ -510,16 +522,19 @@ impl McpServer {
         &self,
         task_id: &str,
         spec: &ToolSpec,
+        declared: Option<&ClientCapabilities>,
         answers: &mut JsonObject,
     ) -> bool {
         let Some(rule) = &self.questions else {
             return true;
         };
         loop {
+            // The rule sees what the client declared; what it asks regardless is asked, the
+            // task having no request to refuse.
             let asked = rule(&Asking {
                 spec,
                 answers,
-                client: None,
+                client: declared,
                 in_task: true,
             });
             if asked.is_empty() {
