@@ -635,18 +635,14 @@ impl McpServer {
         let stateless = without_handshake(request_context);
         // On 2026-07-28 the tool's questions are asked first, by `input_required`, before
         // any task is made; the answers travel in the sealed state.
-        let gathered = if stateless {
+        let (mut answers, approval_state) = if stateless {
             match self.gather(&principal, &request, request_context, &context)? {
                 Gathered::Asking(asked) => return Ok(CallToolResponse::InputRequired(asked)),
-                gathered => gathered,
+                Gathered::Answers(answers) => (answers, None),
+                Gathered::ApprovalAnswer { answers, sealed } => (answers, Some(sealed)),
             }
         } else {
-            Gathered::Answers(JsonObject::new())
-        };
-        let (mut answers, approval_state) = match gathered {
-            Gathered::Answers(answers) => (answers, None),
-            Gathered::ApprovalAnswer { answers, sealed } => (answers, Some(sealed)),
-            Gathered::Asking(_) => unreachable!("answered above"),
+            (JsonObject::new(), None)
         };
         let received = Received {
             principal: &principal,
