@@ -140,7 +140,10 @@ fn server() -> (McpServer, Arc<AtomicU32>) {
     })
     .handler(move |input: Greet, cx: HandlerContext| {
         greets.fetch_add(1, Ordering::Relaxed);
-        let said = format!("{}, {}!", input.salutation, field(&cx, "name", "name"));
+        let mut said = format!("{}, {}!", input.salutation, field(&cx, "name", "name"));
+        if cx.client_answer("extra").is_some() {
+            said.push_str(" (and an answer to nothing asked)");
+        }
         async move { Ok::<_, ToolFailure>(Said { said }) }
     })
     .handler(move |_: Paint, cx: HandlerContext| {
@@ -371,6 +374,29 @@ async fn a_request_the_client_cannot_answer_refuses_the_call_with_the_capability
     let needed = &refused.data.unwrap()["requiredCapabilities"];
     assert!(needed["sampling"].is_object(), "{needed}");
     assert!(needed.get("elicitation").is_none(), "{needed}");
+}
+
+#[tokio::test]
+async fn a_response_to_nothing_asked_is_left_out_with_a_state_and_without_one() {
+    let (server, _) = server();
+    let client = discover(server, Client).await;
+    let state = asked(&client, &greet("Hello")).await.request_state.unwrap();
+    let responses = [
+        ("name", accepted("name", "Ana")),
+        ("extra", accepted("anything", "else")),
+    ];
+    let answer = client
+        .call_tool_once(again(&greet("Hello"), &state, &responses))
+        .await;
+    assert_eq!(said(&completed(answer)), "Hello, Ana!");
+
+    // Sent without a state, the responses count only for what a first round asks.
+    let mut unasked = again(&greet("Hi"), "", &responses);
+    unasked.request_state = None;
+    assert_eq!(
+        said(&completed(client.call_tool_once(unasked).await)),
+        "Hi, Ana!"
+    );
 }
 
 #[tokio::test]

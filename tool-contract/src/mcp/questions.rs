@@ -23,7 +23,21 @@ pub struct Asking<'a> {
     pub(super) in_task: bool,
 }
 
-impl Asking<'_> {
+impl<'a> Asking<'a> {
+    /// What a rule sees of a call before any task is made.
+    pub(super) fn before_task(
+        spec: &'a ToolSpec,
+        answers: &'a JsonObject,
+        client: Option<&'a ClientCapabilities>,
+    ) -> Self {
+        Asking {
+            spec,
+            answers,
+            client,
+            in_task: false,
+        }
+    }
+
     /// The tool called.
     #[must_use]
     pub fn tool(&self) -> &ToolSpec {
@@ -137,13 +151,21 @@ pub(super) struct AnswersState {
     request_sha256: String,
     expires_at_ms: u64,
     pub(super) answers: JsonObject,
+    /// The keys the round this state goes out with asks: only responses under them count.
+    pub(super) open: Vec<String>,
 }
 
 const ANSWERS_VERSION: u8 = 1;
 
 impl AnswersState {
-    /// `answers`, for the call `call` describes, valid until `expires_at_ms`.
-    pub(super) fn of(call: &Expected<'_>, answers: JsonObject, expires_at_ms: u64) -> Self {
+    /// `answers`, and the requests `open` now, for the call `call` describes, valid until
+    /// `expires_at_ms`.
+    pub(super) fn of(
+        call: &Expected<'_>,
+        answers: JsonObject,
+        open: &InputRequests,
+        expires_at_ms: u64,
+    ) -> Self {
         AnswersState {
             v: ANSWERS_VERSION,
             principal_ref: call.principal_ref.to_owned(),
@@ -151,6 +173,7 @@ impl AnswersState {
             request_sha256: call.request_sha256.to_owned(),
             expires_at_ms,
             answers,
+            open: open.keys().cloned().collect(),
         }
     }
 

@@ -445,11 +445,14 @@ impl McpServer {
     /// - On 2026-07-28 the call answers `resultType: "input_required"` with the requests and
     ///   a sealed `requestState` holding the answers so far, bound to the principal, the tool,
     ///   the exact arguments and a lifetime (as an approval's is); the client sends the call
-    ///   again with its responses and the state, round after round. A state that was edited,
-    ///   expired, or comes back for another call is refused (`-32602`, nothing runs); a
-    ///   response that is not an object is refused too. Only the responses to what was asked
-    ///   are kept.
-    /// - On the handshake revisions the server asks the client mid-call, round by round.
+    ///   again with its responses and the state, round after round, each state valid for the
+    ///   approval lifetime ([`with_approval_ttl`](Self::with_approval_ttl)). A state that was
+    ///   edited, expired, or comes back for another call is refused (`-32602`, nothing runs);
+    ///   a response that is not an object is refused too. Only responses to what the last
+    ///   round asked count (without a state, to what a first round asks); a request asked
+    ///   again drops the answer it had.
+    /// - On the handshake revisions the server asks the client mid-call, round by round, and
+    ///   gives up after 8 rounds (an internal error; nothing runs).
     /// - A request the client did not declare it can answer (elicitation, sampling, roots)
     ///   refuses the call with `-32021` naming the capability; a rule that should not,
     ///   checks [`Asking::client_can_answer`](super::Asking::client_can_answer) first.
@@ -696,8 +699,8 @@ impl McpServer {
             })
         };
         if request.request_state.is_none() && self.questions.is_none() {
-            // Nothing to open and nothing to ask: no digest is made for it.
-            return responses().map(Gathered::Answers);
+            // Nothing to open and nothing asked: no digest is made, no response counts.
+            return responses().map(|_| Gathered::Answers(JsonObject::new()));
         }
         let binder = self.dispatcher.binder();
         let keys = binder.keys();
@@ -711,15 +714,12 @@ impl McpServer {
             request_sha256: &request_sha256,
             now_ms: unix_ms(self.dispatcher.now()),
         };
-        let mut answers = match request.request_state.as_deref() {
-            None => responses()?,
+        // The answers of earlier rounds, and the keys the last round asked.
+        let (mut answers, asked_last) = match request.request_state.as_deref() {
+            None => (JsonObject::new(), None),
             Some(sealed) => {
                 match AnswersState::open(&self.request_state, sealed, &expected).map_err(refused)? {
-                    Some(state) => {
-                        let mut answers = state.answers;
-                        answers.extend(responses()?);
-                        answers
-                    }
+                    Some(state) => (state.answers, Some(state.open)),
                     None => {
                         // An approval's state: the responses are the person's decision.
                         let state = ApprovalState::open(&self.request_state, sealed, &expected)
@@ -732,24 +732,34 @@ impl McpServer {
                 }
             }
         };
+        let responses = responses()?;
         let (Some(rule), Some(spec)) = (&self.questions, spec) else {
             return Ok(Gathered::Answers(answers));
         };
         let declared = request_context.client_capabilities();
-        let asking = Asking {
-            spec,
-            answers: &answers,
-            client: declared.as_ref(),
-            in_task: false,
+        let declared = declared.as_ref();
+        // Only a response to what was asked counts: without a state, to what a first round
+        // asks.
+        let asked_last = match asked_last {
+            Some(keys) => keys,
+            None => {
+                let first = Asking::before_task(spec, &answers, declared);
+                open_requests(rule, &first)?.into_keys().collect()
+            }
         };
-        let asked = open_requests(rule, &asking)?;
+        for (key, answer) in responses {
+            if asked_last.contains(&key) {
+                answers.insert(key, answer);
+            }
+        }
+        let asked = open_requests(rule, &Asking::before_task(spec, &answers, declared))?;
         if asked.is_empty() {
             return Ok(Gathered::Answers(answers));
         }
         // A request asked again is asked anew: an answer the client gave it is not kept.
         answers.retain(|key, _| !asked.contains_key(key));
         let expires_at_ms = unix_ms(later_by(self.dispatcher.now(), self.approval_ttl));
-        let sealed = AnswersState::of(&expected, answers, expires_at_ms)
+        let sealed = AnswersState::of(&expected, answers, &asked, expires_at_ms)
             .seal(&self.request_state)
             .ok_or_else(|| {
                 ErrorData::internal_error("the request state could not be sealed", None)
@@ -776,12 +786,7 @@ impl McpServer {
         };
         let declared = peer.peer_info().map(|info| info.capabilities.clone());
         for _round in 0..QUESTION_ROUNDS {
-            let asking = Asking {
-                spec,
-                answers: &answers,
-                client: declared.as_ref(),
-                in_task: false,
-            };
+            let asking = Asking::before_task(spec, &answers, declared.as_ref());
             let asked = open_requests(rule, &asking)?;
             if asked.is_empty() {
                 return Ok(answers);
