@@ -14,7 +14,7 @@ use tool_contract::control::{Approver, DirectoryWrite, EnrollError, SignCount, S
 use tool_contract::control::{TaskMove, TaskMoveError, TaskRow};
 
 /// The names the hook is called with, one per step.
-pub const STEPS: [&str; 19] = [
+pub const STEPS: [&str; 20] = [
     "claim",
     "advance",
     "release",
@@ -33,6 +33,7 @@ pub const STEPS: [&str; 19] = [
     "task",
     "move_task",
     "stale_tasks",
+    "tasks_of",
     "sign_count",
 ];
 
@@ -154,6 +155,18 @@ impl ControlStore for Hooked {
     }
     fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>> {
         self.step("stale_tasks", || self.inner.stale_tasks(now_ms, seal))
+    }
+    fn tasks_of<'a>(
+        &'a self,
+        owner: &'a str,
+        after: Option<&'a str>,
+        limit: usize,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<TaskRow>> {
+        self.step("tasks_of", || {
+            self.inner.tasks_of(owner, after, limit, now_ms, seal)
+        })
     }
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         self.step("sign_count", || self.inner.sign_count(count))

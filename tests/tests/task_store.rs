@@ -246,11 +246,58 @@ async fn a_task_whose_hold_lapsed_is_taken_over_once(backend: &impl Backend) {
     );
 }
 
+/// An owner's tasks read a page at a time, in the order of their ids, through another handle:
+/// another owner's tasks and expired ones are never among them.
+async fn an_owners_tasks_are_listed_in_pages(backend: &impl Backend) {
+    const CLEO: &str = "acme/cleo";
+    let (first, second) = (backend.open().await, backend.open().await);
+    let mut listed = Vec::new();
+    for _ in 0..3 {
+        let task = TaskRow {
+            owner: CLEO.to_owned(),
+            ..working(Some(60_000))
+        };
+        assert!(first.create_task(&task, &seal()).await.unwrap());
+        listed.push(task.task_id);
+    }
+    listed.sort();
+    let expired = TaskRow {
+        owner: CLEO.to_owned(),
+        ..working(Some(500))
+    };
+    let anothers = working(Some(60_000));
+    for task in [&expired, &anothers] {
+        assert!(first.create_task(task, &seal()).await.unwrap());
+    }
+
+    let ids = |page: Vec<TaskRow>| {
+        page.into_iter()
+            .map(|task| task.task_id)
+            .collect::<Vec<_>>()
+    };
+    let page = second
+        .tasks_of(CLEO, None, 2, 2_000, &seal())
+        .await
+        .unwrap();
+    assert_eq!(ids(page), listed[..2]);
+    let page = second
+        .tasks_of(CLEO, Some(&listed[1]), 2, 2_000, &seal())
+        .await
+        .unwrap();
+    assert_eq!(ids(page), listed[2..]);
+    let page = second
+        .tasks_of(CLEO, Some(&listed[2]), 2, 2_000, &seal())
+        .await
+        .unwrap();
+    assert!(page.is_empty(), "nothing after the last");
+}
+
 async fn every_behaviour(backend: &impl Backend) {
     a_task_whose_hold_lapsed_is_taken_over_once(backend).await;
     a_task_lives_on_every_handle(backend).await;
     a_task_expires_after_its_ttl(backend).await;
     a_task_cancelled_before_its_work_never_begins(backend).await;
+    an_owners_tasks_are_listed_in_pages(backend).await;
 }
 
 #[tokio::test]

@@ -157,6 +157,17 @@ impl ControlStore for Guarded {
         guarded(|| self.0.stale_tasks(now_ms, seal))
     }
 
+    fn tasks_of<'a>(
+        &'a self,
+        owner: &'a str,
+        after: Option<&'a str>,
+        limit: usize,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<TaskRow>> {
+        guarded(|| self.0.tasks_of(owner, after, limit, now_ms, seal))
+    }
+
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         guarded(|| self.0.sign_count(count))
     }

@@ -397,6 +397,36 @@ impl ControlStore for MemoryStore {
         answered(Ok(stale))
     }
 
+    fn tasks_of<'a>(
+        &'a self,
+        owner: &'a str,
+        after: Option<&'a str>,
+        limit: usize,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<TaskRow>> {
+        let state = self.state();
+        let mut ids: Vec<&String> = state
+            .tasks
+            .keys()
+            .filter(|task_id| after.is_none_or(|after| task_id.as_str() > after))
+            .collect();
+        ids.sort_unstable();
+        let mut page = Vec::new();
+        for task_id in ids {
+            if page.len() == limit {
+                break;
+            }
+            let (body, stored_seal, _) = &state.tasks[task_id];
+            match rows::task_from_row(task_id, body, Some(stored_seal), Some(owner), now_ms, seal) {
+                Ok(Some(task)) => page.push(task),
+                Ok(None) => {}
+                Err(error) => return answered(Err(error)),
+            }
+        }
+        answered(Ok(page))
+    }
+
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         answered(at_once(rows::sign_count(
             &mut MemoryRows(&mut self.state()),

@@ -235,6 +235,18 @@ pub trait ControlStore: Send + Sync {
     /// over with [`TaskChange::Hold`](crate::control::TaskChange::Hold).
     fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>>;
 
+    /// Up to `limit` of `owner`'s tasks not expired by `now_ms`, in the order of their ids,
+    /// after the id `after` when one is given: a page of the owner's tasks, each opened with
+    /// `seal`.
+    fn tasks_of<'a>(
+        &'a self,
+        owner: &'a str,
+        after: Option<&'a str>,
+        limit: usize,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<TaskRow>>;
+
     /// Changes a task as [`decide_task_move`](crate::control::decide_task_move) decides,
     /// atomically with every other change of it, across every process sharing the store.
     fn move_task<'a>(

@@ -780,6 +780,56 @@ impl ControlStore for SqliteStore {
         })
     }
 
+    fn tasks_of<'a>(
+        &'a self,
+        owner: &'a str,
+        after: Option<&'a str>,
+        limit: usize,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<TaskRow>> {
+        let (owner, after, seal) = (
+            owner.to_owned(),
+            after.unwrap_or_default().to_owned(),
+            seal.clone(),
+        );
+        self.read(move |tx| {
+            let mut statement = tx
+                .prepare(
+                    "SELECT task_id, body, seal FROM tool_contract_tasks \
+                     WHERE owner = ?1 AND task_id > ?2 \
+                     AND (expires_at_ms IS NULL OR expires_at_ms > ?3) \
+                     ORDER BY task_id LIMIT ?4",
+                )
+                .map_err(store)?;
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let found = statement
+                .query_map(params![owner, after, to_sql_u64(now_ms), limit], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, Option<String>>(2)?,
+                    ))
+                })
+                .map_err(store)?;
+            let mut page = Vec::new();
+            for row in found {
+                let (task_id, body, stored_seal) = row.map_err(store)?;
+                // The columns only narrow the search: the sealed body says whose it is.
+                let task = rows::task_from_row(
+                    &task_id,
+                    &body,
+                    stored_seal.as_deref(),
+                    Some(&owner),
+                    now_ms,
+                    &seal,
+                )?;
+                page.extend(task);
+            }
+            Ok(page)
+        })
+    }
+
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         let count = count.clone();
         self.run(move |tx| at_once(rows::sign_count(&mut SqliteRows(tx), &count)))

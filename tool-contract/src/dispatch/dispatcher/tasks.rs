@@ -140,6 +140,23 @@ impl Dispatcher {
         self.store.stale_tasks(self.now_ms(), &self.row_seal).await
     }
 
+    /// Up to `limit` of `owner`'s tasks not expired, in the order of their ids, after the
+    /// id `after` when one is given: a page of `tasks/list`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub async fn tasks_of(
+        &self,
+        owner: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TaskRow>, StoreError> {
+        self.store
+            .tasks_of(owner, after, limit, self.now_ms(), &self.row_seal)
+            .await
+    }
+
     /// `principal`'s call `context` as a task keeps it for whoever takes its work over.
     #[must_use]
     pub fn task_call(principal: &Principal, context: &CallContext) -> Option<String> {

@@ -998,6 +998,51 @@ impl ControlStore for PostgresStore {
         })
     }
 
+    fn tasks_of<'a>(
+        &'a self,
+        owner: &'a str,
+        after: Option<&'a str>,
+        limit: usize,
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<TaskRow>> {
+        Box::pin(async move {
+            let connection = self.connection().await?;
+            let after = after.unwrap_or_default();
+            let now = to_sql_u64(now_ms);
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let found = connection
+                .query_typed(
+                    &self.sql.tasks_of,
+                    &[
+                        (&owner, Type::TEXT),
+                        (&after, Type::TEXT),
+                        (&now, Type::INT8),
+                        (&limit, Type::INT8),
+                    ],
+                )
+                .await
+                .map_err(store)?;
+            let mut page = Vec::new();
+            for row in &found {
+                let task_id: String = row.try_get(0).map_err(store)?;
+                let body: String = row.try_get(1).map_err(store)?;
+                let stored_seal: Option<String> = row.try_get(2).map_err(store)?;
+                // The columns only narrow the search: the sealed body says whose it is.
+                let task = rows::task_from_row(
+                    &task_id,
+                    &body,
+                    stored_seal.as_deref(),
+                    Some(owner),
+                    now_ms,
+                    seal,
+                )?;
+                page.extend(task);
+            }
+            Ok(page)
+        })
+    }
+
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         Box::pin(async move { in_transaction!(self, |rows| rows::sign_count(&mut rows, count)) })
     }

@@ -35,6 +35,7 @@ pub(super) struct Sql {
     pub(super) update_task: String,
     pub(super) purge_tasks: String,
     pub(super) stale_tasks: String,
+    pub(super) tasks_of: String,
 }
 
 impl Sql {
@@ -131,6 +132,12 @@ impl Sql {
             stale_tasks: format!(
                 "SELECT task_id, body, seal FROM {tasks} \
                  WHERE status IN ('working', 'input_required') AND lease_until_ms <= $1"
+            ),
+            tasks_of: format!(
+                "SELECT task_id, body, seal FROM {tasks} \
+                 WHERE owner = $1 AND task_id COLLATE \"C\" > $2 \
+                 AND (expires_at_ms IS NULL OR expires_at_ms > $3) \
+                 ORDER BY task_id COLLATE \"C\" LIMIT $4"
             ),
             purge_tasks: format!("DELETE FROM {tasks} WHERE expires_at_ms <= $1"),
             put_approver: format!(
