@@ -43,6 +43,7 @@ mod mcp_questions;
 mod mcp_server;
 mod mcp_stateless;
 mod mcp_tasks;
+mod mcp_tasks_utility;
 mod missing_context;
 mod model_result_envelope;
 mod model_result_schema;

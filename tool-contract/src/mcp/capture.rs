@@ -24,37 +24,68 @@ use tokio::io::{AsyncRead, ReadBuf};
 /// refused), so a client sending requests that never reach a handler cannot grow the store.
 const KEPT: usize = 64;
 
-/// The arguments kept, by request id.
+/// The calls kept, by request id.
 #[derive(Debug, Default)]
 pub(super) struct Captured {
-    requests: Mutex<VecDeque<(String, Vec<u8>)>>,
+    requests: Mutex<VecDeque<Kept>>,
 }
 
 impl Captured {
-    /// The exact arguments of request `id`, taken out of the store.
-    pub(super) fn take(&self, id: &RequestId) -> Option<Vec<u8>> {
+    /// What was kept of request `id`, taken out of the store.
+    pub(super) fn take(&self, id: &RequestId) -> Option<Kept> {
         let key = id_key(id);
         let mut requests = self.requests();
-        let at = requests.iter().position(|(id, _)| *id == key)?;
-        requests.remove(at).map(|(_, arguments)| arguments)
+        let at = requests.iter().position(|kept| kept.key == key)?;
+        requests.remove(at)
+    }
+
+    /// Whether the call kept as request `id` asks for a task (`params.task`).
+    pub(super) fn asks_task(&self, id: &RequestId) -> bool {
+        let key = id_key(id);
+        self.requests()
+            .iter()
+            .any(|kept| kept.key == key && kept.task.is_some())
     }
 
     /// Keeps the arguments of `line`, if it is one `tools/call` request read exactly (no
     /// repeated member on the way to them).
     fn keep(&self, line: &[u8]) {
-        let Some(Kept { key, arguments, .. }) = Kept::of(line) else {
+        let Some(kept) = Kept::of(line) else {
             return;
         };
         let mut requests = self.requests();
-        requests.retain(|(kept, _)| *kept != key);
+        requests.retain(|earlier| earlier.key != kept.key);
         if requests.len() == KEPT {
             requests.pop_front();
         }
-        requests.push_back((key, arguments));
+        requests.push_back(kept);
     }
 
-    fn requests(&self) -> std::sync::MutexGuard<'_, VecDeque<(String, Vec<u8>)>> {
+    fn requests(&self) -> std::sync::MutexGuard<'_, VecDeque<Kept>> {
         self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What a 2025-11-25 `tools/call` says in `params.task`: that the client asks for a task,
+/// kept `ttl` milliseconds at most when it names one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TaskAsked {
+    /// `{ "ttl": ms }`, `ttl` optional.
+    Ttl(Option<u64>),
+    /// Anything else: refused, and nothing runs.
+    Malformed,
+}
+
+impl TaskAsked {
+    fn of(raw: &RawValue) -> TaskAsked {
+        #[derive(Deserialize)]
+        struct Params {
+            ttl: Option<u64>,
+        }
+        match serde_json::from_str::<Params>(raw.get()) {
+            Ok(params) => TaskAsked::Ttl(params.ttl),
+            Err(_) => TaskAsked::Malformed,
+        }
     }
 }
 
@@ -67,6 +98,8 @@ pub(super) struct Kept {
     tool: String,
     /// The exact text of `params.arguments` (`{}` when there is none).
     arguments: Vec<u8>,
+    /// `params.task`, which rmcp does not read: 2025-11-25's request for a task.
+    task: Option<TaskAsked>,
 }
 
 impl Kept {
@@ -87,6 +120,8 @@ impl Kept {
             name: Option<Cow<'a, str>>,
             #[serde(borrow)]
             arguments: Option<&'a RawValue>,
+            #[serde(borrow)]
+            task: Option<&'a RawValue>,
         }
         // JSON text is UTF-8 (RFC 8259, section 8.1) even in members serde skips unread.
         let message = std::str::from_utf8(message).ok()?;
@@ -110,6 +145,7 @@ impl Kept {
             key,
             tool,
             arguments,
+            task: params.task.map(TaskAsked::of),
         })
     }
 
@@ -125,10 +161,20 @@ impl Kept {
         &self.arguments
     }
 
-    /// The arguments, if they are those of request `id`.
+    /// `params.task`, if the request has one.
+    pub(super) fn task(&self) -> Option<TaskAsked> {
+        self.task
+    }
+
+    /// The arguments and `params.task`, if they are those of request `id`.
     #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
-    pub(super) fn of_request(&self, id: &RequestId) -> Option<Vec<u8>> {
-        (self.key == id_key(id)).then(|| self.arguments.clone())
+    pub(super) fn of_request(&self, id: &RequestId) -> Option<Kept> {
+        (self.key == id_key(id)).then(|| self.clone())
+    }
+
+    /// The arguments, exactly as sent, taken.
+    pub(super) fn into_arguments(self) -> Vec<u8> {
+        self.arguments
     }
 }
 
@@ -203,7 +249,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for Capturing<R> {
 
 /// The arguments the HTTP transport kept for this request, when it came over HTTP.
 #[cfg(feature = "mcp-http")]
-pub(super) fn kept_over_http(request_context: &RequestContext<RoleServer>) -> Option<Vec<u8>> {
+pub(super) fn kept_over_http(request_context: &RequestContext<RoleServer>) -> Option<Kept> {
     request_context
         .extensions
         .get::<http::request::Parts>()?
@@ -213,13 +259,18 @@ pub(super) fn kept_over_http(request_context: &RequestContext<RoleServer>) -> Op
 }
 
 #[cfg(not(feature = "mcp-http"))]
-pub(super) fn kept_over_http(_request_context: &RequestContext<RoleServer>) -> Option<Vec<u8>> {
+pub(super) fn kept_over_http(_request_context: &RequestContext<RoleServer>) -> Option<Kept> {
     None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The arguments kept of request `id`, taken.
+    fn arguments(store: &Captured, id: &RequestId) -> Option<Vec<u8>> {
+        store.take(id).map(Kept::into_arguments)
+    }
 
     fn captured(lines: &[&str], max_line: usize) -> Arc<Captured> {
         let captured = Arc::new(Captured::default());
@@ -243,13 +294,41 @@ mod tests {
             1 << 20,
         );
         assert_eq!(
-            store.take(&NumberOrString::Number(3)).unwrap(),
+            arguments(&store, &NumberOrString::Number(3)).unwrap(),
             br#"{"a":1,"a":2,"x":1e-400}"#
         );
-        assert_eq!(store.take(&NumberOrString::Number(3)), None, "taken once");
+        assert_eq!(
+            arguments(&store, &NumberOrString::Number(3)),
+            None,
+            "taken once"
+        );
         let named = NumberOrString::String(Arc::from("r-4"));
-        assert_eq!(store.take(&named).unwrap(), b"{}");
-        assert_eq!(store.take(&NumberOrString::Number(5)), None);
+        assert_eq!(arguments(&store, &named).unwrap(), b"{}");
+        assert_eq!(arguments(&store, &NumberOrString::Number(5)), None);
+    }
+
+    #[test]
+    fn a_calls_params_task_is_kept_beside_its_arguments() {
+        let store = captured(
+            &[
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","task":{"ttl":60000}}}"#,
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","task":{}}}"#,
+                r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","task":"soon"}}"#,
+                r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t"}}"#,
+            ],
+            1 << 20,
+        );
+        assert!(store.asks_task(&NumberOrString::Number(1)));
+        assert!(!store.asks_task(&NumberOrString::Number(4)));
+        let asked = |id| {
+            store
+                .take(&NumberOrString::Number(id))
+                .and_then(|kept| kept.task())
+        };
+        assert_eq!(asked(1), Some(TaskAsked::Ttl(Some(60_000))));
+        assert_eq!(asked(2), Some(TaskAsked::Ttl(None)));
+        assert_eq!(asked(3), Some(TaskAsked::Malformed));
+        assert_eq!(asked(4), None);
     }
 
     #[test]
@@ -260,7 +339,7 @@ mod tests {
             ],
             1 << 20,
         );
-        assert_eq!(store.take(&NumberOrString::Number(1)), None);
+        assert_eq!(arguments(&store, &NumberOrString::Number(1)), None);
     }
 
     /// Found by the `mcp_arguments` fuzz target: bytes that are not UTF-8 inside a member
@@ -271,7 +350,7 @@ mod tests {
         let store = Arc::new(Captured::default());
         let mut reader = Capturing::new(tokio::io::empty(), store.clone(), 1 << 20);
         reader.feed(line);
-        assert_eq!(store.take(&NumberOrString::Number(4)), None);
+        assert_eq!(arguments(&store, &NumberOrString::Number(4)), None);
     }
 
     #[test]
@@ -282,7 +361,10 @@ mod tests {
         );
         let short = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":{}}}"#;
         let store = captured(&[&long, short], 200);
-        assert_eq!(store.take(&NumberOrString::Number(1)), None);
-        assert_eq!(store.take(&NumberOrString::Number(2)).unwrap(), b"{}");
+        assert_eq!(arguments(&store, &NumberOrString::Number(1)), None);
+        assert_eq!(
+            arguments(&store, &NumberOrString::Number(2)).unwrap(),
+            b"{}"
+        );
     }
 }

@@ -14,7 +14,6 @@ use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 
@@ -25,9 +24,10 @@ use super::caller::Callers;
 use super::capture::Kept;
 use super::reply::{self, Reply};
 use super::server::{McpServeError, McpServer};
+use super::utility_transport::UtilitySessions;
 use crate::vocabulary::origin::origin_allowed;
 
-type HttpService = StreamableHttpService<McpServer, LocalSessionManager>;
+type HttpService = StreamableHttpService<McpServer, UtilitySessions>;
 
 impl McpServer {
     /// Serves the registry over MCP's Streamable HTTP transport on `listener`, one task per
@@ -100,7 +100,7 @@ impl McpServer {
         let template = self;
         let service: HttpService = StreamableHttpService::new(
             move || Ok(template.clone()),
-            Arc::new(LocalSessionManager::default()),
+            Arc::new(UtilitySessions::default()),
             config,
         );
         loop {

@@ -109,6 +109,8 @@ mod server;
 mod task_options;
 mod tasks;
 mod telemetry;
+mod utility;
+mod utility_transport;
 
 pub use approval::StateRefusal;
 pub use questions::Asking;

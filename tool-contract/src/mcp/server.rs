@@ -11,7 +11,8 @@ use rmcp::model::{
     ProtocolVersion, RequestStateCodec, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::model::{
-    CancelTaskParams, GetTaskParams, GetTaskResult, ServerRequest, UpdateTaskParams,
+    CancelTaskParams, CustomRequest, CustomResult, GetTaskParams, GetTaskResult, ServerRequest,
+    UpdateTaskParams,
 };
 use rmcp::model::{
     CompleteRequestMethod, CompleteRequestParams, CompleteResult, GetPromptRequestMethod,
@@ -42,6 +43,7 @@ use super::content::{ContentView, blocks};
 use super::progress::{listen, while_sending};
 use super::questions::{AnswersState, Asking, QuestionRule, answers_in, open_requests};
 use super::task_options::{TaskOptions, TaskSupport};
+use super::utility_transport::UtilityStream;
 use crate::contract::ToolSpec;
 use crate::control::{
     ApprovalError, ApproverIdentity, PendingApproval, RejectionReason, later_by, unix_ms,
@@ -567,8 +569,9 @@ impl McpServer {
         let max_line = self.max_message_bytes();
         let captured = Arc::new(Captured::default());
         self.captured = Some(captured.clone());
-        let read = Capturing::new(read, captured, max_line);
+        let read = Capturing::new(read, captured.clone(), max_line);
         let transport = AsyncRwTransport::new(read, write).with_max_line_length(max_line);
+        let transport = UtilityStream::new(transport, captured);
         self.serve(transport)
             .await
             .map_err(|error| McpServeError::Initialize(Box::new(error)))
@@ -598,7 +601,7 @@ impl McpServer {
         }
         let (principal, caller) = self.callers.of(request_context)?;
         let peer = &request_context.peer;
-        let arguments = self
+        let kept = self
             .captured
             .as_ref()
             .and_then(|captured| captured.take(&request_context.id))
@@ -611,6 +614,8 @@ impl McpServer {
                     None,
                 )
             })?;
+        let asked_task = kept.task();
+        let arguments = kept.into_arguments();
         if !kept_as_read(&arguments, request.arguments.as_ref()) {
             // A kept line rmcp refused, under an id this request reuses, or any other
             // difference between the two readings: nothing runs on bytes that may not be
@@ -654,7 +659,7 @@ impl McpServer {
             context: &context,
         };
         let task = self
-            .call_as_task(&received, caller.as_ref(), stateless, &answers)
+            .call_as_task(&received, caller.as_ref(), asked_task, &answers)
             .await;
         if let Some(answered) = task {
             return answered;
@@ -792,19 +797,7 @@ impl McpServer {
                 return Ok(answers);
             }
             for (key, asked) in asked {
-                let request = match asked {
-                    InputRequest::Elicitation(request) => ServerRequest::ElicitRequest(request),
-                    InputRequest::CreateMessage(request) => {
-                        ServerRequest::CreateMessageRequest(request)
-                    }
-                    InputRequest::ListRoots(request) => ServerRequest::ListRootsRequest(request),
-                    _ => {
-                        return Err(ErrorData::internal_error(
-                            format!("the request {key} is of a kind this server cannot send"),
-                            None,
-                        ));
-                    }
-                };
+                let request = server_request(&key, asked)?;
                 let answer = peer.send_request(request).await.map_err(|error| {
                     ErrorData::internal_error(
                         format!("the client did not answer {key}: {error}; nothing ran"),
@@ -1249,7 +1242,20 @@ pub(super) fn refused(refusal: StateRefusal) -> ErrorData {
 
 /// Whether the request is of a revision without the `initialize` handshake (2026-07-28 on):
 /// such a server may not ask the client anything mid-call.
-fn without_handshake(request_context: &RequestContext<RoleServer>) -> bool {
+/// What a tool asks the client (`key`), as the request the server sends it in a session.
+pub(super) fn server_request(key: &str, asked: InputRequest) -> Result<ServerRequest, ErrorData> {
+    match asked {
+        InputRequest::Elicitation(request) => Ok(ServerRequest::ElicitRequest(request)),
+        InputRequest::CreateMessage(request) => Ok(ServerRequest::CreateMessageRequest(request)),
+        InputRequest::ListRoots(request) => Ok(ServerRequest::ListRootsRequest(request)),
+        _ => Err(ErrorData::internal_error(
+            format!("the request {key} is of a kind this server cannot send"),
+            None,
+        )),
+    }
+}
+
+pub(super) fn without_handshake(request_context: &RequestContext<RoleServer>) -> bool {
     request_context
         .protocol_version()
         .is_some_and(|version| !version.has_initialize())
@@ -1332,13 +1338,9 @@ fn object(schema: Value) -> JsonObject {
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder().enable_tools();
-        // The extension is declared when some tool's calls may become tasks.
-        let takes_tasks = self.dispatcher.registry().tools().any(|spec| {
-            self.tasks
-                .as_ref()
-                .is_some_and(|tasks| (tasks.rule)(spec) != TaskSupport::Forbidden)
-        });
-        let capabilities = if takes_tasks {
+        // The extension is declared when some tool's calls may become tasks (and, in a
+        // 2025-11-25 session, the utility, by the session's transport).
+        let capabilities = if self.takes_tasks() {
             capabilities.enable_tasks()
         } else {
             capabilities
@@ -1489,6 +1491,16 @@ impl ServerHandler for McpServer {
             Some(beside) => beside.complete(request, context).await,
             None => Err(ErrorData::method_not_found::<CompleteRequestMethod>()),
         }
+    }
+
+    /// The requests of 2025-11-25's tasks utility, in a session of that revision on a server
+    /// that takes tasks; any other method is not found.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        self.answer_utility(request, context).await
     }
 
     async fn get_task(

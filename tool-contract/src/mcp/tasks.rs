@@ -19,9 +19,13 @@ use time::format_description::well_known::Rfc3339;
 
 use super::approval::{ApprovalState, Decision, Question, confirmation, console_link};
 use super::caller::Verified;
+use super::capture::TaskAsked;
 use super::questions::{Asking, answers_in};
-use super::server::{McpServer, Received, declares_form_elicitation, declares_url_elicitation};
+use super::server::{
+    McpServer, Received, declares_form_elicitation, declares_url_elicitation, without_handshake,
+};
 use super::task_options::TaskSupport;
+use super::utility_transport::speaks_utility;
 use crate::contract::ToolSpec;
 use crate::control::{
     PendingApproval, StoreError, TaskChange, TaskMoveError, TaskRow, TaskStatus, later_by, unix_ms,
@@ -31,7 +35,7 @@ use crate::results::ErrorCode;
 use crate::vocabulary::{CallContext, Principal};
 
 /// How often the work waiting for a decision looks whether it was given (on any replica).
-const DECISION_POLL: Duration = Duration::from_millis(250);
+pub(super) const DECISION_POLL: Duration = Duration::from_millis(250);
 
 /// What the client that asked for a task can be asked, as its request declared.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -140,16 +144,14 @@ fn declares_tasks(request_context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|capabilities| capabilities.supports_tasks())
 }
 
-fn store_failed(error: &StoreError) -> ErrorData {
+pub(super) fn store_failed(error: &StoreError) -> ErrorData {
     ErrorData::internal_error(format!("the task store failed: {error}"), None)
 }
 
-fn no_such_task() -> ErrorData {
+pub(super) fn no_such_task() -> ErrorData {
     ErrorData::invalid_params("no such task", None)
 }
 
-/// The key a task's question about `approval_id` is asked and answered under: unique over
-/// the task's life, as the extension requires.
 /// A verified result, or, when the handler panicked, the server's failure (SEP-2663: a task
 /// ends `failed` for an error of the server, `completed` with `isError` for a tool's), the
 /// verified result kept in its data, so that nothing it says is lost.
@@ -174,11 +176,13 @@ fn answers_of(awaiting: &str) -> Option<JsonObject> {
     serde_json::from_str(awaiting.strip_prefix(ANSWERS_AWAITED)?).ok()
 }
 
+/// The key a task's question about `approval_id` is asked and answered under: unique over
+/// the task's life, as the extension requires.
 fn input_key(approval_id: &str) -> String {
     format!("approval:{approval_id}")
 }
 
-fn rfc3339(at_ms: u64) -> String {
+pub(super) fn rfc3339(at_ms: u64) -> String {
     let nanos = i128::from(at_ms) * 1_000_000;
     OffsetDateTime::from_unix_timestamp_nanos(nanos)
         .ok()
@@ -245,20 +249,41 @@ impl McpServer {
         (options.rule)(spec)
     }
 
+    /// Whether some tool's calls may become tasks.
+    pub(super) fn takes_tasks(&self) -> bool {
+        self.tasks.as_ref().is_some_and(|tasks| {
+            self.dispatcher
+                .registry()
+                .tools()
+                .any(|spec| (tasks.rule)(spec) != TaskSupport::Forbidden)
+        })
+    }
+
     /// Whom a task belongs to: the principal's keyed reference, so that the store names no
     /// one in clear.
     fn task_owner(&self, principal: &Principal) -> String {
         self.dispatcher.binder().keys().principal_ref(principal)
     }
 
-    /// A call answered by a task, if it becomes one: on 2026-07-28, when its tool's rule
-    /// allows it and the request declared the extension. A tool that requires tasks, called
-    /// by a request that cannot take one, is refused.
+    /// Whom the tasks of the request's principal belong to.
+    pub(super) fn task_owner_of(
+        &self,
+        request_context: &RequestContext<RoleServer>,
+    ) -> Result<String, ErrorData> {
+        let (principal, _) = self.callers.of(request_context)?;
+        Ok(self.task_owner(&principal))
+    }
+
+    /// A call answered by a task, if it becomes one: when its tool's rule allows it and, on
+    /// 2026-07-28, the request declared the extension, or, in a 2025-11-25 session, the call
+    /// asked for one (`asked`, its `params.task`). A tool that requires tasks, called by a
+    /// request that cannot take one, is refused; so is, on 2025-11-25, a call that asks a
+    /// task of a tool whose calls never are.
     pub(super) async fn call_as_task(
         &self,
         received: &Received<'_>,
         caller: Option<&Verified>,
-        stateless: bool,
+        asked: Option<TaskAsked>,
         answers: &JsonObject,
     ) -> Option<Result<CallToolResponse, ErrorData>> {
         let Received {
@@ -268,10 +293,37 @@ impl McpServer {
             context,
         } = *received;
         let support = self.task_support(&request.name);
-        let takes_task = stateless && declares_tasks(request_context);
+        // 2026-07-28 ignores `params.task`; the utility knows nothing else.
+        let (utility, asked) = if speaks_utility(request_context) {
+            (true, asked)
+        } else {
+            (false, None)
+        };
+        let takes_task = if utility {
+            asked.is_some()
+        } else {
+            without_handshake(request_context) && declares_tasks(request_context)
+        };
+        let method_not_found = |message: &'static str| {
+            Some(Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                message,
+                None,
+            )))
+        };
         match support {
+            TaskSupport::Forbidden if utility && takes_task => {
+                return method_not_found(
+                    "the tool's calls are never tasks: call it without params.task",
+                );
+            }
             TaskSupport::Forbidden => return None,
             TaskSupport::Optional if !takes_task => return None,
+            TaskSupport::Required if !takes_task && utility => {
+                return method_not_found(
+                    "the tool's calls are tasks only: call it with params.task",
+                );
+            }
             TaskSupport::Required if !takes_task => {
                 return Some(Err(ErrorData::missing_required_client_capability(
                     ClientCapabilities::builder().enable_tasks().build(),
@@ -280,6 +332,20 @@ impl McpServer {
             TaskSupport::Optional | TaskSupport::Required => {}
         }
         let options = self.tasks.as_ref()?;
+        // The client may ask to keep its task for less time than the server would.
+        let ttl = match asked {
+            Some(TaskAsked::Malformed) => {
+                return Some(Err(ErrorData::invalid_params(
+                    "params.task is not { \"ttl\": milliseconds }: nothing ran",
+                    None,
+                )));
+            }
+            Some(TaskAsked::Ttl(Some(ttl_ms))) => {
+                let asked = Duration::from_millis(ttl_ms);
+                Some(options.ttl.map_or(asked, |kept| kept.min(asked)))
+            }
+            Some(TaskAsked::Ttl(None)) | None => options.ttl,
+        };
         let owner = self.task_owner(principal);
         let work = TaskWork {
             asks: Asks {
@@ -304,7 +370,7 @@ impl McpServer {
                 &owner,
                 &request.name,
                 Some(call),
-                options.ttl,
+                ttl,
                 options.poll_interval,
             )
             .await;
@@ -378,12 +444,7 @@ impl McpServer {
     /// `serve_http` keeps while it serves.
     #[cfg(feature = "mcp-http")]
     pub(super) fn resuming_tasks(&self) -> Option<Resuming> {
-        let tasks = self.tasks.as_ref()?;
-        let registry = self.dispatcher.registry();
-        if registry
-            .tools()
-            .all(|spec| (tasks.rule)(spec) == TaskSupport::Forbidden)
-        {
+        if !self.takes_tasks() {
             return None;
         }
         let server = self.clone();

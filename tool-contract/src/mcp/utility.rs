@@ -1,0 +1,364 @@
+//! MCP 2025-11-25's tasks utility, served on the same task rows as the 2026-07-28 extension:
+//! `params.task` on `tools/call`, a tool's `execution.taskSupport`, and `tasks/get`,
+//! `tasks/result`, `tasks/list` and `tasks/cancel` in the utility's shapes
+//! (modelcontextprotocol.io/specification/2025-11-25/basic/utilities/tasks).
+//!
+//! rmcp 3.11 reads the 2026-07-28 shapes only, so the session's transport hands the server
+//! the utility's requests as requests of its own (see [`super::utility_transport`]), which
+//! [`McpServer::answer_utility`] answers here.
+
+use rmcp::ErrorData;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, GetMeta,
+    InputRequests, InputResponses, JsonObject, PaginatedRequestParams, UpdateTaskParams,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::server::{McpServer, server_request};
+use super::task_options::TaskSupport;
+use super::tasks::{DECISION_POLL, no_such_task, rfc3339, store_failed};
+use super::utility_transport::speaks_utility;
+use crate::control::{TaskChange, TaskMoveError, TaskRow, TaskStatus};
+
+/// The `_meta` key that ties a message to its task.
+const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
+
+/// The most tasks one `tasks/list` page holds.
+const TASKS_PAGE: usize = 50;
+
+/// A task row in the utility's shape: `ttl` and `pollInterval` in milliseconds, and a tool
+/// call that ended with `isError` `failed`, as the utility has it.
+fn utility_task(row: &TaskRow) -> Value {
+    let tool_failed = row.status == TaskStatus::Completed
+        && row
+            .outcome
+            .as_deref()
+            .and_then(|stored| serde_json::from_str::<JsonObject>(stored).ok())
+            .is_some_and(|result| result.get("isError") == Some(&Value::Bool(true)));
+    let status = if tool_failed {
+        TaskStatus::Failed
+    } else {
+        row.status
+    };
+    let mut task = json!({
+        "taskId": row.task_id,
+        "status": status.as_str(),
+        "createdAt": rfc3339(row.created_at_ms),
+        "lastUpdatedAt": rfc3339(row.updated_at_ms),
+        "ttl": row.ttl_ms,
+        "pollInterval": row.poll_interval_ms,
+    });
+    if let Some(message) = &row.status_message {
+        task["statusMessage"] = Value::String(message.clone());
+    }
+    task
+}
+
+/// The `taskId` of a request's params.
+fn task_id_of(params: Option<&Value>) -> Result<String, ErrorData> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Params {
+        task_id: String,
+    }
+    let params = params.cloned().unwrap_or(Value::Null);
+    serde_json::from_value::<Params>(params)
+        .map(|params| params.task_id)
+        .map_err(|_| ErrorData::invalid_params("the request names no taskId", None))
+}
+
+fn internal(error: impl std::fmt::Display) -> ErrorData {
+    ErrorData::internal_error(error.to_string(), None)
+}
+
+fn answer(value: impl serde::Serialize) -> Result<CustomResult, ErrorData> {
+    serde_json::to_value(value)
+        .map(CustomResult)
+        .map_err(internal)
+}
+
+impl McpServer {
+    /// A request of the tasks utility (as
+    /// [`utility_request`](super::utility_transport::utility_request) hands it over),
+    /// answered in the utility's shape; outside a 2025-11-25 session, or on a server that
+    /// takes no tasks, no such method.
+    pub(super) async fn answer_utility(
+        &self,
+        request: CustomRequest,
+        request_context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method.as_str();
+        if !speaks_utility(&request_context) || !self.takes_tasks() {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("no method {method}"),
+                None,
+            ));
+        }
+        let params = request.params.as_ref();
+        match method {
+            "tools/list" => self.utility_tools(params, request_context).await,
+            "tools/call" => self.utility_call(params, request_context).await,
+            "tasks/get" => self.utility_get(params, &request_context).await,
+            "tasks/result" => self.utility_result(params, &request_context).await,
+            "tasks/list" => self.utility_list(params, &request_context).await,
+            "tasks/cancel" => self.utility_cancel(params, &request_context).await,
+            _ => Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("no method {method}"),
+                None,
+            )),
+        }
+    }
+
+    /// `tools/list`, each tool whose calls may be tasks with its `execution.taskSupport`.
+    async fn utility_tools(
+        &self,
+        params: Option<&Value>,
+        request_context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let params = params
+            .map(|params| serde_json::from_value::<PaginatedRequestParams>(params.clone()))
+            .transpose()
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        let listed = self.list_tools(params, request_context).await?;
+        let mut listed = serde_json::to_value(listed).map_err(internal)?;
+        if let Some(tools) = listed.get_mut("tools").and_then(Value::as_array_mut) {
+            for tool in tools {
+                let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+                let support = match self.task_support(name) {
+                    TaskSupport::Forbidden => continue,
+                    TaskSupport::Optional => "optional",
+                    TaskSupport::Required => "required",
+                };
+                tool["execution"] = json!({ "taskSupport": support });
+            }
+        }
+        Ok(CustomResult(listed))
+    }
+
+    /// A `tools/call` that asked for a task: answered with the task as the utility's
+    /// `CreateTaskResult` (a tool whose calls are never tasks refuses it).
+    async fn utility_call(
+        &self,
+        params: Option<&Value>,
+        request_context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let params = params.cloned().unwrap_or(Value::Null);
+        let request: CallToolRequestParams = serde_json::from_value(params)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        match self.call_tool(request, request_context).await? {
+            CallToolResponse::Task(created) => {
+                let task_id = created.task.task_id;
+                let row = self
+                    .dispatcher
+                    .task(&task_id, None)
+                    .await
+                    .map_err(|error| store_failed(&error))?
+                    .ok_or_else(no_such_task)?;
+                answer(json!({ "task": utility_task(&row) }))
+            }
+            CallToolResponse::Complete(result) => answer(result),
+            // A session's call asks mid-call, never by a result.
+            _ => Err(ErrorData::internal_error(
+                "a session's call answered with a result only 2026-07-28 has",
+                None,
+            )),
+        }
+    }
+
+    /// The caller's task `task_id`, if it is theirs and has not expired.
+    async fn callers_task(
+        &self,
+        task_id: &str,
+        request_context: &RequestContext<RoleServer>,
+    ) -> Result<TaskRow, ErrorData> {
+        let owner = self.task_owner_of(request_context)?;
+        self.dispatcher
+            .task(task_id, Some(&owner))
+            .await
+            .map_err(|error| store_failed(&error))?
+            .ok_or_else(no_such_task)
+    }
+
+    /// `tasks/get`: the caller's task.
+    async fn utility_get(
+        &self,
+        params: Option<&Value>,
+        request_context: &RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let row = self
+            .callers_task(&task_id_of(params)?, request_context)
+            .await?;
+        answer(utility_task(&row))
+    }
+
+    /// `tasks/result`: once the caller's task has ended, what its call answers, tied to the
+    /// task by `_meta`; until then the answer waits, and what the task asks the client
+    /// (a person's approval, the tool's questions) is asked on the way, each request tied to
+    /// the task.
+    async fn utility_result(
+        &self,
+        params: Option<&Value>,
+        request_context: &RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let task_id = task_id_of(params)?;
+        // What this request asked last: not asked again while the task still waits on it
+        // (the work sees the answer at its next look).
+        let mut asked: Option<String> = None;
+        loop {
+            let row = self.callers_task(&task_id, request_context).await?;
+            match row.status {
+                TaskStatus::Completed => {
+                    let stored = row.outcome.as_deref().unwrap_or("{}");
+                    let mut result: JsonObject = serde_json::from_str(stored).map_err(internal)?;
+                    let meta = result
+                        .entry("_meta")
+                        .or_insert_with(|| Value::Object(JsonObject::new()));
+                    if let Some(meta) = meta.as_object_mut() {
+                        meta.insert(
+                            RELATED_TASK_META.to_owned(),
+                            json!({ "taskId": row.task_id }),
+                        );
+                    }
+                    return Ok(CustomResult(Value::Object(result)));
+                }
+                TaskStatus::Failed => {
+                    let stored = row.outcome.as_deref().unwrap_or("{}");
+                    return Err(serde_json::from_str::<ErrorData>(stored).map_err(internal)?);
+                }
+                TaskStatus::Cancelled => {
+                    return Err(ErrorData::invalid_params(
+                        "the task was cancelled before anything of it acted",
+                        Some(json!({ "taskId": row.task_id })),
+                    ));
+                }
+                TaskStatus::InputRequired if asked != row.outcome => {
+                    self.ask_for_task(&row, request_context).await?;
+                    asked.clone_from(&row.outcome);
+                }
+                TaskStatus::Working | TaskStatus::InputRequired => {
+                    tokio::select! {
+                        () = tokio::time::sleep(DECISION_POLL) => {}
+                        () = request_context.ct.cancelled() => {
+                            return Err(ErrorData::invalid_request("the request was cancelled", None));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the task `row` waits for, asked of the client, each request tied to the task;
+    /// the responses recorded as `tasks/update` records them.
+    async fn ask_for_task(
+        &self,
+        row: &TaskRow,
+        request_context: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let stored = row.outcome.as_deref().unwrap_or("{}");
+        let asked: InputRequests = serde_json::from_str(stored).map_err(internal)?;
+        let mut responses = JsonObject::new();
+        for (key, asked) in asked {
+            let mut request = server_request(&key, asked)?;
+            request.get_meta_mut().insert(
+                RELATED_TASK_META.to_owned(),
+                json!({ "taskId": row.task_id }),
+            );
+            let response = request_context
+                .peer
+                .send_request(request)
+                .await
+                .map_err(|error| {
+                    ErrorData::internal_error(
+                        format!("the client did not answer {key}: {error}"),
+                        None,
+                    )
+                })?;
+            responses.insert(key, serde_json::to_value(response).map_err(internal)?);
+        }
+        let responses: InputResponses =
+            serde_json::from_value(Value::Object(responses)).map_err(internal)?;
+        self.update_task_of(
+            &UpdateTaskParams::new(row.task_id.clone(), responses),
+            request_context,
+        )
+        .await
+    }
+
+    /// `tasks/list`: a page of the caller's tasks, the next page's cursor with it while more
+    /// are left.
+    async fn utility_list(
+        &self,
+        params: Option<&Value>,
+        request_context: &RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let params = params.cloned().unwrap_or(Value::Null);
+        let cursor = serde_json::from_value::<Option<PaginatedRequestParams>>(params)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?
+            .and_then(|params| params.cursor);
+        // A cursor is the last id of the page before, as this server wrote it.
+        if let Some(cursor) = &cursor
+            && !is_task_id(cursor)
+        {
+            return Err(ErrorData::invalid_params("no such cursor", None));
+        }
+        let owner = self.task_owner_of(request_context)?;
+        let mut page = self
+            .dispatcher
+            .tasks_of(&owner, cursor.as_deref(), TASKS_PAGE + 1)
+            .await
+            .map_err(|error| store_failed(&error))?;
+        let more = page.len() > TASKS_PAGE;
+        page.truncate(TASKS_PAGE);
+        let tasks: Vec<Value> = page.iter().map(utility_task).collect();
+        let mut listed = json!({ "tasks": tasks });
+        if more && let Some(last) = page.last() {
+            listed["nextCursor"] = Value::String(last.task_id.clone());
+        }
+        Ok(CustomResult(listed))
+    }
+
+    /// `tasks/cancel`: the caller's task cancelled while nothing of it has acted, and
+    /// answered as it now stands. An ended task is refused, as the utility requires, and so
+    /// is one whose write has begun: it ends as the write does, never `cancelled` over
+    /// something that may have acted.
+    async fn utility_cancel(
+        &self,
+        params: Option<&Value>,
+        request_context: &RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let task_id = task_id_of(params)?;
+        let owner = self.task_owner_of(request_context)?;
+        let moved = self
+            .dispatcher
+            .move_task(&task_id, &owner, TaskChange::Cancel)
+            .await
+            .map_err(|error| store_failed(&error))?;
+        match moved {
+            Ok(row) => answer(utility_task(&row)),
+            Err(TaskMoveError::NotFound) => Err(no_such_task()),
+            Err(TaskMoveError::Ended(status) | TaskMoveError::NotAllowed(status)) => Err(
+                ErrorData::invalid_params(format!("the task is {}", status.as_str()), None),
+            ),
+            Err(TaskMoveError::Began) => Err(ErrorData::invalid_params(
+                "the task's write has begun: it ends as the write does",
+                None,
+            )),
+            // A client's cancellation names no worker: never refused as held.
+            Err(TaskMoveError::Held) => Err(ErrorData::internal_error(
+                "the task's cancellation was refused as held",
+                None,
+            )),
+        }
+    }
+}
+
+/// Whether `text` is a task id as [`new_task_id`](crate::control::new_task_id) draws one.
+fn is_task_id(text: &str) -> bool {
+    text.strip_prefix("task_")
+        .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|byte| byte.is_ascii_hexdigit()))
+}
