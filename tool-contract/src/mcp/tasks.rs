@@ -182,7 +182,7 @@ fn input_key(approval_id: &str) -> String {
     format!("approval:{approval_id}")
 }
 
-pub(super) fn rfc3339(at_ms: u64) -> String {
+fn rfc3339(at_ms: u64) -> String {
     let nanos = i128::from(at_ms) * 1_000_000;
     OffsetDateTime::from_unix_timestamp_nanos(nanos)
         .ok()
@@ -191,7 +191,7 @@ pub(super) fn rfc3339(at_ms: u64) -> String {
 }
 
 /// A task row as the extension's `Task`.
-fn wire_task(row: &TaskRow) -> rmcp::model::Task {
+pub(super) fn wire_task(row: &TaskRow) -> rmcp::model::Task {
     let status = match row.status {
         TaskStatus::Working => rmcp::model::TaskStatus::Working,
         TaskStatus::InputRequired => rmcp::model::TaskStatus::InputRequired,

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::server::{McpServer, server_request};
 use super::task_options::TaskSupport;
-use super::tasks::{DECISION_POLL, no_such_task, rfc3339, store_failed};
+use super::tasks::{DECISION_POLL, no_such_task, store_failed, wire_task};
 use super::utility_transport::speaks_utility;
 use crate::control::{TaskChange, TaskMoveError, TaskRow, TaskStatus};
 
@@ -29,8 +29,8 @@ const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
 /// The most tasks one `tasks/list` page holds.
 const TASKS_PAGE: usize = 50;
 
-/// A task row in the utility's shape: `ttl` and `pollInterval` in milliseconds, and a tool
-/// call that ended with `isError` `failed`, as the utility has it.
+/// A task row in the utility's shape: a tool call that ended with `isError` reads `failed`,
+/// as the utility has it.
 fn utility_task(row: &TaskRow) -> Value {
     let tool_failed = row.status == TaskStatus::Completed
         && row
@@ -38,23 +38,32 @@ fn utility_task(row: &TaskRow) -> Value {
             .as_deref()
             .and_then(|stored| serde_json::from_str::<JsonObject>(stored).ok())
             .is_some_and(|result| result.get("isError") == Some(&Value::Bool(true)));
+    utility_shape(&wire_task(row), tool_failed)
+}
+
+/// The extension's task as the utility writes it: `ttl` and `pollInterval` in milliseconds,
+/// `failed` for a tool call that ended with `isError`.
+fn utility_shape(task: &rmcp::model::Task, tool_failed: bool) -> Value {
+    // The two revisions name the statuses alike.
     let status = if tool_failed {
-        TaskStatus::Failed
+        json!(TaskStatus::Failed.as_str())
     } else {
-        row.status
+        json!(task.status)
     };
-    let mut task = json!({
-        "taskId": row.task_id,
-        "status": status.as_str(),
-        "createdAt": rfc3339(row.created_at_ms),
-        "lastUpdatedAt": rfc3339(row.updated_at_ms),
-        "ttl": row.ttl_ms,
-        "pollInterval": row.poll_interval_ms,
+    let mut shaped = json!({
+        "taskId": task.task_id,
+        "status": status,
+        "createdAt": task.created_at,
+        "lastUpdatedAt": task.last_updated_at,
+        "ttl": task.ttl_ms,
     });
-    if let Some(message) = &row.status_message {
-        task["statusMessage"] = Value::String(message.clone());
+    if let Some(interval) = task.poll_interval_ms {
+        shaped["pollInterval"] = json!(interval);
     }
-    task
+    if let Some(message) = &task.status_message {
+        shaped["statusMessage"] = Value::String(message.clone());
+    }
+    shaped
 }
 
 /// The `taskId` of a request's params.
@@ -151,15 +160,9 @@ impl McpServer {
         let request: CallToolRequestParams = serde_json::from_value(params)
             .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
         match self.call_tool(request, request_context).await? {
+            // A task just made, working.
             CallToolResponse::Task(created) => {
-                let task_id = created.task.task_id;
-                let row = self
-                    .dispatcher
-                    .task(&task_id, None)
-                    .await
-                    .map_err(|error| store_failed(&error))?
-                    .ok_or_else(no_such_task)?;
-                answer(json!({ "task": utility_task(&row) }))
+                answer(json!({ "task": utility_shape(&created.task, false) }))
             }
             CallToolResponse::Complete(result) => answer(result),
             // A session's call asks mid-call, never by a result.
