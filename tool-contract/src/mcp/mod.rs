@@ -48,8 +48,10 @@
 //! polled with `tasks/get`, answered with `tasks/update` (a write waiting for approval is
 //! `input_required`), cancelled with `tasks/cancel` while nothing of them has acted, by any
 //! replica sharing the store and only for the principal that asked; a task whose replica
-//! died goes on with [`McpServer::resume_tasks`]. See
-//! [the guide's chapter](crate::guide::tasks).
+//! died goes on with [`McpServer::resume_tasks`]. A 2025-11-25 session is served the same
+//! tasks in that revision's tasks utility (`params.task`, `tasks/result`, `tasks/list`,
+//! `execution.taskSupport`) by the transports `serve_io`, `serve_stdio` and `serve_http` set
+//! up. See [the guide's chapter](crate::guide::tasks).
 //!
 //! A write whose rule asks for approvals signed by passkeys
 //! ([`DispatcherBuilder::signed_approvals_when`](crate::dispatch::DispatcherBuilder::signed_approvals_when)),

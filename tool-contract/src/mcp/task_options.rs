@@ -11,14 +11,16 @@ use crate::contract::ToolSpec;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TaskSupport {
-    /// Never: each call is answered in its own request.
+    /// Never: each call is answered in its own request (on 2025-11-25, a call that asks for
+    /// a task is refused with `-32601`).
     #[default]
     Forbidden,
-    /// A task when the client declares the tasks extension; answered in its request when
-    /// it does not.
+    /// A task when the client declares the tasks extension (on 2025-11-25: when the call
+    /// asks for one with `params.task`); answered in its request when it does not.
     Optional,
     /// Always a task: a client that does not declare the tasks extension is refused with
-    /// `-32021` (a missing client capability), and nothing runs.
+    /// `-32021` (a missing client capability; on 2025-11-25, a call without `params.task`
+    /// with `-32601`), and nothing runs.
     Required,
 }
 
