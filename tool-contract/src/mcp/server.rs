@@ -311,7 +311,8 @@ impl McpServer {
     }
 
     /// Answers the calls of the tools `rule` names as tasks (the 2026-07-28 tasks extension,
-    /// `io.modelcontextprotocol/tasks`), kept in the dispatcher's control store: created
+    /// `io.modelcontextprotocol/tasks`, and in a 2025-11-25 session that revision's tasks
+    /// utility, `params.task`), kept in the dispatcher's control store: created
     /// there before the answer names them, polled, answered and cancelled through any replica
     /// sharing the store, and only by the principal that asked. A write waiting for an
     /// approval is a task in `input_required`, asking by the console's page or the
