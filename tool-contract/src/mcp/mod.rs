@@ -153,7 +153,9 @@ pub mod __fuzzing {
                 Value::String(text) => NumberOrString::String(Arc::from(text.as_str())),
                 _ => return None,
             };
-            self.0.take(&id)
+            self.0
+                .take(&id)
+                .map(crate::mcp::capture::Kept::into_arguments)
         }
     }
 
