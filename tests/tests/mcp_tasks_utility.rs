@@ -303,9 +303,12 @@ async fn a_tool_that_failed_reads_failed_and_tasks_result_gives_its_error_result
     once(&mut wire, &task["taskId"], "failed").await;
 }
 
-/// One JSON-RPC message POSTed to `address` with `headers`; its status, session header and
-/// the message answered (a JSON body, or the last `data:` line of an event stream).
-async fn post(address: &str, headers: &[(&str, &str)], message: &Value) -> (Option<String>, Value) {
+/// One JSON-RPC message POSTed to `address` with `headers`.
+async fn send(
+    address: &str,
+    headers: &[(&str, &str)],
+    message: &Value,
+) -> http::Response<hyper::body::Incoming> {
     let stream = tokio::net::TcpStream::connect(address).await.unwrap();
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
@@ -321,7 +324,13 @@ async fn post(address: &str, headers: &[(&str, &str)], message: &Value) -> (Opti
     let request = request
         .body(Full::new(Bytes::from(message.to_string())))
         .unwrap();
-    let response = sender.send_request(request).await.unwrap();
+    sender.send_request(request).await.unwrap()
+}
+
+/// A request POSTed to `address` with `headers`: the session header and the message
+/// answered (a JSON body, or the last `data:` line of an event stream).
+async fn post(address: &str, headers: &[(&str, &str)], message: &Value) -> (Option<String>, Value) {
+    let response = send(address, headers, message).await;
     let session = response
         .headers()
         .get("mcp-session-id")
@@ -374,10 +383,8 @@ async fn the_utility_is_served_over_streamable_http() {
         ("mcp-session-id", session.as_str()),
     ];
     let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-    assert_eq!(
-        post_notification(&address, &headers, &initialized).await,
-        202
-    );
+    let noted = send(&address, &headers, &initialized).await;
+    assert_eq!(noted.status(), 202);
 
     let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": read_as_task(60_000) });
     let (_, created) = post(&address, &headers, &call).await;
@@ -393,29 +400,4 @@ async fn the_utility_is_served_over_streamable_http() {
     let (_, got) = post(&address, &headers, &get).await;
     assert_eq!(got["result"]["status"], "completed", "{got}");
     assert_eq!(got["result"]["ttl"], 60_000);
-}
-
-/// A notification POSTed to `address`: its status.
-async fn post_notification(address: &str, headers: &[(&str, &str)], message: &Value) -> u16 {
-    let stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let mut request = http::Request::post("/")
-        .header("host", address)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream");
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let request = request
-        .body(Full::new(Bytes::from(message.to_string())))
-        .unwrap();
-    sender
-        .send_request(request)
-        .await
-        .unwrap()
-        .status()
-        .as_u16()
 }

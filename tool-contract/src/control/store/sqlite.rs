@@ -744,39 +744,19 @@ impl ControlStore for SqliteStore {
     fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>> {
         let seal = seal.clone();
         self.read(move |tx| {
-            let mut statement = tx
-                .prepare(
-                    "SELECT task_id, body, seal FROM tool_contract_tasks \
-                     WHERE status IN ('working', 'input_required') AND lease_until_ms <= ?1",
-                )
-                .map_err(store)?;
-            let found = statement
-                .query_map(params![to_sql_u64(now_ms)], |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, String>(1)?,
-                        row.get::<_, Option<String>>(2)?,
-                    ))
-                })
-                .map_err(store)?;
-            let mut stale = Vec::new();
-            for row in found {
-                let (task_id, body, stored_seal) = row.map_err(store)?;
-                let task = rows::task_from_row(
-                    &task_id,
-                    &body,
-                    stored_seal.as_deref(),
-                    None,
-                    now_ms,
-                    &seal,
-                )?;
-                if let Some(task) = task
-                    && rows::task_is_stale(&task, now_ms)
-                {
-                    stale.push(task);
-                }
-            }
-            Ok(stale)
+            let found = read_tasks(
+                tx,
+                "SELECT task_id, body, seal FROM tool_contract_tasks \
+                 WHERE status IN ('working', 'input_required') AND lease_until_ms <= ?1",
+                params![to_sql_u64(now_ms)],
+                None,
+                now_ms,
+                &seal,
+            )?;
+            Ok(found
+                .into_iter()
+                .filter(|task| rows::task_is_stale(task, now_ms))
+                .collect())
         })
     }
 
@@ -794,39 +774,18 @@ impl ControlStore for SqliteStore {
             seal.clone(),
         );
         self.read(move |tx| {
-            let mut statement = tx
-                .prepare(
-                    "SELECT task_id, body, seal FROM tool_contract_tasks \
-                     WHERE owner = ?1 AND task_id > ?2 \
-                     AND (expires_at_ms IS NULL OR expires_at_ms > ?3) \
-                     ORDER BY task_id LIMIT ?4",
-                )
-                .map_err(store)?;
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            let found = statement
-                .query_map(params![owner, after, to_sql_u64(now_ms), limit], |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, String>(1)?,
-                        row.get::<_, Option<String>>(2)?,
-                    ))
-                })
-                .map_err(store)?;
-            let mut page = Vec::new();
-            for row in found {
-                let (task_id, body, stored_seal) = row.map_err(store)?;
-                // The columns only narrow the search: the sealed body says whose it is.
-                let task = rows::task_from_row(
-                    &task_id,
-                    &body,
-                    stored_seal.as_deref(),
-                    Some(&owner),
-                    now_ms,
-                    &seal,
-                )?;
-                page.extend(task);
-            }
-            Ok(page)
+            read_tasks(
+                tx,
+                "SELECT task_id, body, seal FROM tool_contract_tasks \
+                 WHERE owner = ?1 AND task_id > ?2 \
+                 AND (expires_at_ms IS NULL OR expires_at_ms > ?3) \
+                 ORDER BY task_id LIMIT ?4",
+                params![owner, after, to_sql_u64(now_ms), limit],
+                Some(&owner),
+                now_ms,
+                &seal,
+            )
         })
     }
 
@@ -834,6 +793,37 @@ impl ControlStore for SqliteStore {
         let count = count.clone();
         self.run(move |tx| at_once(rows::sign_count(&mut SqliteRows(tx), &count)))
     }
+}
+
+/// The tasks `sql` (selecting `task_id, body, seal`) finds with `params`, each opened with
+/// `seal`; those `owner` (when named) does not own, or expired by `now_ms`, left out. The
+/// columns only narrow the search: the sealed body says whose a task is.
+fn read_tasks(
+    tx: &Transaction<'_>,
+    sql: &str,
+    params: impl rusqlite::Params,
+    owner: Option<&str>,
+    now_ms: u64,
+    seal: &RowSeal,
+) -> Result<Vec<TaskRow>, StoreError> {
+    let mut statement = tx.prepare(sql).map_err(store)?;
+    let found = statement
+        .query_map(params, |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, Option<String>>(2)?,
+            ))
+        })
+        .map_err(store)?;
+    let mut tasks = Vec::new();
+    for row in found {
+        let (task_id, body, stored_seal) = row.map_err(store)?;
+        let task =
+            rows::task_from_row(&task_id, &body, stored_seal.as_deref(), owner, now_ms, seal)?;
+        tasks.extend(task);
+    }
+    Ok(tasks)
 }
 
 fn read_record(tx: &Transaction<'_>, key: &str) -> Result<Option<Record>, StoreError> {

@@ -975,26 +975,10 @@ impl ControlStore for PostgresStore {
                 .query_typed(&self.sql.stale_tasks, &[(&now, Type::INT8)])
                 .await
                 .map_err(store)?;
-            let mut stale = Vec::new();
-            for row in &found {
-                let task_id: String = row.try_get(0).map_err(store)?;
-                let body: String = row.try_get(1).map_err(store)?;
-                let stored_seal: Option<String> = row.try_get(2).map_err(store)?;
-                let task = rows::task_from_row(
-                    &task_id,
-                    &body,
-                    stored_seal.as_deref(),
-                    None,
-                    now_ms,
-                    seal,
-                )?;
-                if let Some(task) = task
-                    && rows::task_is_stale(&task, now_ms)
-                {
-                    stale.push(task);
-                }
-            }
-            Ok(stale)
+            Ok(opened_tasks(&found, None, now_ms, seal)?
+                .into_iter()
+                .filter(|task| rows::task_is_stale(task, now_ms))
+                .collect())
         })
     }
 
@@ -1023,23 +1007,7 @@ impl ControlStore for PostgresStore {
                 )
                 .await
                 .map_err(store)?;
-            let mut page = Vec::new();
-            for row in &found {
-                let task_id: String = row.try_get(0).map_err(store)?;
-                let body: String = row.try_get(1).map_err(store)?;
-                let stored_seal: Option<String> = row.try_get(2).map_err(store)?;
-                // The columns only narrow the search: the sealed body says whose it is.
-                let task = rows::task_from_row(
-                    &task_id,
-                    &body,
-                    stored_seal.as_deref(),
-                    Some(owner),
-                    now_ms,
-                    seal,
-                )?;
-                page.extend(task);
-            }
-            Ok(page)
+            opened_tasks(&found, Some(owner), now_ms, seal)
         })
     }
 
@@ -1123,4 +1091,25 @@ fn approval_row_of(row: &Row) -> Result<ReadApprovalRow, StoreError> {
 
 pub(crate) fn store(error: tokio_postgres::Error) -> StoreError {
     StoreError::store(error)
+}
+
+/// The tasks of `found` (rows of `task_id, body, seal`), each opened with `seal`; those
+/// `owner` (when named) does not own, or expired by `now_ms`, left out. The columns only
+/// narrow the search: the sealed body says whose a task is.
+fn opened_tasks(
+    found: &[Row],
+    owner: Option<&str>,
+    now_ms: u64,
+    seal: &RowSeal,
+) -> Result<Vec<TaskRow>, StoreError> {
+    let mut tasks = Vec::new();
+    for row in found {
+        let task_id: String = row.try_get(0).map_err(store)?;
+        let body: String = row.try_get(1).map_err(store)?;
+        let stored_seal: Option<String> = row.try_get(2).map_err(store)?;
+        let task =
+            rows::task_from_row(&task_id, &body, stored_seal.as_deref(), owner, now_ms, seal)?;
+        tasks.extend(task);
+    }
+    Ok(tasks)
 }
