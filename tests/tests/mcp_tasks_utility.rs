@@ -362,7 +362,7 @@ async fn the_utility_is_served_over_streamable_http() {
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {
             "protocolVersion": "2025-11-25",
-            "capabilities": { "tasks": {} },
+            "capabilities": { "tasks": {}, "elicitation": { "form": {} } },
             "clientInfo": { "name": "http-wire", "version": "1" }
         }
     });
@@ -400,4 +400,64 @@ async fn the_utility_is_served_over_streamable_http() {
     let (_, got) = post(&address, &headers, &get).await;
     assert_eq!(got["result"]["status"], "completed", "{got}");
     assert_eq!(got["result"]["ttl"], 60_000);
+
+    // A write waiting for approval: tasks/result's stream carries the form, tied to the task;
+    // the answer, POSTed in the session, lets the write run once.
+    let call =
+        json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": message_as_task() });
+    let (_, created) = post(&address, &headers, &call).await;
+    let task_id = created["result"]["task"]["taskId"].clone();
+    let get = json!({ "jsonrpc": "2.0", "id": 6, "method": "tasks/get", "params": { "taskId": task_id } });
+    for _ in 0..400 {
+        if post(&address, &headers, &get).await.1["result"]["status"] == "input_required" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let result = json!({ "jsonrpc": "2.0", "id": 7, "method": "tasks/result", "params": { "taskId": task_id } });
+    let mut stream = send(&address, &headers, &result).await.into_body();
+    let mut answered = None;
+    while let Some(message) = next_event(&mut stream).await {
+        if message["method"] == "elicitation/create" {
+            assert_eq!(
+                message["params"]["_meta"][RELATED_TASK],
+                json!({ "taskId": task_id })
+            );
+            let answer =
+                json!({ "jsonrpc": "2.0", "id": message["id"], "result": accept_form(&message) });
+            assert_eq!(send(&address, &headers, &answer).await.status(), 202);
+        } else if message["id"] == 7 {
+            answered = Some(message);
+            break;
+        }
+    }
+    let answered = answered.expect("tasks/result answered");
+    assert_eq!(
+        answered["result"]["structuredContent"]["status"], "succeeded",
+        "{answered}"
+    );
+    assert_eq!(remote.all_requests(), 1, "the write ran once");
+}
+
+/// The next JSON-RPC message of an event stream, read as it arrives.
+async fn next_event(stream: &mut hyper::body::Incoming) -> Option<Value> {
+    let mut text = String::new();
+    loop {
+        if let Some(end) = text.find("\n\n") {
+            let event: String = text.drain(..end + 2).collect();
+            let data = event
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(str::trim)
+                .collect::<String>();
+            if let Ok(message) = serde_json::from_str(&data) {
+                return Some(message);
+            }
+            continue;
+        }
+        let frame = stream.frame().await?.ok()?;
+        if let Ok(data) = frame.into_data() {
+            text.push_str(std::str::from_utf8(&data).ok()?);
+        }
+    }
 }
