@@ -84,6 +84,18 @@ CREATE INDEX IF NOT EXISTS tool_contract_tasks_lease ON tool_contract_tasks (lea
 CREATE INDEX IF NOT EXISTS tool_contract_tasks_expiry ON tool_contract_tasks (expires_at_ms);
 ";
 
+/// Version 7: an owner's tasks read a page at a time by index (2025-11-25's `tasks/list`).
+const SCHEMA_V7: &str = "
+CREATE INDEX IF NOT EXISTS tool_contract_tasks_owner ON tool_contract_tasks (owner, task_id);
+";
+
+/// A page of an owner's tasks: `?1` the owner, after the id `?2`, not expired by `?3`, at
+/// most `?4` of them.
+const TASKS_OF: &str = "SELECT task_id, body, seal FROM tool_contract_tasks \
+                        WHERE owner = ?1 AND task_id > ?2 \
+                        AND (expires_at_ms IS NULL OR expires_at_ms > ?3) \
+                        ORDER BY task_id LIMIT ?4";
+
 const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation, \
                        lease_until_ms, expires_at_ms, result, call";
 
@@ -223,6 +235,9 @@ fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     // Version 5 added a PostgreSQL function only; a SQLite file has nothing to change.
     if found < 6 {
         transaction.execute_batch(SCHEMA_V6).map_err(store)?;
+    }
+    if found < 7 {
+        transaction.execute_batch(SCHEMA_V7).map_err(store)?;
     }
     if found < SCHEMA_VERSION {
         transaction
@@ -777,10 +792,7 @@ impl ControlStore for SqliteStore {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             read_tasks(
                 tx,
-                "SELECT task_id, body, seal FROM tool_contract_tasks \
-                 WHERE owner = ?1 AND task_id > ?2 \
-                 AND (expires_at_ms IS NULL OR expires_at_ms > ?3) \
-                 ORDER BY task_id LIMIT ?4",
+                TASKS_OF,
                 params![owner, after, to_sql_u64(now_ms), limit],
                 Some(&owner),
                 now_ms,
@@ -904,4 +916,31 @@ impl RawRecord {
 
 fn store(error: rusqlite::Error) -> StoreError {
     StoreError::store(error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_of_an_owners_tasks_is_read_by_the_owners_index() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        migrate(&mut connection).unwrap();
+        let plan: Vec<String> = connection
+            .prepare(&format!("EXPLAIN QUERY PLAN {TASKS_OF}"))
+            .unwrap()
+            .query_map(params!["acme", "", 0_i64, 50_i64], |row| row.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("USING INDEX tool_contract_tasks_owner")),
+            "{plan:?}"
+        );
+        assert!(
+            !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+            "read in order, never sorted: {plan:?}"
+        );
+    }
 }

@@ -319,6 +319,16 @@ impl PostgresStore {
             .await
             .map_err(store)?;
         }
+        if found < 7 {
+            // Version 7: an owner's tasks read a page at a time by index, in the byte order
+            // of their ids (2025-11-25's `tasks/list`).
+            tx.batch_execute(&format!(
+                "CREATE INDEX tool_contract_tasks_owner
+                     ON {schema}.tool_contract_tasks (owner, task_id COLLATE \"C\");"
+            ))
+            .await
+            .map_err(store)?;
+        }
         if found < SCHEMA_VERSION {
             tx.execute(
                 &format!(
