@@ -246,11 +246,53 @@ async fn tasks_list_gives_the_callers_tasks_and_cancel_answers_the_cancelled_tas
     assert_eq!(result["error"]["code"], -32602, "{result}");
     assert_eq!(remote.all_requests(), 0, "the cancelled write never ran");
 
+    let unnamed = wire.request("tasks/get", json!({})).await;
+    assert_eq!(unnamed["error"]["code"], -32602, "no taskId: {unnamed}");
     let unknown = json!({ "taskId": "task_00000000000000000000000000000000" });
     for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
         let answer = wire.request(method, unknown.clone()).await;
         assert_eq!(answer["error"]["code"], -32602, "{method}: {answer}");
     }
+}
+
+#[tokio::test]
+async fn a_task_whose_write_began_is_refused_cancellation_and_ends_as_the_write_does() {
+    let remote = Remote::new();
+    remote.script(&[Fault::CommitAfter(Duration::from_millis(400))]);
+    let dispatcher = dispatcher(&remote, Arc::new(MemoryStore::new()));
+    let writes = |spec: &ToolSpec| match spec.name() {
+        "create_issue" => TaskSupport::Optional,
+        _ => TaskSupport::Forbidden,
+    };
+    let server = McpServer::new(Arc::new(dispatcher), alice()).with_tasks(writes);
+    let (mut wire, _) = connect(server).await;
+    let call = json!({
+        "name": "create_issue",
+        "arguments": { "title": "Printer on fire", "body": "3" },
+        "task": {}
+    });
+    let task = started(&mut wire, call).await;
+    // The write is at the remote: the request arrived, the commit is under way.
+    for _ in 0..200 {
+        if remote.all_requests() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(remote.all_requests(), 1);
+    let refused = wire
+        .request("tasks/cancel", json!({ "taskId": task["taskId"] }))
+        .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let result = wire
+        .request("tasks/result", json!({ "taskId": task["taskId"] }))
+        .await;
+    assert_eq!(
+        result["result"]["structuredContent"]["status"], "succeeded",
+        "{result}"
+    );
+    once(&mut wire, &task["taskId"], "completed").await;
+    assert_eq!(remote.all_requests(), 1, "the write ran once");
 }
 
 #[tokio::test]
