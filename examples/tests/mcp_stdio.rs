@@ -461,30 +461,31 @@ async fn without_elicitation_the_model_reads_approval_required_and_the_host_the_
     session.close().await;
 }
 
+/// One draft per order, whatever the client names: `_meta["tool-contract/operation_id"]`
+/// identifies a `per_call` write's retries only, and never splits an `[order_ref]` operation.
 #[tokio::test]
-async fn the_client_names_the_operation_so_two_identical_writes_are_two() {
+async fn a_client_named_operation_cannot_make_two_drafts_of_one_order() {
     let person = Person::answering(ElicitationAction::Accept, true);
     let session = connect(person.clone()).await;
     let first = session
-        .call_as(
-            "create_refund_draft",
-            refund("Mug arrived broken"),
-            "ticket-1",
-        )
+        .call_as("create_refund_draft", refund("Mug arrived broken"), "op-1")
         .await;
     let second = session
-        .call_as(
-            "create_refund_draft",
-            refund("Mug arrived broken"),
-            "ticket-2",
-        )
+        .call_as("create_refund_draft", refund("Mug arrived broken"), "op-2")
+        .await;
+    let third = session
+        .call("create_refund_draft", refund("Mug arrived broken"))
         .await;
     let draft = |result: &CallToolResult| {
         result.structured_content.as_ref().unwrap()["data"]["draft_ref"].clone()
     };
-    assert_eq!(draft(&first), "DRAFT-1");
-    assert_eq!(draft(&second), "DRAFT-2");
-    assert_eq!(person.forms_shown().len(), 2);
+    assert_eq!(draft(&first), "DRAFT-1", "{}", text(&first));
+    assert_eq!(delivery(&first), Some("fresh"));
+    for again in [&second, &third] {
+        assert_eq!(draft(again), "DRAFT-1", "{}", text(again));
+        assert_eq!(delivery(again), Some("local_replay"));
+    }
+    assert_eq!(person.forms_shown().len(), 1, "one person asked, once");
     session.close().await;
 }
 

@@ -208,10 +208,27 @@ async fn mcp_arguments_are_validated_from_the_clients_own_bytes() {
         "{written}"
     );
     // One request reached the tracker: the second.
-    assert_eq!(
-        remote.requests(&tool_contract_tests::tracker::keys().downstream_key(&alice(), "op-2")),
-        1
-    );
+    assert_eq!(remote.all_requests(), 1);
+}
+
+/// `_meta["tool-contract/operation_id"]` names the retries of a `per_call` write only: three
+/// calls of a `same_arguments` write named op-1, op-2 and op-3 are one operation, run once.
+#[tokio::test]
+async fn a_client_named_operation_id_cannot_split_a_contracts_operation() {
+    let remote = Arc::new(Remote::default());
+    let dispatcher = Arc::new(dispatcher(&remote, Arc::new(MemoryStore::new())));
+    let mut session = RawSession::start(McpServer::new(dispatcher, alice())).await;
+    let mut deliveries = Vec::new();
+    for id in 1..=3 {
+        let answer = session
+            .call(id, "label_issue", r#"{"number":7,"label":"bug"}"#)
+            .await;
+        let result = &answer["result"]["structuredContent"];
+        assert_eq!(result["status"], "succeeded", "{answer}");
+        deliveries.push(result["execution"]["delivery"].clone());
+    }
+    assert_eq!(deliveries, ["fresh", "local_replay", "local_replay"]);
+    assert_eq!(remote.all_requests(), 1);
 }
 
 #[tokio::test]

@@ -63,14 +63,14 @@
 //! and a sealed state, whose retry runs once the signatures are in. What the client answers
 //! to a URL request decides nothing.
 //!
-//! The logical operation of a call is the client's `_meta["tool-contract/operation_id"]`
-//! when it gives one, and otherwise what the contract's `operation` rule names: its fields,
-//! the application's key, or its exact arguments, so that a client that repeats such a write
-//! reaches the same ledger record (`local_replay`, or reconciliation of an unknown outcome),
-//! never a second execution. An MCP request carries no id of the model's call, so each call
-//! of an `operation = per_call` write is its own operation (a 2026-07-28 call sent back with
-//! an approval's answer is the call that was asked about); a client that retries one names
-//! its operation in `_meta`.
+//! The logical operation of a call is what the contract's `operation` rule names: its
+//! fields, the application's key, or its exact arguments, so that a client that repeats such
+//! a write reaches the same ledger record (`local_replay`, or reconciliation of an unknown
+//! outcome), never a second execution, whatever it names in `_meta`. An MCP request carries
+//! no id of the model's call, so each call of an `operation = per_call` write is its own
+//! operation (a 2026-07-28 call sent back with an approval's answer is the call that was asked
+//! about); a client that retries one names its operation in
+//! `_meta["tool-contract/operation_id"]`, which counts for `per_call` writes alone.
 //!
 //! Arguments are validated from the client's own bytes: the server reads the session through
 //! [`McpServer::serve_io`] (or `serve_stdio`), which keeps each `tools/call`'s

@@ -54,7 +54,9 @@ use crate::vocabulary::{CallContext, Principal};
 use crate::vocabulary::{Correlation, ToolCall};
 use crate::vocabulary::{Effect, Operation};
 
-/// The `_meta` key under which a client names the logical operation of a `tools/call`.
+/// The `_meta` key under which a client names the logical operation of a `tools/call` of an
+/// `operation = per_call` write (the retries of one call); every other rule is the contract's,
+/// and the key is ignored there.
 pub const OPERATION_ID_META: &str = "tool-contract/operation_id";
 
 /// The `_meta` key of a result that waits for an approval the client could not be asked for.
@@ -1080,22 +1082,25 @@ impl McpServer {
             .get(&request.name)
             .and_then(ToolSpec::operation)
             == Some(Operation::PerCall);
-        let operation_id = named(&request_context.meta)
-            .or_else(|| request.meta.as_deref().and_then(|meta| named(meta)))
-            .or_else(|| {
-                // The call sent back with an answer is the call that was asked about.
-                let sealed = request.request_state.as_deref()?;
-                ApprovalState::operation_of(&self.request_state, sealed)
-            })
-            .unwrap_or_else(|| {
-                if per_call {
-                    // A request id is the session's, not the model's: no name for the call
-                    // outlives this request, so each call is its own operation.
-                    self.dispatcher.fresh_operation_id(&request.name)
-                } else {
-                    self.dispatcher.operation_id(&call)
-                }
-            });
+        // Only a `per_call` write's operation is the client's to name: each call of it is its
+        // own action, and the name identifies the retries of one. Every other rule is the
+        // contract's ([fields], key_rule, same_arguments), and no name a client chooses can
+        // make two of its operations out of one.
+        let operation_id = if per_call {
+            named(&request_context.meta)
+                .or_else(|| request.meta.as_deref().and_then(|meta| named(meta)))
+                .map(|named| format!("{}:client:{named}", request.name))
+                .or_else(|| {
+                    // The call sent back with an answer is the call that was asked about.
+                    let sealed = request.request_state.as_deref()?;
+                    ApprovalState::operation_of(&self.request_state, sealed)
+                })
+                // A request id is the session's, not the model's: no name for the call
+                // outlives this request, so each call is its own operation.
+                .unwrap_or_else(|| self.dispatcher.fresh_operation_id(&request.name))
+        } else {
+            self.dispatcher.operation_id(&call)
+        };
         CallContext::new(call, operation_id.clone()).with_idempotency_key(operation_id)
     }
 
