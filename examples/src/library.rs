@@ -33,7 +33,7 @@ pub struct BorrowBook {
 /// Waive a member's late fine; a librarian approves it first. One fine is waived once, however
 /// often it is asked: the operation is the member and the fine.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Fine, effect = idempotent_write, approval = required,
+#[tool_contract(output = Fine, effect = idempotent_write, approval = by_another,
                 operation = [member_id, fine_id])]
 pub struct WaiveFine {
     /// The member's card, e.g. M-1024.

@@ -101,7 +101,7 @@ pub struct KbHit {
 
 /// Draft a refund for an order; a supervisor approves the exact draft before it is made.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = RefundDraft, effect = non_idempotent_write, approval = required,
+#[tool_contract(output = RefundDraft, effect = non_idempotent_write, approval = by_caller,
                 // One draft per order: every retry of it reaches the same ledger record.
                 operation = [order_ref],
                 reconcile = GetRefundDraft, source_label = "refunds",

@@ -33,6 +33,7 @@ pub mod guide {
 
 pub mod browser;
 pub mod console;
+pub mod expenses;
 pub mod http;
 pub mod issuer;
 pub mod kb;

@@ -43,7 +43,7 @@ pub struct FindIssue {
 
 /// Open an issue in the legacy tracker, which knows no idempotency keys and no status query.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = IssueRef, effect = non_idempotent_write, operation = same_arguments, approval = required,
+#[tool_contract(output = IssueRef, effect = non_idempotent_write, operation = same_arguments, approval = by_caller,
                 reconcile = manual, source_label = "legacy-tracker", producer_revision = "tracker-v1")]
 pub struct FileIssue {
     /// The title.
@@ -69,7 +69,7 @@ pub struct LabelIssue {
 
 /// Send a message to an address outside the organisation.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = IssueRef, effect = non_idempotent_write, operation = same_arguments, approval = required,
+#[tool_contract(output = IssueRef, effect = non_idempotent_write, operation = same_arguments, approval = by_caller,
                 reconcile = manual, source_label = "mail", producer_revision = "tracker-v1")]
 pub struct SendMessage {
     /// The recipient.

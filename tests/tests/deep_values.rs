@@ -16,7 +16,7 @@ use tool_contract_tests::tracker::{alice, audit_key, clock, keys};
 
 /// Store a tree as it is.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Tree, effect = idempotent_write, operation = same_arguments, approval = required,
+#[tool_contract(output = Tree, effect = idempotent_write, operation = same_arguments, approval = by_caller,
                 source_label = "trees", producer_revision = "trees-1", max_depth = 256)]
 struct StoreTree {
     /// The tree.

@@ -48,7 +48,7 @@ struct Export {}
 
 /// Send a note to whom the client names; a person approves it first.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Said, effect = idempotent_write, approval = required,
+#[tool_contract(output = Said, effect = idempotent_write, approval = by_caller,
                 operation = [text])]
 struct SendNote {
     #[tool_contract(max_len = 100)]

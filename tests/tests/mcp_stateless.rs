@@ -713,7 +713,7 @@ async fn a_rule_of_signed_approvals_counts_no_mcp_answer_and_its_confirmation_sa
 
 /// Lend a book; a librarian approves each loan (each call its own operation).
 #[derive(Debug, serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Lent, effect = non_idempotent_write, approval = required,
+#[tool_contract(output = Lent, effect = non_idempotent_write, approval = by_caller,
                 reconcile = manual, operation = per_call)]
 struct LendBook {
     #[tool_contract(max_len = 13)]

@@ -21,7 +21,7 @@ struct GetRefundDraft {
 /// Create a refund draft
 /// for one order.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Draft, effect = non_idempotent_write, operation = same_arguments, approval = required,
+#[tool_contract(output = Draft, effect = non_idempotent_write, operation = same_arguments, approval = by_caller,
                 reconcile = GetRefundDraft, source_label = "refunds", producer_revision = "r1",
                 handler_revision = "h7", output_revision = "draft-v1")]
 struct CreateRefundDraft {
@@ -59,7 +59,7 @@ fn the_doc_comment_is_the_description() {
 fn the_spec_holds_effect_approval_reconcile_and_revisions() {
     let spec = CreateRefundDraft::spec();
     assert_eq!(spec.effect(), Effect::NonIdempotentWrite);
-    assert_eq!(spec.approval(), Some(Approval::Required));
+    assert_eq!(spec.approval(), Some(Approval::ByCaller));
     assert_eq!(spec.reconcile(), Some(Reconcile::Tool("get_refund_draft")));
     assert_eq!(spec.source_label(), "refunds");
     assert_eq!(spec.producer_revision(), "r1");

@@ -10,8 +10,8 @@ use tool_contract::control::{
 };
 use tool_contract::control::{
     ApprovalAsk, ApprovalBasis, ApprovalCheck, ApprovalError, ApprovalGrant, ApproveStep, Approved,
-    ControlStore, Invalidity, PendingApproval, Preview, RejectStep, RejectionReason, StoreError,
-    WriteEvent, WriteState,
+    ControlStore, Invalidity, PendingApproval, Preview, RejectStep, RejectionReason,
+    SignedDecisionRefusal, StoreError, WriteEvent, WriteState,
 };
 use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
 use tool_contract_tests::postgres::Schema;
@@ -546,8 +546,13 @@ fn pending(id: &str, key: &str, request: &str) -> PendingApproval {
         approvals_required: 1,
         signatures_required: false,
         approvals: Vec::new(),
+        by_another: false,
+        caller_person_ref: CALLER.to_owned(),
     }
 }
+
+/// The caller's person reference in these pending approvals.
+const CALLER: &str = "person-of-the-caller";
 
 /// The grant an approval formed; a test fails if it only counted toward one.
 fn granted(approved: Approved) -> ApprovalGrant {
@@ -584,6 +589,7 @@ fn approval(id: &str, request: &str, now_ms: u64) -> ApproveStep {
         approvals_required: 0,
         signatures_required: false,
         basis: ApprovalBasis::Service,
+        person_ref: None,
         seal: seal(),
     }
 }
@@ -1011,6 +1017,125 @@ async fn an_approval_must_name_the_pending_preview_and_a_later_expiry(store: &im
     );
 }
 
+/// The approval stage of request `r1` on key `k` as `ask` makes it, its pending approval
+/// changed by `change` (`by_another`, how many approvers).
+fn ask_with(fresh_id: &str, now_ms: u64, change: impl FnOnce(&mut PendingApproval)) -> ApprovalAsk {
+    let mut asked = ask("r1", fresh_id, now_ms);
+    change(&mut asked.fresh);
+    asked
+}
+
+/// An approval of `apr_a` by `approver`, the person `person_ref` (`None`: not known), on
+/// `basis`.
+fn approval_by(approver: &str, person_ref: Option<&str>, basis: ApprovalBasis) -> ApproveStep {
+    ApproveStep {
+        approver: approver.to_owned(),
+        person_ref: person_ref.map(str::to_owned),
+        basis,
+        ..approval("apr_a", "r1", T0)
+    }
+}
+
+async fn under_by_another_the_callers_own_approval_counts_for_nothing(store: &impl Backend) {
+    let (a, b) = (store.open().await, store.open().await);
+    a.check_approval(&ask_with("apr_a", T0, |pending| pending.by_another = true))
+        .await
+        .unwrap();
+    // The caller's answer at their client, and the service naming the caller as approver.
+    for own in [
+        approval_by("mcp:acme/E-1001", Some(CALLER), ApprovalBasis::Client),
+        approval_by("mcp:acme/E-1001", None, ApprovalBasis::Client),
+        approval_by("e-1001", Some(CALLER), ApprovalBasis::Service),
+    ] {
+        assert!(
+            matches!(
+                b.approve(&own).await.unwrap(),
+                Err(ApprovalError::CallerCannotApprove)
+            ),
+            "{own:?}"
+        );
+    }
+    let [still] = &a.pending_approvals(T0, &seal()).await.unwrap()[..] else {
+        panic!("the approval is still pending");
+    };
+    assert!(still.approvals.is_empty() && still.by_another);
+    let another = approval_by("supervisor", Some("person-of-sam"), ApprovalBasis::Service);
+    assert!(matches!(
+        b.approve(&another).await.unwrap(),
+        Ok(Approved::Granted(_))
+    ));
+}
+
+async fn under_by_caller_the_callers_own_answer_counts(store: &impl Backend) {
+    let ledger = store.open().await;
+    ledger
+        .check_approval(&ask("r1", "apr_a", T0))
+        .await
+        .unwrap();
+    let own = approval_by("mcp:acme/E-1001", Some(CALLER), ApprovalBasis::Client);
+    assert!(matches!(
+        ledger.approve(&own).await.unwrap(),
+        Ok(Approved::Granted(_))
+    ));
+}
+
+/// Four eyes counting the caller's answer and an enrolled approver whose subject is unknown:
+/// they may be one person. Decided in the store's approve step, so the two arriving at the
+/// same instant cannot both count, on any replica.
+async fn an_approver_not_told_from_the_caller_never_joins_their_answer_even_at_once(
+    store: &impl Backend,
+) {
+    let rounds = 12;
+    for round in 0..rounds {
+        let id = format!("apr_{round}");
+        let key = format!("k{round}");
+        let ledger = store.open().await;
+        let mut asked = ask_with(&id, T0, |pending| {
+            pending.approvals_required = 2;
+            pending.ledger_key.clone_from(&key);
+        });
+        asked.ledger_key.clone_from(&key);
+        ledger.check_approval(&asked).await.unwrap();
+        let caller = ApproveStep {
+            approval_id: id.clone(),
+            ..approval_by("mcp:acme/E-1001", Some(CALLER), ApprovalBasis::Client)
+        };
+        let untied = ApproveStep {
+            approval_id: id.clone(),
+            ..approval_by("sup-ana", None, ApprovalBasis::Service)
+        };
+        let (a, b) = (store.open().await, store.open().await);
+        let (first, second) = tokio::join!(
+            tokio::spawn(async move { a.approve(&caller).await.unwrap() }),
+            tokio::spawn(async move { b.approve(&untied).await.unwrap() }),
+        );
+        let answers = [first.unwrap(), second.unwrap()];
+        let recorded = answers.iter().filter(|answer| answer.is_ok()).count();
+        let untied_refusals = answers
+            .iter()
+            .filter(|answer| {
+                matches!(
+                    answer,
+                    Err(ApprovalError::Refused(
+                        SignedDecisionRefusal::UntiedApprover
+                    ))
+                )
+            })
+            .count();
+        assert_eq!(
+            (recorded, untied_refusals),
+            (1, 1),
+            "round {round}: {answers:?}"
+        );
+        assert!(
+            answers
+                .iter()
+                .all(|answer| !matches!(answer, Ok(Approved::Granted(_)))),
+            "round {round}: nothing is granted on one person's word: {answers:?}"
+        );
+    }
+}
+
 async fn a_grant_with_edits_keeps_them_on_every_replica(store: &impl Backend) {
     let (a, b) = (store.open().await, store.open().await);
     a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
@@ -1208,6 +1333,9 @@ conformance!(
     a_grant_replaced_since_the_approval_stage_is_not_redeemed,
     a_claim_naming_another_approval_than_its_grant_redeems_only_what_it_names,
     a_look_for_approval_answers_as_the_approval_stage_would,
+    under_by_another_the_callers_own_approval_counts_for_nothing,
+    under_by_caller_the_callers_own_answer_counts,
+    an_approver_not_told_from_the_caller_never_joins_their_answer_even_at_once,
 );
 
 #[tokio::test]

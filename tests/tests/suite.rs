@@ -5,6 +5,7 @@
 
 mod adapters;
 mod approval_policies;
+mod approvals_by_whom;
 mod arbitration;
 mod argument_errors;
 mod arguments;

@@ -140,7 +140,11 @@ impl ContractAttrs {
                     }
                 } else if path.is_ident(APPROVAL) {
                     let ident: Ident = meta.value()?.parse()?;
-                    if let Some(value) = parse_choice(cx, &ident, "approval", Approval::CHOICES) {
+                    if ident == Approval::RETIRED {
+                        cx.error_spanned_by(&ident, RETIRED_APPROVAL);
+                    } else if let Some(value) =
+                        parse_choice(cx, &ident, "approval", Approval::CHOICES)
+                    {
                         approval.set(&ident, value);
                     }
                 } else if path.is_ident(SOURCE_TIER) {
@@ -276,6 +280,13 @@ fn parse_choice<T: Copy>(cx: &Ctxt, ident: &Ident, what: &str, choices: &[(&str,
     cx.error_spanned_by(ident, message);
     None
 }
+
+/// Why `approval = required` no longer compiles: it said a person approves, not who, and a
+/// reader took it for "someone else" while the caller's own answer could grant it.
+const RETIRED_APPROVAL: &str = "`approval = required` does not say who approves; write \
+     `approval = by_caller` (the person at the caller's client confirms, as MCP's form asks) \
+     or `approval = by_another` (someone other than the caller approves: a supervisor, the \
+     approvals console), or `approval = not_required`";
 
 /// `#[tool_output(...)]` on an output type.
 pub struct OutputAttrs {

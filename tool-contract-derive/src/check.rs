@@ -160,7 +160,8 @@ fn check_write_declarations(cx: &Ctxt, contract: &Contract) {
     if effect.value.is_write() && !attrs.given.iter().any(|key| key == APPROVAL) {
         cx.error_spanned_by(
             &effect.tokens,
-            "a write must declare `approval = required` or `approval = not_required`",
+            "a write must declare who approves it: `approval = by_caller`, \
+             `approval = by_another` or `approval = not_required`",
         );
     }
     if let Some(approval) = attrs.approval.as_ref().filter(|_| !effect.value.is_write()) {

@@ -44,21 +44,28 @@ impl ToTokens for Effect {
 
 #[derive(Clone, Copy)]
 pub enum Approval {
-    Required,
+    ByCaller,
+    ByAnother,
     NotRequired,
 }
 
 impl Approval {
     pub const CHOICES: &[(&str, Approval)] = &[
-        ("required", Approval::Required),
+        ("by_caller", Approval::ByCaller),
+        ("by_another", Approval::ByAnother),
         ("not_required", Approval::NotRequired),
     ];
+
+    /// The spelling that said approval was needed without saying by whom: refused, with the
+    /// choices that say it.
+    pub const RETIRED: &str = "required";
 }
 
 impl ToTokens for Approval {
     fn to_tokens(&self, tokens: &mut TokenStream) {
         let variant = match self {
-            Approval::Required => quote!(Required),
+            Approval::ByCaller => quote!(ByCaller),
+            Approval::ByAnother => quote!(ByAnother),
             Approval::NotRequired => quote!(NotRequired),
         };
         runtime_path(tokens, quote!(Approval), variant);

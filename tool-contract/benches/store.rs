@@ -132,6 +132,8 @@ async fn approved(approver: &dyn ControlStore, owner: &str) -> Approved {
             approvals_required: 1,
             signatures_required: false,
             approvals: Vec::new(),
+            by_another: false,
+            caller_person_ref: String::new(),
         },
         retention_ms: 3_600_000,
         seal: seal(),
@@ -147,6 +149,7 @@ async fn approved(approver: &dyn ControlStore, owner: &str) -> Approved {
         approvals_required: 0,
         signatures_required: false,
         basis: ApprovalBasis::Service,
+        person_ref: None,
         seal: seal(),
     };
     assert!(approver.approve(&step).await.unwrap().is_ok());

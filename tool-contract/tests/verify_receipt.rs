@@ -17,7 +17,7 @@ use tool_contract::{
 
 /// Refund an order.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Refunded, effect = non_idempotent_write, operation = same_arguments, approval = required,
+#[tool_contract(output = Refunded, effect = non_idempotent_write, operation = same_arguments, approval = by_caller,
                 reconcile = manual, source_label = "desk", producer_revision = "desk-1")]
 struct IssueRefund {
     /// The order.

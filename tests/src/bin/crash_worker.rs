@@ -32,7 +32,7 @@ pub struct Transfer {
 
 /// Move money once a person approved it.
 #[derive(Debug, serde::Deserialize, ToolContract)]
-#[tool_contract(output = Transferred, effect = non_idempotent_write, operation = same_arguments, approval = required,
+#[tool_contract(output = Transferred, effect = non_idempotent_write, operation = same_arguments, approval = by_caller,
                 reconcile = FindTransfer, source_label = "bank", producer_revision = "bank-v1")]
 pub struct ApprovedTransfer {
     /// The operation.

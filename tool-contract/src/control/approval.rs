@@ -102,9 +102,25 @@ pub struct PendingApproval {
     /// The approvals given so far, each by a different person, none lapsed when it was
     /// counted.
     pub approvals: Vec<GivenApproval>,
+    /// Whether the contract says `approval = by_another`: an approval by the principal who
+    /// asked counts for nothing (the store refuses it:
+    /// [`ApprovalError::CallerCannotApprove`]).
+    pub by_another: bool,
+    /// The person who asked, as approvals are compared with it: the keyed reference of the
+    /// principal's tenant and the [`ApproverIdentity`](crate::control::ApproverIdentity) of
+    /// their subject. Empty in an approval stored before approvals said by whom.
+    pub caller_person_ref: String,
 }
 
 impl PendingApproval {
+    /// Whether an answer of the principal who asked (MCP's confirmation form) can count
+    /// toward this approval: not when the contract asks someone else (`by_another`), nor
+    /// when only passkey signatures count.
+    #[must_use]
+    pub fn caller_can_approve(&self) -> bool {
+        !self.by_another && !self.signatures_required
+    }
+
     /// How many more different people must approve before the write may run.
     #[must_use]
     pub fn approvals_still_needed(&self) -> u32 {
@@ -129,6 +145,11 @@ pub struct GivenApproval {
     pub edited_arguments: Option<String>,
     /// What the approval rests on: a passkey's signature, or only someone's word.
     pub basis: ApprovalBasis,
+    /// Who the approver is as a principal of the caller's tenant, keyed as
+    /// [`PendingApproval::caller_person_ref`] is, when that is known: the caller for an MCP
+    /// answer, the name given for the service's word, the directory's `subject` for a
+    /// passkey. `None` for an enrolled approver whose subject the directory does not say.
+    pub person_ref: Option<String>,
 }
 
 /// What [`look_for_approval`](crate::control::ControlStore::look_for_approval) answers: the
@@ -249,6 +270,10 @@ pub enum ApprovalError {
     /// The approval needs signatures (a policy says so) and this one is only asserted.
     #[error("this approval must be signed with the approver's passkey")]
     SignatureRequired,
+    /// The contract says `approval = by_another` and this approval is the caller's own: their
+    /// answer at the client, or an approver named as the principal who asked.
+    #[error("the contract asks someone other than the caller to approve this call")]
+    CallerCannotApprove,
     /// The approval could not be checked against the approver directory or the passkey
     /// signing it: the detail says which check refused it.
     #[error("the signed decision was refused: {0}")]

@@ -117,6 +117,9 @@ pub struct ApproveStep {
     pub signatures_required: bool,
     /// What the approval rests on.
     pub basis: ApprovalBasis,
+    /// Who the approver is as a principal of the caller's tenant, when known
+    /// ([`GivenApproval::person_ref`](crate::control::GivenApproval::person_ref)).
+    pub person_ref: Option<String>,
     /// The seal every approval row read is checked with and every one written carries.
     pub seal: RowSeal,
 }

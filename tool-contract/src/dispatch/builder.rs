@@ -69,9 +69,11 @@ pub enum BuildError {
     #[error("no audit sink: give one with `audit_sink` (JsonLinesAuditLog is the embedded one)")]
     MissingAuditSink,
     /// An approval policy was given for a tool whose contract needs no approval: a policy
-    /// decides when a person is asked, within `approval = required`, and never adds one.
+    /// decides when a person is asked, within `approval = by_caller` or `by_another`, and never
+    /// adds one.
     #[error(
-        "an approval policy was given for {0:?}, whose contract does not say approval = required"
+        "an approval policy was given for {0:?}, whose contract needs no approval \
+         (approval = not_required)"
     )]
     PolicyWithoutApproval(&'static str),
     /// An approval policy was given for a tool the registry does not hold.
@@ -356,14 +358,15 @@ impl DispatcherBuilder {
 
     /// Asks a person about `C`'s writes only when `needs_person` says so of the typed
     /// arguments: refunds above an amount, say, while smaller ones run at once. Without a
-    /// policy every write of a tool whose contract says `approval = required` asks; a policy
+    /// policy every write of a tool whose contract says `approval = by_caller` or `by_another`
+    /// asks; a policy
     /// only narrows that, so one for a tool whose contract needs no approval is a
     /// [`BuildError::PolicyWithoutApproval`]. A policy that panics asks a person.
     ///
     /// ```
     /// # use tool_contract::{ToolContract, ToolOutput};
     /// #[derive(serde::Deserialize, ToolContract)]
-    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, operation = same_arguments, approval = required,
+    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, operation = same_arguments, approval = by_caller,
     ///                 reconcile = manual, source_label = "desk", producer_revision = "desk-1")]
     /// /// Drafts a refund.
     /// struct DraftRefund {
@@ -400,13 +403,13 @@ impl DispatcherBuilder {
     /// would (one person, or none where [`approval_when`](Self::approval_when) waives it);
     /// where several rules apply, the largest count holds. A rule that panics applies.
     ///
-    /// As for `approval_when`, the contract must say `approval = required`
+    /// As for `approval_when`, the contract must say who approves (`by_caller`, `by_another`)
     /// ([`BuildError::PolicyWithoutApproval`]); a count of 0 is [`BuildError::NoApprovers`].
     ///
     /// ```
     /// # use tool_contract::{ToolContract, ToolOutput};
     /// #[derive(serde::Deserialize, ToolContract)]
-    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, operation = same_arguments, approval = required,
+    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, operation = same_arguments, approval = by_caller,
     ///                 reconcile = manual, source_label = "desk", producer_revision = "desk-1")]
     /// /// Drafts a refund.
     /// struct DraftRefund {
@@ -446,12 +449,12 @@ impl DispatcherBuilder {
     /// ([`ApprovalError::SignatureRequired`](crate::control::ApprovalError::SignatureRequired)),
     /// so the rule is met by people with their authenticators, each signing the approval
     /// statement (`Dispatcher::decide_signed`, with the `passkeys` feature). A rule that
-    /// panics applies. As for `approval_when`, the contract must say `approval = required`.
+    /// panics applies. As for `approval_when`, the contract must say who approves.
     ///
     /// ```
     /// # use tool_contract::{ToolContract, ToolOutput};
     /// #[derive(serde::Deserialize, ToolContract)]
-    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, operation = same_arguments, approval = required,
+    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, operation = same_arguments, approval = by_caller,
     ///                 reconcile = manual, source_label = "desk", producer_revision = "desk-1")]
     /// /// Drafts a refund.
     /// struct DraftRefund {
@@ -705,7 +708,7 @@ impl DispatcherBuilder {
         errors.extend(self.refused);
         for name in self.approval_policies.keys() {
             let spec = self.registry.get(name);
-            if spec.is_some_and(|spec| spec.approval() != Some(Approval::Required)) {
+            if spec.is_some_and(|spec| !spec.approval().is_some_and(Approval::is_required)) {
                 errors.push(BuildError::PolicyWithoutApproval(name));
             }
         }

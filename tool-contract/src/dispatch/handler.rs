@@ -499,8 +499,8 @@ pub(crate) trait ErasedTool: Send + Sync {
 /// predicate over the typed input, with the contract type erased.
 pub(crate) type ArgumentRule = Arc<dyn Fn(&[u8], &ForbiddenKeys) -> bool + Send + Sync>;
 
-/// What the application says of one tool's approvals, within its contract's
-/// `approval = required`.
+/// What the application says of one tool's approvals, within its contract's `approval =
+/// by_caller` or `by_another`.
 #[derive(Clone, Default)]
 pub(crate) struct ApprovalPolicy {
     /// A person is asked only when this holds (`approval_when`); without it, always.

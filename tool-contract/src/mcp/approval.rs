@@ -93,10 +93,15 @@ impl Decision {
 /// The confirmation form for `pending`: the preview, one required yes/no field, and, for a
 /// no, an optional reason from the fixed list.
 /// Where the person gives a signed approval is `console`, `{approval_id}` standing for its id.
+/// `None` when the contract asks someone other than the caller (`approval = by_another`): the
+/// person at the caller's client is not asked what their answer could not decide.
 pub(super) fn confirmation(
     pending: &PendingApproval,
     console: Option<&str>,
 ) -> Option<ElicitRequestParams> {
+    if pending.by_another {
+        return None;
+    }
     let preview = pending.preview.to_text();
     let message = format!(
         "Approve this {} call? It runs exactly as shown.{}\n{preview}",
@@ -120,11 +125,12 @@ pub(super) fn confirmation(
     })
 }
 
-/// The page where `pending`'s signed approvals are given: `console` with `{approval_id}`
-/// standing for its id; `None` when its rule does not ask for signatures or no console is set.
+/// The page where `pending`'s approvals are given when the caller's answer cannot give them
+/// (signatures asked, or `approval = by_another`): `console` with `{approval_id}` standing for
+/// its id; `None` when the caller's answer counts or no console is set.
 pub(super) fn console_page(pending: &PendingApproval, console: Option<&str>) -> Option<String> {
     console
-        .filter(|_| pending.signatures_required)
+        .filter(|_| !pending.caller_can_approve())
         .map(|url| url.replace("{approval_id}", &pending.approval_id))
 }
 
@@ -149,6 +155,14 @@ pub(super) fn console_link(pending: &PendingApproval, page: String) -> ElicitReq
 /// must approve: nothing for the common one.
 fn still_needed(pending: &PendingApproval, console: Option<&str>) -> String {
     let required = pending.approvals_required;
+    if pending.by_another && !pending.signatures_required {
+        let needed = pending.approvals_still_needed();
+        let people = if needed == 1 { "person" } else { "people" };
+        return format!(
+            " It needs {needed} more {people} other than the one who asked to approve it \
+             there: an answer here does not count toward them."
+        );
+    }
     if pending.signatures_required {
         // An answer here is the client's word, which this rule does not count.
         let signed = pending

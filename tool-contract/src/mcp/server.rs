@@ -49,7 +49,7 @@ use crate::control::{
     ApprovalError, ApproverIdentity, PendingApproval, RejectionReason, later_by, unix_ms,
 };
 use crate::dispatch::{ClientSide, Dispatch, Dispatcher, Task};
-use crate::results::{ApprovalBasis, Status};
+use crate::results::Status;
 use crate::vocabulary::{CallContext, Principal};
 use crate::vocabulary::{Correlation, ToolCall};
 use crate::vocabulary::{Effect, Operation};
@@ -1015,27 +1015,29 @@ impl McpServer {
         let now = self.dispatcher.now();
         let recorded = match decision {
             Decision::Approve => {
-                let approver = approver(principal);
-                if self.approved_already(&state.approval_id, &approver).await {
+                if self
+                    .approved_already(&state.approval_id, &approver(principal))
+                    .await
+                {
                     // This principal answered this approval already: whatever the client
                     // calls itself, a second answer is not a second person.
                     return Err(refused(StateRefusal::Replayed));
                 }
                 let approved = self
                     .dispatcher
-                    .approve_as(
+                    .approve_as_caller(
+                        principal,
                         &state.approval_id,
                         &state.preview_sha256,
-                        &approver,
                         later_by(now, self.approval_ttl),
-                        None,
-                        ApprovalBasis::Client,
                     )
                     .await;
                 match approved {
-                    // Only passkeys can meet this rule: the call reads APPROVAL_REQUIRED
-                    // again, and its confirmation said where the signatures are given.
-                    Err(ApprovalError::SignatureRequired) => Ok(()),
+                    // Only passkeys, or someone other than the caller, can meet this rule:
+                    // the call reads APPROVAL_REQUIRED again.
+                    Err(ApprovalError::SignatureRequired | ApprovalError::CallerCannotApprove) => {
+                        Ok(())
+                    }
                     approved => approved.map(drop),
                 }
             }
@@ -1127,16 +1129,13 @@ impl McpServer {
         };
         match Decision::of(&answer) {
             Decision::Approve => {
-                let approver = approver(principal);
                 let expires_at = later_by(self.dispatcher.now(), self.approval_ttl);
                 self.dispatcher
-                    .approve_as(
+                    .approve_as_caller(
+                        principal,
                         &pending.approval_id,
                         &pending.preview_sha256,
-                        &approver,
                         expires_at,
-                        None,
-                        ApprovalBasis::Client,
                     )
                     .await
                     .is_ok()

@@ -33,6 +33,7 @@ const RESULT_DOMAIN: &str = "tool-contract/result-v1";
 const CALL_BINDING_DOMAIN: &str = "tool-contract/call-binding-v2";
 const CALL_BINDING_V1_DOMAIN: &str = "tool-contract/call-binding-v1";
 const PRINCIPAL_DOMAIN: &str = "tool-contract/principal-v1";
+const PERSON_DOMAIN: &str = "tool-contract/person-v1";
 const LEDGER_RECORD_DOMAIN: &str = "tool-contract/ledger-record-v1";
 const DERIVED_KEY_DOMAIN: &str = "tool-contract/derived-key-v1";
 const KEY_FINGERPRINT_DOMAIN: &str = "tool-contract/key-fingerprint-v1";
@@ -284,6 +285,22 @@ impl AuditKeys {
     pub fn principal_ref(&self, principal: &Principal) -> String {
         self.principal_refs
             .get_or_make(principal, || self.make_principal_ref(principal))
+    }
+
+    /// The reference of a person of `tenant` by `identity`, their name as approvals compare
+    /// names (an [`ApproverIdentity`](crate::control::ApproverIdentity)'s string): what tells
+    /// whether an approver is the principal who asked, however either is spelled.
+    pub(crate) fn person_ref(&self, tenant: &str, identity: &str) -> String {
+        let mut hasher = Hasher::Keyed(self.principal.mac());
+        hash_object(
+            &mut hasher,
+            &[
+                (name!("domain"), Field::Plain(PERSON_DOMAIN)),
+                (name!("identity"), Field::Str(identity)),
+                (name!("tenant"), Field::Str(tenant)),
+            ],
+        );
+        hasher.finish()
     }
 
     fn make_principal_ref(&self, principal: &Principal) -> String {

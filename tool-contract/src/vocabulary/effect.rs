@@ -36,14 +36,29 @@ impl Effect {
     }
 }
 
-/// Whether a write needs a person's approval before it runs.
+/// Whether a write waits for a person before it runs, and whose word counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Approval {
-    /// A person approves the exact action first.
-    Required,
+    /// `approval = by_caller`: the person at the caller's client confirms the exact action
+    /// first (MCP's confirmation form, or the host asking its own user). Anyone's approval
+    /// counts, the caller's included.
+    ByCaller,
+    /// `approval = by_another`: someone other than the caller approves the exact action first
+    /// (a supervisor through [`approve`](crate::dispatch::Dispatcher::approve), the approvals
+    /// console, a passkey rule). The caller's own answer counts for nothing, on every path;
+    /// the store decides it in the same atomic step that records the approval.
+    ByAnother,
     /// The write runs without approval.
     NotRequired,
+}
+
+impl Approval {
+    /// Whether a person must approve before the write runs.
+    #[must_use]
+    pub const fn is_required(self) -> bool {
+        !matches!(self, Approval::NotRequired)
+    }
 }
 
 /// How a `non_idempotent_write` whose outcome is unknown gets resolved.

@@ -12,7 +12,7 @@ struct GetRefundDraft {
 
 /// Create a refund draft.
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Draft, effect = non_idempotent_write, operation = same_arguments, approval = required,
+#[tool_contract(output = Draft, effect = non_idempotent_write, operation = same_arguments, approval = by_caller,
                 reconcile = GetRefundDraft, source_label = "refunds", producer_revision = "1")]
 struct CreateRefundDraft {
     order_ref: String,

@@ -5,7 +5,7 @@ struct Done {
 
 /// Ping.
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Done, effect = read_only, approval = required, source_label = "ping", producer_revision = "1")]
+#[tool_contract(output = Done, effect = read_only, approval = by_caller, source_label = "ping", producer_revision = "1")]
 struct Ping {
     host: String,
 }

@@ -5,7 +5,7 @@ struct Done {
 
 /// Refund an order.
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Done, effect = non_idempotent_write, operation = same_arguments, approval = required, source_label = "refunds", producer_revision = "1")]
+#[tool_contract(output = Done, effect = non_idempotent_write, operation = same_arguments, approval = by_caller, source_label = "refunds", producer_revision = "1")]
 struct Refund {
     order_ref: String,
 }

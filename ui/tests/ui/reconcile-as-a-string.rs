@@ -13,7 +13,7 @@ struct GetIssue {
 /// Close an issue. The status tool named as a string is one error, at the string, and the
 /// keys after it still count (no false "source_label is required").
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Issue, effect = non_idempotent_write, operation = same_arguments, approval = required, reconcile = "get_issue", source_label = "tracker", producer_revision = "1")]
+#[tool_contract(output = Issue, effect = non_idempotent_write, operation = same_arguments, approval = by_caller, reconcile = "get_issue", source_label = "tracker", producer_revision = "1")]
 struct CloseIssue {
     number: u32,
 }

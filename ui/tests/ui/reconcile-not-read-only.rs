@@ -12,7 +12,7 @@ struct CancelOrder {
 
 /// Refund an order.
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Done, effect = non_idempotent_write, operation = same_arguments, approval = required, reconcile = CancelOrder, source_label = "refunds", producer_revision = "1")]
+#[tool_contract(output = Done, effect = non_idempotent_write, operation = same_arguments, approval = by_caller, reconcile = CancelOrder, source_label = "refunds", producer_revision = "1")]
 struct Refund {
     order_ref: String,
 }

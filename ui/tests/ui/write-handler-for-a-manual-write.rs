@@ -15,7 +15,7 @@ struct ReadOutbox {
 
 /// Send a mail: a person checks a lost answer.
 #[derive(serde::Deserialize, tool_contract::ToolContract)]
-#[tool_contract(output = Sent, effect = non_idempotent_write, operation = same_arguments, approval = required, reconcile = manual, source_label = "mail", producer_revision = "1")]
+#[tool_contract(output = Sent, effect = non_idempotent_write, operation = same_arguments, approval = by_caller, reconcile = manual, source_label = "mail", producer_revision = "1")]
 struct SendMail {
     to: String,
 }

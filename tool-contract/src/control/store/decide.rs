@@ -6,8 +6,9 @@ use crate::control::state::{WriteEvent, WriteState};
 use crate::control::{Advance, Advanced, Claim, Claimed, Lease, Record, StoreError};
 use crate::control::{
     ApprovalAsk, ApprovalCheck, ApprovalEntry, ApprovalError, ApprovalGrant, ApproveStep,
-    GivenApproval, Invalidity, RejectStep, unix_ms,
+    GivenApproval, Invalidity, PendingApproval, RejectStep, SignedDecisionRefusal, unix_ms,
 };
+use crate::results::ApprovalBasis;
 
 /// What a store does with a claim, given the record it holds at that key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,7 +222,11 @@ pub fn decide_approval(
 /// [`ApprovalError::EditsDiffer`] when another approver approved other edits (or none);
 /// [`ApprovalError::NoApprover`] when the approver's name is empty once normalized;
 /// [`ApprovalError::SignatureRequired`] when the pending approval (or the edit) needs signed
-/// approvals and this one is not signed.
+/// approvals and this one is not signed;
+/// [`ApprovalError::CallerCannotApprove`] when the contract asks someone other than the caller
+/// and this approval is the caller's;
+/// [`SignedDecisionRefusal::UntiedApprover`](crate::control::SignedDecisionRefusal::UntiedApprover)
+/// when this approval and one given before cannot be told apart from the caller's.
 pub fn decide_approve(
     existing: Option<&ApprovalEntry>,
     step: &ApproveStep,
@@ -254,6 +259,31 @@ pub fn decide_approve(
     pending
         .approvals
         .retain(|given| given.expires_at > step.now);
+    let this = Person::of(&pending, step.person_ref.as_deref(), &step.basis);
+    if pending.by_another && this == Person::Caller {
+        return Err(ApprovalError::CallerCannotApprove);
+    }
+    // Two approvals are two people only when the store can tell: one whose person is unknown
+    // (an enrolled approver without a subject) may be the caller, so it never joins one of
+    // the caller's. Decided here, in the step that records it, so two arriving at once
+    // cannot both pass.
+    let before = pending
+        .approvals
+        .iter()
+        .map(|given| Person::of(&pending, given.person_ref.as_deref(), &given.basis));
+    let mut same_person = false;
+    for person in before {
+        match (&this, &person) {
+            (Person::Unknown, Person::Caller) | (Person::Caller, Person::Unknown) => {
+                return Err(ApprovalError::Refused(
+                    SignedDecisionRefusal::UntiedApprover,
+                ));
+            }
+            (Person::Known(a), Person::Known(b)) if a == b => same_person = true,
+            (Person::Caller, Person::Caller) => same_person = true,
+            _ => {}
+        }
+    }
     if pending
         .approvals
         .iter()
@@ -261,17 +291,19 @@ pub fn decide_approve(
     {
         return Err(ApprovalError::EditsDiffer);
     }
-    if !pending
-        .approvals
-        .iter()
-        .any(|given| same_approver(&given.approver, &step.approver))
-    {
+    let counted = same_person
+        || pending
+            .approvals
+            .iter()
+            .any(|given| same_approver(&given.approver, &step.approver));
+    if !counted {
         pending.approvals.push(GivenApproval {
             approver: step.approver.clone(),
             approved_at: step.now,
             expires_at: step.expires_at,
             edited_arguments: step.edited_arguments.clone(),
             basis: step.basis.clone(),
+            person_ref: step.person_ref.clone(),
         });
     }
     if pending.approvals_still_needed() > 0 {
@@ -304,6 +336,32 @@ pub fn decide_approve(
         grant,
         redeemed_by: None,
     })
+}
+
+/// Who gave an approval, as far as the store can tell.
+#[derive(Debug, PartialEq, Eq)]
+enum Person<'a> {
+    /// The principal who asked: an answer at their client, or an approver named as them.
+    Caller,
+    /// Someone else, by their person reference.
+    Known(&'a str),
+    /// An enrolled approver whose subject the directory does not say.
+    Unknown,
+}
+
+impl<'a> Person<'a> {
+    fn of(pending: &PendingApproval, person_ref: Option<&'a str>, basis: &ApprovalBasis) -> Self {
+        // An answer at the client is the caller's, whatever a row from before person
+        // references says.
+        if matches!(basis, ApprovalBasis::Client) {
+            return Person::Caller;
+        }
+        match person_ref {
+            Some(person) if person == pending.caller_person_ref => Person::Caller,
+            Some(person) => Person::Known(person),
+            None => Person::Unknown,
+        }
+    }
 }
 
 /// The one decision every store makes for a rejection: the entry to write.

@@ -61,6 +61,11 @@ struct StoredPending {
     signatures_required: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     approvals: Vec<StoredApproval>,
+    // A row written before approvals said by whom was `by_caller`, and names no person.
+    #[serde(default, skip_serializing_if = "is_false")]
+    by_another: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    caller_person_ref: String,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
@@ -89,6 +94,8 @@ struct StoredApproval {
     // A row written before approvals had a basis was the service's word.
     #[serde(default, skip_serializing_if = "StoredBasis::is_service")]
     basis: StoredBasis,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    person_ref: Option<String>,
 }
 
 /// What an approval rests on, as a row writes it.
@@ -135,6 +142,7 @@ impl StoredApproval {
             expires_at: given.expires_at.format(&Rfc3339).map_err(corrupt)?,
             edited_arguments: given.edited_arguments.clone(),
             basis: StoredBasis::of(&given.basis),
+            person_ref: given.person_ref.clone(),
         })
     }
 
@@ -145,6 +153,7 @@ impl StoredApproval {
             expires_at: OffsetDateTime::parse(&self.expires_at, &Rfc3339).map_err(corrupt)?,
             edited_arguments: self.edited_arguments,
             basis: self.basis.basis(),
+            person_ref: self.person_ref,
         })
     }
 }
@@ -209,6 +218,8 @@ pub(crate) fn approval_row(entry: &ApprovalEntry) -> Result<ApprovalRow, StoreEr
                 approvals_required: pending.approvals_required,
                 signatures_required: pending.signatures_required,
                 approvals: stored_approvals(&pending.approvals)?,
+                by_another: pending.by_another,
+                caller_person_ref: pending.caller_person_ref.clone(),
             };
             (PENDING, to_json(&stored)?, None)
         }
@@ -269,6 +280,8 @@ pub(crate) fn approval_entry(row: ReadApprovalRow) -> Result<ApprovalEntry, Stor
                 approvals_required: stored.approvals_required,
                 signatures_required: stored.signatures_required,
                 approvals: given_approvals(stored.approvals)?,
+                by_another: stored.by_another,
+                caller_person_ref: stored.caller_person_ref,
             };
             Ok(ApprovalEntry::Pending {
                 pending,

@@ -38,11 +38,10 @@ use tracing::{Instrument, Span, debug, info, warn};
 use crate::binder::{Binder, CallResult, ToolFailure};
 use crate::contract::{Registry, ToolSpec};
 use crate::control::Guarded;
-use crate::control::SignedDecisionRefusal;
 use crate::control::{Advanced, ControlStore, Lease, Purged, Record, RowSeal, StoreError};
 use crate::control::{
-    ApprovalBasis, ApprovalError, ApproveStep, Approved, PendingApproval, RejectStep,
-    RejectionReason, later_by,
+    ApprovalBasis, ApprovalError, ApproveStep, Approved, ApproverIdentity, PendingApproval,
+    RejectStep, RejectionReason, later_by,
 };
 use crate::control::{AuditLogError, AuditSink};
 use crate::control::{WriteEvent, WriteState};
@@ -67,6 +66,16 @@ pub(crate) struct Edit {
     pub(super) arguments: String,
     pub(super) approvals_required: u32,
     pub(super) signatures_required: bool,
+}
+
+/// Who gives an approval, as the store records and compares them.
+pub(crate) struct Approving {
+    /// The name the approval is recorded under.
+    pub(super) name: String,
+    /// The person they are among the caller's tenant's principals, when known.
+    pub(super) person_ref: Option<String>,
+    /// What the approval rests on.
+    pub(super) basis: ApprovalBasis,
 }
 
 /// A stage's early exit: the call's final result (boxed: results are large, exits rare).
@@ -392,6 +401,10 @@ impl Dispatcher {
     /// `expires_at`. The approval covers exactly that request, tool, principal and operation,
     /// and is redeemed by the one execution it allows, on whichever replica shares the store.
     ///
+    /// `approver` is the service's word for who approves, compared with the principal who
+    /// asked as a subject of their tenant ([`ApproverIdentity`](crate::control::ApproverIdentity)):
+    /// under `approval = by_another`, an approver who is the caller is refused.
+    ///
     /// Where a policy asks for several approvers ([`DispatcherBuilder::approvers_when`](crate::dispatch::DispatcherBuilder::approvers_when)), each
     /// approval is recorded against the same pending approval ([`Approved::Awaiting`]) until
     /// that many different people have approved; then [`Approved::Granted`].
@@ -400,7 +413,9 @@ impl Dispatcher {
     ///
     /// [`ApprovalError`] when nothing is pending under that id (decided, or superseded by a
     /// changed request), the preview is not the one pending, the expiry has passed or
-    /// cannot be written as RFC 3339 (a year past 9999), or the store failed.
+    /// cannot be written as RFC 3339 (a year past 9999), the contract asks someone other than
+    /// the caller and `approver` is the caller ([`ApprovalError::CallerCannotApprove`]), or
+    /// the store failed.
     pub async fn approve(
         &self,
         approval_id: &str,
@@ -408,21 +423,17 @@ impl Dispatcher {
         approver: &str,
         expires_at: OffsetDateTime,
     ) -> Result<Approved, ApprovalError> {
-        let basis = ApprovalBasis::Service;
-        self.approve_as(
-            approval_id,
-            preview_sha256,
-            approver,
-            expires_at,
-            None,
-            basis,
-        )
-        .await
+        let pending = self.pending(approval_id).await?;
+        let approving = self.named_approver(&pending, approver);
+        self.approve_as(approval_id, preview_sha256, approving, expires_at, None)
+            .await
     }
 
     /// Approves `pending`, as the person saw it, for `lifetime` from now: [`approve`](Self::approve)
     /// in one call. The hand-back: the model's next identical call runs the write (a
-    /// re-dispatch of the same call context does too), once, on any replica sharing the store.
+    /// re-dispatch of the same call context does too, and
+    /// [`resume_turn`](Self::resume_turn) runs a held turn's), once, on any replica sharing
+    /// the store.
     ///
     /// # Errors
     ///
@@ -434,11 +445,13 @@ impl Dispatcher {
         lifetime: Duration,
     ) -> Result<Approved, ApprovalError> {
         let expires_at = later_by(self.now(), lifetime);
-        self.approve(
+        let approving = self.named_approver(pending, approver);
+        self.approve_as(
             &pending.approval_id,
             &pending.preview_sha256,
-            approver,
+            approving,
             expires_at,
+            None,
         )
         .await
     }
@@ -472,13 +485,13 @@ impl Dispatcher {
     ) -> Result<Approved, ApprovalError> {
         let pending = self.pending(approval_id).await?;
         let edit = self.checked_edit(&pending, edited_arguments)?;
+        let approving = self.named_approver(&pending, approver);
         self.approve_as(
             approval_id,
             preview_sha256,
-            approver,
+            approving,
             expires_at,
             Some(edit),
-            ApprovalBasis::Service,
         )
         .await
     }
@@ -541,79 +554,69 @@ impl Dispatcher {
         })
     }
 
-    /// Whether an approval by `approver` on `basis` can be told apart from those given before
-    /// it of another kind. An MCP answer is the caller's (`mcp:{tenant}/{subject}`); an
-    /// enrolled approver is a person of the directory, who is that caller only if their
-    /// `subject` says so. Where both kinds count toward one rule, a directory approver whose
-    /// subject is unknown could be the caller approving twice: refused
-    /// ([`SignedDecisionRefusal::UntiedApprover`]), as is one whose subject is the caller's
-    /// ([`SignedDecisionRefusal::OwnCall`]).
-    async fn tied_to_the_others(
-        &self,
-        approval_id: &str,
-        approver: &str,
-        basis: &ApprovalBasis,
-    ) -> Result<(), ApprovalError> {
-        let is_client = |basis: &ApprovalBasis| matches!(basis, ApprovalBasis::Client);
-        let is_passkey = |basis: &ApprovalBasis| matches!(basis, ApprovalBasis::Passkey(_));
-        if !is_client(basis) && !is_passkey(basis) {
-            return Ok(());
-        }
-        let pending = self.pending(approval_id).await?;
-        // The pairs of a directory approver and a caller's answer this approval would join.
-        let pairs: Vec<(&str, &str)> = pending
-            .approvals
-            .iter()
-            .filter_map(|given| match (is_passkey(basis), &given.basis) {
-                (true, ApprovalBasis::Client) => Some((approver, given.approver.as_str())),
-                (false, ApprovalBasis::Passkey(_)) => Some((given.approver.as_str(), approver)),
-                _ => None,
-            })
-            .collect();
-        for (directory_id, answered_by) in pairs {
-            let enrolled = self
-                .approver(directory_id)
-                .await
-                .map_err(ApprovalError::Store)?;
-            let refusal = match enrolled.and_then(|enrolled| enrolled.subject) {
-                None => SignedDecisionRefusal::UntiedApprover,
-                Some(subject) if format!("mcp:{}/{subject}", pending.tenant) == answered_by => {
-                    SignedDecisionRefusal::OwnCall
-                }
-                Some(_) => continue,
-            };
-            return Err(ApprovalError::Refused(refusal));
-        }
-        Ok(())
+    /// The person `name` stands for among `tenant`'s principals, as approvals compare people
+    /// ([`GivenApproval::person_ref`](crate::control::GivenApproval::person_ref)); `None`
+    /// when the name is empty once normalized.
+    pub(crate) fn person_ref(&self, tenant: &str, name: &str) -> Option<String> {
+        ApproverIdentity::of(name).map(|identity| self.keys.person_ref(tenant, identity.as_str()))
     }
 
-    /// Records one approval resting on `basis` (an MCP answer is the client's word,
-    /// `ApprovalBasis::Client`, recorded as `mcp:{tenant}/{subject}`).
+    /// An approval on the service's word by `approver`, a name the application gives: compared
+    /// with the caller as a subject of `pending`'s tenant.
+    fn named_approver(&self, pending: &PendingApproval, approver: &str) -> Approving {
+        Approving {
+            name: approver.to_owned(),
+            person_ref: self.person_ref(&pending.tenant, approver),
+            basis: ApprovalBasis::Service,
+        }
+    }
+
+    /// Records the approval of the person at `principal`'s client: their answer to MCP's
+    /// confirmation form, recorded as `mcp:{tenant}/{subject}` on the client's word
+    /// ([`ApprovalBasis::Client`]), which never counts under `approval = by_another`.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) async fn approve_as_caller(
+        &self,
+        principal: &Principal,
+        approval_id: &str,
+        preview_sha256: &str,
+        expires_at: OffsetDateTime,
+    ) -> Result<Approved, ApprovalError> {
+        let approving = Approving {
+            name: format!("mcp:{}/{}", principal.tenant, principal.subject),
+            person_ref: self.person_ref(&principal.tenant, &principal.subject),
+            basis: ApprovalBasis::Client,
+        };
+        self.approve_as(approval_id, preview_sha256, approving, expires_at, None)
+            .await
+    }
+
+    /// Records one approval: who gives it, on what basis, until when, with which edits. Whether
+    /// it counts (the caller under `by_another`, one person twice, an approver who cannot be
+    /// told from the caller) is the store's atomic approve step to decide.
     pub(crate) async fn approve_as(
         &self,
         approval_id: &str,
         preview_sha256: &str,
-        approver: &str,
+        approving: Approving,
         expires_at: OffsetDateTime,
         edit: Option<Edit>,
-        basis: ApprovalBasis,
     ) -> Result<Approved, ApprovalError> {
         // The audit records the expiry as RFC 3339, which has four-digit years only.
         if expires_at.format(&Rfc3339).is_err() {
             return Err(ApprovalError::ExpiryOutOfRange);
         }
-        self.tied_to_the_others(approval_id, approver, &basis)
-            .await?;
         let step = ApproveStep {
             approval_id: approval_id.to_owned(),
             preview_sha256: preview_sha256.to_owned(),
-            approver: approver.to_owned(),
+            approver: approving.name,
             expires_at,
             now: (self.clock)(),
             approvals_required: edit.as_ref().map_or(0, |edit| edit.approvals_required),
             signatures_required: edit.as_ref().is_some_and(|edit| edit.signatures_required),
             edited_arguments: edit.map(|edit| edit.arguments),
-            basis,
+            basis: approving.basis,
+            person_ref: approving.person_ref,
             seal: self.row_seal.clone(),
         };
         let approved = self

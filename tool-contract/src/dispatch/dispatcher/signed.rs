@@ -276,6 +276,7 @@ mod ceremonies {
         ApprovalBasis, ApprovalError, Approver, DirectoryChange, EnrollError, EnrolledCredential,
         RejectionReason, SignCount, SignCountCheck, SignedDecisionRefusal,
     };
+    use crate::dispatch::dispatcher::Approving;
     use crate::results::Decision;
     use crate::results::assertion::{credential_of, public_key_jwk, verify_assertion};
     use crate::results::{ApprovalStatement, PasskeyAssertion};
@@ -684,14 +685,23 @@ mod ceremonies {
             );
             match rejection_reason(statement.decision) {
                 None => {
+                    // An enrolled approver is the person the directory's subject says, or
+                    // nobody the store can tell from the caller.
+                    let approving = Approving {
+                        person_ref: approver
+                            .subject
+                            .as_deref()
+                            .and_then(|subject| self.person_ref(&pending.tenant, subject)),
+                        name: approver.approver_id,
+                        basis: ApprovalBasis::Passkey(assertion),
+                    };
                     let approved = self
                         .approve_as(
                             &pending.approval_id,
                             &pending.preview_sha256,
-                            &approver.approver_id,
+                            approving,
                             expires_at,
                             edit,
-                            ApprovalBasis::Passkey(assertion),
                         )
                         .await?;
                     Ok(SignedDecision::Approved(approved))

@@ -544,10 +544,10 @@ impl Dispatcher {
     }
 
     /// How many different people must approve a write of `spec` with `arguments` (0: it runs
-    /// at once): none unless its contract says `approval = required`; then one, or what the
-    /// application's policy for the tool says of these arguments.
+    /// at once): none unless its contract says who approves (`by_caller`, `by_another`); then
+    /// one, or what the application's policy for the tool says of these arguments.
     pub(super) fn approvals_required(&self, spec: &ToolSpec, arguments: &[u8]) -> u32 {
-        if spec.approval() != Some(Approval::Required) {
+        if !spec.approval().is_some_and(Approval::is_required) {
             return 0;
         }
         let Some(policy) = self.approval_policies.get(spec.name()) else {
@@ -775,6 +775,10 @@ impl Dispatcher {
             approvals_required,
             signatures_required: self.signatures_required(valid.spec, &call.context.call.arguments),
             approvals: Vec::new(),
+            by_another: valid.spec.approval() == Some(Approval::ByAnother),
+            caller_person_ref: self
+                .person_ref(&call.principal.tenant, &call.principal.subject)
+                .unwrap_or_default(),
         }
     }
 

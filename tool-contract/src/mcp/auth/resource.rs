@@ -134,7 +134,7 @@ impl ResourceServer {
     /// # use tool_contract::{ToolContract, ToolOutput};
     /// # use tool_contract::mcp::auth::ResourceServer;
     /// #[derive(serde::Deserialize, ToolContract)]
-    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, operation = same_arguments, approval = required,
+    /// #[tool_contract(output = Drafted, effect = non_idempotent_write, operation = same_arguments, approval = by_caller,
     ///                 reconcile = manual, source_label = "desk", producer_revision = "desk-1")]
     /// /// Drafts a refund.
     /// struct DraftRefund {
