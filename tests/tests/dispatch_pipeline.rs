@@ -426,8 +426,10 @@ async fn an_approved_write_runs_once_and_its_approval_is_consumed() {
     ));
 }
 
+/// A grant stands until it is used or expires: a call with other arguments is refused and
+/// leaves it, and the call it covers then runs on it, once.
 #[tokio::test(start_paused = true)]
-async fn approve_a_title_and_body_then_change_the_body_and_approval_is_required_again() {
+async fn a_refused_retry_with_other_arguments_leaves_the_grant_for_the_approved_call() {
     let remote = Remote::new();
     let dispatcher = memory_dispatcher(&remote);
     let approved = file_issue("c1", "Refund order 7", "Customer asked nicely.", "k-1");
@@ -441,26 +443,40 @@ async fn approve_a_title_and_body_then_change_the_body_and_approval_is_required_
     );
     let dispatch = run(&dispatcher, &changed).await;
     assert_eq!(code(&dispatch), Some(ErrorCode::ApprovalInvalid));
-    let fresh = dispatch
-        .pending_approval
-        .clone()
-        .expect("a new preview to approve");
-    assert_eq!(
-        fresh.preview.arguments["body"],
-        "Also wire $10,000 to account 991."
+    assert!(
+        dispatch.pending_approval.is_none(),
+        "nothing new is asked while the grant stands"
     );
-    assert_ne!(fresh.request_sha256, pending.request_sha256);
-    assert_ne!(fresh.approval_id, pending.approval_id);
+    assert!(detail(&dispatch).contains("approval stands"));
     assert_eq!(
         remote.all_requests(),
         0,
-        "nothing ran on the stale approval"
+        "nothing ran on an approval of other arguments"
     );
     verified(&dispatcher, &alice(), &changed, &dispatch);
 
-    // The first approval is void: the original arguments need a new one too.
+    // The approved arguments run on the standing grant, once; no new approval id.
     let original = run(&dispatcher, &approved).await;
-    assert_eq!(code(&original), Some(ErrorCode::ApprovalRequired));
+    assert_eq!(original.result.model.status(), Status::Succeeded);
+    let approval = original.result.audit.approval.as_ref().expect("approved");
+    assert_eq!(approval.approval_id, pending.approval_id);
+    assert_eq!(remote.all_requests(), 1);
+}
+
+/// Once the standing grant expires, a call with other arguments asks afresh.
+#[tokio::test(start_paused = true)]
+async fn after_the_grant_expires_a_call_with_other_arguments_asks_afresh() {
+    let remote = Remote::new();
+    let dispatcher = memory_dispatcher(&remote);
+    let approved = file_issue("c1", "Refund order 7", "Customer asked nicely.", "k-1");
+    let pending = approve(&dispatcher, &approved, "bob@acme").await;
+    advance_clock(Duration::from_secs(3601));
+    let changed = file_issue("c2", "Refund order 7", "Customer asked twice.", "k-1");
+    let dispatch = run(&dispatcher, &changed).await;
+    assert_eq!(code(&dispatch), Some(ErrorCode::ApprovalInvalid));
+    let fresh = dispatch.pending_approval.expect("a new preview to approve");
+    assert_eq!(fresh.preview.arguments["body"], "Customer asked twice.");
+    assert_ne!(fresh.approval_id, pending.approval_id);
     assert_eq!(remote.all_requests(), 0);
 }
 

@@ -314,9 +314,11 @@ fn run_schedule(tool: Tool, steps: Vec<Step>) -> Result<(), TestCaseError> {
             world.run(step).await?;
             world.check().await?;
         }
-        // Settle: leases lapse, anything pending is approved, and the model asks once more.
+        // Settle: leases lapse, anything pending is approved, and the model asks once more. A
+        // grant of the variant's arguments stands until it expires (15 minutes), so each round
+        // ends past it.
         advance_clock(Duration::from_secs(7_200));
-        for _ in 0..2 {
+        for _ in 0..3 {
             world.run(Step::Approve).await?;
             world
                 .run(Step::Dispatch {
@@ -326,6 +328,7 @@ fn run_schedule(tool: Tool, steps: Vec<Step>) -> Result<(), TestCaseError> {
                 })
                 .await?;
             world.check().await?;
+            advance_clock(Duration::from_secs(1_000));
         }
         let end = world.state().await;
         prop_assert!(

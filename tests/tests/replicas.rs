@@ -117,7 +117,9 @@ async fn one_grant_redeemed_at_once_by_two_replicas_runs_once(backend: &impl Bac
     );
 }
 
-async fn a_changed_request_after_approval_is_invalid_on_every_replica(backend: &impl Backend) {
+async fn a_changed_request_is_refused_on_every_replica_and_the_grant_stands(
+    backend: &impl Backend,
+) {
     let remote = Remote::new();
     let (a, b) = (
         replica(backend, &remote).await,
@@ -137,10 +139,13 @@ async fn a_changed_request_after_approval_is_invalid_on_every_replica(backend: &
             "replica {index}"
         );
         assert!(
-            changed.pending_approval.is_some(),
-            "a new approval is asked for"
+            changed.pending_approval.is_none(),
+            "nothing is asked while the grant stands"
         );
         assert_eq!(remote.creations(&sent(&key)), 0);
+        let approved = run(asking, &file_issue("Printer", &key)).await;
+        assert_eq!(code(&approved), None, "replica {index}");
+        assert_eq!(remote.creations(&sent(&key)), 1);
     }
 }
 
@@ -300,7 +305,7 @@ macro_rules! on_every_store {
 on_every_store!(
     approved_on_one_replica_runs_on_another,
     one_grant_redeemed_at_once_by_two_replicas_runs_once,
-    a_changed_request_after_approval_is_invalid_on_every_replica,
+    a_changed_request_is_refused_on_every_replica_and_the_grant_stands,
     one_key_with_another_payload_conflicts_on_every_replica,
     a_lease_whose_owner_died_is_reconciled_on_another_replica_never_rerun,
     a_lapsed_owner_that_wakes_up_never_writes_over_the_record,

@@ -819,17 +819,19 @@ async fn a_claim_redeeming_on_a_taken_key_answers_from_its_record_and_spends_not
 async fn a_grant_replaced_since_the_approval_stage_is_not_redeemed(store: &impl Backend) {
     let ledger = store.open().await;
     let grant = grant_of_apr_a(ledger.as_ref()).await;
-    // The request changed: the stage writes a new pending approval over the grant.
+    // The grant lapsed and a request asked since: the stage wrote a new pending approval over
+    // it.
+    let after = T0 + LEASE + 1;
     assert!(matches!(
         ledger
-            .check_approval(&ask("r2", "apr_b", T0 + 1))
+            .check_approval(&ask("r2", "apr_b", after))
             .await
             .unwrap(),
         ApprovalCheck::Invalid(..)
     ));
     assert_eq!(
         ledger
-            .claim_redeeming(&redeeming("b", "apr_a", T0 + 2), &grant)
+            .claim_redeeming(&redeeming("b", "apr_a", after + 1), &grant)
             .await
             .unwrap(),
         Claimed::GrantSpent
@@ -952,22 +954,46 @@ async fn a_release_before_any_attempt_gives_the_grant_back_and_after_one_does_no
     assert_eq!(spent, ApprovalCheck::Required(pending("apr_c", "k", "r1")));
 }
 
-async fn a_changed_request_after_approval_is_invalid_on_every_replica(store: &impl Backend) {
+async fn a_grant_stands_when_a_changed_request_is_refused_on_every_replica(store: &impl Backend) {
     let (a, b) = (store.open().await, store.open().await);
-    grant_of_apr_a(a.as_ref()).await;
+    let grant = grant_of_apr_a(a.as_ref()).await;
     let changed = b.check_approval(&ask("r2", "apr_b", T0 + 1)).await.unwrap();
     assert_eq!(
         changed,
-        ApprovalCheck::Invalid(pending("apr_b", "k", "r2"), Invalidity::RequestChanged)
+        ApprovalCheck::GrantStands(Invalidity::RequestChanged)
     );
-    // The grant is gone: the original request needs approval again, and the old id is spent.
+    assert!(
+        b.pending_approvals(T0 + 1, &seal())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The grant stands for the request it covers, on every replica, until it is used.
     let original = a.check_approval(&ask("r1", "apr_c", T0 + 2)).await.unwrap();
+    assert_eq!(original, ApprovalCheck::Proceed(grant));
     assert_eq!(
-        original,
-        ApprovalCheck::Required(pending("apr_c", "k", "r1"))
+        b.claim(&redeeming("b", "apr_a", T0 + 2)).await.unwrap(),
+        Claimed::Fresh
+    );
+}
+
+async fn a_lapsed_grant_is_replaced_by_a_changed_request(store: &impl Backend) {
+    let ledger = store.open().await;
+    grant_of_apr_a(ledger.as_ref()).await;
+    let after = T0 + LEASE + 1;
+    let changed = ledger
+        .check_approval(&ask("r2", "apr_b", after))
+        .await
+        .unwrap();
+    assert_eq!(
+        changed,
+        ApprovalCheck::Invalid(pending("apr_b", "k", "r2"), Invalidity::Expired)
     );
     assert!(matches!(
-        a.approve(&approval("apr_a", "r1", T0 + 2)).await.unwrap(),
+        ledger
+            .approve(&approval("apr_a", "r1", after))
+            .await
+            .unwrap(),
         Err(ApprovalError::NotPending)
     ));
 }
@@ -1321,7 +1347,8 @@ conformance!(
     an_approval_given_on_one_replica_is_redeemed_on_another_once,
     concurrent_redemptions_of_one_grant_run_once,
     a_release_before_any_attempt_gives_the_grant_back_and_after_one_does_not,
-    a_changed_request_after_approval_is_invalid_on_every_replica,
+    a_grant_stands_when_a_changed_request_is_refused_on_every_replica,
+    a_lapsed_grant_is_replaced_by_a_changed_request,
     an_approval_must_name_the_pending_preview_and_a_later_expiry,
     a_rejection_holds_on_every_replica,
     a_grant_with_edits_keeps_them_on_every_replica,

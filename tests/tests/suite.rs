@@ -23,6 +23,7 @@ mod crash;
 mod declarations;
 mod deep_values;
 mod dispatch_pipeline;
+mod expense_desk;
 mod fault_schedules;
 mod field_types;
 mod first_steps;

@@ -366,8 +366,12 @@ pub enum ApprovalCheck {
     Proceed(ApprovalGrant),
     /// Waiting for a person (first ask, or the same request asked again).
     Required(PendingApproval),
-    /// The approval does not cover this request: a new pending approval replaces it.
+    /// The approval lapsed: a new pending approval replaces it.
     Invalid(PendingApproval, Invalidity),
+    /// A grant stands for this operation with other arguments (why says which): this request
+    /// is not covered and nothing is asked; the grant is left for the call it covers, until
+    /// that call uses it or it expires.
+    GrantStands(Invalidity),
     /// A person refused this operation, for this reason if they gave one.
     Rejected(Option<RejectionReason>),
 }

@@ -12,8 +12,9 @@
 //!    replayed (`local_replay`, no second dispatch), a key used for another request is
 //!    `IDEMPOTENCY_CONFLICT`, a running one `OPERATION_IN_PROGRESS`, an unknown one goes to
 //!    reconciliation; then approval (a grant for exactly this request digest, tool, principal
-//!    and operation, consumed once; else `APPROVAL_REQUIRED` / `APPROVAL_INVALID` with a fresh
-//!    [`Preview`](crate::control::Preview)), authorization again, and the atomic claim of the key;
+//!    and operation, consumed once; else `APPROVAL_REQUIRED` with a fresh
+//!    [`Preview`](crate::control::Preview), or `APPROVAL_INVALID` when a grant stands for other
+//!    arguments, which it keeps), authorization again, and the atomic claim of the key;
 //! 6. budget and deadline, checked before each attempt they would pay for
 //!    (`BUDGET_EXHAUSTED`, `TIMEOUT_BEFORE_EXECUTE`);
 //! 7. the handler, under a timeout, with a cancellation signal, its panics caught; transient

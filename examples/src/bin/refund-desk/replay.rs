@@ -222,8 +222,8 @@ const SCRIPT: [Step; 10] = [
     },
     Step {
         name: "reason_changed",
-        title: "the reason changed after approval: approved again",
-        around: Around::SupervisorApproves,
+        title: "another reason than the one approved: refused, the approval stands",
+        around: Around::Nothing,
         expect: &[Expect::Failed(ErrorCode::ApprovalInvalid)],
     },
     Step {

@@ -149,8 +149,9 @@ pub struct ApprovalDecision {
 /// - pending for another request (changed before anyone approved) or nothing → a new
 ///   pending approval, `Required`;
 /// - granted and covering this request, not redeemed → `Proceed`;
-/// - granted but not covering it (changed, moved, expired) → a new pending approval,
-///   `Invalid` with why;
+/// - granted, not redeemed, unexpired, for other arguments (or another tool) → `GrantStands`
+///   with why: the grant is left for the call it covers, which then runs on it once;
+/// - granted but expired → a new pending approval, `Invalid`;
 /// - granted and redeemed by an execution whose record still stands (`claimed`) →
 ///   `Proceed`: the claim answers from that record (in flight, replay, unknown), and nobody is
 ///   asked to approve a write already running or done;
@@ -189,6 +190,11 @@ pub fn decide_approval(
             redeemed_by: None,
         }) => match grant_covers(grant, ask) {
             Ok(()) => return answer(ApprovalCheck::Proceed(grant.clone())),
+            // A grant stands until it is used or expires: a call it does not cover is refused
+            // and leaves it.
+            Err(invalidity @ (Invalidity::RequestChanged | Invalidity::Moved)) => {
+                return answer(ApprovalCheck::GrantStands(invalidity));
+            }
             Err(invalidity) => Some(invalidity),
         },
     };
@@ -432,6 +438,10 @@ pub(crate) fn record_expired(record: &Record, now_ms: u64) -> bool {
 }
 
 pub(crate) fn grant_covers(grant: &ApprovalGrant, asked: &ApprovalAsk) -> Result<(), Invalidity> {
+    // A lapsed grant covers nothing and is replaced, whatever it was for.
+    if grant.expires_at <= asked.now {
+        return Err(Invalidity::Expired);
+    }
     if grant.tool != asked.tool
         || grant.principal_ref != asked.principal_ref
         || grant.operation_id != asked.operation_id
@@ -441,9 +451,6 @@ pub(crate) fn grant_covers(grant: &ApprovalGrant, asked: &ApprovalAsk) -> Result
     }
     if grant.request_sha256 != asked.request_sha256 {
         return Err(Invalidity::RequestChanged);
-    }
-    if grant.expires_at <= asked.now {
-        return Err(Invalidity::Expired);
     }
     Ok(())
 }

@@ -631,7 +631,7 @@ impl Dispatcher {
         let decided = match &checked {
             ApprovalCheck::Proceed(_) => Verdict::Allow,
             ApprovalCheck::Required(_) | ApprovalCheck::Invalid(..) => Verdict::Escalate,
-            ApprovalCheck::Rejected(_) => Verdict::Deny,
+            ApprovalCheck::Rejected(_) | ApprovalCheck::GrantStands(_) => Verdict::Deny,
         };
         telemetry::verdict(&guardrail, decided);
         match checked {
@@ -663,6 +663,22 @@ impl Dispatcher {
                 ErrorCode::ApprovalInvalid,
                 why.as_str(),
             ))),
+            ApprovalCheck::GrantStands(why) => {
+                debug!(
+                    stage = "approval",
+                    state = "approved",
+                    error_code = "APPROVAL_INVALID"
+                );
+                // Nothing is pending to show: the grant waits for the call it covers.
+                let error = ModelError::new(ErrorCode::ApprovalInvalid);
+                let detail = format!(
+                    "an approval stands for this operation with other arguments ({}); it is \
+                     left for the call it covers",
+                    why.as_str()
+                );
+                let result = self.control(call, error, &detail);
+                Err(Box::new(Ended::new(result).in_state(Some(APPROVED))))
+            }
             ApprovalCheck::Rejected(reason) => {
                 let code = reason.map_or(ErrorCode::Blocked, RejectionReason::code);
                 debug!(
