@@ -65,3 +65,39 @@ impl Backend for Postgres {
         Arc::new(self.0.store().await)
     }
 }
+
+/// One `#[tokio::test]` per store for each `async fn case(backend: &impl Backend)` named:
+/// `memory::case`, `sqlite::case`, `postgres::case` (the last saying it was skipped when
+/// `TOOL_CONTRACT_POSTGRES_URL` is not set; `.ci/run` sets it).
+#[macro_export]
+macro_rules! on_every_store {
+    ($($case:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    let store = tool_contract::control::MemoryStore::new();
+                    super::$case(&$crate::backends::Memory(store)).await;
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    super::$case(&$crate::backends::sqlite_file()).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    if let Some(schema) = $crate::postgres::Schema::new(stringify!($case)) {
+                        super::$case(&$crate::backends::Postgres(schema)).await;
+                    }
+                }
+            )*
+        }
+    };
+}

@@ -14,13 +14,14 @@ use tool_contract::control::{Approver, DirectoryWrite, EnrollError, SignCount, S
 use tool_contract::control::{TaskMove, TaskMoveError, TaskRow};
 
 /// The names the hook is called with, one per step.
-pub const STEPS: [&str; 20] = [
+pub const STEPS: [&str; 21] = [
     "claim",
     "advance",
     "release",
     "get",
     "stale",
     "purge_expired",
+    "purge_operations",
     "check_approval",
     "approve",
     "reject",
@@ -87,6 +88,11 @@ impl ControlStore for Hooked {
     }
     fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {
         self.step("purge_expired", || self.inner.purge_expired(now_ms))
+    }
+    fn purge_operations(&self, window_ended_by_ms: u64) -> StoreFuture<'_, u64> {
+        self.step("purge_operations", || {
+            self.inner.purge_operations(window_ended_by_ms)
+        })
     }
     fn check_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalCheck> {
         self.step("check_approval", || self.inner.check_approval(ask))

@@ -60,6 +60,33 @@ impl Schema {
             .expect("the test database is reachable (is PostgreSQL running?)")
     }
 
+    /// The one integer `sql` selects, in the test database, outside any store.
+    pub fn query_i64(&self, sql: &str) -> i64 {
+        let (url, sql) = (self.url.clone(), sql.to_owned());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async {
+                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                    .await
+                    .expect("the test database is reachable");
+                let driver = tokio::spawn(connection);
+                let value: i64 = client
+                    .query_one(&sql, &[])
+                    .await
+                    .expect("the query runs")
+                    .get(0);
+                drop(client);
+                let _ = driver.await;
+                value
+            })
+        })
+        .join()
+        .expect("the query's thread ends")
+    }
+
     /// Runs `sql` in the test database, outside any store.
     pub fn execute(&self, sql: &str) {
         let (url, sql) = (self.url.clone(), sql.to_owned());

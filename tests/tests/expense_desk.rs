@@ -2,9 +2,11 @@
 
 use std::sync::Arc;
 
+use tool_contract::control::AuditHistory as _;
 use tool_contract::control::MemoryStore;
 use tool_contract::{ErrorCode, Status};
-use tool_contract_tests::expenses::{HOUR, desk, pay, run, waiting};
+use tool_contract_tests::backends::Backend;
+use tool_contract_tests::expenses::{HOUR, desk, desk_builder, pay, run, waiting};
 
 #[tokio::test]
 async fn a_refused_retry_with_another_amount_leaves_the_grant_and_the_approved_amount_runs_once() {
@@ -27,4 +29,54 @@ async fn a_refused_retry_with_another_amount_leaves_the_grant_and_the_approved_a
     assert_eq!(approval.approval_id, pending.approval_id);
     assert_eq!(payroll.all(), [("R-7".to_owned(), 4200)]);
     assert!(desk.pending_approvals().await.unwrap().is_empty());
+}
+
+/// A spent approval put back in the store (its granted row restored, the payout's record
+/// removed) pays twice on one approval; the audit history shows it, with or without signed
+/// receipts: every audit marks the execution that spent a grant.
+#[tokio::test]
+async fn a_spent_approval_put_back_is_caught_by_the_audit_history_without_receipts() {
+    let file = tool_contract_tests::backends::sqlite_file();
+    let log = Arc::new(tool_contract::control::MemoryAuditLog::new(
+        tool_contract_tests::tracker::audit_key(),
+    ));
+    let (builder, payroll) = desk_builder(file.open().await);
+    let desk = builder.audit_sink(log.clone()).build().unwrap();
+    let sql = |statements: &str| {
+        rusqlite::Connection::open(&file.0)
+            .unwrap()
+            .execute_batch(statements)
+            .unwrap();
+    };
+    let pending = waiting(&desk, &pay(&desk, "call_1", "R-7", 4200)).await;
+    desk.approve_pending(&pending, "manager:mia", HOUR)
+        .await
+        .unwrap();
+    sql("CREATE TABLE copied AS SELECT * FROM tool_contract_approvals");
+    // A replay before and after spends nothing: only executions count.
+    for call_id in ["call_2", "call_3"] {
+        run(&desk, &pay(&desk, call_id, "R-7", 4200)).await;
+    }
+    sql(
+        "INSERT OR REPLACE INTO tool_contract_approvals SELECT * FROM copied; \
+         DELETE FROM tool_contract_ledger;",
+    );
+    run(&desk, &pay(&desk, "call_4", "R-7", 4200)).await;
+    assert_eq!(payroll.payouts("R-7"), 2, "one approval, two payouts");
+
+    let history = log.read_back().await.unwrap();
+    let calls = history.calls(&tool_contract_tests::tracker::audit_key());
+    assert!(calls.chain.is_ok());
+    assert!(
+        calls
+            .calls
+            .iter()
+            .filter_map(|(_, audit)| audit.approval.as_ref())
+            .all(|approval| approval.receipt.is_none()),
+        "this desk signs no receipts"
+    );
+    assert_eq!(
+        calls.redeemed_more_than_once(),
+        [(pending.approval_id.clone(), 2)]
+    );
 }

@@ -11,8 +11,7 @@ use tool_contract::control::WriteState;
 use tool_contract::dispatch::{Dispatch, Dispatcher};
 use tool_contract::results::Delivery;
 use tool_contract::{ErrorCode, Status};
-use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
-use tool_contract_tests::postgres::Schema;
+use tool_contract_tests::backends::Backend;
 use tool_contract_tests::tracker::{
     Fault, Remote, advance_clock, alice, builder, clock, context, create, run, sent,
 };
@@ -271,38 +270,7 @@ async fn purging_on_one_replica_keeps_what_another_needs(backend: &impl Backend)
     );
 }
 
-macro_rules! on_every_store {
-    ($($case:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    super::$case(&super::Memory(tool_contract::control::MemoryStore::new())).await;
-                }
-            )*
-        }
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    super::$case(&super::sqlite_file()).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    if let Some(schema) = super::Schema::new(stringify!($case)) {
-                        super::$case(&super::Postgres(schema)).await;
-                    }
-                }
-            )*
-        }
-    };
-}
-
-on_every_store!(
+tool_contract_tests::on_every_store!(
     approved_on_one_replica_runs_on_another,
     one_grant_redeemed_at_once_by_two_replicas_runs_once,
     a_changed_request_is_refused_on_every_replica_and_the_grant_stands,

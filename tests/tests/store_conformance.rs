@@ -13,7 +13,7 @@ use tool_contract::control::{
     ControlStore, Invalidity, PendingApproval, Preview, RejectStep, RejectionReason,
     SignedDecisionRefusal, StoreError, WriteEvent, WriteState,
 };
-use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
+use tool_contract_tests::backends::{Backend, sqlite_file};
 use tool_contract_tests::postgres::Schema;
 
 const LEASE: u64 = 60_000;
@@ -50,6 +50,7 @@ fn claim(key: &str, request: &str, owner: &str, now_ms: u64) -> Claim {
         now_ms,
         lease_ms: LEASE,
         retention_ms: RETENTION,
+        kept: false,
         redeem: None,
         seal: seal(),
         call: None,
@@ -439,6 +440,99 @@ async fn purge_removes_only_finished_records_past_their_retention(store: &impl B
     );
 }
 
+/// An operation named by its fields or key is kept past its window (its retention here), so a
+/// repeat finds it and names it; only an operator's purge by age removes it, and never one
+/// whose window has not ended.
+async fn a_kept_record_outlives_its_window_until_an_operator_purges_it(store: &impl Backend) {
+    let ledger = store.open().await;
+    let kept = Claim {
+        kept: true,
+        call: Some(r#"{"arguments":"the caller's"}"#.to_owned()),
+        ..claim("kept", "r1", "a", T0)
+    };
+    assert_eq!(ledger.claim(&kept).await.unwrap(), Claimed::Fresh);
+    let done = step(
+        "kept",
+        "a",
+        WriteState::Executing,
+        WriteEvent::Commit,
+        Some("{}"),
+        T0,
+    );
+    ledger.advance(&done).await.unwrap();
+    finished(
+        ledger.as_ref(),
+        "plain",
+        "a",
+        WriteEvent::Commit,
+        Some("{}"),
+    )
+    .await;
+    let past = T0 + 10 * RETENTION;
+    assert_eq!(
+        ledger.purge_expired(past).await.unwrap().records,
+        1,
+        "the plain one"
+    );
+    let record = ledger
+        .get("kept")
+        .await
+        .unwrap()
+        .expect("kept past its window");
+    assert!(record.kept);
+    assert_eq!(record.call, None, "a finished record lets go of the call");
+    assert_eq!(record.expires_at_ms, T0 + RETENTION);
+    // A claim after the window is a new execution, over the kept record.
+    assert!(
+        matches!(
+            ledger.claim(&claim("kept", "r1", "b", past)).await.unwrap(),
+            Claimed::InFlight(_)
+        ),
+        "its fencing token must rise first"
+    );
+    // The operator's purge by age: none whose window ended after the cutoff.
+    assert_eq!(
+        ledger.purge_operations(T0 + RETENTION - 1).await.unwrap(),
+        0
+    );
+    assert!(ledger.get("kept").await.unwrap().is_some());
+    assert_eq!(ledger.purge_operations(T0 + RETENTION).await.unwrap(), 1);
+    assert_eq!(ledger.get("kept").await.unwrap(), None);
+}
+
+/// A record kept for good (`u64::MAX` of retention) is never past its window.
+async fn a_record_kept_for_good_is_replayed_whenever_asked_and_never_purged(store: &impl Backend) {
+    let ledger = store.open().await;
+    let for_good = Claim {
+        kept: true,
+        retention_ms: u64::MAX,
+        ..claim("k", "r1", "a", T0)
+    };
+    assert_eq!(ledger.claim(&for_good).await.unwrap(), Claimed::Fresh);
+    let done = Advance {
+        retention_ms: u64::MAX,
+        ..step(
+            "k",
+            "a",
+            WriteState::Executing,
+            WriteEvent::Commit,
+            Some("{}"),
+            T0,
+        )
+    };
+    ledger.advance(&done).await.unwrap();
+    let far = T0 + 100 * 365 * 86_400_000;
+    assert_eq!(ledger.purge_expired(far).await.unwrap().records, 0);
+    assert_eq!(ledger.purge_operations(far).await.unwrap(), 0);
+    assert!(matches!(
+        ledger
+            .claim(&later_claim("k", "r1", "b", far))
+            .await
+            .unwrap(),
+        Claimed::Replay(_)
+    ));
+}
+
 async fn concurrent_claims_of_one_key_give_exactly_one_fresh(store: &impl Backend) {
     let mut claims = tokio::task::JoinSet::new();
     for index in 0..8 {
@@ -537,6 +631,7 @@ fn pending(id: &str, key: &str, request: &str) -> PendingApproval {
             description: "Create an issue.".to_owned(),
             effect: Effect::NonIdempotentWrite,
             arguments: serde_json::json!({ "title": "Broken \u{202e} login", "n": [1, 2.5] }),
+            earlier_run: None,
         },
         preview_sha256: format!("preview-of-{request}"),
         principal_ref: "p1".to_owned(),
@@ -1295,38 +1390,7 @@ async fn purging_on_one_replica_keeps_what_another_still_needs(store: &impl Back
     assert_eq!(state_of(&*a, "lost").await, Some(WriteState::Unknown));
 }
 
-macro_rules! conformance {
-    ($($case:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    super::$case(&super::Memory(tool_contract::control::MemoryStore::new())).await;
-                }
-            )*
-        }
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    super::$case(&super::sqlite_file()).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    if let Some(schema) = super::Schema::new(stringify!($case)) {
-                        super::$case(&super::Postgres(schema)).await;
-                    }
-                }
-            )*
-        }
-    };
-}
-
-conformance!(
+tool_contract_tests::on_every_store!(
     a_fresh_key_is_claimed_once_and_replayed_after_its_outcome,
     the_same_key_with_another_request_conflicts_in_every_state,
     a_key_in_flight_is_refused_while_its_lease_runs,
@@ -1363,6 +1427,8 @@ conformance!(
     under_by_another_the_callers_own_approval_counts_for_nothing,
     under_by_caller_the_callers_own_answer_counts,
     an_approver_not_told_from_the_caller_never_joins_their_answer_even_at_once,
+    a_kept_record_outlives_its_window_until_an_operator_purges_it,
+    a_record_kept_for_good_is_replayed_whenever_asked_and_never_purged,
 );
 
 #[tokio::test]

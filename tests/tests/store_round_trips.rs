@@ -444,6 +444,7 @@ fn claim(key: &str, owner: &str) -> Claim {
         now_ms: T0,
         lease_ms: 60_000,
         retention_ms: 3_600_000,
+        kept: false,
         redeem: None,
         seal: RowSeal::new(&tool_contract_tests::tracker::keys()),
         call: None,

@@ -50,6 +50,7 @@ mod missing_context;
 mod model_result_envelope;
 mod model_result_schema;
 mod no_panic;
+mod operation_windows;
 mod operations;
 mod output_validation;
 mod projection;

@@ -94,6 +94,8 @@ pub struct ContractAttrs {
     pub approval: Option<Spanned<Approval>>,
     pub reconcile: Option<Spanned<Reconcile>>,
     pub operation: Option<Spanned<Operation>>,
+    /// `within = "30d"`: how long an operation stays one, in seconds.
+    pub within: Option<Spanned<u64>>,
     pub input_revision: Option<LitStr>,
     pub output_revision: Option<LitStr>,
     pub effect_revision: Option<LitStr>,
@@ -114,6 +116,7 @@ impl ContractAttrs {
         let mut approval = Attr::none(cx, ns, APPROVAL);
         let mut reconcile = Attr::none(cx, ns, RECONCILE);
         let mut operation = Attr::none(cx, ns, OPERATION);
+        let mut within = Attr::none(cx, ns, WITHIN);
         let mut input_revision = Attr::none(cx, ns, INPUT_REVISION);
         let mut output_revision = Attr::none(cx, ns, OUTPUT_REVISION);
         let mut effect_revision = Attr::none(cx, ns, EFFECT_REVISION);
@@ -173,6 +176,12 @@ impl ContractAttrs {
                     if let Some(value) = value {
                         operation.set(&tokens, value);
                     }
+                } else if path.is_ident(WITHIN) {
+                    let lit: LitStr = meta.value()?.parse()?;
+                    match parse_window(&lit.value()) {
+                        Some(seconds) => within.set(&lit, seconds),
+                        None => cx.error_spanned_by(&lit, WINDOW_SYNTAX),
+                    }
                 } else if let Some(slot) = [
                     (SOURCE_LABEL, &mut source_label),
                     (PRODUCER_REVISION, &mut producer_revision),
@@ -216,6 +225,7 @@ impl ContractAttrs {
             approval: approval.get_with_tokens(),
             reconcile: reconcile.get_with_tokens(),
             operation: operation.get_with_tokens(),
+            within: within.get_with_tokens(),
             input_revision: input_revision.get(),
             output_revision: output_revision.get(),
             effect_revision: effect_revision.get(),
@@ -228,6 +238,29 @@ impl ContractAttrs {
             },
         }
     }
+}
+
+/// How `within` is written.
+const WINDOW_SYNTAX: &str = "`within` is how long an operation stays one: a whole number of \
+     seconds, minutes, hours or days above zero, such as \"30d\", \"12h\", \"90m\" or \"45s\"";
+
+/// `"30d"` as seconds: a whole number above zero and one unit (`s`, `m`, `h`, `d`); `None` for
+/// anything else, or a window past what a `u64` of milliseconds holds.
+fn parse_window(text: &str) -> Option<u64> {
+    let unit = text.chars().last()?;
+    let seconds_per = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3_600,
+        'd' => 86_400,
+        _ => return None,
+    };
+    let number = &text[..text.len() - 1];
+    if number.is_empty() || !number.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    let seconds = number.parse::<u64>().ok()?.checked_mul(seconds_per)?;
+    (seconds > 0 && seconds.checked_mul(1_000).is_some()).then_some(seconds)
 }
 
 /// `operation = [field, ...]` or one of the named rules; the tokens that said it, and the
@@ -767,4 +800,29 @@ fn reconcile_as_string(lit: &LitStr) -> String {
         "`reconcile` names the status tool's type, not a string: write `reconcile = {example}` \
          (a read_only contract), or `reconcile = manual`"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_window;
+
+    #[test]
+    fn a_window_is_a_whole_number_of_one_unit_above_zero() {
+        assert_eq!(parse_window("30d"), Some(30 * 86_400));
+        assert_eq!(parse_window("12h"), Some(12 * 3_600));
+        assert_eq!(parse_window("90m"), Some(90 * 60));
+        assert_eq!(parse_window("45s"), Some(45));
+        for refused in [
+            "", "d", "0d", "1.5h", "-1d", "30", "30 d", "30D", "1w", "ⅷd",
+        ] {
+            assert_eq!(parse_window(refused), None, "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn a_window_past_what_milliseconds_hold_is_refused() {
+        assert_eq!(parse_window(&format!("{}s", u64::MAX / 1_000 + 1)), None);
+        assert_eq!(parse_window(&format!("{}d", u64::MAX)), None);
+        assert_eq!(parse_window("99999999999999999999999d"), None);
+    }
 }

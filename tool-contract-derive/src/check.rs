@@ -21,6 +21,7 @@ pub fn check_contract<'a>(cx: &Ctxt, contract: &'a Contract<'a>) -> Option<Check
     check_description(cx, contract);
     check_write_declarations(cx, contract);
     let operation = check_operation(cx, contract);
+    let window = check_window(cx, contract, operation.as_ref());
     check_output_type(cx, contract);
     check_limits(cx, &contract.attrs.limits);
     check_fields(cx, &contract.fields, false);
@@ -35,6 +36,7 @@ pub fn check_contract<'a>(cx: &Ctxt, contract: &'a Contract<'a>) -> Option<Check
         producer_revision: attrs.producer_revision.as_ref(),
         approval: attrs.approval.as_ref().map(|approval| approval.value),
         operation,
+        window,
         reconcile: attrs.reconcile.as_ref().map(|reconcile| &reconcile.value),
         source_tier: attrs.source_tier.as_ref().map(|tier| tier.value),
         revisions: Revisions {
@@ -318,6 +320,32 @@ fn check_operation(cx: &Ctxt, contract: &Contract) -> Option<CheckedOperation> {
             CheckedOperation::Fields(keys)
         }
     })
+}
+
+/// `within = "30d"` bounds how long an operation named by its fields or the application's key
+/// stays one (without it: for good). `per_call` and `same_arguments` keep the ledger's
+/// retention, so a window there would promise what the rule does not keep:
+/// `operation = [order_ref], within = "30d"`.
+fn check_window(
+    cx: &Ctxt,
+    contract: &Contract,
+    operation: Option<&CheckedOperation>,
+) -> Option<u64> {
+    let within = contract.attrs.within.as_ref()?;
+    match operation {
+        Some(CheckedOperation::Fields(_) | CheckedOperation::KeyRule) => Some(within.value),
+        Some(CheckedOperation::PerCall | CheckedOperation::SameArguments) => {
+            cx.error_spanned_by(
+                &within.tokens,
+                "`within` bounds an operation named by its fields or key (`operation = \
+                 [field, ...]` or `key_rule`), kept for good without it; `per_call` and \
+                 `same_arguments` keep the ledger's retention",
+            );
+            None
+        }
+        // The missing or misplaced `operation` is reported where it is.
+        None => None,
+    }
 }
 
 /// The deepest nesting a contract may allow: free-form values are read recursively, and this

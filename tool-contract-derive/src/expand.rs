@@ -79,6 +79,10 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
             quote!(__private::Some(__private::Operation::Fields(&[#(#keys),*])))
         }
     };
+    let operation_window = match contract.window {
+        Some(seconds) => quote!(__private::Some(#seconds)),
+        None => quote!(__private::None),
+    };
     let revisions = &contract.revisions;
     let input_revision = option_tokens(revisions.input);
     let output_revision = option_tokens(revisions.output);
@@ -164,6 +168,7 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
                             approval: #approval,
                             reconcile: #reconcile,
                             operation: #operation,
+                            operation_window_secs: #operation_window,
                             source_label: #source_label,
                             source_tier: #source_tier,
                             producer_revision: #producer_revision,

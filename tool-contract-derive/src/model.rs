@@ -21,6 +21,9 @@ pub struct CheckedContract<'a> {
     pub producer_revision: Option<&'a LitStr>,
     pub approval: Option<Approval>,
     pub operation: Option<CheckedOperation>,
+    /// `within`: how long, in seconds, an operation stays one; `None`: for good (or the rule
+    /// keeps the ledger's retention).
+    pub window: Option<u64>,
     pub reconcile: Option<&'a Reconcile>,
     pub source_tier: Option<SourceTier>,
     pub revisions: Revisions<'a>,

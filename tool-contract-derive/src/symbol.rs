@@ -47,6 +47,7 @@ pub const HANDLER_REVISION: &str = "handler_revision";
 pub const POLICY_REVISION: &str = "policy_revision";
 pub const SOURCE_TIER: &str = "source_tier";
 pub const OPERATION: &str = "operation";
+pub const WITHIN: &str = "within";
 
 // Container keys of both namespaces.
 pub const MAX_BYTES: &str = "max_bytes";
@@ -79,6 +80,7 @@ pub const CONTRACT_KEYS: &[&str] = &[
     APPROVAL,
     RECONCILE,
     OPERATION,
+    WITHIN,
     INPUT_REVISION,
     OUTPUT_REVISION,
     EFFECT_REVISION,

@@ -50,6 +50,7 @@ fn facts() -> ReceiptFacts {
         expires_at: at(600),
         redeemed_at: at(30),
         edited_arguments: None,
+        earlier_run: None,
     }
 }
 

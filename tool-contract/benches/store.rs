@@ -60,6 +60,7 @@ async fn one_write(store: &dyn ControlStore, owner: &str) {
         now_ms: T0,
         lease_ms: 60_000,
         retention_ms: 3_600_000,
+        kept: false,
         redeem: None,
         seal: seal(),
         call: None,
@@ -111,6 +112,7 @@ async fn approved(approver: &dyn ControlStore, owner: &str) -> Approved {
         description: "Note an order.".to_owned(),
         effect: Effect::NonIdempotentWrite,
         arguments: serde_json::json!({ "order_ref": format!("ORDER-{n}") }),
+        earlier_run: None,
     };
     let preview_sha256 = preview.sha256();
     let ask = ApprovalAsk {
@@ -164,6 +166,7 @@ async fn approved(approver: &dyn ControlStore, owner: &str) -> Approved {
         now_ms: T0,
         lease_ms: 60_000,
         retention_ms: 3_600_000,
+        kept: false,
         redeem: Some(approval_id),
         seal: seal(),
         call: None,

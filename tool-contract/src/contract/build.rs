@@ -30,6 +30,9 @@ pub struct ContractDecl {
     pub reconcile: Option<Reconcile>,
     /// What makes two calls the same operation, for writes.
     pub operation: Option<Operation>,
+    /// `within`: how long, in seconds, an operation named by fields or a key stays one;
+    /// `None`: for good.
+    pub operation_window_secs: Option<u64>,
     /// The source label.
     pub source_label: &'static str,
     /// The tier of the tool's sources, if declared.
@@ -91,6 +94,9 @@ pub fn build_spec(decl: &'static ContractDecl) -> ToolSpec {
     {
         effect_declaration["operation"] = serde_json::json!(operation);
     }
+    if let Some(seconds) = decl.operation_window_secs {
+        effect_declaration["within_secs"] = serde_json::json!(seconds);
+    }
     let revision = |declared: Option<&str>, of: &serde_json::Value| {
         declared.map_or_else(|| short_digest(of), str::to_owned)
     };
@@ -110,6 +116,7 @@ pub fn build_spec(decl: &'static ContractDecl) -> ToolSpec {
         approval: decl.approval,
         reconcile: decl.reconcile,
         operation: decl.operation,
+        operation_window_secs: decl.operation_window_secs,
         source_label: decl.source_label,
         source_tier: decl.source_tier,
         contract_sha256: contract_sha256_of(decl.name, &canonical_revisions),

@@ -1,5 +1,7 @@
 //! `ToolSpec`: everything the registry knows of one tool, and the revisions that name it.
 
+use std::time::Duration;
+
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -8,7 +10,7 @@ use super::shape::{ObjectShape, Shape};
 use crate::json::canonical;
 use crate::json::canonical::object::{Field, member_name as name, write_object};
 use crate::json::encoding::infallible;
-use crate::vocabulary::effect::{Approval, Effect, Operation, Reconcile};
+use crate::vocabulary::effect::{Approval, Effect, Operation, OperationWindow, Reconcile};
 use crate::vocabulary::limits::Limits;
 use crate::vocabulary::tier::SourceTier;
 
@@ -110,6 +112,7 @@ pub struct ToolSpec {
     pub(crate) approval: Option<Approval>,
     pub(crate) reconcile: Option<Reconcile>,
     pub(crate) operation: Option<Operation>,
+    pub(crate) operation_window_secs: Option<u64>,
     pub(crate) source_label: &'static str,
     pub(crate) source_tier: Option<SourceTier>,
     pub(crate) revisions: Revisions,
@@ -159,6 +162,18 @@ impl ToolSpec {
     #[must_use]
     pub fn operation(&self) -> Option<Operation> {
         self.operation
+    }
+
+    /// For writes, how long an operation stays one (`within`, for good, or the ledger's
+    /// retention, as the rule says); `None` for reads.
+    #[must_use]
+    pub fn operation_window(&self) -> Option<OperationWindow> {
+        let operation = self.operation?;
+        Some(match (operation.is_kept(), self.operation_window_secs) {
+            (false, _) => OperationWindow::Retention,
+            (true, None) => OperationWindow::ForGood,
+            (true, Some(seconds)) => OperationWindow::Within(Duration::from_secs(seconds)),
+        })
     }
 
     /// The label of the data source, shown to the model as provenance.

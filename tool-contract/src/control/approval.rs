@@ -10,7 +10,7 @@ use super::ledger::{Lease, Record};
 use crate::json::canonical;
 use crate::json::encoding::infallible;
 use crate::json::visible::escape_hidden;
-use crate::results::{ApprovalBasis, ErrorCode};
+use crate::results::{ApprovalBasis, EarlierRun, ErrorCode};
 use crate::vocabulary::Effect;
 
 /// What the person approving sees: built by the dispatcher from the validated arguments and
@@ -25,6 +25,10 @@ pub struct Preview {
     pub effect: Effect,
     /// The validated arguments, exactly as the handler will receive them.
     pub arguments: Value,
+    /// The operation's earlier run, when it ran before and its window (`within`) ended: this
+    /// call repeats it as a new operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier_run: Option<EarlierRun>,
 }
 
 impl Preview {
@@ -57,6 +61,7 @@ impl Preview {
     ///     description: "Send a file.".into(),
     ///     effect: Effect::NonIdempotentWrite,
     ///     arguments: serde_json::json!({ "name": "invoice\u{202e}fdp.exe" }),
+    ///     earlier_run: None,
     /// };
     /// assert!(preview.to_text().contains(r"invoice\u202efdp.exe"));
     /// ```
@@ -229,6 +234,9 @@ pub struct ApprovalGrant {
     /// The arguments as the person changed them (canonical JSON), when they approved with
     /// edits: the execution the grant allows runs these.
     pub edited_arguments: Option<String>,
+    /// The operation's earlier run the people were shown, when this repeats one whose window
+    /// ended.
+    pub earlier_run: Option<EarlierRun>,
 }
 
 impl ApprovalGrant {

@@ -28,8 +28,14 @@ pub struct Record {
     pub lease: Lease,
     /// Until when the lease holds while in flight (ms since the epoch).
     pub lease_until_ms: u64,
-    /// When a finished record may be purged (ms since the epoch).
+    /// When a finished record's operation stops being one (ms since the epoch): a claim after
+    /// it starts a new execution; a record not [`kept`](Self::kept) may be purged then.
     pub expires_at_ms: u64,
+    /// Whether the record outlives `expires_at_ms` until an operator purges it
+    /// ([`ControlStore::purge_operations`](crate::control::ControlStore::purge_operations)):
+    /// an operation named by its fields or the application's key, so that a repeat after its
+    /// window is never silently a first time.
+    pub kept: bool,
     /// The result to replay, once there is one: opaque to the store. The dispatcher writes
     /// a keyed seal, a newline and the model result's canonical JSON, and replays only what
     /// its seal still covers.
@@ -79,7 +85,8 @@ pub enum Advanced {
     Stale(Option<Record>),
 }
 
-/// What [`ControlStore::purge_expired`](crate::control::ControlStore::purge_expired) removed.
+/// What [`ControlStore::purge_expired`](crate::control::ControlStore::purge_expired) removed
+/// (and [`purge_operations`](crate::control::ControlStore::purge_operations), its `records`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Purged {
     /// Finished ledger records.

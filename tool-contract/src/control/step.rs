@@ -25,8 +25,12 @@ pub struct Claim {
     pub now_ms: u64,
     /// How long the owner holds the claim without an outcome.
     pub lease_ms: u64,
-    /// How long a finished record is kept (and replayed) after its last change.
+    /// How long a finished record is kept (and replayed) after its last change: the ledger's
+    /// retention, the contract's `within`, or `u64::MAX` (for good).
     pub retention_ms: u64,
+    /// Whether the record outlives its retention until an operator purges it
+    /// ([`Record::kept`](crate::control::Record::kept)).
+    pub kept: bool,
     /// The approval whose grant this execution redeems, for a write that needs one.
     pub redeem: Option<String>,
     /// The seal the grant's row is checked with, and rewritten with once redeemed.

@@ -633,13 +633,20 @@ impl DispatcherBuilder {
 
     /// Where audits go (required): [`JsonLinesAuditLog`](crate::control::JsonLinesAuditLog)
     /// is the embedded, hash-chained file; [`MemoryAuditLog`] keeps the same chain in memory.
+    /// The audit is also what catches a store's writer who puts a spent approval back: every
+    /// audit marks the execution that spent a grant, with or without
+    /// [`approval_receipts`](Self::approval_receipts)
+    /// ([`HistoryCalls::redeemed_more_than_once`](crate::control::HistoryCalls::redeemed_more_than_once)).
     #[must_use]
     pub fn audit_sink(mut self, sink: Arc<dyn AuditSink>) -> Self {
         self.audit_sink = Some(sink);
         self
     }
 
-    /// How long a finished write's record is kept and replayed (default 24 h).
+    /// How long a finished `per_call` or `same_arguments` write's record is kept and
+    /// replayed (default 24 h), and how long pending approvals and rejections are kept. An
+    /// operation named by its fields or key is kept as its contract says (for good, or its
+    /// `within`), whatever this is.
     #[must_use]
     pub fn retention(mut self, retention: Duration) -> Self {
         self.retention = retention;

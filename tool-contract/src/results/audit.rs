@@ -79,6 +79,12 @@ pub struct ApprovalRecord {
     /// on the audit of the execution that redeemed the grant only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt: Option<SignedReceipt>,
+    /// Whether this execution spent the grant: it claimed the operation on it and made an
+    /// attempt (a replay, or an execution stopped before any attempt, spends nothing). What
+    /// [`HistoryCalls::redeemed_more_than_once`](crate::control::HistoryCalls::redeemed_more_than_once)
+    /// counts, with or without receipts. `None` in an audit written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redeemed: Option<bool>,
 }
 
 /// The provider turn a call came from.

@@ -38,7 +38,7 @@ pub use execution::{
 };
 pub use model::{Inconsistency, MODEL_RESULT_SCHEMA_VERSION, ModelResult, ModelResultError};
 pub use receipt::{
-    ApprovalFact, ApprovalReceipt, BasisKind, KeySet, PublishedKey, RECEIPT_DOMAIN,
+    ApprovalFact, ApprovalReceipt, BasisKind, EarlierRun, KeySet, PublishedKey, RECEIPT_DOMAIN,
     RECEIPT_DOMAIN_V1, ReceiptApproval, ReceiptError, ReceiptFacts, ReceiptRevisions,
     ReceiptSigner, SignedReceipt,
 };

@@ -79,6 +79,26 @@ pub struct ApprovalReceipt {
     /// `approvals_required`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signatures_required: Option<bool>,
+    /// The earlier run of this operation, when it ran before and its `within` window ended:
+    /// what the people were shown they approved a repeat of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier_run: Option<EarlierRun>,
+}
+
+/// The earlier run of an operation whose window ended (`within = "30d"`): a repeat after it is
+/// a new operation, and what a person approving it is shown, and its receipt names, so that
+/// it is never silently a first time.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EarlierRun {
+    /// How it ended, as the ledger says: `succeeded`, `failed`, `cancelled` or `rejected`.
+    pub ended: String,
+    /// When its window ended (RFC 3339): from then on, a repeat is a new operation.
+    pub window_ended_at: String,
+    /// The `result_sha256` of what the model read of it, as its audit record binds it: how
+    /// an auditor finds that record. `None` when the ledger kept no result of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_sha256: Option<String>,
 }
 
 /// One person's approval, as a receipt names it.
@@ -206,6 +226,8 @@ pub struct ReceiptFacts {
     pub redeemed_at: OffsetDateTime,
     /// The edited arguments (canonical JSON), when approved with edits.
     pub edited_arguments: Option<String>,
+    /// The operation's earlier run, when its window ended and this is a repeat.
+    pub earlier_run: Option<EarlierRun>,
 }
 
 /// One published verification key: its id, its public half, and the times it signs between.
@@ -367,6 +389,7 @@ impl ReceiptSigner {
                 .map(|edited| hex::encode(Sha256::digest(edited.as_bytes()))),
             approvals_required: Some(facts.approvals_required),
             signatures_required: Some(facts.signatures_required),
+            earlier_run: facts.earlier_run.clone(),
         };
         let signature = self.signing_key.sign(&signed_bytes(&receipt));
         Ok(SignedReceipt {
@@ -876,6 +899,7 @@ mod tests {
             expires_at: at(600),
             redeemed_at: at(30),
             edited_arguments: None,
+            earlier_run: None,
         }
     }
 

@@ -94,6 +94,31 @@ pub enum Operation {
     SameArguments,
 }
 
+impl Operation {
+    /// Whether the ledger keeps this rule's operations past its retention (for good, or for
+    /// the contract's `within`): an operation named by its fields or by the application's key
+    /// is a real action done once, which must not become a first time again when a record
+    /// is purged.
+    #[must_use]
+    pub const fn is_kept(self) -> bool {
+        matches!(self, Operation::Fields(_) | Operation::KeyRule)
+    }
+}
+
+/// How long a write's operation stays one: a repeat within it is the same operation
+/// (replayed, never run again); after it, a new one, whose approval names the earlier run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OperationWindow {
+    /// For good: `operation = [fields]` or `key_rule` without `within`.
+    ForGood,
+    /// For this long after the operation's last change: `within = "30d"`.
+    Within(std::time::Duration),
+    /// For the ledger's retention (`DispatcherBuilder::retention`, 24 hours by default):
+    /// `per_call` and `same_arguments`.
+    Retention,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -188,19 +188,20 @@ impl HistoryCalls {
     /// grant is spent by one execution, so a second means its rows were put back (a spent
     /// approval restored, a write's ledger record removed) by someone who writes to the store.
     /// The store's seals cannot see that, since each restored row is one it wrote; the log,
-    /// whose chain and tree heads the store's writer does not hold, does. Only redemptions
-    /// with a signed receipt
-    /// ([`approval_receipts`](crate::dispatch::DispatcherBuilder::approval_receipts)) are
-    /// counted: they are the ones the log marks.
+    /// whose chain and tree heads the store's writer does not hold, does. Every audit marks
+    /// the execution that spent a grant
+    /// ([`ApprovalRecord::redeemed`](crate::results::ApprovalRecord::redeemed)), whether or
+    /// not the dispatcher signs receipts; in an audit written before that mark, a redemption
+    /// is one with a signed receipt.
     #[must_use]
     pub fn redeemed_more_than_once(&self) -> Vec<(String, usize)> {
         let mut redemptions: Vec<(String, usize)> = Vec::new();
         let redeemed = self.calls.iter().filter_map(|(_, audit)| {
             let approval = audit.approval.as_ref()?;
             approval
-                .receipt
-                .as_ref()
-                .map(|_| approval.approval_id.as_str())
+                .redeemed
+                .unwrap_or(approval.receipt.is_some())
+                .then_some(approval.approval_id.as_str())
         });
         for approval_id in redeemed {
             match redemptions.iter_mut().find(|(seen, _)| seen == approval_id) {

@@ -47,6 +47,7 @@ pub fn decide_claim(existing: Option<&Record>, claim: &Claim) -> ClaimDecision {
         expires_at_ms: claim.now_ms.saturating_add(claim.retention_ms),
         result: None,
         call: claim.call.clone(),
+        kept: claim.kept,
     };
     let Some(record) = existing else {
         return ClaimDecision::Write(fresh());
@@ -97,7 +98,8 @@ pub enum AdvanceDecision {
 }
 
 /// The one decision every store makes for an advance: the record moves only if it is still
-/// in `step.from` and, while in flight, still held by `step.lease` (owner and generation).
+/// in `step.from` and, while in flight, still held by `step.lease` (owner and generation). A
+/// record that finishes lets go of its call.
 ///
 /// # Errors
 ///
@@ -117,6 +119,11 @@ pub fn decide_advance(
     next.state = record.state.next(step.event)?;
     if step.result.is_some() {
         next.result.clone_from(&step.result);
+    }
+    if next.state.is_terminal() {
+        // Only a reconcile pass reads the call, and a finished write needs none: a record
+        // kept for good keeps its key, result and times, not the caller's arguments.
+        next.call = None;
     }
     next.expires_at_ms = step.now_ms.saturating_add(step.retention_ms);
     Ok(AdvanceDecision::Write(next))
@@ -325,6 +332,7 @@ pub fn decide_approve(
         .min()
         .unwrap_or(step.expires_at);
     let grant = ApprovalGrant {
+        earlier_run: pending.preview.earlier_run,
         approval_id: pending.approval_id,
         request_sha256: pending.request_sha256,
         preview_sha256: pending.preview_sha256,
@@ -432,9 +440,22 @@ pub(crate) fn approval_expired(entry: &ApprovalEntry, now_ms: u64) -> bool {
     entry.expires_at_ms() <= now_ms
 }
 
-/// Whether `record` is finished and past its retention (what a purge removes).
-pub(crate) fn record_expired(record: &Record, now_ms: u64) -> bool {
+/// Whether `record` is finished and past its retention or window: its operation is over, and
+/// a claim now starts a new one.
+pub(crate) fn operation_over(record: &Record, now_ms: u64) -> bool {
     record.state.is_terminal() && record.expires_at_ms <= now_ms
+}
+
+/// Whether `record`'s operation is over and the record is not kept past it (what a purge
+/// removes).
+pub(crate) fn record_expired(record: &Record, now_ms: u64) -> bool {
+    operation_over(record, now_ms) && !record.kept
+}
+
+/// Whether `record` is finished and its window ended by `window_ended_by_ms` (what an
+/// operator's purge of operations removes, kept or not).
+pub(crate) fn window_ended(record: &Record, window_ended_by_ms: u64) -> bool {
+    record.state.is_terminal() && record.expires_at_ms <= window_ended_by_ms
 }
 
 pub(crate) fn grant_covers(grant: &ApprovalGrant, asked: &ApprovalAsk) -> Result<(), Invalidity> {

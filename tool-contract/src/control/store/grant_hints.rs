@@ -80,6 +80,7 @@ mod tests {
             expires_at,
             ledger_key: ledger_key.to_owned(),
             edited_arguments: None,
+            earlier_run: None,
         }
     }
 

@@ -72,6 +72,10 @@ impl ControlStore for Guarded {
         guarded(|| self.0.purge_expired(now_ms))
     }
 
+    fn purge_operations(&self, window_ended_by_ms: u64) -> StoreFuture<'_, u64> {
+        guarded(|| self.0.purge_operations(window_ended_by_ms))
+    }
+
     fn look_for_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalLook> {
         guarded(|| self.0.look_for_approval(ask))
     }

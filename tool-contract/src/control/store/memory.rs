@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::FutureExt;
 
-use super::decide::{approval_expired, is_stale, record_expired};
+use super::decide::{approval_expired, is_stale, record_expired, window_ended};
 use super::rows::{self, Fence, Rows};
 use crate::control::{
     Advance, Advanced, Claim, Claimed, ControlStore, Purged, Record, Release, RowSeal, StoreError,
@@ -261,6 +261,15 @@ impl ControlStore for MemoryStore {
             approvals: (approvals - state.approvals.len()) as u64,
             tasks: (tasks - state.tasks.len()) as u64,
         }))
+    }
+
+    fn purge_operations(&self, window_ended_by_ms: u64) -> StoreFuture<'_, u64> {
+        let mut state = self.state();
+        let before = state.records.len();
+        state
+            .records
+            .retain(|_, record| !window_ended(record, window_ended_by_ms));
+        answered(Ok((before - state.records.len()) as u64))
     }
 
     fn look_for_approval<'a>(&'a self, ask: &'a ApprovalAsk) -> StoreFuture<'a, ApprovalLook> {

@@ -60,7 +60,7 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>>
 
 /// The version of the schema this build of the crate writes. A database holding a newer
 /// one is refused ([`StoreError::SchemaTooNew`]), never downgraded.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// The shared state of writes: ledger records and approvals, by the operation's ledger key.
 ///
@@ -117,9 +117,16 @@ pub trait ControlStore: Send + Sync {
     fn stale(&self, now_ms: u64) -> StoreFuture<'_, Vec<Record>>;
 
     /// Removes what no replica needs any more: terminal records whose retention ended at or
-    /// before `now_ms`, and approvals (pending, granted, rejected) whose own expiry did.
-    /// `unknown` and in-flight records are never purged: they wait for reconciliation.
+    /// before `now_ms` and that are not [kept](Record::kept), and approvals (pending,
+    /// granted, rejected) whose own expiry did. `unknown` and in-flight records are never
+    /// purged: they wait for reconciliation.
     fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged>;
+
+    /// An operator's purge of operations by age: removes the terminal records, kept or not,
+    /// whose window (or retention) ended at or before `window_ended_by_ms`, and answers how
+    /// many. A record whose window has not ended by then is never touched, nor is one kept
+    /// for good (its window never ends), nor an `unknown` or in-flight one.
+    fn purge_operations(&self, window_ended_by_ms: u64) -> StoreFuture<'_, u64>;
 
     /// The look a write that needs approval begins with: the record at `ask.ledger_key`
     /// and, when the approval stage would write nothing, that stage's answer

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use super::decide::{record_expired, unredeem};
+use super::decide::{operation_over, unredeem};
 use crate::control::seal::RowSeal;
 use crate::control::state::WriteState;
 use crate::control::{
@@ -453,7 +453,7 @@ pub(crate) async fn check_approval(
     let claimed = rows
         .record(&ask.ledger_key)
         .await?
-        .is_some_and(|record| !record_expired(&record, now_ms));
+        .is_some_and(|record| !operation_over(&record, now_ms));
     let decision = decide_approval(existing.as_ref(), ask, claimed);
     if let Some(entry) = &decision.write {
         put_sealed(rows, &ask.ledger_key, entry, &ask.seal).await?;
@@ -481,7 +481,7 @@ pub(crate) fn approval_look(
 ) -> ApprovalLook {
     let claimed = record
         .as_ref()
-        .is_some_and(|record| !record_expired(record, unix_ms(ask.now)));
+        .is_some_and(|record| !operation_over(record, unix_ms(ask.now)));
     let decision = decide_approval(entry, ask, claimed);
     ApprovalLook {
         record,

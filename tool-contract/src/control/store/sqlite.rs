@@ -89,6 +89,11 @@ const SCHEMA_V7: &str = "
 CREATE INDEX IF NOT EXISTS tool_contract_tasks_owner ON tool_contract_tasks (owner, task_id);
 ";
 
+/// Version 8: a record kept past its window until an operator purges it (an operation named
+/// by its fields or the application's key).
+const SCHEMA_V8: &str =
+    "ALTER TABLE tool_contract_ledger ADD COLUMN kept INTEGER NOT NULL DEFAULT 0;";
+
 /// A page of an owner's tasks: `?1` the owner, after the id `?2`, not expired by `?3`, at
 /// most `?4` of them.
 const TASKS_OF: &str = "SELECT task_id, body, seal FROM tool_contract_tasks \
@@ -97,7 +102,7 @@ const TASKS_OF: &str = "SELECT task_id, body, seal FROM tool_contract_tasks \
                         ORDER BY task_id LIMIT ?4";
 
 const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation, \
-                       lease_until_ms, expires_at_ms, result, call";
+                       lease_until_ms, expires_at_ms, result, call, kept";
 
 /// A control-plane store in an SQLite database file: it survives a process restart, and
 /// several processes on one machine may share the file (each step that writes takes SQLite's
@@ -239,6 +244,9 @@ fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     if found < 7 {
         transaction.execute_batch(SCHEMA_V7).map_err(store)?;
     }
+    if found < 8 {
+        transaction.execute_batch(SCHEMA_V8).map_err(store)?;
+    }
     if found < SCHEMA_VERSION {
         transaction
             .pragma_update(None, "user_version", SCHEMA_VERSION)
@@ -259,7 +267,8 @@ impl SqliteRows<'_, '_> {
             None => self.0.execute(
                 &format!(
                     "INSERT INTO tool_contract_ledger ({COLUMNS}) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (key) DO NOTHING"
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+                     ON CONFLICT (key) DO NOTHING"
                 ),
                 params![
                     record.key,
@@ -272,13 +281,14 @@ impl SqliteRows<'_, '_> {
                     to_sql_u64(record.expires_at_ms),
                     record.result,
                     record.call,
+                    record.kept,
                 ],
             ),
             // The fence is checked in the statement that writes.
             Some(fence) => self.0.execute(
                 "UPDATE tool_contract_ledger SET request_sha256 = ?2, tool = ?3, state = ?4, \
                  owner = ?5, lease_generation = ?6, lease_until_ms = ?7, expires_at_ms = ?8, \
-                 result = ?9, call = ?10 \
+                 result = ?9, call = ?10, kept = ?14 \
                  WHERE key = ?1 AND state = ?11 AND owner = ?12 AND lease_generation = ?13",
                 params![
                     record.key,
@@ -294,6 +304,7 @@ impl SqliteRows<'_, '_> {
                     fence.state.as_str(),
                     fence.lease.owner,
                     to_sql_u64(fence.lease.generation),
+                    record.kept,
                 ],
             ),
         };
@@ -597,7 +608,8 @@ impl ControlStore for SqliteStore {
         self.run(move |tx| {
             let records = tx
                 .execute(
-                    "DELETE FROM tool_contract_ledger WHERE expires_at_ms <= ?1 AND state IN (?2, ?3, ?4, ?5)",
+                    "DELETE FROM tool_contract_ledger \
+                     WHERE expires_at_ms <= ?1 AND state IN (?2, ?3, ?4, ?5) AND kept = 0",
                     params![
                         to_sql_u64(now_ms),
                         WriteState::Succeeded.as_str(),
@@ -624,6 +636,25 @@ impl ControlStore for SqliteStore {
                 approvals: approvals as u64,
                 tasks: tasks as u64,
             })
+        })
+    }
+
+    fn purge_operations(&self, window_ended_by_ms: u64) -> StoreFuture<'_, u64> {
+        self.run(move |tx| {
+            let records = tx
+                .execute(
+                    "DELETE FROM tool_contract_ledger \
+                     WHERE expires_at_ms <= ?1 AND state IN (?2, ?3, ?4, ?5)",
+                    params![
+                        to_sql_u64(window_ended_by_ms),
+                        WriteState::Succeeded.as_str(),
+                        WriteState::Failed.as_str(),
+                        WriteState::Rejected.as_str(),
+                        WriteState::Cancelled.as_str(),
+                    ],
+                )
+                .map_err(store)?;
+            Ok(records as u64)
         })
     }
 
@@ -874,6 +905,7 @@ struct RawRecord {
     expires_at_ms: i64,
     result: Option<String>,
     call: Option<String>,
+    kept: bool,
 }
 
 fn raw_record(row: &Row<'_>) -> rusqlite::Result<RawRecord> {
@@ -888,6 +920,7 @@ fn raw_record(row: &Row<'_>) -> rusqlite::Result<RawRecord> {
         expires_at_ms: row.get(7)?,
         result: row.get(8)?,
         call: row.get(9)?,
+        kept: row.get(10)?,
     })
 }
 
@@ -910,6 +943,7 @@ impl RawRecord {
             expires_at_ms: from_sql_u64(self.expires_at_ms, "time")?,
             result: self.result,
             call: self.call,
+            kept: self.kept,
         })
     }
 }

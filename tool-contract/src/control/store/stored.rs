@@ -14,7 +14,7 @@ use crate::control::{
 };
 use crate::control::{Lease, StoreError};
 use crate::json::depth;
-use crate::results::PasskeyAssertion;
+use crate::results::{EarlierRun, PasskeyAssertion};
 
 /// An approval entry as its columns hold it.
 pub(crate) struct ApprovalRow {
@@ -192,6 +192,8 @@ struct StoredGrant {
     ledger_key: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     edited_arguments: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    earlier_run: Option<EarlierRun>,
 }
 
 fn to_json(value: &impl Serialize) -> Result<String, StoreError> {
@@ -238,6 +240,7 @@ pub(crate) fn approval_row(entry: &ApprovalEntry) -> Result<ApprovalRow, StoreEr
                 expires_at,
                 ledger_key: grant.ledger_key.clone(),
                 edited_arguments: grant.edited_arguments.clone(),
+                earlier_run: grant.earlier_run.clone(),
             };
             (GRANTED, to_json(&stored)?, redeemed_by.clone())
         }
@@ -315,6 +318,7 @@ pub(crate) fn approval_entry(row: ReadApprovalRow) -> Result<ApprovalEntry, Stor
                 expires_at,
                 ledger_key: stored.ledger_key,
                 edited_arguments: stored.edited_arguments,
+                earlier_run: stored.earlier_run,
             };
             Ok(ApprovalEntry::Granted { grant, redeemed_by })
         }

@@ -61,6 +61,13 @@ impl Dispatcher {
         let Some(key) = key else {
             return ended;
         };
+        if projected.event.is_none()
+            && attempts == 0
+            && let Some(approval) = ended.approval.as_mut()
+        {
+            // Nothing was tried: the release below gives the grant back, unspent.
+            approval.redeemed = Some(false);
+        }
         // The audit first: should the process die before the ledger record, the lease lapses,
         // the write turns unknown, and the audit already holds what happened.
         ended.audited = Some(self.audit(&mut ended.result, ended.approval.as_ref()).await);

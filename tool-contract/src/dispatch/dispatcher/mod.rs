@@ -718,9 +718,11 @@ impl Dispatcher {
         if record.state != WriteState::Executing || record.lease.owner != self.owner {
             return Ok(Some(record.state));
         }
+        let keeping = self.keeping(self.registry.get(&record.tool));
         let step = self.advance(
             &ledger_key,
             &record.lease,
+            keeping,
             WriteState::Executing,
             WriteEvent::RequestCancel,
             None,
@@ -752,6 +754,27 @@ impl Dispatcher {
             records = purged.records,
             approvals = purged.approvals,
             "expired keys and approvals purged"
+        );
+        Ok(purged)
+    }
+
+    /// An operator's purge of finished operations by age: removes the ledger records whose
+    /// window ended `older_than` ago or earlier, kept ones included (`within = "30d"`, whose
+    /// records outlive their window so that a repeat names the earlier run). An operation
+    /// within its window is never touched, nor one kept for good (`[fields]` or `key_rule`
+    /// without `within`: its window never ends), nor an `unknown` or running one. Answers how
+    /// many records it removed.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub async fn purge_operations(&self, older_than: Duration) -> Result<u64, StoreError> {
+        let window_ended_by = self.now_ms().saturating_sub(duration_ms(older_than));
+        let purged = self.store.purge_operations(window_ended_by).await?;
+        info!(
+            stage = "ledger",
+            records = purged,
+            "operations purged by age"
         );
         Ok(purged)
     }

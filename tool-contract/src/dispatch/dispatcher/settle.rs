@@ -171,6 +171,7 @@ impl Dispatcher {
         let step = self.advance(
             &key.ledger_key,
             &record.lease,
+            key.keeping,
             record.state,
             event,
             Some(self.stored(&key, &result.model)),

@@ -44,6 +44,8 @@ impl Dispatcher {
             lease: record.lease,
             seal: self.row_seal.clone(),
             lease_until_ms: AtomicU64::new(0),
+            keeping: self.keeping(Some(write)),
+            earlier_run: None,
         };
         debug!(
             stage = "reconcile",

@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use tracing::{Instrument, debug, warn};
+use tracing::{Instrument, debug, info, warn};
 
 use super::stale::stored_call;
 use super::{Call, Dispatcher, Ended, PURGE_EVERY, Valid, duration_ms, prefix, sha256_hex};
@@ -28,10 +28,10 @@ use crate::dispatch::telemetry::{self, Guardrail, Verdict};
 use crate::json::encoding::infallible;
 use crate::results::digest::digests_equal;
 use crate::results::{
-    ApprovalFact, ApprovalRecord, Delivery, ErrorCode, ModelError, ModelResult, Provenance,
-    ReceiptFacts, ReceiptRevisions, Status, Trust,
+    ApprovalFact, ApprovalRecord, Delivery, EarlierRun, ErrorCode, ModelError, ModelResult,
+    Provenance, ReceiptFacts, ReceiptRevisions, Status, Trust,
 };
-use crate::vocabulary::{Approval, CallContext, Principal, Reconcile};
+use crate::vocabulary::{Approval, CallContext, OperationWindow, Principal, Reconcile};
 
 use WriteEvent::{Approve, Reject, RequestApproval};
 
@@ -51,6 +51,21 @@ pub(super) struct WriteKey {
     pub(super) seal: RowSeal,
     /// Until when the claim holds the record (ms since the epoch), once claimed.
     pub(super) lease_until_ms: AtomicU64,
+    /// How long the record stays its operation, by the contract's rule.
+    pub(super) keeping: Keeping,
+    /// The operation's earlier run, when the look found it over (its window ended): what a
+    /// person approving this repeat is shown.
+    pub(super) earlier_run: Option<EarlierRun>,
+}
+
+/// How long the ledger keeps a write's record as its operation, and whether past that.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Keeping {
+    /// The record's retention after its last change: the ledger's, the contract's `within`,
+    /// or `u64::MAX` (for good).
+    pub(super) retention_ms: u64,
+    /// Whether it outlives that until an operator purges it ([`Record::kept`]).
+    pub(super) kept: bool,
 }
 
 impl WriteKey {
@@ -127,10 +142,19 @@ impl Dispatcher {
                 self.sequence
                     .fetch_max(record.lease.generation.saturating_add(1), Ordering::Relaxed);
                 key.lease = self.new_lease();
-                if !expired(&record, self.now_ms())
-                    && let Some(ended) = self.settled(call, valid, &key, record).await
-                {
-                    return ended;
+                if !expired(&record, self.now_ms()) {
+                    if let Some(ended) = self.settled(call, valid, &key, record).await {
+                        return ended;
+                    }
+                } else if record.kept {
+                    // Its window ended: this is a new operation, never silently a first one.
+                    let earlier = self.earlier_run(&key, &record);
+                    info!(
+                        stage = "ledger",
+                        window_ended_at = %earlier.window_ended_at,
+                        "the operation's window ended; a repeat is a new operation"
+                    );
+                    key.earlier_run = Some(earlier);
                 }
             }
             Ok(None) => {}
@@ -240,11 +264,13 @@ impl Dispatcher {
             Some(grant) => self.store.claim_redeeming(&claim, grant).await,
             None => self.store.claim(&claim).await,
         };
-        if !matches!(claimed, Ok(Claimed::Fresh))
-            && let Some(record) = approval.as_mut()
-        {
-            // This claim redeemed nothing: there is nothing to give a receipt for.
-            record.receipt = None;
+        if let Some(record) = approval.as_mut() {
+            let redeemed = matches!(claimed, Ok(Claimed::Fresh));
+            record.redeemed = Some(redeemed);
+            if !redeemed {
+                // This claim redeemed nothing: there is nothing to give a receipt for.
+                record.receipt = None;
+            }
         }
         self.ran_as_claimed(call, valid, key, approval, fresh_as, claimed)
             .await
@@ -648,6 +674,7 @@ impl Dispatcher {
                     ),
                     edited_arguments: grant.edited_arguments.clone(),
                     receipt: None,
+                    redeemed: Some(false),
                 };
                 Ok((record, grant))
             }
@@ -729,6 +756,7 @@ impl Dispatcher {
             expires_at: grant.expires_at,
             redeemed_at,
             edited_arguments: grant.edited_arguments.clone(),
+            earlier_run: grant.earlier_run.clone(),
         }
     }
 
@@ -771,6 +799,7 @@ impl Dispatcher {
             description: valid.spec.description().to_owned(),
             effect: valid.spec.effect(),
             arguments: valid.arguments.clone(),
+            earlier_run: key.earlier_run.clone(),
         };
         let preview_sha256 = preview.sha256();
         let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
@@ -835,7 +864,14 @@ impl Dispatcher {
                 }
                 _ => event,
             };
-            let step = self.advance(&key.ledger_key, &key.lease, from, event, stored.clone());
+            let step = self.advance(
+                &key.ledger_key,
+                &key.lease,
+                key.keeping,
+                from,
+                event,
+                stored.clone(),
+            );
             match self.store.advance(&step).await {
                 Ok(Advanced::Applied(record)) => {
                     debug!(stage = "ledger", state = record.state.as_str(), "recorded");
@@ -876,6 +912,7 @@ impl Dispatcher {
         let step = self.advance(
             &key.ledger_key,
             &key.lease,
+            key.keeping,
             from,
             WriteEvent::ActedAfterSettled,
             stored,
@@ -901,6 +938,7 @@ impl Dispatcher {
         let step = self.advance(
             &key.ledger_key,
             &key.lease,
+            key.keeping,
             WriteState::Unknown,
             event,
             stored,
@@ -1064,6 +1102,26 @@ impl Dispatcher {
         self.control(call, ModelError::new(code), detail)
     }
 
+    /// How long a record of `spec`'s operations is kept: for good or for the contract's
+    /// `within` under `[fields]` and `key_rule`, for the ledger's retention otherwise (and for
+    /// a tool the registry lacks).
+    pub(super) fn keeping(&self, spec: Option<&ToolSpec>) -> Keeping {
+        match spec.and_then(ToolSpec::operation_window) {
+            Some(OperationWindow::ForGood) => Keeping {
+                retention_ms: u64::MAX,
+                kept: true,
+            },
+            Some(OperationWindow::Within(window)) => Keeping {
+                retention_ms: duration_ms(window),
+                kept: true,
+            },
+            _ => Keeping {
+                retention_ms: duration_ms(self.retention),
+                kept: false,
+            },
+        }
+    }
+
     pub(super) fn write_key(&self, call: &Call<'_>, spec: &ToolSpec) -> WriteKey {
         let context = call.context;
         WriteKey {
@@ -1080,6 +1138,8 @@ impl Dispatcher {
             lease: self.new_lease(),
             seal: self.row_seal.clone(),
             lease_until_ms: AtomicU64::new(0),
+            keeping: self.keeping(Some(spec)),
+            earlier_run: None,
         }
     }
 
@@ -1104,7 +1164,8 @@ impl Dispatcher {
             lease: key.lease.clone(),
             now_ms,
             lease_ms,
-            retention_ms: duration_ms(self.retention),
+            retention_ms: key.keeping.retention_ms,
+            kept: key.keeping.kept,
             redeem: None,
             seal: key.seal.clone(),
             call: stored_call(call),
@@ -1122,6 +1183,30 @@ impl Dispatcher {
         format!("{seal}\n{json}")
     }
 
+    /// The earlier run of an operation `record` was, once its window ended: how it ended,
+    /// when, and the `result_sha256` its audit binds (when its stored result is there and
+    /// sealed by these keys).
+    fn earlier_run(&self, key: &WriteKey, record: &Record) -> EarlierRun {
+        let result_sha256 = record.result.as_deref().and_then(|stored| {
+            let (seal, json) = stored.split_once('\n')?;
+            let expected = self.keys.ledger_record_digest(
+                &key.ledger_key,
+                &record.request_sha256,
+                json.as_bytes(),
+            );
+            digests_equal(seal, &expected).then(|| self.keys.result_digest(json.as_bytes()))
+        });
+        let window_ended = i128::from(record.expires_at_ms).saturating_mul(1_000_000);
+        EarlierRun {
+            ended: record.state.as_str().to_owned(),
+            window_ended_at: OffsetDateTime::from_unix_timestamp_nanos(window_ended)
+                .ok()
+                .and_then(|at| at.format(&Rfc3339).ok())
+                .unwrap_or_default(),
+            result_sha256,
+        }
+    }
+
     /// A record's stored result, if it is there, sealed by these keys for this key and
     /// request, and readable.
     fn stored_result(&self, key: &WriteKey, record: &Record) -> Option<ModelResult> {
@@ -1135,10 +1220,12 @@ impl Dispatcher {
         ModelResult::from_json(json.as_bytes()).ok()
     }
 
+    /// The change of the record at `key` held by `lease`, kept as `keeping` says from now.
     pub(super) fn advance(
         &self,
         key: &str,
         lease: &Lease,
+        keeping: Keeping,
         from: WriteState,
         event: WriteEvent,
         result: Option<String>,
@@ -1150,7 +1237,7 @@ impl Dispatcher {
             event,
             result,
             now_ms: self.now_ms(),
-            retention_ms: duration_ms(self.retention),
+            retention_ms: keeping.retention_ms,
         }
     }
 }

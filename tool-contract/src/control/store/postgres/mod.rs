@@ -329,6 +329,22 @@ impl PostgresStore {
             .await
             .map_err(store)?;
         }
+        if found < 8 {
+            // Version 8: a record kept past its window until an operator purges it, and the
+            // redeeming claim that writes it.
+            tx.batch_execute(&format!(
+                "ALTER TABLE {schema}.tool_contract_ledger
+                     ADD COLUMN kept BOOLEAN NOT NULL DEFAULT false;
+                 DROP FUNCTION IF EXISTS {schema}.tool_contract_claim_redeeming(
+                     TEXT, TEXT, TEXT, TEXT, TEXT, BIGINT, BIGINT, BIGINT, TEXT, TEXT, TEXT,
+                     TEXT, BIGINT, TEXT, TEXT, TEXT, BIGINT, TEXT, TEXT, BIGINT, TEXT);"
+            ))
+            .await
+            .map_err(store)?;
+            tx.batch_execute(&claim_redeeming_v8(schema))
+                .await
+                .map_err(store)?;
+        }
         if found < SCHEMA_VERSION {
             tx.execute(
                 &format!(
@@ -416,6 +432,9 @@ fn schema_v1(schema: &str) -> String {
 fn claim_redeeming_v5(schema: &str) -> String {
     let ledger = format!("{schema}.tool_contract_ledger");
     let approvals = format!("{schema}.tool_contract_approvals");
+    // The ledger's columns when it was written; version 8 replaces it.
+    const COLUMNS_V5: &str = "key, request_sha256, tool, state, owner, lease_generation, \
+                              lease_until_ms, expires_at_ms, result, call";
     format!(
         "CREATE OR REPLACE FUNCTION {schema}.tool_contract_claim_redeeming(
              claim_key TEXT, claim_request_sha256 TEXT, claim_tool TEXT, claim_state TEXT,
@@ -437,10 +456,58 @@ fn claim_redeeming_v5(schema: &str) -> String {
              IF NOT FOUND THEN
                  RETURN 'changed';
              END IF;
-             INSERT INTO {ledger} ({COLUMNS})
+             INSERT INTO {ledger} ({COLUMNS_V5})
                   VALUES (claim_key, claim_request_sha256, claim_tool, claim_state, claim_owner,
                           claim_generation, claim_lease_until_ms, claim_expires_at_ms,
                           claim_result, claim_call)
+                  ON CONFLICT (key) DO NOTHING;
+             IF NOT FOUND THEN
+                 RETURN 'taken';
+             END IF;
+             UPDATE {approvals} AS a
+                SET state = redeemed_state, expires_at_ms = redeemed_expires_at_ms,
+                    body = redeemed_body, redeemed_owner = redeemed_by_owner,
+                    redeemed_generation = redeemed_by_generation, seal = redeemed_seal
+              WHERE a.key = claim_key;
+             RETURN 'claimed';
+         END $$;"
+    )
+}
+
+/// Version 8: the claim that redeems a grant, in one statement (see `one_statement.rs`).
+/// Its arguments: the record's eleven columns ([`COLUMNS`]); the grant's approval id; the
+/// granted row as the approval stage read it (state, expiry, body, seal); the redeemed row
+/// (state, expiry, body, redeeming owner and generation, seal). It answers `claimed`, or
+/// `changed` (the grant's row is not that row) or `taken` (the key holds a record), having
+/// written nothing.
+fn claim_redeeming_v8(schema: &str) -> String {
+    let ledger = format!("{schema}.tool_contract_ledger");
+    let approvals = format!("{schema}.tool_contract_approvals");
+    format!(
+        "CREATE OR REPLACE FUNCTION {schema}.tool_contract_claim_redeeming(
+             claim_key TEXT, claim_request_sha256 TEXT, claim_tool TEXT, claim_state TEXT,
+             claim_owner TEXT, claim_generation BIGINT, claim_lease_until_ms BIGINT,
+             claim_expires_at_ms BIGINT, claim_result TEXT, claim_call TEXT, claim_kept BOOLEAN,
+             grant_approval_id TEXT,
+             granted_state TEXT, granted_expires_at_ms BIGINT, granted_body TEXT,
+             granted_seal TEXT,
+             redeemed_state TEXT, redeemed_expires_at_ms BIGINT, redeemed_body TEXT,
+             redeemed_by_owner TEXT, redeemed_by_generation BIGINT, redeemed_seal TEXT
+         ) RETURNS TEXT LANGUAGE plpgsql AS $$
+         BEGIN
+             PERFORM 1 FROM {approvals} AS a
+              WHERE a.key = claim_key AND a.approval_id = grant_approval_id
+                AND a.state = granted_state AND a.expires_at_ms = granted_expires_at_ms
+                AND a.body = granted_body AND a.redeemed_owner IS NULL
+                AND a.redeemed_generation IS NULL AND a.seal = granted_seal
+                FOR UPDATE;
+             IF NOT FOUND THEN
+                 RETURN 'changed';
+             END IF;
+             INSERT INTO {ledger} ({COLUMNS})
+                  VALUES (claim_key, claim_request_sha256, claim_tool, claim_state, claim_owner,
+                          claim_generation, claim_lease_until_ms, claim_expires_at_ms,
+                          claim_result, claim_call, claim_kept)
                   ON CONFLICT (key) DO NOTHING;
              IF NOT FOUND THEN
                  RETURN 'taken';
@@ -805,6 +872,32 @@ impl ControlStore for PostgresStore {
         })
     }
 
+    fn purge_operations(&self, window_ended_by_ms: u64) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            let connection = self.connection().await?;
+            let before = to_sql_u64(window_ended_by_ms);
+            let finished = [
+                WriteState::Succeeded.as_str(),
+                WriteState::Failed.as_str(),
+                WriteState::Rejected.as_str(),
+                WriteState::Cancelled.as_str(),
+            ];
+            connection
+                .execute_typed(
+                    &self.sql.purge_operations,
+                    &[
+                        (&before, Type::INT8),
+                        (&finished[0], Type::TEXT),
+                        (&finished[1], Type::TEXT),
+                        (&finished[2], Type::TEXT),
+                        (&finished[3], Type::TEXT),
+                    ],
+                )
+                .await
+                .map_err(store)
+        })
+    }
+
     fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged> {
         Box::pin(async move {
             let connection = self.connection().await?;
@@ -1026,14 +1119,14 @@ impl ControlStore for PostgresStore {
     }
 }
 
-/// The ten columns of a ledger row, in the order of [`COLUMNS`] and [`RECORD_TYPES`].
+/// The eleven columns of a ledger row, in the order of [`COLUMNS`] and [`RECORD_TYPES`].
 fn record_values<'a>(
     record: &'a Record,
     state: &'a &'a str,
     generation: &'a i64,
     lease_until: &'a i64,
     expires_at: &'a i64,
-) -> [&'a (dyn ToSql + Sync); 10] {
+) -> [&'a (dyn ToSql + Sync); 11] {
     [
         &record.key,
         &record.request_sha256,
@@ -1045,10 +1138,11 @@ fn record_values<'a>(
         expires_at,
         &record.result,
         &record.call,
+        &record.kept,
     ]
 }
 
-/// The ten columns of a ledger row, typed, for an unnamed statement.
+/// The eleven columns of a ledger row, typed, for an unnamed statement.
 fn record_params<'a>(
     record: &'a Record,
     state: &'a &'a str,
@@ -1066,7 +1160,7 @@ fn record_of(row: &Row) -> Result<Record, StoreError> {
     record_at(row, 0)
 }
 
-/// The record whose ten columns ([`COLUMNS`]) begin at column `first` of `row`.
+/// The record whose eleven columns ([`COLUMNS`]) begin at column `first` of `row`.
 fn record_at(row: &Row, first: usize) -> Result<Record, StoreError> {
     let state: String = row.try_get(first + 3).map_err(store)?;
     Ok(Record {
@@ -1084,6 +1178,7 @@ fn record_at(row: &Row, first: usize) -> Result<Record, StoreError> {
         expires_at_ms: from_sql_u64(row.try_get(first + 7).map_err(store)?, "time")?,
         result: row.try_get(first + 8).map_err(store)?,
         call: row.try_get(first + 9).map_err(store)?,
+        kept: row.try_get(first + 10).map_err(store)?,
     })
 }
 

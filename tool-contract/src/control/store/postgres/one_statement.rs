@@ -112,6 +112,7 @@ impl PostgresStore {
                     &step.lease.owner,
                     &to_sql_u64(step.lease.generation),
                     &step.from.is_in_flight(),
+                    &next.is_terminal(),
                 ],
             )
             .await?;

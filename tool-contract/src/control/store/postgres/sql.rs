@@ -4,7 +4,7 @@
 use tokio_postgres::types::Type;
 
 pub(super) const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation, \
-                       lease_until_ms, expires_at_ms, result, call";
+                       lease_until_ms, expires_at_ms, result, call, kept";
 pub(super) const APPROVAL_COLUMNS: &str =
     "state, approval_id, expires_at_ms, body, redeemed_owner, redeemed_generation, seal";
 
@@ -24,6 +24,7 @@ pub(super) struct Sql {
     pub(super) approval_key: String,
     pub(super) put_approval: String,
     pub(super) purge_records: String,
+    pub(super) purge_operations: String,
     pub(super) purge_approvals: String,
     pub(super) stale: String,
     pub(super) pending: String,
@@ -47,15 +48,17 @@ impl Sql {
         let returned = qualified("l", COLUMNS);
         // Neither statement takes the key's advisory lock (see the module's notes).
         let claim_if_absent = format!(
-            "INSERT INTO {ledger} ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+            "INSERT INTO {ledger} ({COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
              ON CONFLICT (key) DO NOTHING RETURNING 1"
         );
         // `decide_advance` in one statement, for a record still in `$5` (and, in flight,
         // under the lease `$6`, `$7`): the new state, the result if one is given, the new
-        // expiry. Nothing else of the row changes.
+        // expiry, and no call once finished (`$9`). Nothing else of the row changes.
         let advance_in_place = format!(
             "UPDATE {ledger} AS l SET state = $2, result = COALESCE($3, l.result), \
-             expires_at_ms = $4 WHERE l.key = $1 AND l.state = $5 \
+             expires_at_ms = $4, call = CASE WHEN $9 THEN NULL ELSE l.call END \
+             WHERE l.key = $1 AND l.state = $5 \
              AND (NOT $8 OR (l.owner = $6 AND l.lease_generation = $7)) \
              RETURNING {returned}"
         );
@@ -68,7 +71,7 @@ impl Sql {
         );
         let claim_redeeming = format!(
             "SELECT {schema}.tool_contract_claim_redeeming($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-             $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
+             $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)"
         );
         Sql {
             schema: schema.to_owned(),
@@ -79,15 +82,15 @@ impl Sql {
             record: format!("SELECT {COLUMNS} FROM {ledger} WHERE key = $1"),
             record_for_update: format!("SELECT {COLUMNS} FROM {ledger} WHERE key = $1 FOR UPDATE"),
             insert_record: format!(
-                "INSERT INTO {ledger} ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
-                 ON CONFLICT (key) DO NOTHING"
+                "INSERT INTO {ledger} ({COLUMNS}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (key) DO NOTHING"
             ),
             // The fence is checked in the statement that writes.
             update_record: format!(
                 "UPDATE {ledger} SET request_sha256 = $2, tool = $3, state = $4, owner = $5, \
                  lease_generation = $6, lease_until_ms = $7, expires_at_ms = $8, result = $9, \
-                 call = $10 WHERE key = $1 AND state = $11 AND owner = $12 \
-                 AND lease_generation = $13"
+                 call = $10, kept = $11 WHERE key = $1 AND state = $12 AND owner = $13 \
+                 AND lease_generation = $14"
             ),
             delete_record: format!(
                 "DELETE FROM {ledger} WHERE key = $1 AND state = $2 AND owner = $3 \
@@ -106,6 +109,10 @@ impl Sql {
                  redeemed_generation = EXCLUDED.redeemed_generation, seal = EXCLUDED.seal"
             ),
             purge_records: format!(
+                "DELETE FROM {ledger} WHERE expires_at_ms <= $1 AND state IN ($2, $3, $4, $5) \
+                 AND NOT kept"
+            ),
+            purge_operations: format!(
                 "DELETE FROM {ledger} WHERE expires_at_ms <= $1 AND state IN ($2, $3, $4, $5)"
             ),
             purge_approvals: format!("DELETE FROM {approvals} WHERE expires_at_ms <= $1"),
@@ -157,8 +164,8 @@ fn qualified(table: &str, columns: &str) -> String {
         .join(", ")
 }
 
-/// The types of a ledger row's ten columns ([`COLUMNS`]), in order.
-pub(super) const RECORD_TYPES: [Type; 10] = [
+/// The types of a ledger row's eleven columns ([`COLUMNS`]), in order.
+pub(super) const RECORD_TYPES: [Type; 11] = [
     Type::TEXT,
     Type::TEXT,
     Type::TEXT,
@@ -169,10 +176,11 @@ pub(super) const RECORD_TYPES: [Type; 10] = [
     Type::INT8,
     Type::TEXT,
     Type::TEXT,
+    Type::BOOL,
 ];
 
-/// The types of `advance_in_place`'s eight parameters.
-pub(super) const ADVANCE_TYPES: [Type; 8] = [
+/// The types of `advance_in_place`'s nine parameters.
+pub(super) const ADVANCE_TYPES: [Type; 9] = [
     Type::TEXT,
     Type::TEXT,
     Type::TEXT,
@@ -181,9 +189,10 @@ pub(super) const ADVANCE_TYPES: [Type; 8] = [
     Type::TEXT,
     Type::INT8,
     Type::BOOL,
+    Type::BOOL,
 ];
 
-/// The types of `tool_contract_claim_redeeming`'s eleven arguments after the record's ten
+/// The types of `tool_contract_claim_redeeming`'s eleven arguments after the record's eleven
 /// ([`RECORD_TYPES`]): the approval id, the granted row (state, expiry, body, seal), the
 /// redeemed row (state, expiry, body, owner, generation, seal).
 pub(super) const GRANT_TYPES: [Type; 11] = [
