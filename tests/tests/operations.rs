@@ -245,6 +245,39 @@ async fn the_same_model_call_retried_runs_once() {
     assert_eq!(library.ran(), ["borrow 9780141439518"]);
 }
 
+/// A Gemini `generateContent` turn without `responseId` is named by its calls: the same turn
+/// dispatched twice, or read again from its bytes, runs its `per_call` write once.
+#[tokio::test]
+async fn a_gemini_turn_without_a_response_id_dispatched_twice_runs_its_write_once() {
+    use tool_contract::providers::{GeminiGenerateContent, ProviderApi};
+    let library = Arc::new(Library::default());
+    let dispatcher = dispatcher(&library);
+    let body = br#"{"candidates":[{"finishReason":"STOP","content":{"role":"model","parts":[
+      {"functionCall":{"name":"borrow_book","args":{"member_id":"M-7","isbn":"9780141439518"}}}]}}]}"#;
+    let turn = GeminiGenerateContent.parse(body).unwrap();
+    assert!(
+        turn.response_id
+            .as_deref()
+            .is_some_and(|id| id.starts_with("sha256:"))
+    );
+    let read_again = GeminiGenerateContent.parse(body).unwrap();
+    let task = Task::unlimited();
+    let mut deliveries = Vec::new();
+    for turn in [&turn, &turn, &read_again] {
+        let dispatched = dispatcher.dispatch_turn(&alice(), turn, &task).await;
+        deliveries.push(dispatched.answers()[0].result.model.execution().delivery);
+    }
+    assert_eq!(
+        deliveries,
+        [
+            Delivery::Fresh,
+            Delivery::LocalReplay,
+            Delivery::LocalReplay
+        ]
+    );
+    assert_eq!(library.ran(), ["borrow 9780141439518"]);
+}
+
 #[tokio::test]
 async fn calls_matched_by_name_are_named_by_their_response_or_afresh() {
     let library = Arc::new(Library::default());

@@ -11,6 +11,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use super::ProviderApi;
 use super::api::impl_provider_api;
@@ -194,7 +195,15 @@ impl StreamAssembler {
                 ),
             });
         }
-        let mut turn = Turn::new(API, self.response_id);
+        let matched_by_name = self
+            .calls
+            .iter()
+            .any(|call| call.id.as_deref().is_none_or(str::is_empty));
+        let response_id = match self.response_id {
+            None if matched_by_name => Some(content_id(&self.calls)),
+            response_id => response_id,
+        };
+        let mut turn = Turn::new(API, response_id);
         for (index, call) in self.calls.iter().enumerate() {
             let (call_id, correlation) = match &call.id {
                 Some(id) if !id.is_empty() => (id.clone(), Correlation::Id),
@@ -223,6 +232,22 @@ impl StreamAssembler {
         }
         Ok(turn)
     }
+}
+
+/// The id of a turn whose response has no `responseId` and whose calls are matched by name:
+/// `sha256:` and the SHA-256 of its calls (each name and argument bytes, in order), so that the
+/// same turn read again names each call's operation alike (one write, however often the turn
+/// is dispatched), where a fresh name per dispatch would run it again. Two turns with the same
+/// calls are one turn then: a provider that sends `responseId` tells them apart.
+fn content_id(calls: &[PendingCall]) -> String {
+    let mut digest = Sha256::new();
+    for call in calls {
+        for part in [call.name.as_bytes(), &call.arguments] {
+            digest.update(part.len().to_be_bytes());
+            digest.update(part);
+        }
+    }
+    format!("sha256:{}", hex::encode(digest.finalize()))
 }
 
 /// Gemini `generateContent`, as a [`ProviderApi`]: the calls this module's functions make.
