@@ -80,3 +80,63 @@ async fn a_spent_approval_put_back_is_caught_by_the_audit_history_without_receip
         [(pending.approval_id.clone(), 2)]
     );
 }
+
+/// A turn held while its payouts wait: resumed once people decided, the approved payout runs
+/// and the model reads its real result, the rejected one its rejection, the undecided one
+/// still waits under the same approval; nothing runs twice.
+#[tokio::test]
+async fn a_held_turn_resumed_after_the_decisions_reads_each_real_outcome() {
+    use tool_contract::control::RejectionReason;
+    use tool_contract::dispatch::Task;
+    use tool_contract::providers::{OpenAiResponses, ProviderApi};
+
+    let (desk, payroll) = desk(Arc::new(MemoryStore::new()));
+    let body = br#"{"id":"resp_9","status":"completed","output":[
+      {"type":"function_call","call_id":"c7","name":"pay_out","arguments":"{\"report_id\":\"R-7\",\"amount_cents\":4200}"},
+      {"type":"function_call","call_id":"c8","name":"pay_out","arguments":"{\"report_id\":\"R-8\",\"amount_cents\":900}"},
+      {"type":"function_call","call_id":"c9","name":"pay_out","arguments":"{\"report_id\":\"R-9\",\"amount_cents\":15000}"}]}"#;
+    let turn = OpenAiResponses.parse(body).unwrap();
+    let employee = tool_contract_tests::expenses::employee();
+    let task = Task::unlimited();
+    let held = desk.dispatch_turn(&employee, &turn, &task).await;
+    assert!(held.is_waiting());
+    let pending: Vec<_> = held.pending_approvals().cloned().collect();
+    desk.approve_pending(&pending[0], "manager:mia", HOUR)
+        .await
+        .unwrap();
+    desk.reject_because(&pending[2].approval_id, RejectionReason::NotPermitted)
+        .await
+        .unwrap();
+
+    let resumed = desk.resume_turn(&employee, held, &task).await;
+    let codes: Vec<_> = resumed
+        .answers()
+        .iter()
+        .map(|answer| answer.result.model.error().map(|error| error.code()))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            None,
+            Some(ErrorCode::ApprovalRequired),
+            Some(ErrorCode::RejectedNotPermitted)
+        ]
+    );
+    assert_eq!(
+        resumed.answers()[0].result.model.status(),
+        Status::Succeeded
+    );
+    let still = resumed.pending_approvals().next().expect("R-8 still waits");
+    assert_eq!(still.approval_id, pending[1].approval_id);
+    assert!(resumed.is_waiting());
+    // What the model reads next: the real payout, bound to its own call id.
+    let next = OpenAiResponses
+        .write_results(&desk.binder(), &employee, &turn, resumed.answers())
+        .unwrap();
+    let paid: serde_json::Value =
+        serde_json::from_str(next[0]["output"].as_str().unwrap()).unwrap();
+    assert_eq!(next[0]["call_id"], "c7");
+    assert_eq!(paid["data"]["report_id"], "R-7");
+    assert_eq!(paid["execution"]["delivery"], "fresh");
+    assert_eq!(payroll.all(), [("R-7".to_owned(), 4200)]);
+}

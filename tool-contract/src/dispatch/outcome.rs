@@ -71,6 +71,13 @@ impl DispatchedTurn {
         self.answers.iter().zip(&self.dispatches)
     }
 
+    /// Whether a write of this turn waits for a person: hold the turn, and
+    /// [`resume_turn`](crate::dispatch::Dispatcher::resume_turn) it once they decided.
+    #[must_use]
+    pub fn is_waiting(&self) -> bool {
+        self.pending_approvals().next().is_some()
+    }
+
     /// The writes of this turn that wait for a person, in call order.
     pub fn pending_approvals(&self) -> impl Iterator<Item = &PendingApproval> {
         self.dispatches

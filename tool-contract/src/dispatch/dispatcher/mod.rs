@@ -374,6 +374,67 @@ impl Dispatcher {
         dispatched
     }
 
+    /// Runs again the calls of a turn held open that waited for approval, each under the
+    /// operation it was asked about, now that people decided: the approved write runs on its
+    /// grant (once, on whichever replica), a rejected one reads its rejection, one still
+    /// waiting reads `APPROVAL_REQUIRED` with the same pending approval. The turn's other
+    /// answers stay as they were: nothing else runs again. Hand the result to the provider's
+    /// [`write_results`](crate::providers::ProviderApi::write_results) once, and the model's
+    /// next turn reads each write's real result, as if it had run at once, with no second
+    /// call of the model's.
+    ///
+    /// Every check holds as for the first dispatch: the call is the one asked about (its
+    /// request digest, so an approval covers exactly it), the ledger runs its operation once,
+    /// and the audit records both dispatches.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use tool_contract::prelude::*;
+    /// # /// Refund an order; a supervisor approves it first.
+    /// # #[derive(serde::Deserialize, ToolContract)]
+    /// # #[tool_contract(output = Refund, effect = idempotent_write, approval = by_another, operation = [order_ref])]
+    /// # struct RefundOrder { #[tool_contract(max_len = 16)] order_ref: String }
+    /// # #[derive(serde::Serialize, ToolOutput)]
+    /// # struct Refund { #[tool_output(bound = order_ref)] order_ref: String }
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build()?.block_on(async {
+    /// # let desk = Dispatcher::for_development(registry![RefundOrder])
+    /// #     .handler(|input: RefundOrder| async move { Ok::<_, ToolFailure>(Refund { order_ref: input.order_ref }) })
+    /// #     .build()?;
+    /// # let alice = Principal::new("acme", "alice");
+    /// # let turn = OpenAiResponses.parse(br#"{"id":"resp_1","status":"completed","output":[{"type":"function_call","call_id":"call_1","name":"refund_order","arguments":"{\"order_ref\":\"ORDER-7\"}"}]}"#)?;
+    /// let held = desk.dispatch_turn(&alice, &turn, &Task::unlimited()).await;
+    /// for pending in held.pending_approvals() {
+    ///     desk.approve_pending(pending, "supervisor:sam", Duration::from_secs(600)).await?;
+    /// }
+    /// let decided = desk.resume_turn(&alice, held, &Task::unlimited()).await;
+    /// assert_eq!(decided.answers()[0].result.model.status(), Status::Succeeded);
+    /// let next = OpenAiResponses.write_results(&desk.binder(), &alice, &turn, decided.answers())?;
+    /// # let _ = next;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn resume_turn(
+        &self,
+        principal: &Principal,
+        held: DispatchedTurn,
+        task: &Task,
+    ) -> DispatchedTurn {
+        let (answers, dispatches) = held.into_parts();
+        let mut resumed = DispatchedTurn::with_capacity(answers.len());
+        for (answer, dispatch) in answers.into_iter().zip(dispatches) {
+            if dispatch.pending_approval.is_none() {
+                resumed.push(answer, dispatch);
+                continue;
+            }
+            let context = answer.context;
+            let again = self.dispatch(principal, &context, task).await;
+            let result = again.result.clone();
+            resumed.push(Answer { context, result }, again);
+        }
+        resumed
+    }
+
     /// Asks what became of a write whose outcome is unknown, through the write's status query,
     /// without ever running the write again. A write already finished answers from the ledger.
     /// The call is admitted as a dispatch is: validated, through the gates and the authorizer.
