@@ -674,3 +674,36 @@ async fn a_replica_serving_http_takes_over_a_dead_replicas_task_on_its_own() {
     }
     panic!("the task was not taken over");
 }
+
+/// A task id no server draws (here one holding NUL, which PostgreSQL refuses in text) names no
+/// task on every store: `-32602`, never a store failure (`-32603`).
+async fn a_task_id_holding_nul_is_unknown(backend: &impl Backend) {
+    let remote = Remote::new();
+    let store = backend.open().await;
+    let client = connect(replica(&remote, &store, alice(), every_call), true).await;
+    for task_id in [
+        "task_\u{0}",
+        "task_0000000000000000000000000000000\u{0}",
+        "\u{0}",
+    ] {
+        assert_eq!(
+            error_code(get(&client, task_id).await),
+            -32602,
+            "{task_id:?}"
+        );
+        assert_eq!(
+            error_code(client.cancel_task(CancelTaskParams::new(task_id)).await),
+            -32602
+        );
+        assert_eq!(
+            error_code(
+                client
+                    .update_task(UpdateTaskParams::new(task_id, yes_to("approval:x")))
+                    .await
+            ),
+            -32602
+        );
+    }
+}
+
+tool_contract_tests::on_every_store!(a_task_id_holding_nul_is_unknown);

@@ -307,9 +307,32 @@ pub fn new_task_id() -> Option<String> {
     Some(format!("task_{}", hex::encode(bytes)))
 }
 
+/// Whether `text` is a task id as [`new_task_id`] draws one: anything else names no task, and
+/// is answered so without asking a store (which may refuse its bytes, as PostgreSQL does NUL).
+#[must_use]
+pub fn is_task_id(text: &str) -> bool {
+    text.strip_prefix("task_")
+        .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|byte| byte.is_ascii_hexdigit()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_id_is_what_new_task_id_draws_and_nothing_else() {
+        assert!(is_task_id(&new_task_id().unwrap()));
+        for other in [
+            "",
+            "task_",
+            "task_\u{0}0000000000000000000000000000000",
+            "task_0000000000000000000000000000000g",
+            "task_00000000000000000000000000000000\u{0}",
+            "TASK_00000000000000000000000000000000",
+        ] {
+            assert!(!is_task_id(other), "{other:?}");
+        }
+    }
 
     fn working() -> TaskRow {
         TaskRow {

@@ -21,7 +21,7 @@ use super::server::{McpServer, server_request};
 use super::task_options::TaskSupport;
 use super::tasks::{DECISION_POLL, no_such_task, store_failed, wire_task};
 use super::utility_transport::speaks_utility;
-use crate::control::{TaskChange, TaskMoveError, TaskRow, TaskStatus};
+use crate::control::{TaskChange, TaskMoveError, TaskRow, TaskStatus, is_task_id};
 
 /// The `_meta` key that ties a message to its task.
 const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
@@ -358,10 +358,4 @@ impl McpServer {
             )),
         }
     }
-}
-
-/// Whether `text` is a task id as [`new_task_id`](crate::control::new_task_id) draws one.
-fn is_task_id(text: &str) -> bool {
-    text.strip_prefix("task_")
-        .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|byte| byte.is_ascii_hexdigit()))
 }

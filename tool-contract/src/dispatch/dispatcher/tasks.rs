@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::Dispatcher;
 use crate::control::{
-    StoreError, TaskChange, TaskMove, TaskMoveError, TaskRow, TaskStatus, new_task_id,
+    StoreError, TaskChange, TaskMove, TaskMoveError, TaskRow, TaskStatus, is_task_id, new_task_id,
 };
 use crate::vocabulary::{CallContext, Principal};
 
@@ -76,6 +76,9 @@ impl Dispatcher {
         task_id: &str,
         owner: Option<&str>,
     ) -> Result<Option<TaskRow>, StoreError> {
+        if !is_task_id(task_id) {
+            return Ok(None);
+        }
         self.store
             .task(task_id, owner, self.now_ms(), &self.row_seal)
             .await
@@ -176,6 +179,9 @@ impl Dispatcher {
         worker: Option<String>,
         change: TaskChange,
     ) -> Result<Result<TaskRow, TaskMoveError>, StoreError> {
+        if !is_task_id(task_id) {
+            return Ok(Err(TaskMoveError::NotFound));
+        }
         let step = TaskMove {
             task_id: task_id.to_owned(),
             owner: owner.map(str::to_owned),
