@@ -374,6 +374,49 @@ async fn the_key_rule_names_the_operation_so_a_retry_replays_and_a_later_action_
     assert_eq!(ran.result.model.execution().delivery, Delivery::Fresh);
 }
 
+/// A key rule that gives an empty (or blank) key would make every call of the tool one
+/// operation, each later one a conflict: such a call runs nothing, and says why.
+#[tokio::test]
+async fn an_empty_key_from_the_key_rule_runs_nothing_and_says_so() {
+    let closed = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&closed);
+    let dispatcher = Dispatcher::builder(tool_contract::registry![CloseIssue], keys())
+        .handler(move |input: CloseIssue| {
+            counted.fetch_add(1, Ordering::Relaxed);
+            async move {
+                Ok::<_, ToolFailure>(Closed {
+                    number: input.number,
+                })
+            }
+        })
+        .operation_key(|close: &CloseIssue| {
+            if close.note.is_empty() {
+                String::new()
+            } else {
+                " ".repeat(2)
+            }
+        })
+        .audit_sink(Arc::new(tool_contract::control::MemoryAuditLog::new(
+            audit_key(),
+        )))
+        .build()
+        .unwrap();
+    let task = Task::unlimited();
+    for (call_id, note) in [("c1", ""), ("c2", "blank")] {
+        let arguments = format!(r#"{{"number":42,"revision":7,"note":"{note}"}}"#);
+        let context = dispatcher.context(call(call_id, "close_issue", &arguments));
+        let refused = dispatcher.dispatch(&alice(), &context, &task).await;
+        assert_eq!(
+            refused.result.model.error().map(|error| error.code()),
+            Some(ErrorCode::ToolError),
+            "{note:?}"
+        );
+        let detail = refused.result.audit.detail.as_deref().unwrap_or_default();
+        assert!(detail.contains("empty key"), "{detail}");
+    }
+    assert_eq!(closed.load(Ordering::Relaxed), 0, "nothing ran");
+}
+
 #[tokio::test]
 async fn same_arguments_is_one_operation_for_identical_arguments_only_when_asked_by_name() {
     let library = Arc::new(Library::default());

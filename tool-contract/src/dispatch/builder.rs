@@ -545,7 +545,9 @@ impl DispatcherBuilder {
     ///
     /// A key for a contract that names its operations another way is
     /// [`BuildError::KeyWithoutKeyRule`]; a `key_rule` contract without one is
-    /// [`BuildError::MissingOperationKey`].
+    /// [`BuildError::MissingOperationKey`]. A call for which the rule gives an empty (or
+    /// blank) key runs nothing (`TOOL_ERROR`, the audit says why): it would make every call
+    /// of the tool one operation. The key is kept for good, unless the contract says `within`.
     ///
     /// ```
     /// # use tool_contract::{ToolContract, ToolOutput};

@@ -67,6 +67,17 @@ pub(crate) fn operation_id(naming: &Naming<'_>, call: &ToolCall) -> Option<Strin
     })
 }
 
+/// Whether `operation_id` is a `key_rule` operation whose key the application's rule left
+/// empty (or blank): every call of the tool would be that one operation, and each later one an
+/// `IDEMPOTENCY_CONFLICT`. Such a call runs nothing.
+pub(crate) fn key_is_empty(spec: &ToolSpec, operation_id: &str) -> bool {
+    spec.operation() == Some(Operation::KeyRule)
+        && operation_id
+            .strip_prefix(spec.name())
+            .and_then(|rest| rest.strip_prefix(':'))
+            .is_some_and(|key| key.trim().is_empty())
+}
+
 /// `name:` and 32 hex digits of the SHA-256 of the tool's name and its canonical arguments
 /// (their bytes, past the tool's size or when they do not parse).
 pub(crate) fn arguments_digest(spec: Option<&ToolSpec>, name: &str, arguments: &[u8]) -> String {

@@ -23,6 +23,7 @@ use crate::control::{
 };
 use crate::control::{WriteEvent, WriteState};
 use crate::dispatch::handler::{ArgumentRule, BoxFuture, HandlerContext};
+use crate::dispatch::operation::key_is_empty;
 use crate::dispatch::options::ToolOptions;
 use crate::dispatch::telemetry::{self, Guardrail, Verdict};
 use crate::json::encoding::infallible;
@@ -87,6 +88,17 @@ impl Dispatcher {
         if self.writes.fetch_add(1, Ordering::Relaxed) % PURGE_EVERY == PURGE_EVERY - 1 {
             // Housekeeping only: a failure here changes no answer.
             let _ = self.purge_expired().await;
+        }
+        if key_is_empty(valid.spec, &call.context.operation_id) {
+            warn!(
+                stage = "ledger",
+                "the operation key rule gave an empty key; nothing ran"
+            );
+            let error = ModelError::new(ErrorCode::ToolError);
+            let detail = "the application's operation key rule (DispatcherBuilder::operation_key) \
+                          gave an empty key for these arguments: every call would be one \
+                          operation, so none runs";
+            return Ended::new(self.control(call, error, detail));
         }
         let mut key = self.write_key(call, valid.spec);
         debug!(
