@@ -11,7 +11,7 @@ use tool_contract::control::{
     PendingApproval, RejectStep, StoreError,
 };
 use tool_contract::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use tool_contract::control::{TaskMove, TaskMoveError, TaskRow};
+use tool_contract::control::{StaleTasks, TaskMove, TaskMoveError, TaskRow};
 
 /// The names the hook is called with, one per step.
 pub const STEPS: [&str; 21] = [
@@ -159,7 +159,7 @@ impl ControlStore for Hooked {
     ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>> {
         self.step("move_task", || self.inner.move_task(step))
     }
-    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>> {
+    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, StaleTasks> {
         self.step("stale_tasks", || self.inner.stale_tasks(now_ms, seal))
     }
     fn tasks_of<'a>(

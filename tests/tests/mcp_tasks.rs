@@ -18,7 +18,7 @@ use rmcp::model::{ElicitationCapability, FormElicitationCapability, UrlElicitati
 use rmcp::service::RunningService;
 use rmcp::{ClientHandler, RoleClient, ServiceError};
 use serde_json::{Value, json};
-use tool_contract::control::{ControlStore, MemoryStore};
+use tool_contract::control::{ControlStore, MemoryStore, RowSeal};
 use tool_contract::mcp::{McpServer, TaskSupport};
 use tool_contract::{Principal, ToolSpec};
 use tool_contract_tests::backends::{Backend, Memory, Postgres};
@@ -536,14 +536,27 @@ async fn a_task_outlives_its_replica(backend: &impl Backend) {
         "the dead replica's task is still working"
     );
     assert_eq!(
-        server.resume_tasks().await.unwrap(),
+        server.resume_tasks().await.unwrap().taken_over,
         0,
         "its hold still runs"
     );
+    // Another tenant's stale task whose row does not open (sealed under other keys): reported
+    // and passed over, never stopping this takeover.
+    let other_keys =
+        tool_contract::AuditKeys::new(tool_contract::SecretKey::new([0x99; 32]).unwrap());
+    let unreadable = tool_contract_tests::tasks::working_task("globex/bob", "replica-z", 0, None);
+    assert!(
+        store
+            .create_task(&unreadable, &RowSeal::new(&other_keys))
+            .await
+            .unwrap()
+    );
     // Past the hold on the task and the lease on the write.
     advance_clock(Duration::from_secs(600));
-    assert_eq!(server.resume_tasks().await.unwrap(), 1, "taken over");
-    assert_eq!(server.resume_tasks().await.unwrap(), 0, "once");
+    let resumed = server.resume_tasks().await.unwrap();
+    assert_eq!(resumed.taken_over, 1, "taken over");
+    assert_eq!(resumed.unreadable, [unreadable.task_id.clone()]);
+    assert_eq!(server.resume_tasks().await.unwrap().taken_over, 0, "once");
     let done = once(&client, &task_id, TaskStatus::Completed).await;
     let result = structured(&done);
     assert_eq!(result["status"], "succeeded", "{result}");

@@ -4,10 +4,11 @@
 //! their TTL.
 
 use tool_contract::control::{
-    RowSeal, StoreError, TaskChange, TaskMove, TaskMoveError, TaskRow, TaskStatus, new_task_id,
+    RowSeal, StaleTasks, StoreError, TaskChange, TaskMove, TaskMoveError, TaskRow, TaskStatus,
 };
 use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
 use tool_contract_tests::postgres::Schema;
+use tool_contract_tests::tasks::working_task;
 
 const ANA: &str = "acme/ana";
 
@@ -18,23 +19,7 @@ fn seal() -> RowSeal {
 const REPLICA_A: &str = "replica-a";
 
 fn working(ttl_ms: Option<u64>) -> TaskRow {
-    TaskRow {
-        task_id: new_task_id().expect("the system's randomness"),
-        owner: ANA.to_owned(),
-        tool: "export_orders".to_owned(),
-        status: TaskStatus::Working,
-        status_message: None,
-        created_at_ms: 1_000,
-        updated_at_ms: 1_000,
-        ttl_ms,
-        poll_interval_ms: 500,
-        began: false,
-        call: None,
-        worker: Some(REPLICA_A.to_owned()),
-        lease_until_ms: 30_000,
-        awaiting: None,
-        outcome: None,
-    }
+    working_task(ANA, REPLICA_A, 30_000, ttl_ms)
 }
 
 /// `change` asked by `owner` (a client), or, for `None`, by replica A's work.
@@ -204,7 +189,12 @@ async fn a_task_whose_hold_lapsed_is_taken_over_once(backend: &impl Backend) {
     let (first, second) = (backend.open().await, backend.open().await);
     let task = working(None);
     assert!(first.create_task(&task, &seal()).await.unwrap());
-    let listed = |tasks: Vec<TaskRow>| tasks.iter().any(|listed| listed.task_id == task.task_id);
+    let listed = |stale: StaleTasks| {
+        stale
+            .tasks
+            .iter()
+            .any(|listed| listed.task_id == task.task_id)
+    };
     assert!(
         !listed(second.stale_tasks(29_999, &seal()).await.unwrap()),
         "held"
@@ -292,7 +282,41 @@ async fn an_owners_tasks_are_listed_in_pages(backend: &impl Backend) {
     assert!(page.is_empty(), "nothing after the last");
 }
 
+/// A stale row that does not open (sealed under other keys: another deployment's, or forged)
+/// is listed as unreadable, and the other stale tasks are still listed for takeover.
+async fn an_unreadable_stale_row_never_hides_the_others(backend: &impl Backend) {
+    let store = backend.open().await;
+    let other_keys =
+        tool_contract::AuditKeys::new(tool_contract::SecretKey::new([0x99; 32]).unwrap());
+    let unreadable = working_task("acme/dora", REPLICA_A, 30_000, None);
+    assert!(
+        store
+            .create_task(&unreadable, &RowSeal::new(&other_keys))
+            .await
+            .unwrap()
+    );
+    let readable = working_task("acme/dora", REPLICA_A, 30_000, None);
+    assert!(store.create_task(&readable, &seal()).await.unwrap());
+    let stale = store.stale_tasks(30_000, &seal()).await.unwrap();
+    assert!(
+        stale
+            .tasks
+            .iter()
+            .any(|task| task.task_id == readable.task_id)
+    );
+    assert!(
+        stale
+            .tasks
+            .iter()
+            .all(|task| task.task_id != unreadable.task_id)
+    );
+    let ids: Vec<&str> = stale.unreadable.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, [unreadable.task_id.as_str()]);
+    assert!(matches!(stale.unreadable[0].1, StoreError::Unsealed(_)));
+}
+
 async fn every_behaviour(backend: &impl Backend) {
+    an_unreadable_stale_row_never_hides_the_others(backend).await;
     a_task_whose_hold_lapsed_is_taken_over_once(backend).await;
     a_task_lives_on_every_handle(backend).await;
     a_task_expires_after_its_ttl(backend).await;

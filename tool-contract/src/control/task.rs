@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::StoreError;
 use super::seal::RowSeal;
 
 /// Where a task stands.
@@ -44,6 +45,18 @@ impl TaskStatus {
             Self::Cancelled => "cancelled",
         }
     }
+}
+
+/// What [`ControlStore::stale_tasks`](crate::control::ControlStore::stale_tasks) found: the
+/// tasks a replica may take over, and the stale rows that did not open (a seal that does not
+/// verify, a body that does not read), passed over so that one bad row never stops the others'
+/// takeover.
+#[derive(Debug, Clone, Default)]
+pub struct StaleTasks {
+    /// The tasks whose work needs a worker.
+    pub tasks: Vec<TaskRow>,
+    /// The ids of rows that did not open, each with why: for an operator to look at.
+    pub unreadable: Vec<(String, StoreError)>,
 }
 
 /// One task as the store keeps it.

@@ -118,6 +118,7 @@ pub use approval::StateRefusal;
 pub use questions::Asking;
 pub use server::{McpServeError, McpServer, OPERATION_ID_META};
 pub use task_options::TaskSupport;
+pub use tasks::Resumed;
 
 /// The `tracing` targets whose DEBUG and TRACE events carry messages as received, with every
 /// argument in them (rmcp logs each request it receives; the HTTP stack its traffic). Filter

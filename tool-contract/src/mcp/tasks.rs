@@ -126,6 +126,17 @@ enum Waited {
     Stopped,
 }
 
+/// What [`McpServer::resume_tasks`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Resumed {
+    /// How many tasks it took over.
+    pub taken_over: usize,
+    /// The ids of stale tasks whose rows did not open, passed over (each reported as an
+    /// error event): an operator looks at them; nobody else's takeover waits on them.
+    pub unreadable: Vec<String>,
+}
+
 /// The loop that resumes tasks, stopped when dropped.
 #[cfg(feature = "mcp-http")]
 pub(super) struct Resuming(tokio::task::JoinHandle<()>);
@@ -401,15 +412,26 @@ impl McpServer {
     /// Takes over every task whose work lost its worker (its replica died: the hold lapsed),
     /// and goes on with it here: a write that began there is dispatched again under its own
     /// operation, so the ledger answers (it ran once, or its outcome is settled by its status
-    /// query), never a second execution. Run it on a schedule, on any replica. Returns how
-    /// many tasks it took over.
+    /// query), never a second execution. Run it on a schedule, on any replica. A stale row
+    /// that does not open (its seal refused, its body unreadable) is reported and passed
+    /// over: the others are taken over all the same. Returns what it did.
     ///
     /// # Errors
     ///
     /// [`StoreError`] when the store cannot list them.
-    pub async fn resume_tasks(&self) -> Result<usize, StoreError> {
-        let mut taken = 0;
-        for task in self.dispatcher.stale_tasks().await? {
+    pub async fn resume_tasks(&self) -> Result<Resumed, StoreError> {
+        let stale = self.dispatcher.stale_tasks().await?;
+        let mut resumed = Resumed::default();
+        for (task_id, error) in stale.unreadable {
+            tracing::error!(
+                stage = "mcp",
+                task_id = %task_id,
+                %error,
+                "a stale task's row does not open; passed over, the others are taken over"
+            );
+            resumed.unreadable.push(task_id);
+        }
+        for task in stale.tasks {
             let Some((principal, context, work, client)) =
                 task.call.as_deref().and_then(TaskCall::read)
             else {
@@ -434,9 +456,9 @@ impl McpServer {
                 self.clone()
                     .hold_while(task.task_id, principal, context, reach, work.asks, client);
             tokio::spawn(held);
-            taken += 1;
+            resumed.taken_over += 1;
         }
-        Ok(taken)
+        Ok(resumed)
     }
 
     /// While the answer is kept: the tasks whose replica died taken over here, every third of

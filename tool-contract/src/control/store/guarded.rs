@@ -17,7 +17,7 @@ use crate::control::{
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use crate::control::{TaskMove, TaskMoveError, TaskRow};
+use crate::control::{StaleTasks, TaskMove, TaskMoveError, TaskRow};
 
 /// The store the dispatcher holds: `inner`, its panics turned into
 /// [`StoreError::Panicked`].
@@ -157,7 +157,7 @@ impl ControlStore for Guarded {
         guarded(|| self.0.move_task(step))
     }
 
-    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>> {
+    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, StaleTasks> {
         guarded(|| self.0.stale_tasks(now_ms, seal))
     }
 

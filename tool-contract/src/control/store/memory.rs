@@ -17,7 +17,7 @@ use crate::control::{
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use crate::control::{TaskMove, TaskMoveError, TaskRow};
+use crate::control::{StaleTasks, TaskMove, TaskMoveError, TaskRow};
 
 /// A store in this process's memory. Clones share one state, so a dispatcher built again over
 /// a clone sees what the first one left (which is how tests stand for a restart); a real
@@ -35,8 +35,21 @@ struct State {
     approvals: HashMap<String, (ApprovalEntry, String)>,
     /// Each approver's stored JSON with the seal it was written with.
     approvers: HashMap<String, (String, String)>,
-    /// Each task's stored JSON with the seal it was written with, and when it expires.
-    tasks: HashMap<String, (String, String, Option<u64>)>,
+    /// Each task's row, by id.
+    tasks: HashMap<String, StoredTask>,
+}
+
+/// A task as the memory store keeps it: what a SQL store's columns hold.
+#[derive(Debug)]
+struct StoredTask {
+    /// Its JSON.
+    body: String,
+    /// The seal it was written with.
+    seal: String,
+    /// Its owner, to select by before a row is opened (as the SQL stores' column is).
+    owner: String,
+    /// When it expires.
+    expires_at_ms: Option<u64>,
 }
 
 impl MemoryStore {
@@ -181,7 +194,7 @@ impl Rows for MemoryRows<'_> {
             .0
             .tasks
             .get(task_id)
-            .map(|(body, seal, _)| (body.clone(), Some(seal.clone()))))
+            .map(|stored| (stored.body.clone(), Some(stored.seal.clone()))))
     }
 
     async fn put_task_row(
@@ -196,7 +209,12 @@ impl Rows for MemoryRows<'_> {
         }
         self.0.tasks.insert(
             task.task_id.clone(),
-            (body.to_owned(), seal.to_owned(), task.expires_at_ms()),
+            StoredTask {
+                body: body.to_owned(),
+                seal: seal.to_owned(),
+                owner: task.owner.clone(),
+                expires_at_ms: task.expires_at_ms(),
+            },
         );
         Ok(true)
     }
@@ -255,7 +273,7 @@ impl ControlStore for MemoryStore {
             .retain(|_, (entry, _)| !approval_expired(entry, now_ms));
         state
             .tasks
-            .retain(|_, (_, _, expires_at)| expires_at.is_none_or(|at| at > now_ms));
+            .retain(|_, stored| stored.expires_at_ms.is_none_or(|at| at > now_ms));
         answered(Ok(Purged {
             records: (records - state.records.len()) as u64,
             approvals: (approvals - state.approvals.len()) as u64,
@@ -393,17 +411,16 @@ impl ControlStore for MemoryStore {
         )))
     }
 
-    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>> {
+    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, StaleTasks> {
         let state = self.state();
-        let mut stale = Vec::new();
-        for (task_id, (body, stored_seal, _)) in &state.tasks {
-            match rows::task_from_row(task_id, body, Some(stored_seal), None, now_ms, seal) {
-                Ok(Some(task)) if rows::task_is_stale(&task, now_ms) => stale.push(task),
-                Ok(_) => {}
-                Err(error) => return answered(Err(error)),
-            }
-        }
-        answered(Ok(stale))
+        let found = state.tasks.iter().map(|(task_id, stored)| {
+            (
+                task_id.clone(),
+                stored.body.clone(),
+                Some(stored.seal.clone()),
+            )
+        });
+        answered(Ok(rows::stale_tasks_of(found, now_ms, seal)))
     }
 
     fn tasks_of<'a>(
@@ -417,8 +434,11 @@ impl ControlStore for MemoryStore {
         let state = self.state();
         let mut ids: Vec<&String> = state
             .tasks
-            .keys()
-            .filter(|task_id| after.is_none_or(|after| task_id.as_str() > after))
+            .iter()
+            .filter(|(task_id, stored)| {
+                stored.owner == owner && after.is_none_or(|after| task_id.as_str() > after)
+            })
+            .map(|(task_id, _)| task_id)
             .collect();
         ids.sort_unstable();
         let mut page = Vec::new();
@@ -426,8 +446,16 @@ impl ControlStore for MemoryStore {
             if page.len() == limit {
                 break;
             }
-            let (body, stored_seal, _) = &state.tasks[task_id];
-            match rows::task_from_row(task_id, body, Some(stored_seal), Some(owner), now_ms, seal) {
+            let stored = &state.tasks[task_id];
+            let opened = rows::task_from_row(
+                task_id,
+                &stored.body,
+                Some(&stored.seal),
+                Some(owner),
+                now_ms,
+                seal,
+            );
+            match opened {
                 Ok(Some(task)) => page.push(task),
                 Ok(None) => {}
                 Err(error) => return answered(Err(error)),

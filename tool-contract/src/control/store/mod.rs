@@ -53,7 +53,7 @@ use super::error::StoreError;
 use super::ledger::{Advanced, Claimed, IfAbsent, Purged, Record};
 use super::seal::RowSeal;
 use super::step::{Advance, ApprovalAsk, ApproveStep, Claim, DirectoryWrite, RejectStep, Release};
-use super::task::{TaskMove, TaskMoveError, TaskRow};
+use super::task::{StaleTasks, TaskMove, TaskMoveError, TaskRow};
 
 /// What a [`ControlStore`] step returns: boxed, so the trait stays object safe.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -239,8 +239,9 @@ pub trait ControlStore: Send + Sync {
 
     /// The tasks whose work needs a worker at `now_ms`: not ended, not expired, their
     /// worker's lease lapsed (its replica died, or stopped renewing). A replica takes each
-    /// over with [`TaskChange::Hold`](crate::control::TaskChange::Hold).
-    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>>;
+    /// over with [`TaskChange::Hold`](crate::control::TaskChange::Hold). A row among them that
+    /// does not open with `seal` is listed as unreadable, never failing the step.
+    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, StaleTasks>;
 
     /// Up to `limit` of `owner`'s tasks not expired by `now_ms`, in the order of their ids,
     /// after the id `after` when one is given: a page of the owner's tasks, each opened with

@@ -18,7 +18,7 @@ use crate::control::{
     Approver, DirectoryChange, DirectoryWrite, EnrollError, SignCount, SignCountCheck,
     decide_directory_write, decide_sign_count,
 };
-use crate::control::{TaskMove, TaskMoveError, TaskRow, decide_task_move};
+use crate::control::{StaleTasks, TaskMove, TaskMoveError, TaskRow, decide_task_move};
 
 /// What a record must still be for a fenced write to apply: its state and lease as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,6 +193,24 @@ pub(crate) fn task_from_row(
     let task = opened_task(task_id, body, stored_seal, seal)?;
     let visible = owner.is_none_or(|owner| owner == task.owner) && !task.expired(now_ms);
     Ok(visible.then_some(task))
+}
+
+/// The stale tasks among `found` rows (id, body, seal), each opened with `seal`: one that does
+/// not open is listed as unreadable, and the others still taken.
+pub(crate) fn stale_tasks_of(
+    found: impl IntoIterator<Item = (String, String, Option<String>)>,
+    now_ms: u64,
+    seal: &RowSeal,
+) -> StaleTasks {
+    let mut stale = StaleTasks::default();
+    for (task_id, body, stored_seal) in found {
+        match task_from_row(&task_id, &body, stored_seal.as_deref(), None, now_ms, seal) {
+            Ok(Some(task)) if task_is_stale(&task, now_ms) => stale.tasks.push(task),
+            Ok(_) => {}
+            Err(error) => stale.unreadable.push((task_id, error)),
+        }
+    }
+    stale
 }
 
 /// Moves a task as [`decide_task_move`] decides, under the task's lock.

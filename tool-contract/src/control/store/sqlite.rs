@@ -23,7 +23,7 @@ use crate::control::{
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use crate::control::{TaskMove, TaskMoveError, TaskRow};
+use crate::control::{StaleTasks, TaskMove, TaskMoveError, TaskRow};
 
 /// Version 1: the ledger with lease generations, and the approvals. A file from before
 /// versioning (`user_version` 0) may hold the ledger without generations: they are added.
@@ -787,22 +787,16 @@ impl ControlStore for SqliteStore {
         self.run(move |tx| at_once(rows::move_task(&mut SqliteRows(tx), &step)))
     }
 
-    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>> {
+    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, StaleTasks> {
         let seal = seal.clone();
         self.read(move |tx| {
-            let found = read_tasks(
+            let found = task_rows(
                 tx,
                 "SELECT task_id, body, seal FROM tool_contract_tasks \
                  WHERE status IN ('working', 'input_required') AND lease_until_ms <= ?1",
                 params![to_sql_u64(now_ms)],
-                None,
-                now_ms,
-                &seal,
             )?;
-            Ok(found
-                .into_iter()
-                .filter(|task| rows::task_is_stale(task, now_ms))
-                .collect())
+            Ok(rows::stale_tasks_of(found, now_ms, &seal))
         })
     }
 
@@ -841,14 +835,12 @@ impl ControlStore for SqliteStore {
 /// The tasks `sql` (selecting `task_id, body, seal`) finds with `params`, each opened with
 /// `seal`; those `owner` (when named) does not own, or expired by `now_ms`, left out. The
 /// columns only narrow the search: the sealed body says whose a task is.
-fn read_tasks(
+/// The task rows `sql` selects: id, body and seal, each as stored.
+fn task_rows(
     tx: &Transaction<'_>,
     sql: &str,
     params: impl rusqlite::Params,
-    owner: Option<&str>,
-    now_ms: u64,
-    seal: &RowSeal,
-) -> Result<Vec<TaskRow>, StoreError> {
+) -> Result<Vec<(String, String, Option<String>)>, StoreError> {
     let mut statement = tx.prepare(sql).map_err(store)?;
     let found = statement
         .query_map(params, |row| {
@@ -859,9 +851,21 @@ fn read_tasks(
             ))
         })
         .map_err(store)?;
+    found.collect::<Result<_, _>>().map_err(store)
+}
+
+/// The tasks `sql` selects, each opened with `seal`, those of `owner` (or everyone's) not
+/// expired by `now_ms`: a row that does not open fails the step.
+fn read_tasks(
+    tx: &Transaction<'_>,
+    sql: &str,
+    params: impl rusqlite::Params,
+    owner: Option<&str>,
+    now_ms: u64,
+    seal: &RowSeal,
+) -> Result<Vec<TaskRow>, StoreError> {
     let mut tasks = Vec::new();
-    for row in found {
-        let (task_id, body, stored_seal) = row.map_err(store)?;
+    for (task_id, body, stored_seal) in task_rows(tx, sql, params)? {
         let task =
             rows::task_from_row(&task_id, &body, stored_seal.as_deref(), owner, now_ms, seal)?;
         tasks.extend(task);

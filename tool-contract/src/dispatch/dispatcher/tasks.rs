@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use super::Dispatcher;
 use crate::control::{
-    StoreError, TaskChange, TaskMove, TaskMoveError, TaskRow, TaskStatus, is_task_id, new_task_id,
+    StaleTasks, StoreError, TaskChange, TaskMove, TaskMoveError, TaskRow, TaskStatus, is_task_id,
+    new_task_id,
 };
 use crate::vocabulary::{CallContext, Principal};
 
@@ -134,12 +135,12 @@ impl Dispatcher {
     }
 
     /// The tasks whose work needs a worker now: not ended, not expired, their worker's hold
-    /// lapsed.
+    /// lapsed; and the stale rows that did not open, passed over.
     ///
     /// # Errors
     ///
     /// [`StoreError`] when the store fails.
-    pub async fn stale_tasks(&self) -> Result<Vec<TaskRow>, StoreError> {
+    pub async fn stale_tasks(&self) -> Result<StaleTasks, StoreError> {
         self.store.stale_tasks(self.now_ms(), &self.row_seal).await
     }
 

@@ -35,7 +35,7 @@ use crate::control::{
     ApproveStep, Approved, PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use crate::control::{TaskMove, TaskMoveError, TaskRow};
+use crate::control::{StaleTasks, TaskMove, TaskMoveError, TaskRow};
 
 use prepared::{Common, Manager};
 use sql::{COLUMNS, RECORD_TYPES, Sql};
@@ -1070,7 +1070,7 @@ impl ControlStore for PostgresStore {
         Box::pin(async move { in_transaction!(self, |rows| rows::move_task(&mut rows, step)) })
     }
 
-    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, Vec<TaskRow>> {
+    fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, StaleTasks> {
         Box::pin(async move {
             let connection = self.connection().await?;
             let now = to_sql_u64(now_ms);
@@ -1078,10 +1078,11 @@ impl ControlStore for PostgresStore {
                 .query_typed(&self.sql.stale_tasks, &[(&now, Type::INT8)])
                 .await
                 .map_err(store)?;
-            Ok(opened_tasks(&found, None, now_ms, seal)?
-                .into_iter()
-                .filter(|task| rows::task_is_stale(task, now_ms))
-                .collect())
+            let found = found
+                .iter()
+                .map(task_columns)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows::stale_tasks_of(found, now_ms, seal))
         })
     }
 
@@ -1201,6 +1202,15 @@ pub(crate) fn store(error: tokio_postgres::Error) -> StoreError {
 /// The tasks of `found` (rows of `task_id, body, seal`), each opened with `seal`; those
 /// `owner` (when named) does not own, or expired by `now_ms`, left out. The columns only
 /// narrow the search: the sealed body says whose a task is.
+/// A task row's id, body and seal, as stored.
+fn task_columns(row: &Row) -> Result<(String, String, Option<String>), StoreError> {
+    Ok((
+        row.try_get(0).map_err(store)?,
+        row.try_get(1).map_err(store)?,
+        row.try_get(2).map_err(store)?,
+    ))
+}
+
 fn opened_tasks(
     found: &[Row],
     owner: Option<&str>,
@@ -1209,9 +1219,7 @@ fn opened_tasks(
 ) -> Result<Vec<TaskRow>, StoreError> {
     let mut tasks = Vec::new();
     for row in found {
-        let task_id: String = row.try_get(0).map_err(store)?;
-        let body: String = row.try_get(1).map_err(store)?;
-        let stored_seal: Option<String> = row.try_get(2).map_err(store)?;
+        let (task_id, body, stored_seal) = task_columns(row)?;
         let task =
             rows::task_from_row(&task_id, &body, stored_seal.as_deref(), owner, now_ms, seal)?;
         tasks.extend(task);
