@@ -720,3 +720,50 @@ async fn a_task_id_holding_nul_is_unknown(backend: &impl Backend) {
 }
 
 tool_contract_tests::on_every_store!(a_task_id_holding_nul_is_unknown);
+
+/// A write a stalled replica began, taken over once its task's hold and the write's lease
+/// lapsed: the status query finds nothing yet, and the task answers as the ledger says then.
+/// The stalled write then commits after all, the ledger turns `disputed`, and the task
+/// answers the dispute (a person decides), on both shapes: never "failed" over an effect
+/// that happened.
+#[tokio::test]
+async fn a_taken_over_write_that_commits_after_all_makes_its_task_answer_the_dispute() {
+    let remote = Remote::new();
+    let store = memory();
+    let stalled = connect(replica(&remote, &store, alice(), writes), true).await;
+    remote.script(&[Fault::CommitAfter(Duration::from_millis(400))]);
+    let call = params(
+        "create_issue",
+        json!({ "title": "Printer on fire", "body": "3" }),
+    );
+    let task_id = started(&stalled, call).await;
+    for _ in 0..200 {
+        if remote.all_requests() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(remote.all_requests(), 1, "the write reached the tracker");
+    // The stalled replica's hold and lease lapse by the clock; another replica takes over.
+    advance_clock(Duration::from_secs(600));
+    let server = replica(&remote, &store, alice(), writes);
+    let client = connect(server.clone(), true).await;
+    assert_eq!(server.resume_tasks().await.unwrap().taken_over, 1);
+    let answered = once(&client, &task_id, TaskStatus::Completed).await;
+    assert_eq!(
+        structured(&answered)["error"]["code"],
+        "TOOL_ERROR",
+        "the status query found nothing yet: {answered:?}"
+    );
+    // The stalled write commits after all: the ledger disputes it, and so does the task.
+    for _ in 0..400 {
+        let now = get(&client, &task_id).await.unwrap();
+        if structured(&now)["error"]["code"] == "STATUS_CONFLICT" {
+            assert_eq!(structured(&now)["execution"]["outcome"], "unknown");
+            assert_eq!(remote.all_requests(), 1, "nothing ran again");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the task never answered the dispute");
+}

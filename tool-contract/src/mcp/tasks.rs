@@ -28,7 +28,8 @@ use super::task_options::TaskSupport;
 use super::utility_transport::speaks_utility;
 use crate::contract::ToolSpec;
 use crate::control::{
-    PendingApproval, StoreError, TaskChange, TaskMoveError, TaskRow, TaskStatus, later_by, unix_ms,
+    PendingApproval, StoreError, TaskChange, TaskMoveError, TaskRow, TaskStatus, WriteState,
+    later_by, unix_ms,
 };
 use crate::dispatch::{ClientSide, Dispatcher, TASK_LEASE};
 use crate::results::ErrorCode;
@@ -785,6 +786,47 @@ impl McpServer {
         }
     }
 
+    /// A completed task's row, answering what the ledger now says of its write: a write it
+    /// answered before its outcome was settled for good (reconciled as never having happened
+    /// after its replica was taken over, while the stalled replica could still act) that
+    /// acted after all is `disputed` in the ledger, and the task answers that dispute
+    /// (`STATUS_CONFLICT`, a person decides), never the stale answer. The ledger is read, and
+    /// the dispute replayed from it: nothing runs.
+    pub(super) async fn as_the_ledger_says(&self, mut row: TaskRow) -> TaskRow {
+        if row.status != TaskStatus::Completed {
+            return row;
+        }
+        let Some((principal, context, ..)) = row.call.as_deref().and_then(TaskCall::read) else {
+            return row;
+        };
+        let is_write = self
+            .dispatcher
+            .registry()
+            .get(&context.call.name)
+            .is_some_and(|spec| spec.effect().is_write());
+        let disputed = matches!(
+            self.dispatcher.write_state(&principal, &context).await,
+            Ok(Some(WriteState::Disputed))
+        );
+        let answered_the_dispute = row
+            .outcome
+            .as_deref()
+            .is_some_and(|stored| stored.contains(ErrorCode::StatusConflict.as_str()));
+        if !is_write || !disputed || answered_the_dispute {
+            return row;
+        }
+        let dispatch = self
+            .dispatcher
+            .dispatch(&principal, &context, &self.task)
+            .await;
+        if let Ok(result) = self.answer(&principal, &context, &dispatch, None)
+            && let Ok(stored) = serde_json::to_string(&result)
+        {
+            row.outcome = Some(stored);
+        }
+        row
+    }
+
     /// `tasks/get`: the task, if it is the caller's.
     pub(super) async fn get_task_of(
         &self,
@@ -799,6 +841,7 @@ impl McpServer {
             .await
             .map_err(|error| store_failed(&error))?
             .ok_or_else(no_such_task)?;
+        let row = self.as_the_ledger_says(row).await;
         Ok(GetTaskResult::new(detailed(&row)?))
     }
 

@@ -30,14 +30,22 @@ const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
 const TASKS_PAGE: usize = 50;
 
 /// A task row in the utility's shape: a tool call that ended with `isError` reads `failed`,
-/// as the utility has it.
+/// as the utility has it, unless what it answers is that the action happened or may have
+/// (`execution.outcome` `committed` or `unknown`: a write approved with changes, an outcome
+/// unknown, unconfirmed or disputed): never `failed` over an effect that may exist.
 fn utility_task(row: &TaskRow) -> Value {
     let tool_failed = row.status == TaskStatus::Completed
         && row
             .outcome
             .as_deref()
             .and_then(|stored| serde_json::from_str::<JsonObject>(stored).ok())
-            .is_some_and(|result| result.get("isError") == Some(&Value::Bool(true)));
+            .is_some_and(|result| {
+                result.get("isError") == Some(&Value::Bool(true))
+                    && result
+                        .get("structuredContent")
+                        .and_then(|content| content.pointer("/execution/outcome"))
+                        == Some(&json!("not_started"))
+            });
     utility_shape(&wire_task(row), tool_failed)
 }
 
@@ -180,11 +188,13 @@ impl McpServer {
         request_context: &RequestContext<RoleServer>,
     ) -> Result<TaskRow, ErrorData> {
         let owner = self.task_owner_of(request_context)?;
-        self.dispatcher
+        let row = self
+            .dispatcher
             .task(task_id, Some(&owner))
             .await
             .map_err(|error| store_failed(&error))?
-            .ok_or_else(no_such_task)
+            .ok_or_else(no_such_task)?;
+        Ok(self.as_the_ledger_says(row).await)
     }
 
     /// `tasks/get`: the caller's task.
@@ -357,5 +367,46 @@ impl McpServer {
                 None,
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn completed_with(outcome: &str, is_error: bool) -> TaskRow {
+        let result = json!({
+            "isError": is_error,
+            "content": [],
+            "structuredContent": { "execution": { "outcome": outcome } },
+        });
+        TaskRow {
+            task_id: "task_00000000000000000000000000000000".to_owned(),
+            owner: "acme/ana".to_owned(),
+            tool: "create_issue".to_owned(),
+            status: TaskStatus::Completed,
+            status_message: None,
+            created_at_ms: 1_000,
+            updated_at_ms: 2_000,
+            ttl_ms: None,
+            poll_interval_ms: 500,
+            began: true,
+            call: None,
+            worker: None,
+            lease_until_ms: 0,
+            awaiting: None,
+            outcome: Some(result.to_string()),
+        }
+    }
+
+    #[test]
+    fn a_tool_error_reads_failed_and_an_effect_that_may_exist_never_does() {
+        let status =
+            |outcome, is_error| utility_task(&completed_with(outcome, is_error))["status"].clone();
+        assert_eq!(status("not_started", true), "failed");
+        for may_exist in ["unknown", "committed"] {
+            assert_eq!(status(may_exist, true), "completed", "{may_exist}");
+        }
+        assert_eq!(status("committed", false), "completed");
     }
 }
