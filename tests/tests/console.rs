@@ -384,6 +384,57 @@ async fn sign_in_answers_do_not_tell_which_ids_exist() {
     assert_eq!(ids[0], ids[1]);
 }
 
+/// What an unknown id is offered takes the shape of an enrolled approver's passkeys: as many
+/// credential ids, each as long, never one odd-sized decoy beside 16-byte real ids.
+#[tokio::test]
+async fn sign_in_options_for_an_unknown_id_look_like_an_enrolled_approvers() {
+    use base64::Engine as _;
+    let desk = desk().await;
+    desk.enrolled("sup-ana").await;
+    // Ben holds two passkeys: the second enrolled through the dispatcher.
+    desk.enrolled("sup-ben").await;
+    let mut second = tool_contract_tests::passkey::SoftAuthenticator::new();
+    let enrollment = desk.dispatcher.begin_enrollment("sup-ben").await.unwrap();
+    let answer = second.register(&enrollment.options).await;
+    desk.dispatcher
+        .finish_enrollment(&enrollment, &answer)
+        .await
+        .unwrap();
+    let shape = |id: &str| {
+        let desk = &desk;
+        let id = id.to_owned();
+        async move {
+            let mut visit = Visit::new(&desk.base);
+            visit.get("/sign-in").await;
+            let asked = visit
+                .post("/sign-in/options", &json!({"approver_id": id}))
+                .await;
+            assert_eq!(asked.status, 200, "{}", asked.text);
+            asked.json()["options"]["publicKey"]["allowCredentials"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|credential| {
+                    base64::engine::general_purpose::URL_SAFE_NO_PAD
+                        .decode(credential["id"].as_str().unwrap())
+                        .unwrap()
+                        .len()
+                })
+                .collect::<Vec<usize>>()
+        }
+    };
+    let enrolled = [shape("sup-ana").await, shape("sup-ben").await];
+    assert_eq!(enrolled[0].len(), 1);
+    assert_eq!(enrolled[1].len(), 2);
+    let mut seen = std::collections::HashSet::new();
+    for n in 0..24 {
+        let unknown = shape(&format!("sup-nobody-{n}")).await;
+        assert!(enrolled.contains(&unknown), "{unknown:?} is no approver's shape");
+        seen.insert(unknown);
+    }
+    assert_eq!(seen.len(), 2, "unknown ids take both shapes");
+}
+
 #[tokio::test]
 async fn the_preview_shows_hidden_characters_escaped() {
     let desk = desk().await;

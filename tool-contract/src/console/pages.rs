@@ -488,8 +488,8 @@ pub(super) async fn begin_sign_in(
     // no authenticator holds, and its sign-in fails as a wrong passkey's does.
     let Ok(options) = inner
         .dispatcher
-        .passkey_request_or_decoy(&approver_id, &challenge, || {
-            inner.signer.decoy_credential(&approver_id)
+        .passkey_request_or_decoy(&approver_id, &challenge, |input| {
+            inner.signer.decoy_bytes(input)
         })
         .await
     else {

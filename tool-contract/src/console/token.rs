@@ -125,11 +125,11 @@ impl Signer {
             .filter(|invitation| invitation.expires_at > now)
     }
 
-    /// The credential id a sign-in offers for `approver_id` when it names nobody with a
-    /// passkey: the same on every request and replica, like a real one, and told from one by
-    /// nobody without this key.
-    pub fn decoy_credential(&self, approver_id: &str) -> String {
-        URL_SAFE_NO_PAD.encode(self.mac(DECOY, approver_id.to_lowercase().as_bytes()))
+    /// The keyed bytes a sign-in's decoy credentials are made of, for `input`: the same on
+    /// every request and replica, and told from a real credential id by nobody without this
+    /// key.
+    pub fn decoy_bytes(&self, input: &[u8]) -> [u8; 32] {
+        self.mac(DECOY, input)
     }
 
     /// The CSRF token of a visit: what every state-changing request of it must carry.

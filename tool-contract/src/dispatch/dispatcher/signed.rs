@@ -274,7 +274,7 @@ mod ceremonies {
     use super::{Dispatcher, SignedDecision, later_by, rfc3339, statement_of};
     use crate::control::{
         ApprovalBasis, ApprovalError, Approver, DirectoryChange, EnrollError, EnrolledCredential,
-        RejectionReason, SignCount, SignCountCheck, SignedDecisionRefusal,
+        RejectionReason, SignCount, SignCountCheck, SignedDecisionRefusal, StoreError,
     };
     use crate::dispatch::dispatcher::Approving;
     use crate::results::Decision;
@@ -472,14 +472,19 @@ mod ceremonies {
         }
 
         /// [`passkey_request`](Self::passkey_request), or for an id nobody enrolled, or
-        /// without a passkey, the same options naming `decoy`'s credential: a sign-in page
+        /// without a passkey, the same options naming decoy credentials: a sign-in page
         /// answers every id alike, so that nobody lists the enrolled ones by asking.
+        ///
+        /// The decoys take the shape of an enrolled approver's passkeys (how many, and each
+        /// id's length), the approver chosen by the asked id under `decoy`, a keyed function
+        /// of its input: the same id always gets the same decoys, like a real approver, and
+        /// what an unknown id is offered looks like what some enrolled one is.
         #[cfg_attr(not(feature = "console"), allow(dead_code))]
         pub(crate) async fn passkey_request_or_decoy(
             &self,
             approver_id: &str,
             challenge: &[u8; 32],
-            decoy: impl FnOnce() -> String,
+            decoy: impl Fn(&[u8]) -> [u8; 32],
         ) -> Result<Value, ApprovalError> {
             match self.passkey_request(approver_id, challenge).await {
                 Err(ApprovalError::Refused(
@@ -489,11 +494,74 @@ mod ceremonies {
                     let Some(party) = self.relying_party() else {
                         return Err(refused(SignedDecisionRefusal::NoRelyingParty));
                     };
-                    Ok(request_options(&party.id, challenge, &[decoy().as_str()]))
+                    let shapes = self.passkey_shapes().await.map_err(ApprovalError::Store)?;
+                    let seed = decoy(approver_id.to_lowercase().as_bytes());
+                    let pick = u64::from_be_bytes(seed[..8].try_into().unwrap_or_default());
+                    let shape = usize::try_from(pick % shapes.len().max(1) as u64)
+                        .ok()
+                        .and_then(|index| shapes.get(index))
+                        .map_or(&[TYPICAL_CREDENTIAL_ID][..], Vec::as_slice);
+                    let ids: Vec<String> = shape
+                        .iter()
+                        .enumerate()
+                        .map(|(index, length)| {
+                            URL_SAFE_NO_PAD.encode(decoy_id(&decoy, &seed, index, *length))
+                        })
+                        .collect();
+                    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+                    Ok(request_options(&party.id, challenge, &ids))
                 }
                 answer => answer,
             }
         }
+
+        /// Each enrolled approver's passkeys as a sign-in lists them: the length in bytes of
+        /// each credential id not revoked, in order; approvers without one left out.
+        async fn passkey_shapes(&self) -> Result<Vec<Vec<usize>>, StoreError> {
+            Ok(self
+                .approvers()
+                .await?
+                .iter()
+                .map(|approver| {
+                    approver
+                        .credentials
+                        .iter()
+                        .filter(|credential| credential.revoked_at.is_none())
+                        .filter_map(|credential| {
+                            URL_SAFE_NO_PAD.decode(&credential.credential_id).ok()
+                        })
+                        .map(|id| id.len())
+                        .collect::<Vec<_>>()
+                })
+                .filter(|shape| !shape.is_empty())
+                .collect())
+        }
+    }
+
+    /// The length of a credential id where no approver has one yet: what platform and
+    /// software authenticators commonly make.
+    const TYPICAL_CREDENTIAL_ID: usize = 16;
+
+    /// The `index`th decoy id of `seed`, `length` bytes of `decoy` (a keyed function) run on
+    /// the seed, the index and a counter.
+    fn decoy_id(
+        decoy: &impl Fn(&[u8]) -> [u8; 32],
+        seed: &[u8; 32],
+        index: usize,
+        length: usize,
+    ) -> Vec<u8> {
+        let mut id = Vec::with_capacity(length);
+        let mut block = 0u64;
+        while id.len() < length {
+            let mut input = seed.to_vec();
+            input.extend_from_slice(&(index as u64).to_be_bytes());
+            input.extend_from_slice(&block.to_be_bytes());
+            let bytes = decoy(&input);
+            let wanted = (length - id.len()).min(bytes.len());
+            id.extend_from_slice(&bytes[..wanted]);
+            block += 1;
+        }
+        id
     }
 
     /// The `CredentialRequestOptions` asking one of `credential_ids` to sign `challenge` for
