@@ -429,7 +429,10 @@ async fn sign_in_options_for_an_unknown_id_look_like_an_enrolled_approvers() {
     let mut seen = std::collections::HashSet::new();
     for n in 0..24 {
         let unknown = shape(&format!("sup-nobody-{n}")).await;
-        assert!(enrolled.contains(&unknown), "{unknown:?} is no approver's shape");
+        assert!(
+            enrolled.contains(&unknown),
+            "{unknown:?} is no approver's shape"
+        );
         seen.insert(unknown);
     }
     assert_eq!(seen.len(), 2, "unknown ids take both shapes");

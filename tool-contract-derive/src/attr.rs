@@ -434,7 +434,7 @@ impl FieldAttrs {
                     bound.set(&path, ident);
                 } else if output && path.is_ident(GROUNDED) {
                     grounded.set(&path, ());
-                } else if output && path.is_ident(ALLOW_FORBIDDEN_KEY) {
+                } else if path.is_ident(ALLOW_FORBIDDEN_KEY) {
                     allow_forbidden_key.set(&path, ());
                 } else if output
                     && (path.is_ident(REJECT_SYNTHETIC) || path.is_ident(STRIP_SYNTHETIC))

@@ -394,27 +394,39 @@ fn check_fields(cx: &Ctxt, fields: &[Field], output: bool) {
         check_serde_with(cx, field, output);
         if output {
             check_bound_type(cx, field);
-            check_forbidden_key(cx, field);
         }
+        check_forbidden_key(cx, field, output);
     }
 }
 
-/// An output key the runtime's default lists forbid, unless allowed on purpose: the lists
-/// are read on the ASCII form the runtime reads a key beyond ASCII as.
-fn check_forbidden_key(cx: &Ctxt, field: &Field) {
+/// A key the runtime's default lists forbid, unless allowed on purpose: an output field's
+/// would show the model a secret, an input field's would ask the model for one. The lists are
+/// read on the ASCII form the runtime reads a key beyond ASCII as: `access_token`, `api_key`,
+/// `card_number`, `cvv`, `stripe_key`.
+fn check_forbidden_key(cx: &Ctxt, field: &Field, output: bool) {
     if field.rules.allow_forbidden_key || !crate::forbidden::is_forbidden(&field.key) {
         return;
     }
-    cx.error_spanned_by(
-        &field.key_tokens,
+    let message = if output {
         format!(
-            "output field key \"{}\" is forbidden: credential and control fields (tokens, \
-             passwords, secrets, keys, call and operation ids, digests) must never reach the \
-             model; rename the field, leave the value out, or, if the name only looks like \
-             one, mark it `#[tool_output(allow_forbidden_key)]`",
+            "output field key \"{}\" is forbidden: credentials, payment and one-time secrets \
+             and control fields (tokens, passwords, keys, card numbers, PINs, call and \
+             operation ids, digests) must never reach the model; rename the field, leave the \
+             value out, or, if the name only contains such a word (`token_count`), mark it \
+             `#[tool_output(allow_forbidden_key)]`",
             field.key
-        ),
-    );
+        )
+    } else {
+        format!(
+            "input field key \"{}\" is forbidden: a model must never be asked to send a \
+             secret (credentials, payment and one-time secrets, keys, call and operation \
+             ids); take it from the application's own state or the call's context, or, if the \
+             name only contains such a word (`token_budget`), mark it \
+             `#[tool_contract(allow_forbidden_key)]`",
+            field.key
+        )
+    };
+    cx.error_spanned_by(&field.key_tokens, message);
 }
 
 /// Each rule applies to the type under every `Option` and `Vec`: `max_len` to a String,

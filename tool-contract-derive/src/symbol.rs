@@ -92,7 +92,15 @@ pub const CONTRACT_KEYS: &[&str] = &[
 ];
 pub const OUTPUT_KEYS: &[&str] = &[MAX_BYTES, MAX_DEPTH, GROUNDED];
 pub const INPUT_FIELD_KEYS: &[&str] = &[
-    MAX_LEN, MIN_LEN, PATTERN, FORMAT, MAX_ITEMS, MINIMUM, MAXIMUM, FREE_FORM,
+    MAX_LEN,
+    MIN_LEN,
+    PATTERN,
+    FORMAT,
+    MAX_ITEMS,
+    MINIMUM,
+    MAXIMUM,
+    FREE_FORM,
+    ALLOW_FORBIDDEN_KEY,
 ];
 pub const OUTPUT_FIELD_KEYS: &[&str] = &[
     MAX_LEN,

@@ -5,7 +5,8 @@
 //! very lists.
 
 /// Forbidden words, wherever a run of a key's words spells one whole: these name the calling
-/// machinery itself, and bearer credentials. Lowercase, without separators.
+/// machinery itself, bearer credentials, and short payment and one-time secrets (too short to
+/// look for inside a word: `spin`, `hotpot`). Lowercase, without separators.
 pub const FORBIDDEN_KEYS: &[&str] = &[
     "callid",
     "toolcallid",
@@ -15,6 +16,14 @@ pub const FORBIDDEN_KEYS: &[&str] = &[
     "sessionid",
     "bearer",
     "jwt",
+    "pin",
+    "otp",
+    "totp",
+    "hotp",
+    "cvv",
+    "cvv2",
+    "cvc",
+    "cvc2",
 ];
 
 /// Forbidden word endings, wherever a key's word ends with one (the match may begin inside a
@@ -27,6 +36,7 @@ pub const FORBIDDEN_KEY_SUFFIXES: &[&str] = &[
     "password",
     "passwd",
     "passphrase",
+    "passcode",
     "secret",
     "token",
     "apikey",
@@ -35,8 +45,17 @@ pub const FORBIDDEN_KEY_SUFFIXES: &[&str] = &[
     "signingkey",
     "credential",
     "credentials",
+    "cardnumber",
+    "accountnumber",
+    "authcode",
+    "securitycode",
     "sha256",
 ];
+
+/// Forbidden last words: a key whose last word is one names that thing (`stripe_key`,
+/// `service_key`: a key to a service), while the word elsewhere names something else
+/// (`key_count`). Lowercase.
+pub const FORBIDDEN_LAST_WORDS: &[&str] = &["key"];
 
 /// Whether a word of `key` (ASCII) starts at byte `at`.
 const fn word_starts_at(key: &[u8], at: usize) -> bool {
@@ -137,5 +156,28 @@ pub(crate) const fn is_forbidden_ascii(key: &[u8]) -> bool {
         }
         i += 1;
     }
+    let mut i = 0;
+    while i < FORBIDDEN_LAST_WORDS.len() {
+        let word = FORBIDDEN_LAST_WORDS[i].as_bytes();
+        if last_word_is(key, word) {
+            return true;
+        }
+        i += 1;
+    }
     false
+}
+
+/// Whether the last word of `key` (ASCII) is `word`, whole.
+const fn last_word_is(key: &[u8], word: &[u8]) -> bool {
+    let mut end = key.len();
+    while end > 0 && !key[end - 1].is_ascii_alphanumeric() {
+        end -= 1;
+    }
+    if !word_ends_at(key, end) {
+        return false;
+    }
+    match spelled_before(key, end, word) {
+        Some(start) => word_starts_at(key, start),
+        None => false,
+    }
 }

@@ -1,18 +1,5 @@
-//! The one place that says which keys may never reach a model.
-//!
-//! A key is read as words, the way people write names: split at every character that is not
-//! an ASCII letter or digit (`_`, `-`, `.`, spaces, and anything invisible) and where
-//! `camelCase` and `ACRONYMCase` change case. A key is forbidden when a run of its words
-//! spells one of [`FORBIDDEN_KEYS`] from a word's start to a word's end, or ends, at a word's
-//! end, with one of [`FORBIDDEN_KEY_SUFFIXES`]: `aws_secret_access_key` and `SecretAccessKey`
-//! hold the word `secret`, `api key` and `X-Api-Key` end a word with `apikey`, `accessToken`
-//! with `token`, while `tokens_used` holds neither (`tokens` is another word).
-//!
-//! Before that, a key that is not ASCII is brought to ASCII: NFKC (fullwidth `ｔｏｋｅｎ` is
-//! `token`), then each other character drawn to look like an ASCII letter or digit is read
-//! as it (Unicode's confusables, as `unicode-security`'s skeleton maps them: Cyrillic `о` is
-//! `o`), and every character left over, invisible format characters (`to\u{2060}ken`,
-//! `pass\u{ad}word`) among them, separates words. Case is compared folded.
+//! The one place that says which keys may never reach a model, nor be asked of one: the
+//! rule is [`ForbiddenKeys`]'s.
 
 use std::borrow::Cow;
 
@@ -20,10 +7,10 @@ use unicode_normalization::UnicodeNormalization;
 
 mod words;
 
-pub use words::{FORBIDDEN_KEY_SUFFIXES, FORBIDDEN_KEYS};
+pub use words::{FORBIDDEN_KEY_SUFFIXES, FORBIDDEN_KEYS, FORBIDDEN_LAST_WORDS};
 use words::{holds, is_forbidden_ascii};
 
-/// `key` brought to ASCII as the [module docs](self) say: NFKC, confusables read as the ASCII
+/// `key` brought to ASCII as [`ForbiddenKeys`] says: NFKC, confusables read as the ASCII
 /// they imitate, every other character a separator.
 fn ascii_form(key: &str) -> Cow<'_, str> {
     if key.is_ascii() {
@@ -110,8 +97,40 @@ fn word_of(name: &str) -> String {
         .collect()
 }
 
-/// The keys a validation refuses in free-form values and raw input: the default lists, the
-/// words a registry adds, less the names it allows on purpose.
+/// The keys a validation refuses in free-form values and raw input, and the derives refuse as
+/// field names: the default lists, the words a registry adds, less the names it allows on
+/// purpose.
+///
+/// A key is read as words, the way people write names: split at every character that is not
+/// an ASCII letter or digit (`_`, `-`, `.`, spaces, and anything invisible) and where
+/// `camelCase` and `ACRONYMCase` change case. A key is forbidden when
+///
+/// 1. a run of its words spells one of [`FORBIDDEN_KEYS`], from a word's start to a word's
+///    end: the calling machinery (`call_id`, `operationId`, `idempotency_key`, `session_id`),
+///    bearer credentials (`bearer`, `jwt`), and payment and one-time secrets too short to look
+///    for inside a word (`pin`, `otp`, `cvv`, `cvc`: `card_pin`, `otp_code`, but not `spin`);
+/// 2. a word of it ends with one of [`FORBIDDEN_KEY_SUFFIXES`]: credentials, keys, payment
+///    numbers and digests (`access_token`, `X-Api-Key`, `client_secret`, `set-cookie`,
+///    `card_number`, `account_number`, `auth_code`, `request_sha256`);
+/// 3. its last word is one of [`FORBIDDEN_LAST_WORDS`]: `key`, a key to a service
+///    (`stripe_key`, `service_key`), where elsewhere the word names something else
+///    (`key_count`);
+///
+/// and a key's last word in the plural counts as the word (`access_tokens`, `call_ids`).
+/// `aws_secret_access_key` holds the word `secret`; `tokens_used` holds no listed word
+/// (`tokens` is another word, not the last).
+///
+/// A name that only contains a secret's name as a word is refused all the same
+/// (`token_count`, `password_reset_required`): the lists err toward the model never seeing a
+/// credential. Such a field is allowed on purpose, and only it: `#[tool_output(allow_forbidden_key)]`
+/// on an output field, `#[tool_contract(allow_forbidden_key)]` on an input field, or
+/// [`ForbiddenKeys::allowing`] for free-form values.
+///
+/// Before that, a key that is not ASCII is brought to ASCII: NFKC (fullwidth `ｔｏｋｅｎ` is
+/// `token`), then each other character drawn to look like an ASCII letter or digit is read
+/// as it (Unicode's confusables, as `unicode-security`'s skeleton maps them: Cyrillic `о` is
+/// `o`), and every character left over, invisible format characters (`to\u{2060}ken`,
+/// `pass\u{ad}word`) among them, separates words. Case is compared folded.
 ///
 /// ```
 /// use tool_contract::vocabulary::ForbiddenKeys;
@@ -212,6 +231,46 @@ mod tests {
     }
 
     #[test]
+    fn payment_and_one_time_secrets_and_service_keys_are_caught() {
+        for key in [
+            "cvv",
+            "CVV2",
+            "card_cvc",
+            "pin",
+            "card_pin",
+            "pinCode",
+            "otp",
+            "otp_code",
+            "totp",
+            "card_number",
+            "cardNumber",
+            "account_number",
+            "bank_account_number",
+            "auth_code",
+            "authCode",
+            "security_code",
+            "passcode",
+            "stripe_key",
+            "service_key",
+            "openaiKey",
+        ] {
+            assert!(is_forbidden_ascii(key.as_bytes()), "{key}");
+            assert!(forbidden(key), "{key}");
+        }
+        for key in [
+            "spin",
+            "pinned",
+            "hotpot",
+            "key_count",
+            "keyboard",
+            "monkey",
+            "keys",
+        ] {
+            assert!(!forbidden(key), "{key}");
+        }
+    }
+
+    #[test]
     fn a_forbidden_word_anywhere_in_a_name_is_caught() {
         for key in [
             "aws_secret_access_key",
@@ -225,6 +284,9 @@ mod tests {
             "api key",
             "api.key",
             "password_hint",
+            // A secret's name as a word refuses a key: allowed on purpose only.
+            "token_count",
+            "password_reset_required",
         ] {
             assert!(forbidden(key), "{key}");
         }

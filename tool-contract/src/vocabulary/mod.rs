@@ -19,7 +19,7 @@ pub(crate) mod violation;
 
 pub use call::{ADAPTERS, Adapter, Api, CallContext, Correlation, Principal, Provider, ToolCall};
 pub use effect::{Approval, Effect, Operation, OperationWindow, Reconcile};
-pub use forbidden::{FORBIDDEN_KEY_SUFFIXES, FORBIDDEN_KEYS, ForbiddenKeys};
+pub use forbidden::{FORBIDDEN_KEY_SUFFIXES, FORBIDDEN_KEYS, FORBIDDEN_LAST_WORDS, ForbiddenKeys};
 pub use limits::{FreeFormLimits, Limits};
 pub use name::{TOOL_NAME_PATTERN, is_tool_name};
 pub use synthetic::{Detector, Stripped, SyntheticAction, SyntheticRule};

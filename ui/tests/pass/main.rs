@@ -10,5 +10,6 @@ mod approving_a_pending_write_in_one_call;
 mod dsl_example;
 mod every_field_type;
 mod grounded_outputs;
+mod input_field_allowed_on_purpose;
 mod output_field_allowed_on_purpose;
 mod writes_with_approval_and_reconcile;
