@@ -859,3 +859,36 @@ async fn a_console_in_front_of_two_replicas_shows_the_receipts_and_chains_of_bot
         "B has no older record ({stream_b})"
     );
 }
+
+/// The default audit page reads only the newest records, and holds them against the newest
+/// signed tree head: where the head's last record is on the page, the page's records are
+/// those it vouched for; a log whose oldest segment was removed no longer keeps what the head
+/// vouches for, and the page breaks there, without reading the log whole.
+#[tokio::test]
+async fn the_audit_page_holds_its_newest_records_against_the_newest_signed_tree_head() {
+    let desk = desk().await;
+    let ([_, _], _) = two_receipts(&desk, true).await;
+    let (_, mut dee_key) = desk.enrolled("aud-dee").await;
+    let mut dee = paged(&desk, 100, "aud-dee", &mut dee_key).await;
+    let page = dee.get("/audit").await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(
+        page.text
+            .contains("and this page&#x27;s are those it vouched for")
+            || page
+                .text
+                .contains("and this page's are those it vouched for"),
+        "{}",
+        page.text
+    );
+
+    std::fs::remove_file(desk.audit_log.with_file_name("audit.jsonl.000001")).unwrap();
+    let cut = dee.get("/audit").await;
+    assert_eq!(cut.status, 200, "{}", cut.text);
+    assert!(
+        cut.text.contains("breaks: the log&#x27;s oldest record is")
+            || cut.text.contains("breaks: the log's oldest record is"),
+        "{}",
+        cut.text
+    );
+}

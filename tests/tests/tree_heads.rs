@@ -338,3 +338,69 @@ async fn a_published_tree_heads_file_that_is_not_one_is_refused_with_a_reason() 
         assert!(SignedTreeHead::from_json(garbage).is_err());
     }
 }
+
+/// The page of a log's newest records (the console's default audit page), held against the
+/// newest signed tree head with the published keys and the audit key: nothing else of the
+/// log is read.
+async fn page_against_head(
+    log: &dyn tool_contract::control::AuditHistory,
+) -> Result<Option<tool_contract::control::PageAgainstHead>, TreeHeadError> {
+    let pages = log
+        .read_page(&tool_contract::control::PageEnds::new(), 100)
+        .await
+        .unwrap();
+    pages[0].against_tree_head(&public_keys(), &audit_key())
+}
+
+#[tokio::test]
+async fn a_page_of_the_newest_records_holds_against_the_newest_signed_head() {
+    let dir = dir("page-holds");
+    let path = file_log(&dir, 7, 3).await;
+    let log = JsonLinesAuditLog::open(&path, audit_key()).unwrap();
+    assert_eq!(
+        page_against_head(&log).await,
+        Ok(Some(tool_contract::control::PageAgainstHead::Held {
+            tree_size: 6
+        }))
+    );
+}
+
+#[tokio::test]
+async fn a_page_finds_a_postgres_stream_cut_at_either_end() {
+    let Some((schema, store, _)) = postgres_stream("page_cut_pg", 5, 2).await else {
+        return;
+    };
+    let log = PostgresAuditLog::new(&store, audit_key());
+    assert_eq!(
+        page_against_head(&log).await,
+        Ok(Some(tool_contract::control::PageAgainstHead::Held {
+            tree_size: 4
+        }))
+    );
+    let name = &schema.name;
+    schema.execute(&format!(
+        "SET session_replication_role = replica; \
+         DELETE FROM {name}.tool_contract_audit WHERE seq <= 1;"
+    ));
+    assert_eq!(
+        page_against_head(&log).await,
+        Err(TreeHeadError::CutFromTheBeginning {
+            oldest: 2,
+            tree_size: 4
+        })
+    );
+    schema.execute(&format!(
+        "SET session_replication_role = replica; \
+         DELETE FROM {name}.tool_contract_audit WHERE seq > 3; \
+         UPDATE {name}.tool_contract_audit_heads SET records = 3;"
+    ));
+    let cut = page_against_head(&log).await;
+    assert!(
+        matches!(
+            cut,
+            Err(TreeHeadError::Truncated { tree_size: 4, .. }
+                | TreeHeadError::CutFromTheBeginning { .. })
+        ),
+        "{cut:?}"
+    );
+}

@@ -10,8 +10,8 @@ use time::format_description::well_known::Rfc3339;
 use time::{Duration, OffsetDateTime};
 
 use crate::control::{
-    Approver, AuditHistory, AuditLogError, ChainHead, History, HistoryCalls, HistoryPage, PageEnds,
-    PendingApproval,
+    Approver, AuditHistory, AuditLogError, ChainHead, History, HistoryCalls, HistoryPage,
+    PageAgainstHead, PageEnds, PendingApproval,
 };
 use crate::results::{
     ApproverKeys, ErrorCode, KeySet, ModelResult, ProtectedAudit, SecretKey, SignedReceipt,
@@ -198,12 +198,25 @@ pub(super) fn receipt_view(
     })
 }
 
-/// What a page of each chain shows of it: its records, and whether the keyed chain holds
-/// through the page, from the page's first record (taken at its word) on.
-pub(super) fn chain_page_views(chains: &[ChainPage]) -> Vec<Value> {
+/// What a page of each chain shows of it: its records, whether the keyed chain holds
+/// through the page, from the page's first record (taken at its word) on, and how the page
+/// stands against the chain's newest signed tree head (checked with `keys` and the audit
+/// `key`, reading nothing more): a chain cut at either end, or records other than those the
+/// head vouched for, break there.
+pub(super) fn chain_page_views(chains: &[ChainPage], keys: &KeySet, key: &SecretKey) -> Vec<Value> {
     chains
         .iter()
         .map(|chain| {
+            let (signed_head, signed_break) = match chain.page.against_tree_head(keys, key) {
+                Ok(None) => (json!(null), None),
+                Ok(Some(PageAgainstHead::Held { tree_size })) => {
+                    (json!({"tree_size": tree_size, "held": true}), None)
+                }
+                Ok(Some(PageAgainstHead::Before { tree_size })) => {
+                    (json!({"tree_size": tree_size, "held": false}), None)
+                }
+                Err(error) => (json!(null), Some(error.to_string())),
+            };
             let (through, broken) = match &chain.chain {
                 Ok(head) => (Some(head.records), None),
                 // Lines count from the page's first: say which record of the chain breaks.
@@ -224,6 +237,8 @@ pub(super) fn chain_page_views(chains: &[ChainPage]) -> Vec<Value> {
                 // The page's last record is not the chain's last, as the chain's head says.
                 "short_of_head": through.is_some_and(|through| through < chain.page.records),
                 "broken": broken,
+                "signed_head": signed_head,
+                "signed_break": signed_break,
             })
         })
         .collect()

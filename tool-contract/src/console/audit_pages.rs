@@ -279,7 +279,7 @@ pub(super) async fn chain(
         {
             Ok(chains) => json!({
                 "whole": false,
-                "pages": audit::chain_page_views(&chains),
+                "pages": audit::chain_page_views(&chains, &view.keys, &view.key),
                 "whole_href": inner.path("/audit?whole"),
             }),
             Err(error) => return inner.unreadable(&error, &visit),

@@ -309,6 +309,43 @@ impl JsonLinesAuditLog {
         Ok((lines, active.head.records))
     }
 
+    /// The number of the oldest record the log holds that can be read: the first line's of
+    /// its oldest file that opens (the oldest segment rotation kept, or the active file),
+    /// reading that one line only; a file gone or unreadable holds nothing one can read.
+    /// `None` for a log with no record.
+    pub(super) fn oldest_record(&self) -> Result<Option<u64>, AuditLogError> {
+        let _active = self.active();
+        let mut files: Vec<PathBuf> = segments(&self.path)?
+            .into_iter()
+            .map(|(_, file)| file)
+            .collect();
+        files.push(self.path.clone());
+        for path in files {
+            let Ok(file) = File::open(&path) else {
+                continue;
+            };
+            let mut first = Vec::new();
+            let read = io::BufRead::read_until(&mut io::BufReader::new(file), b'\n', &mut first);
+            if read.is_ok() && first.last() == Some(&b'\n') {
+                first.pop();
+                return Ok(super::record::line_seq(&first));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The newest tree head the log at `path` published (the last line of its tree heads),
+    /// reading the file from its end.
+    pub(super) fn newest_tree_head(
+        path: impl AsRef<Path>,
+    ) -> Result<Option<SignedTreeHead>, AuditLogError> {
+        let heads = beside(path.as_ref(), TREE_HEADS);
+        let last = super::file_page::newest_before(&[heads], None, 1)?;
+        last.first()
+            .map(|line| SignedTreeHead::from_json(line).map_err(AuditLogError::TreeHeadFailed))
+            .transpose()
+    }
+
     /// The file.
     #[must_use]
     pub fn path(&self) -> &Path {

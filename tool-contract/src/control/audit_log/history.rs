@@ -60,6 +60,12 @@ pub trait AuditHistory: Send + Sync {
                 .into_iter()
                 .map(|history| {
                     let total = history.lines.last().and_then(|line| line_seq(line));
+                    let oldest = history.lines.first().and_then(|line| line_seq(line));
+                    let tree_head = history
+                        .tree_heads
+                        .iter()
+                        .max_by_key(|head| head.tree_head.tree_size)
+                        .cloned();
                     let end = ends.get(&history.log).copied();
                     let mut lines = history.lines;
                     if let Some(end) = end {
@@ -74,6 +80,8 @@ pub trait AuditHistory: Send + Sync {
                         log: history.log,
                         lines,
                         records: total.unwrap_or_default(),
+                        oldest,
+                        tree_head,
                     }
                 })
                 .collect())
@@ -91,6 +99,13 @@ pub struct HistoryPage {
     pub lines: Vec<Vec<u8>>,
     /// How many records the chain held when the page was read: the number of its last.
     pub records: u64,
+    /// The number of the oldest record the chain still holds (`1` unless records were cut
+    /// from its beginning), where the log can say it without reading the chain.
+    pub oldest: Option<u64>,
+    /// The newest signed tree head the log published for the chain, if it publishes them:
+    /// what a page is checked against without reading the chain whole
+    /// ([`HistoryPage::against_tree_head`]).
+    pub tree_head: Option<SignedTreeHead>,
 }
 
 impl HistoryPage {
@@ -131,6 +146,89 @@ impl HistoryPage {
     pub fn older(&self) -> Option<u64> {
         self.first().filter(|&first| first > 1)
     }
+
+    /// The page held against the chain's newest signed tree head, with `keys` (the signer's
+    /// published keys) and the audit `key`, reading nothing more of the chain: the head's
+    /// signature; the chain still holds every record the head vouches for, from the first
+    /// (none cut from the beginning) to its tree size (none cut from the end); and, where the
+    /// page reaches the head's last record, the keyed chain through the page arrives at the
+    /// chain head the head signed there, so the page's records are the ones it vouched for.
+    /// `Ok(None)` when the log publishes no tree heads.
+    ///
+    /// # Errors
+    ///
+    /// The [`TreeHeadError`] that says where the chain and its newest signed head part.
+    pub fn against_tree_head(
+        &self,
+        keys: &KeySet,
+        key: &SecretKey,
+    ) -> Result<Option<PageAgainstHead>, TreeHeadError> {
+        let Some(signed) = &self.tree_head else {
+            return Ok(None);
+        };
+        let head = &signed.tree_head;
+        let tree_size = head.tree_size;
+        signed
+            .verify_signature(keys)
+            .map_err(|error| TreeHeadError::Signature { tree_size, error })?;
+        if head.log != self.log {
+            return Err(TreeHeadError::OtherLog {
+                expected: self.log.clone(),
+                found: head.log.clone(),
+            });
+        }
+        if self.records < tree_size {
+            return Err(TreeHeadError::Truncated {
+                records: self.records,
+                tree_size,
+            });
+        }
+        if let Some(oldest) = self.oldest.filter(|&oldest| oldest > 1 && tree_size > 0) {
+            return Err(TreeHeadError::CutFromTheBeginning { oldest, tree_size });
+        }
+        let (Some(first), Some(through)) = (self.first(), self.through()) else {
+            return Ok(Some(PageAgainstHead::Before { tree_size }));
+        };
+        if tree_size < first || tree_size > through {
+            return Ok(Some(PageAgainstHead::Before { tree_size }));
+        }
+        let mut verifier = Verifier::anywhere(key);
+        for line in &self.lines {
+            if verifier.next(line).is_err() {
+                // The keyed chain breaks in the page: the page's own check says where.
+                return Ok(Some(PageAgainstHead::Before { tree_size }));
+            }
+            let at = verifier.head();
+            if at.records == tree_size {
+                return if *at == head.chain_head {
+                    Ok(Some(PageAgainstHead::Held { tree_size }))
+                } else {
+                    Err(TreeHeadError::Altered { tree_size })
+                };
+            }
+        }
+        Ok(Some(PageAgainstHead::Before { tree_size }))
+    }
+}
+
+/// How a page stands against its chain's newest signed tree head
+/// ([`HistoryPage::against_tree_head`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PageAgainstHead {
+    /// The page reaches the head's last record, and its records are the ones it vouched
+    /// for there; every record the head vouches for is still in the chain.
+    Held {
+        /// The head's tree size.
+        tree_size: u64,
+    },
+    /// Every record the head vouches for is still in the chain, and the head is signed; its
+    /// last record is not on the page (or the page's chain breaks before it), so the page's
+    /// records are not compared with it.
+    Before {
+        /// The head's tree size.
+        tree_size: u64,
+    },
 }
 
 /// Calls, each with the number of its record; where the chain stands after them, or the
@@ -263,12 +361,14 @@ impl AuditHistory for JsonLinesAuditLog {
         let log = super::file::file_name(self.path()).unwrap_or_default();
         let read = self
             .page(ends.get(&log).copied(), records)
-            .map(|(lines, total)| {
-                vec![HistoryPage {
+            .and_then(|(lines, total)| {
+                Ok(vec![HistoryPage {
                     log,
                     lines,
                     records: total,
-                }]
+                    oldest: self.oldest_record()?,
+                    tree_head: JsonLinesAuditLog::newest_tree_head(self.path())?,
+                }])
             });
         Box::pin(std::future::ready(read))
     }
@@ -292,6 +392,9 @@ impl AuditHistory for MemoryAuditLog {
             log: "memory".to_owned(),
             lines,
             records: total,
+            // The memory log starts at the genesis record and keeps every one.
+            oldest: (total > 0).then_some(1),
+            tree_head: None,
         };
         Box::pin(std::future::ready(Ok(vec![page])))
     }

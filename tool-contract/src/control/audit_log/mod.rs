@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 
 pub use file::JsonLinesAuditLog;
 pub use history::{
-    AuditHistory, HistoriesFuture, History, HistoryCalls, HistoryFuture, HistoryPage, PageEnds,
-    PagesFuture,
+    AuditHistory, HistoriesFuture, History, HistoryCalls, HistoryFuture, HistoryPage,
+    PageAgainstHead, PageEnds, PagesFuture,
 };
 pub use memory::MemoryAuditLog;
 #[cfg(feature = "postgres")]
@@ -167,6 +167,18 @@ pub enum TreeHeadError {
     Unlinked {
         /// Its line, from 1.
         line: u64,
+    },
+    /// The log's oldest record is not its first: records a signed head vouched for were cut
+    /// off its beginning.
+    #[error(
+        "the log's oldest record is {oldest}; a signed tree head vouched for records 1 to \
+         {tree_size}"
+    )]
+    CutFromTheBeginning {
+        /// The number of the oldest record the log holds.
+        oldest: u64,
+        /// What the head vouched for.
+        tree_size: u64,
     },
 }
 

@@ -557,7 +557,11 @@ impl super::AuditHistory for PostgresAuditLog {
             let rows = connection
                 .query(
                     &format!(
-                        "SELECT h.stream, h.records, page.record \
+                        "SELECT h.stream, h.records, page.record, \
+                             (SELECT min(o.seq) FROM {schema}.tool_contract_audit o \
+                              WHERE o.stream = h.stream), \
+                             (SELECT t.body FROM {schema}.tool_contract_audit_tree_heads t \
+                              WHERE t.stream = h.stream ORDER BY t.tree_size DESC LIMIT 1) \
                          FROM {schema}.tool_contract_audit_heads h \
                          LEFT JOIN LATERAL ( \
                              SELECT a.seq, a.record FROM {schema}.tool_contract_audit a \
@@ -577,10 +581,21 @@ impl super::AuditHistory for PostgresAuditLog {
             for row in &rows {
                 let stream: String = row.get(0);
                 if pages.last().is_none_or(|page| page.log != stream) {
+                    let tree_head = row
+                        .get::<_, Option<&str>>(4)
+                        .map(|body| {
+                            SignedTreeHead::from_json(body.as_bytes())
+                                .map_err(AuditLogError::TreeHeadFailed)
+                        })
+                        .transpose()?;
                     pages.push(super::HistoryPage {
                         log: stream,
                         lines: Vec::new(),
                         records: u64::try_from(row.get::<_, i64>(1)).unwrap_or_default(),
+                        oldest: row
+                            .get::<_, Option<i64>>(3)
+                            .and_then(|seq| u64::try_from(seq).ok()),
+                        tree_head,
                     });
                 }
                 if let (Some(page), Some(record)) =
