@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use tool_contract::control::{ControlStore, MemoryAuditLog, PendingApproval};
 use tool_contract::dispatch::{Dispatch, Dispatcher, DispatcherBuilder, Task};
-use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::{CallContext, Principal, ToolContract, ToolFailure, ToolOutput};
 
 use crate::tracker::{audit_key, clock, keys};
@@ -101,17 +100,7 @@ pub fn pay(
     amount_cents: u32,
 ) -> CallContext {
     let arguments = serde_json::json!({ "report_id": report_id, "amount_cents": amount_cents });
-    dispatcher.context(ToolCall {
-        api: Api::OpenAiResponses,
-        adapter_revision: tool_contract::providers::openai::ADAPTER
-            .revision
-            .to_owned(),
-        response_id: Some(format!("resp_{call_id}")),
-        call_id: call_id.to_owned(),
-        correlation: Correlation::Id,
-        name: "pay_out".to_owned(),
-        arguments: arguments.to_string().into_bytes(),
-    })
+    dispatcher.context(crate::kb::call(call_id, "pay_out", &arguments.to_string()))
 }
 
 /// Dispatches `call` as the employee.

@@ -62,35 +62,38 @@ impl Schema {
 
     /// The one integer `sql` selects, in the test database, outside any store.
     pub fn query_i64(&self, sql: &str) -> i64 {
-        let (url, sql) = (self.url.clone(), sql.to_owned());
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime");
-            runtime.block_on(async {
-                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                    .await
-                    .expect("the test database is reachable");
-                let driver = tokio::spawn(connection);
-                let value: i64 = client
-                    .query_one(&sql, &[])
-                    .await
-                    .expect("the query runs")
-                    .get(0);
-                drop(client);
-                let _ = driver.await;
-                value
-            })
+        let sql = sql.to_owned();
+        self.on_the_database(move |client| async move {
+            client
+                .query_one(&sql, &[])
+                .await
+                .expect("the query runs")
+                .get(0)
         })
-        .join()
-        .expect("the query's thread ends")
     }
 
     /// Runs `sql` in the test database, outside any store.
     pub fn execute(&self, sql: &str) {
-        let (url, sql) = (self.url.clone(), sql.to_owned());
-        // A runtime of its own: callers may be inside one, or in `Drop`.
+        let sql = sql.to_owned();
+        self.on_the_database(move |client| async move {
+            client
+                .batch_execute(&sql)
+                .await
+                .expect("the statement runs");
+        });
+    }
+
+    /// What `work` does with a client of the test database, on a thread and a runtime of its
+    /// own: callers may be inside a runtime, or in `Drop`.
+    fn on_the_database<T, F>(
+        &self,
+        work: impl FnOnce(tokio_postgres::Client) -> F + Send + 'static,
+    ) -> T
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = T>,
+    {
+        let url = self.url.clone();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -101,16 +104,13 @@ impl Schema {
                     .await
                     .expect("the test database is reachable");
                 let driver = tokio::spawn(connection);
-                client
-                    .batch_execute(&sql)
-                    .await
-                    .expect("the statement runs");
-                drop(client);
+                let answer = work(client).await;
                 let _ = driver.await;
-            });
+                answer
+            })
         })
         .join()
-        .expect("the statement's thread ends");
+        .expect("the database's thread ends")
     }
 }
 

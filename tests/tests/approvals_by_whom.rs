@@ -8,13 +8,13 @@ use serde_json::{Value, json};
 use tool_contract::control::{ApprovalError, MemoryStore};
 use tool_contract::mcp::McpServer;
 use tool_contract::{ErrorCode, Status};
+use tool_contract_tests::backends::Backend;
 use tool_contract_tests::expenses::{HOUR, desk, employee, pay, run, waiting};
 use tool_contract_tests::mcp::{Wire, discover};
 use tool_contract_tests::tracker::{self, Remote, message};
 
-#[tokio::test]
-async fn by_another_an_approver_named_as_the_requester_approves_nothing() {
-    let (desk, payroll) = desk(Arc::new(MemoryStore::new()));
+async fn by_another_an_approver_named_as_the_requester_approves_nothing(backend: &impl Backend) {
+    let (desk, payroll) = desk(backend.open().await);
     let call = pay(&desk, "call_1", "R-7", 4200);
     let pending = waiting(&desk, &call).await;
     assert!(pending.by_another);
@@ -146,3 +146,7 @@ async fn by_another_on_2026_07_28_the_caller_is_not_asked_to_approve() {
     assert_eq!(person.0.load(std::sync::atomic::Ordering::Relaxed), 0);
     assert_eq!(payroll.payouts("R-7"), 0);
 }
+
+tool_contract_tests::on_every_store!(
+    by_another_an_approver_named_as_the_requester_approves_nothing
+);

@@ -3,14 +3,14 @@
 use std::sync::Arc;
 
 use tool_contract::control::AuditHistory as _;
-use tool_contract::control::MemoryStore;
 use tool_contract::{ErrorCode, Status};
 use tool_contract_tests::backends::Backend;
 use tool_contract_tests::expenses::{HOUR, desk, desk_builder, pay, run, waiting};
 
-#[tokio::test]
-async fn a_refused_retry_with_another_amount_leaves_the_grant_and_the_approved_amount_runs_once() {
-    let (desk, payroll) = desk(Arc::new(MemoryStore::new()));
+async fn a_refused_retry_with_another_amount_leaves_the_grant_and_the_approved_amount_runs_once(
+    backend: &impl Backend,
+) {
+    let (desk, payroll) = desk(backend.open().await);
     let pending = waiting(&desk, &pay(&desk, "call_1", "R-7", 4200)).await;
     desk.approve_pending(&pending, "manager:mia", HOUR)
         .await
@@ -84,13 +84,12 @@ async fn a_spent_approval_put_back_is_caught_by_the_audit_history_without_receip
 /// A turn held while its payouts wait: resumed once people decided, the approved payout runs
 /// and the model reads its real result, the rejected one its rejection, the undecided one
 /// still waits under the same approval; nothing runs twice.
-#[tokio::test]
-async fn a_held_turn_resumed_after_the_decisions_reads_each_real_outcome() {
+async fn a_held_turn_resumed_after_the_decisions_reads_each_real_outcome(backend: &impl Backend) {
     use tool_contract::control::RejectionReason;
     use tool_contract::dispatch::Task;
     use tool_contract::providers::{OpenAiResponses, ProviderApi};
 
-    let (desk, payroll) = desk(Arc::new(MemoryStore::new()));
+    let (desk, payroll) = desk(backend.open().await);
     let body = br#"{"id":"resp_9","status":"completed","output":[
       {"type":"function_call","call_id":"c7","name":"pay_out","arguments":"{\"report_id\":\"R-7\",\"amount_cents\":4200}"},
       {"type":"function_call","call_id":"c8","name":"pay_out","arguments":"{\"report_id\":\"R-8\",\"amount_cents\":900}"},
@@ -140,3 +139,8 @@ async fn a_held_turn_resumed_after_the_decisions_reads_each_real_outcome() {
     assert_eq!(paid["execution"]["delivery"], "fresh");
     assert_eq!(payroll.all(), [("R-7".to_owned(), 4200)]);
 }
+
+tool_contract_tests::on_every_store!(
+    a_refused_retry_with_another_amount_leaves_the_grant_and_the_approved_amount_runs_once,
+    a_held_turn_resumed_after_the_decisions_reads_each_real_outcome,
+);

@@ -555,7 +555,10 @@ async fn a_task_outlives_its_replica(backend: &impl Backend) {
     advance_clock(Duration::from_secs(600));
     let resumed = server.resume_tasks().await.unwrap();
     assert_eq!(resumed.taken_over, 1, "taken over");
-    assert_eq!(resumed.unreadable, [unreadable.task_id.clone()]);
+    assert_eq!(
+        resumed.unreadable,
+        std::slice::from_ref(&unreadable.task_id)
+    );
     assert_eq!(server.resume_tasks().await.unwrap().taken_over, 0, "once");
     let done = once(&client, &task_id, TaskStatus::Completed).await;
     let result = structured(&done);

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use tool_contract::control::MemoryAuditLog;
 use tool_contract::dispatch::{Dispatch, Dispatcher, Task};
-use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::results::Delivery;
 use tool_contract::vocabulary::OperationWindow;
 use tool_contract::{ErrorCode, Status, ToolContract, ToolFailure, ToolOutput};
@@ -66,17 +65,11 @@ async fn allowance_desk(backend: &impl Backend) -> Dispatcher {
 }
 
 fn member_call(dispatcher: &Dispatcher, call_id: &str, tool: &str) -> tool_contract::CallContext {
-    dispatcher.context(ToolCall {
-        api: Api::OpenAiResponses,
-        adapter_revision: tool_contract::providers::openai::ADAPTER
-            .revision
-            .to_owned(),
-        response_id: Some(format!("resp_{call_id}")),
-        call_id: call_id.to_owned(),
-        correlation: Correlation::Id,
-        name: tool.to_owned(),
-        arguments: br#"{"member_id":"M-7"}"#.to_vec(),
-    })
+    dispatcher.context(tool_contract_tests::kb::call(
+        call_id,
+        tool,
+        r#"{"member_id":"M-7"}"#,
+    ))
 }
 
 async fn dispatch(dispatcher: &Dispatcher, call: &tool_contract::CallContext) -> Dispatch {
@@ -227,10 +220,12 @@ const MEASURED: usize = 400;
 /// Closes `MEASURED` accounts, each a kept operation, as one member each.
 async fn close_accounts(desk: &Dispatcher, from: usize) {
     for member in from..from + MEASURED {
-        let call = desk.context(ToolCall {
-            arguments: format!(r#"{{"member_id":"M-{member}"}}"#).into_bytes(),
-            ..member_call(desk, &format!("c{member}"), "close_account").call
-        });
+        let arguments = format!(r#"{{"member_id":"M-{member}"}}"#);
+        let call = desk.context(tool_contract_tests::kb::call(
+            &format!("c{member}"),
+            "close_account",
+            &arguments,
+        ));
         let closed = dispatch(desk, &call).await;
         assert_eq!(delivery(&closed), Delivery::Fresh);
     }

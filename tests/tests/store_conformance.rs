@@ -440,26 +440,39 @@ async fn purge_removes_only_finished_records_past_their_retention(store: &impl B
     );
 }
 
+/// Claims `key` as a kept operation (for `retention_ms`) with a call, as `a` at `T0`, and
+/// commits it.
+async fn committed_kept(ledger: &dyn ControlStore, key: &str, retention_ms: u64) {
+    let kept = Claim {
+        kept: true,
+        retention_ms,
+        call: Some(r#"{"arguments":"the caller's"}"#.to_owned()),
+        ..claim(key, "r1", "a", T0)
+    };
+    assert_eq!(ledger.claim(&kept).await.unwrap(), Claimed::Fresh);
+    let done = Advance {
+        retention_ms,
+        ..step(
+            key,
+            "a",
+            WriteState::Executing,
+            WriteEvent::Commit,
+            Some("{}"),
+            T0,
+        )
+    };
+    assert!(matches!(
+        ledger.advance(&done).await.unwrap(),
+        Advanced::Applied(_)
+    ));
+}
+
 /// An operation named by its fields or key is kept past its window (its retention here), so a
 /// repeat finds it and names it; only an operator's purge by age removes it, and never one
 /// whose window has not ended.
 async fn a_kept_record_outlives_its_window_until_an_operator_purges_it(store: &impl Backend) {
     let ledger = store.open().await;
-    let kept = Claim {
-        kept: true,
-        call: Some(r#"{"arguments":"the caller's"}"#.to_owned()),
-        ..claim("kept", "r1", "a", T0)
-    };
-    assert_eq!(ledger.claim(&kept).await.unwrap(), Claimed::Fresh);
-    let done = step(
-        "kept",
-        "a",
-        WriteState::Executing,
-        WriteEvent::Commit,
-        Some("{}"),
-        T0,
-    );
-    ledger.advance(&done).await.unwrap();
+    committed_kept(ledger.as_ref(), "kept", RETENTION).await;
     finished(
         ledger.as_ref(),
         "plain",
@@ -503,24 +516,7 @@ async fn a_kept_record_outlives_its_window_until_an_operator_purges_it(store: &i
 /// A record kept for good (`u64::MAX` of retention) is never past its window.
 async fn a_record_kept_for_good_is_replayed_whenever_asked_and_never_purged(store: &impl Backend) {
     let ledger = store.open().await;
-    let for_good = Claim {
-        kept: true,
-        retention_ms: u64::MAX,
-        ..claim("k", "r1", "a", T0)
-    };
-    assert_eq!(ledger.claim(&for_good).await.unwrap(), Claimed::Fresh);
-    let done = Advance {
-        retention_ms: u64::MAX,
-        ..step(
-            "k",
-            "a",
-            WriteState::Executing,
-            WriteEvent::Commit,
-            Some("{}"),
-            T0,
-        )
-    };
-    ledger.advance(&done).await.unwrap();
+    committed_kept(ledger.as_ref(), "k", u64::MAX).await;
     let far = T0 + 100 * 365 * 86_400_000;
     assert_eq!(ledger.purge_expired(far).await.unwrap().records, 0);
     assert_eq!(ledger.purge_operations(far).await.unwrap(), 0);

@@ -293,11 +293,8 @@ impl PostgresStore {
             .await
             .map_err(store)?;
         }
-        if found < 5 {
-            tx.batch_execute(&claim_redeeming_v5(schema))
-                .await
-                .map_err(store)?;
-        }
+        // Version 5 added the redeeming claim's function, which version 8 replaces: a
+        // schema below 8 gets version 8's, below.
         if found < 6 {
             // Version 6: the tasks of long calls, each row its JSON, with its owner and its
             // expiry to purge by.
@@ -420,57 +417,6 @@ fn schema_v1(schema: &str) -> String {
              head_sha256 TEXT NOT NULL,
              seal        TEXT NOT NULL
          );"
-    )
-}
-
-/// Version 5: the claim that redeems a grant, in one statement (see `one_statement.rs`).
-/// Its arguments: the record's ten columns ([`COLUMNS`]); the grant's approval id; the
-/// granted row as the approval stage read it (state, expiry, body, seal); the redeemed row
-/// (state, expiry, body, redeeming owner and generation, seal). It answers `claimed`, or
-/// `changed` (the grant's row is not that row) or `taken` (the key holds a record), having
-/// written nothing.
-fn claim_redeeming_v5(schema: &str) -> String {
-    let ledger = format!("{schema}.tool_contract_ledger");
-    let approvals = format!("{schema}.tool_contract_approvals");
-    // The ledger's columns when it was written; version 8 replaces it.
-    const COLUMNS_V5: &str = "key, request_sha256, tool, state, owner, lease_generation, \
-                              lease_until_ms, expires_at_ms, result, call";
-    format!(
-        "CREATE OR REPLACE FUNCTION {schema}.tool_contract_claim_redeeming(
-             claim_key TEXT, claim_request_sha256 TEXT, claim_tool TEXT, claim_state TEXT,
-             claim_owner TEXT, claim_generation BIGINT, claim_lease_until_ms BIGINT,
-             claim_expires_at_ms BIGINT, claim_result TEXT, claim_call TEXT,
-             grant_approval_id TEXT,
-             granted_state TEXT, granted_expires_at_ms BIGINT, granted_body TEXT,
-             granted_seal TEXT,
-             redeemed_state TEXT, redeemed_expires_at_ms BIGINT, redeemed_body TEXT,
-             redeemed_by_owner TEXT, redeemed_by_generation BIGINT, redeemed_seal TEXT
-         ) RETURNS TEXT LANGUAGE plpgsql AS $$
-         BEGIN
-             PERFORM 1 FROM {approvals} AS a
-              WHERE a.key = claim_key AND a.approval_id = grant_approval_id
-                AND a.state = granted_state AND a.expires_at_ms = granted_expires_at_ms
-                AND a.body = granted_body AND a.redeemed_owner IS NULL
-                AND a.redeemed_generation IS NULL AND a.seal = granted_seal
-                FOR UPDATE;
-             IF NOT FOUND THEN
-                 RETURN 'changed';
-             END IF;
-             INSERT INTO {ledger} ({COLUMNS_V5})
-                  VALUES (claim_key, claim_request_sha256, claim_tool, claim_state, claim_owner,
-                          claim_generation, claim_lease_until_ms, claim_expires_at_ms,
-                          claim_result, claim_call)
-                  ON CONFLICT (key) DO NOTHING;
-             IF NOT FOUND THEN
-                 RETURN 'taken';
-             END IF;
-             UPDATE {approvals} AS a
-                SET state = redeemed_state, expires_at_ms = redeemed_expires_at_ms,
-                    body = redeemed_body, redeemed_owner = redeemed_by_owner,
-                    redeemed_generation = redeemed_by_generation, seal = redeemed_seal
-              WHERE a.key = claim_key;
-             RETURN 'claimed';
-         END $$;"
     )
 }
 
