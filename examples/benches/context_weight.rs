@@ -92,7 +92,7 @@ mod anchor {
         pub confidence: f64,
     }
 
-    /// Draft a refund for an order; a supervisor approves the exact draft before it is made.
+    /// Draft a refund for an order; the person at the desk confirms it (two supervisors above 40.00).
     #[derive(Deserialize, JsonSchema)]
     pub struct CreateRefundDraft {
         /// The order to refund.

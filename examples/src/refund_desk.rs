@@ -99,7 +99,7 @@ pub struct KbHit {
     pub sources: Vec<GroundingSource>,
 }
 
-/// Draft a refund for an order; a supervisor approves the exact draft before it is made.
+/// Draft a refund for an order; the person at the desk confirms it (two supervisors above 40.00).
 #[derive(Debug, serde::Deserialize, ToolContract)]
 #[tool_contract(output = RefundDraft, effect = non_idempotent_write, approval = by_caller,
                 // One draft per order: every retry of it reaches the same ledger record.
