@@ -270,6 +270,8 @@ struct RemoteState {
     arrivals: Vec<String>,
     faults: VecDeque<Fault>,
     status_queries: u32,
+    /// Whether a status query cannot be answered now (the tracker unreachable for it).
+    status_unreachable: bool,
     reads: u32,
 }
 
@@ -325,6 +327,12 @@ impl Remote {
     /// The number of the first issue created under `key`.
     pub fn created(&self, key: &str) -> Option<u32> {
         self.state().issues.get(key).copied()
+    }
+
+    /// Makes the status query unreachable (`true`) or answer again: while unreachable, it
+    /// cannot tell whether a write happened.
+    pub fn status_unreachable(&self, unreachable: bool) {
+        self.state().status_unreachable = unreachable;
     }
 
     /// Status queries answered.
@@ -419,6 +427,9 @@ impl Remote {
     pub async fn find_by_key(&self, key: &str) -> Result<RawResult, ToolFailure> {
         let mut state = self.state();
         state.status_queries += 1;
+        if state.status_unreachable {
+            return Err(ToolFailure::new(FailureKind::NotSent, "connection refused"));
+        }
         match state.issues.get(key) {
             Some(number) => Ok(issue(*number)),
             None => Err(ToolFailure::new(

@@ -770,3 +770,49 @@ async fn a_taken_over_write_that_commits_after_all_makes_its_task_answer_the_dis
     }
     panic!("the task never answered the dispute");
 }
+
+/// A write a stalled replica began, taken over while its status query cannot tell: the task
+/// answers as the ledger says then (its outcome unknown). The stalled write then commits, the
+/// ledger settles it, and the task answers the write's result: never a stale "unknown" once
+/// the ledger knows, and nothing ran twice.
+#[tokio::test]
+async fn a_taken_over_write_left_unknown_makes_its_task_answer_its_later_commit() {
+    let remote = Remote::new();
+    let store = memory();
+    let stalled = connect(replica(&remote, &store, alice(), writes), true).await;
+    remote.script(&[Fault::CommitAfter(Duration::from_millis(400))]);
+    let call = params(
+        "create_issue",
+        json!({ "title": "Printer on fire", "body": "3" }),
+    );
+    let task_id = started(&stalled, call).await;
+    for _ in 0..200 {
+        if remote.all_requests() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(remote.all_requests(), 1, "the write reached the tracker");
+    remote.status_unreachable(true);
+    advance_clock(Duration::from_secs(600));
+    let server = replica(&remote, &store, alice(), writes);
+    let client = connect(server.clone(), true).await;
+    assert_eq!(server.resume_tasks().await.unwrap().taken_over, 1);
+    let answered = once(&client, &task_id, TaskStatus::Completed).await;
+    assert_eq!(
+        structured(&answered)["error"]["code"],
+        "OUTCOME_UNKNOWN",
+        "the status query could not tell: {answered:?}"
+    );
+    remote.status_unreachable(false);
+    for _ in 0..400 {
+        let now = get(&client, &task_id).await.unwrap();
+        if structured(&now)["status"] == "succeeded" {
+            assert_eq!(structured(&now)["data"]["number"], 241);
+            assert_eq!(remote.all_requests(), 1, "nothing ran again");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the task never answered the commit");
+}

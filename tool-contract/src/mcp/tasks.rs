@@ -786,12 +786,13 @@ impl McpServer {
         }
     }
 
-    /// A completed task's row, answering what the ledger now says of its write: a write it
-    /// answered before its outcome was settled for good (reconciled as never having happened
-    /// after its replica was taken over, while the stalled replica could still act) that
-    /// acted after all is `disputed` in the ledger, and the task answers that dispute
-    /// (`STATUS_CONFLICT`, a person decides), never the stale answer. The ledger is read, and
-    /// the dispute replayed from it: nothing runs.
+    /// A completed task's row, answering what the ledger now says of its write, where the
+    /// ledger learned more since the task ended: a write the task answered as unknown (its
+    /// replica taken over, its status query unable to tell) that committed after all is
+    /// settled in the ledger, and the task answers its result; one the task answered as never
+    /// having happened (reconciled so while the stalled replica could still act) that acted
+    /// after all is `disputed`, and the task answers that dispute (`STATUS_CONFLICT`, a
+    /// person decides). The ledger is read, and its answer replayed from it: nothing runs.
     pub(super) async fn as_the_ledger_says(&self, mut row: TaskRow) -> TaskRow {
         if row.status != TaskStatus::Completed {
             return row;
@@ -804,15 +805,24 @@ impl McpServer {
             .registry()
             .get(&context.call.name)
             .is_some_and(|spec| spec.effect().is_write());
-        let disputed = matches!(
-            self.dispatcher.write_state(&principal, &context).await,
-            Ok(Some(WriteState::Disputed))
-        );
-        let answered_the_dispute = row
+        if !is_write {
+            return row;
+        }
+        let answered = row
             .outcome
             .as_deref()
-            .is_some_and(|stored| stored.contains(ErrorCode::StatusConflict.as_str()));
-        if !is_write || !disputed || answered_the_dispute {
+            .and_then(|stored| serde_json::from_str::<serde_json::Value>(stored).ok())
+            .unwrap_or_default();
+        let answered_unknown = answered.pointer("/structuredContent/execution/outcome")
+            == Some(&serde_json::json!("unknown"));
+        let answered_the_dispute = answered.pointer("/structuredContent/error/code")
+            == Some(&serde_json::json!(ErrorCode::StatusConflict.as_str()));
+        let learned_more = match self.dispatcher.write_state(&principal, &context).await {
+            Ok(Some(WriteState::Disputed)) => !answered_the_dispute,
+            Ok(Some(state)) => answered_unknown && state.is_terminal(),
+            _ => false,
+        };
+        if !learned_more {
             return row;
         }
         let dispatch = self
