@@ -724,16 +724,16 @@ async fn a_task_id_holding_nul_is_unknown(backend: &impl Backend) {
 
 tool_contract_tests::on_every_store!(a_task_id_holding_nul_is_unknown);
 
-/// A write a stalled replica began, taken over once its task's hold and the write's lease
-/// lapsed: the status query finds nothing yet, and the task answers as the ledger says then.
-/// The stalled write then commits after all, the ledger turns `disputed`, and the task
-/// answers the dispute (a person decides), on both shapes: never "failed" over an effect
-/// that happened.
-#[tokio::test]
-async fn a_taken_over_write_that_commits_after_all_makes_its_task_answer_the_dispute() {
-    let remote = Remote::new();
+/// A write that stalls on one replica (it commits 400 ms after it reached the tracker), its
+/// task taken over by another once the clock passed its hold and the write's lease, the
+/// status query unreachable if `status_unreachable`: the other replica's client, and the
+/// task's answer once it completed there.
+async fn taken_over_while_stalled(
+    remote: &Arc<Remote>,
+    status_unreachable: bool,
+) -> (Session, String, GetTaskResult) {
     let store = memory();
-    let stalled = connect(replica(&remote, &store, alice(), writes), true).await;
+    let stalled = connect(replica(remote, &store, alice(), writes), true).await;
     remote.script(&[Fault::CommitAfter(Duration::from_millis(400))]);
     let call = params(
         "create_issue",
@@ -747,28 +747,50 @@ async fn a_taken_over_write_that_commits_after_all_makes_its_task_answer_the_dis
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_eq!(remote.all_requests(), 1, "the write reached the tracker");
-    // The stalled replica's hold and lease lapse by the clock; another replica takes over.
+    remote.status_unreachable(status_unreachable);
     advance_clock(Duration::from_secs(600));
-    let server = replica(&remote, &store, alice(), writes);
+    let server = replica(remote, &store, alice(), writes);
     let client = connect(server.clone(), true).await;
     assert_eq!(server.resume_tasks().await.unwrap().taken_over, 1);
     let answered = once(&client, &task_id, TaskStatus::Completed).await;
+    (client, task_id, answered)
+}
+
+/// The task `task_id`'s answer once its result's `pointer` reads `value` (within ten
+/// seconds), having run the write once.
+async fn once_it_answers(
+    client: &Session,
+    remote: &Remote,
+    task_id: &str,
+    pointer: &str,
+    value: &str,
+) -> Value {
+    for _ in 0..400 {
+        let now = structured(&get(client, task_id).await.unwrap());
+        if now.pointer(pointer) == Some(&json!(value)) {
+            assert_eq!(remote.all_requests(), 1, "nothing ran again");
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the task never answered {pointer} = {value}");
+}
+
+/// A write a stalled replica began, taken over once its task's hold and the write's lease
+/// lapsed: the status query finds nothing yet, and the task answers as the ledger says then.
+/// The stalled write then commits after all, the ledger turns `disputed`, and the task
+/// answers the dispute (a person decides): never "failed" over an effect that happened.
+#[tokio::test]
+async fn a_taken_over_write_that_commits_after_all_makes_its_task_answer_the_dispute() {
+    let remote = Remote::new();
+    let (client, task_id, answered) = taken_over_while_stalled(&remote, false).await;
     assert_eq!(
         structured(&answered)["error"]["code"],
         "TOOL_ERROR",
         "the status query found nothing yet: {answered:?}"
     );
-    // The stalled write commits after all: the ledger disputes it, and so does the task.
-    for _ in 0..400 {
-        let now = get(&client, &task_id).await.unwrap();
-        if structured(&now)["error"]["code"] == "STATUS_CONFLICT" {
-            assert_eq!(structured(&now)["execution"]["outcome"], "unknown");
-            assert_eq!(remote.all_requests(), 1, "nothing ran again");
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the task never answered the dispute");
+    let now = once_it_answers(&client, &remote, &task_id, "/error/code", "STATUS_CONFLICT").await;
+    assert_eq!(now["execution"]["outcome"], "unknown");
 }
 
 /// A write a stalled replica began, taken over while its status query cannot tell: the task
@@ -778,41 +800,13 @@ async fn a_taken_over_write_that_commits_after_all_makes_its_task_answer_the_dis
 #[tokio::test]
 async fn a_taken_over_write_left_unknown_makes_its_task_answer_its_later_commit() {
     let remote = Remote::new();
-    let store = memory();
-    let stalled = connect(replica(&remote, &store, alice(), writes), true).await;
-    remote.script(&[Fault::CommitAfter(Duration::from_millis(400))]);
-    let call = params(
-        "create_issue",
-        json!({ "title": "Printer on fire", "body": "3" }),
-    );
-    let task_id = started(&stalled, call).await;
-    for _ in 0..200 {
-        if remote.all_requests() == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    assert_eq!(remote.all_requests(), 1, "the write reached the tracker");
-    remote.status_unreachable(true);
-    advance_clock(Duration::from_secs(600));
-    let server = replica(&remote, &store, alice(), writes);
-    let client = connect(server.clone(), true).await;
-    assert_eq!(server.resume_tasks().await.unwrap().taken_over, 1);
-    let answered = once(&client, &task_id, TaskStatus::Completed).await;
+    let (client, task_id, answered) = taken_over_while_stalled(&remote, true).await;
     assert_eq!(
         structured(&answered)["error"]["code"],
         "OUTCOME_UNKNOWN",
         "the status query could not tell: {answered:?}"
     );
     remote.status_unreachable(false);
-    for _ in 0..400 {
-        let now = get(&client, &task_id).await.unwrap();
-        if structured(&now)["status"] == "succeeded" {
-            assert_eq!(structured(&now)["data"]["number"], 241);
-            assert_eq!(remote.all_requests(), 1, "nothing ran again");
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the task never answered the commit");
+    let now = once_it_answers(&client, &remote, &task_id, "/status", "succeeded").await;
+    assert_eq!(now["data"]["number"], 241);
 }

@@ -821,26 +821,7 @@ impl ControlStore for PostgresStore {
     fn purge_operations(&self, window_ended_by_ms: u64) -> StoreFuture<'_, u64> {
         Box::pin(async move {
             let connection = self.connection().await?;
-            let before = to_sql_u64(window_ended_by_ms);
-            let finished = [
-                WriteState::Succeeded.as_str(),
-                WriteState::Failed.as_str(),
-                WriteState::Rejected.as_str(),
-                WriteState::Cancelled.as_str(),
-            ];
-            connection
-                .execute_typed(
-                    &self.sql.purge_operations,
-                    &[
-                        (&before, Type::INT8),
-                        (&finished[0], Type::TEXT),
-                        (&finished[1], Type::TEXT),
-                        (&finished[2], Type::TEXT),
-                        (&finished[3], Type::TEXT),
-                    ],
-                )
-                .await
-                .map_err(store)
+            purge_finished(&connection, &self.sql.purge_operations, window_ended_by_ms).await
         })
     }
 
@@ -848,25 +829,7 @@ impl ControlStore for PostgresStore {
         Box::pin(async move {
             let connection = self.connection().await?;
             let now = to_sql_u64(now_ms);
-            let finished = [
-                WriteState::Succeeded.as_str(),
-                WriteState::Failed.as_str(),
-                WriteState::Rejected.as_str(),
-                WriteState::Cancelled.as_str(),
-            ];
-            let records = connection
-                .execute_typed(
-                    &self.sql.purge_records,
-                    &[
-                        (&now, Type::INT8),
-                        (&finished[0], Type::TEXT),
-                        (&finished[1], Type::TEXT),
-                        (&finished[2], Type::TEXT),
-                        (&finished[3], Type::TEXT),
-                    ],
-                )
-                .await
-                .map_err(store)?;
+            let records = purge_finished(&connection, &self.sql.purge_records, now_ms).await?;
             let approvals = connection
                 .execute_typed(&self.sql.purge_approvals, &[(&now, Type::INT8)])
                 .await
@@ -1064,6 +1027,35 @@ impl ControlStore for PostgresStore {
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         Box::pin(async move { in_transaction!(self, |rows| rows::sign_count(&mut rows, count)) })
     }
+}
+
+/// Runs `statement`, a purge of finished records whose `expires_at_ms` is at or before
+/// `before_ms` (`$1`, the four finished states `$2` to `$5`): how many it removed.
+async fn purge_finished(
+    connection: &tokio_postgres::Client,
+    statement: &str,
+    before_ms: u64,
+) -> Result<u64, StoreError> {
+    let before = to_sql_u64(before_ms);
+    let finished = [
+        WriteState::Succeeded.as_str(),
+        WriteState::Failed.as_str(),
+        WriteState::Rejected.as_str(),
+        WriteState::Cancelled.as_str(),
+    ];
+    connection
+        .execute_typed(
+            statement,
+            &[
+                (&before, Type::INT8),
+                (&finished[0], Type::TEXT),
+                (&finished[1], Type::TEXT),
+                (&finished[2], Type::TEXT),
+                (&finished[3], Type::TEXT),
+            ],
+        )
+        .await
+        .map_err(store)
 }
 
 /// The eleven columns of a ledger row, in the order of [`COLUMNS`] and [`RECORD_TYPES`].
