@@ -22,6 +22,7 @@ use tool_contract::control::{ControlStore, MemoryStore, RowSeal};
 use tool_contract::mcp::{McpServer, TaskSupport};
 use tool_contract::{Principal, ToolSpec};
 use tool_contract_tests::backends::{Backend, Memory, Postgres};
+use tool_contract_tests::expenses;
 use tool_contract_tests::tracker::{Fault, Remote, advance_clock, alice, dispatcher};
 
 /// A client speaking 2026-07-28 that declares form elicitation, URL-mode elicitation too if
@@ -809,4 +810,91 @@ async fn a_taken_over_write_left_unknown_makes_its_task_answer_its_later_commit(
     remote.status_unreachable(false);
     let now = once_it_answers(&client, &remote, &task_id, "/status", "succeeded").await;
     assert_eq!(now["data"]["number"], 241);
+}
+
+fn pay_out() -> CallToolRequestParams {
+    params(
+        "pay_out",
+        json!({ "report_id": "R-7", "amount_cents": 4200 }),
+    )
+}
+
+/// Under `approval = by_another` a task asks its caller no form: with nobody else to send
+/// the person to, it answers APPROVAL_REQUIRED at once, and a confirmation sent anyway
+/// finds nothing to answer.
+#[tokio::test]
+async fn by_another_a_task_asks_its_caller_nothing_and_a_forged_yes_approves_nothing() {
+    let (desk, payroll) = expenses::desk(memory());
+    let server = McpServer::new(Arc::new(desk), expenses::employee()).with_tasks(every_call);
+    let client = connect(server, true).await;
+    let task_id = started(&client, pay_out()).await;
+    let done = once(&client, &task_id, TaskStatus::Completed).await;
+    let answered = structured(&done);
+    assert_eq!(answered["error"]["code"], "APPROVAL_REQUIRED", "{done:?}");
+    let TaskPayload::Completed { result } = &done.task.payload else {
+        unreachable!("completed above");
+    };
+    let approval_id = result["_meta"]["tool-contract/pending_approval"]["approval_id"]
+        .as_str()
+        .expect("the pending approval's id")
+        .to_owned();
+    assert_eq!(
+        error_code(
+            client
+                .update_task(UpdateTaskParams::new(
+                    &task_id,
+                    yes_to(&format!("approval:{approval_id}"))
+                ))
+                .await
+        ),
+        -32602
+    );
+    assert_eq!(payroll.payouts("R-7"), 0);
+}
+
+/// Under `approval = by_another` with a console, the task sends its caller there by URL, and
+/// the caller's own answer (a form's yes in its place) counts for nothing: the task waits
+/// until someone else approves, then runs the payout once.
+#[tokio::test]
+async fn by_another_a_task_waits_for_someone_else_whatever_its_caller_answers() {
+    let (desk, payroll) = expenses::desk(memory());
+    let desk = Arc::new(desk);
+    let server = McpServer::new(Arc::clone(&desk), expenses::employee())
+        .with_tasks(every_call)
+        .with_approvals_console("https://desk.example/approvals/{approval_id}");
+    let client = tool_contract_tests::mcp::discover(
+        server,
+        Client {
+            tasks: true,
+            urls: true,
+        },
+    )
+    .await;
+    let task_id = started(&client, pay_out()).await;
+    let waiting = once(&client, &task_id, TaskStatus::InputRequired).await;
+    let key = question(&waiting);
+    client
+        .update_task(UpdateTaskParams::new(&task_id, yes_to(&key)))
+        .await
+        .expect("tasks/update");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        get(&client, &task_id).await.unwrap().task.status(),
+        TaskStatus::InputRequired
+    );
+    assert_eq!(payroll.payouts("R-7"), 0, "the caller's yes paid nothing");
+
+    let pending = desk
+        .pending_approvals()
+        .await
+        .unwrap()
+        .pop()
+        .expect("waits");
+    assert!(pending.approvals.is_empty(), "{:?}", pending.approvals);
+    desk.approve_pending(&pending, "manager:mia", expenses::HOUR)
+        .await
+        .expect("another person approves");
+    let done = once(&client, &task_id, TaskStatus::Completed).await;
+    assert_eq!(structured(&done)["status"], "succeeded", "{done:?}");
+    assert_eq!(payroll.payouts("R-7"), 1);
 }

@@ -15,6 +15,7 @@ use tokio::net::TcpListener;
 use tool_contract::control::{ControlStore, MemoryStore};
 use tool_contract::mcp::{McpServer, TaskSupport};
 use tool_contract::{Principal, ToolSpec};
+use tool_contract_tests::expenses;
 use tool_contract_tests::mcp::Wire;
 use tool_contract_tests::tracker::{Fault, Remote, alice, dispatcher};
 
@@ -502,4 +503,66 @@ async fn next_event(stream: &mut hyper::body::Incoming) -> Option<Value> {
             text.push_str(std::str::from_utf8(&data).ok()?);
         }
     }
+}
+
+/// Under `approval = by_another`, `tasks/result` sends the caller to the console by URL and
+/// whatever the caller answers counts for nothing: the payout waits for someone else, then
+/// runs once, and `tasks/result` gives its result.
+#[tokio::test]
+async fn by_another_tasks_result_counts_the_callers_answer_for_nothing() {
+    let (desk, payroll) = expenses::desk(Arc::new(MemoryStore::new()));
+    let desk = Arc::new(desk);
+    let server = McpServer::new(Arc::clone(&desk), expenses::employee())
+        .with_tasks(|_| TaskSupport::Optional)
+        .with_approvals_console("https://desk.example/approvals/{approval_id}");
+    let capabilities = json!({
+        "elicitation": { "form": {}, "url": {} },
+        "tasks": { "list": {}, "cancel": {} }
+    });
+    let (mut wire, _) = Wire::initialize(server, "2025-11-25", capabilities).await;
+    let call = json!({
+        "name": "pay_out",
+        "arguments": { "report_id": "R-7", "amount_cents": 4200 },
+        "task": {}
+    });
+    let task = started(&mut wire, call).await;
+    once(&mut wire, &task["taskId"], "input_required").await;
+
+    // Someone else decides, once the caller's own answer has had its chance to count.
+    let manager = tokio::spawn({
+        let (desk, payroll) = (Arc::clone(&desk), Arc::clone(&payroll));
+        async move {
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            let pending = desk
+                .pending_approvals()
+                .await
+                .unwrap()
+                .pop()
+                .expect("waits");
+            assert!(pending.approvals.is_empty(), "{:?}", pending.approvals);
+            assert_eq!(payroll.payouts("R-7"), 0, "the caller's yes paid nothing");
+            desk.approve_pending(&pending, "manager:mia", expenses::HOUR)
+                .await
+                .expect("another person approves");
+        }
+    });
+    let mut asked = Vec::new();
+    let result = wire
+        .request_answering(
+            "tasks/result",
+            json!({ "taskId": task["taskId"] }),
+            |request| {
+                asked.push(request.clone());
+                accept_form(request)
+            },
+        )
+        .await;
+    manager.await.expect("the manager's checks hold");
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["params"]["mode"], "url", "{asked:?}");
+    assert_eq!(
+        result["result"]["structuredContent"]["status"], "succeeded",
+        "{result}"
+    );
+    assert_eq!(payroll.payouts("R-7"), 1);
 }
