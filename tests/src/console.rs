@@ -12,7 +12,7 @@ use tool_contract::console::{Console, ConsoleOptions};
 use tool_contract::control::{
     Approver, ControlStore, JsonLinesAuditLog, MemoryStore, PendingApproval,
 };
-use tool_contract::dispatch::Dispatcher;
+use tool_contract::dispatch::{Dispatcher, DispatcherBuilder};
 use tool_contract::results::{KeySet, ReceiptSigner, RelyingParty};
 
 use crate::http::{Answer, send};
@@ -52,6 +52,15 @@ static DESKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0
 /// A new [`Desk`].
 pub async fn desk() -> Desk {
     let remote = Remote::new();
+    let messages = builder(&remote)
+        .approvers_when(2, |_: &SendMessage| true)
+        .signed_approvals_when(|_: &SendMessage| true);
+    desk_of(remote, messages).await
+}
+
+/// A [`Desk`] of the tools `tools` dispatches (their rules of approval its own), over a new
+/// memory store, with the desk's audit log, passkeys, receipts, directory and console.
+pub async fn desk_of(remote: Arc<Remote>, tools: DispatcherBuilder) -> Desk {
     let store: Arc<dyn ControlStore> = Arc::new(MemoryStore::new());
     let relying_party =
         RelyingParty::new(RP_ID, "Acme desk", [ORIGIN]).expect("the tests' relying party");
@@ -69,12 +78,10 @@ pub async fn desk() -> Desk {
             .expect("it signs tree heads"),
     );
     let dispatcher = Arc::new(
-        builder(&remote)
+        tools
             .store(store)
             .audit_sink(log.clone())
             .relying_party(relying_party)
-            .approvers_when(2, |_: &SendMessage| true)
-            .signed_approvals_when(|_: &SendMessage| true)
             .approval_receipts(receipt_signer())
             .build()
             .expect("the desk builds"),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use serde_json::{Value, json};
-use tool_contract::control::{ApprovalError, MemoryStore};
+use tool_contract::control::{ApprovalError, Approver, MemoryStore};
 use tool_contract::mcp::McpServer;
 use tool_contract::{ErrorCode, Status};
 use tool_contract_tests::backends::Backend;
@@ -150,3 +150,44 @@ async fn by_another_on_2026_07_28_the_caller_is_not_asked_to_approve() {
 tool_contract_tests::on_every_store!(
     by_another_an_approver_named_as_the_requester_approves_nothing
 );
+
+/// In the console, an enrolled approver whom the directory ties to the employee who asked
+/// approves nothing with their own passkey; a manager's signature pays it once. (The console
+/// refused a requester their own call before the contract could say `by_another`; this
+/// holds it on the contract's path.)
+#[tokio::test]
+async fn by_another_the_requester_enrolled_in_the_console_approves_nothing() {
+    let (tools, payroll) =
+        tool_contract_tests::expenses::desk_builder(Arc::new(MemoryStore::new()));
+    let desk = tool_contract_tests::console::desk_of(tracker::Remote::new(), tools).await;
+    for approver in [
+        Approver::new("emp-1001", "Eli Employee", ["expenses"], ["*"]).with_subject("E-1001"),
+        Approver::new("mgr-mia", "Mia Manager", ["expenses"], ["*"]).with_subject("M-7"),
+    ] {
+        desk.dispatcher.put_approver(approver).await.expect("added");
+    }
+    let call = pay(&desk.dispatcher, "call_1", "R-7", 4200);
+    let pending = waiting(&desk.dispatcher, &call).await;
+
+    let (mut own, mut own_passkey) = desk.enrolled("emp-1001").await;
+    let refused = own
+        .decide(&pending.approval_id, "approve", &mut own_passkey)
+        .await;
+    // The requester's own call is not among those they may decide: not found for them.
+    assert_eq!(refused.status, 404, "{}", refused.text);
+    let still = run(&desk.dispatcher, &call).await;
+    assert_eq!(
+        still.result.model.error().map(|error| error.code()),
+        Some(ErrorCode::ApprovalRequired)
+    );
+    assert_eq!(payroll.payouts("R-7"), 0);
+
+    let (mut mia, mut mia_passkey) = desk.enrolled("mgr-mia").await;
+    let approved = mia
+        .decide(&pending.approval_id, "approve", &mut mia_passkey)
+        .await;
+    assert_eq!(approved.status, 200, "{}", approved.text);
+    let paid = run(&desk.dispatcher, &call).await;
+    assert_eq!(paid.result.model.status(), Status::Succeeded);
+    assert_eq!(payroll.payouts("R-7"), 1);
+}
