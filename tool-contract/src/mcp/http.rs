@@ -34,7 +34,8 @@ impl McpServer {
     /// connection, until accepting fails. A request whose `Origin` is neither a loopback
     /// origin nor one of [`with_allowed_origins`](Self::with_allowed_origins) is refused with
     /// `403`, and a request body longer than the registry's largest argument limit and 64 KiB
-    /// more with `413` before it is read further.
+    /// more with `413` before it is read further. Every accepted connection sets
+    /// `TCP_NODELAY`: an answer written in parts (an event stream) leaves at once.
     ///
     /// A server of [`new`](Self::new) acts for its one principal, so it listens on a loopback
     /// address only (and accepts loopback `Host` headers only, against DNS rebinding), unless
@@ -108,6 +109,12 @@ impl McpServer {
                 .accept()
                 .await
                 .map_err(|error| McpServeError::Accept(Box::new(error)))?;
+            // An answer leaves in several writes (an event stream's headers, then its
+            // events): with Nagle on, each after the first waits for the client's delayed
+            // ACK, about 40 ms a call.
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!(%error, "TCP_NODELAY not set on an accepted connection");
+            }
             let service = service.clone();
             let front = front.clone();
             tokio::spawn(async move {

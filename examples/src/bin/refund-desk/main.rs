@@ -409,6 +409,10 @@ fn serve_console(store: &Store, http: &str, once: Option<&Once>) -> Result<(), S
         let app = console.mounted();
         eprintln!("console: http://localhost:{}/console", bound.port());
         eprintln!("listening on http://{bound}");
+        // As the MCP server does: no Nagle delay on a page's answer written in parts.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |connection| {
+            let _ = connection.set_nodelay(true);
+        });
         axum::serve(listener, app)
             .await
             .map_err(|error| error.to_string())
