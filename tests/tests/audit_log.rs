@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tool_contract::control::{
-    AuditLogError, AuditSink, BrokenLink, ChainHead, JsonLinesAuditLog, verify_chain,
+    AuditLogError, AuditSink, BrokenLink, ChainHead, JsonLinesAuditLog, MemoryAuditLog,
+    verify_chain,
 };
 use tool_contract::dispatch::Task;
 use tool_contract_tests::tracker::{self, Remote, audit_key, builder, context};
@@ -435,4 +436,67 @@ async fn a_write_is_audited_before_its_ledger_record() {
         *steps.0.lock().unwrap(),
         ["claim", "audit", "ledger record"]
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_memory_log_holds_its_capacity_and_refuses_the_next_record() {
+    let written = Arc::new(MemoryAuditLog::new(audit_key()));
+    tracker::dispatch_reads(written.clone(), 1).await;
+    let (model, audit) = written.records().pop().unwrap();
+
+    let capped = MemoryAuditLog::new(audit_key()).with_capacity(2);
+    capped.append(&model, &audit).await.unwrap();
+    capped.append(&model, &audit).await.unwrap();
+    assert!(matches!(
+        capped.append(&model, &audit).await,
+        Err(AuditLogError::Full { capacity: 2 })
+    ));
+    assert_eq!(capped.head().records, 2);
+    assert_eq!(
+        verify_chain(capped.lines().join("\n").as_bytes(), &audit_key()).unwrap(),
+        capped.head()
+    );
+}
+
+/// Fifty dispatches at once on a file log that signs a head at every sync: each answered
+/// once its record is on disk, the chain whole, the last head over all fifty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_calls_at_once_are_each_answered_once_their_record_is_on_disk() {
+    let path = temp_log("fifty");
+    let log = Arc::new(
+        JsonLinesAuditLog::open(&path, audit_key())
+            .unwrap()
+            .sign_tree_heads(tool_contract_tests::console::receipt_signer(), 1)
+            .unwrap(),
+    );
+    let remote = Remote::new();
+    let dispatcher = Arc::new(builder(&remote).audit_sink(log.clone()).build().unwrap());
+    let calls = (0..50).map(|index| {
+        let (dispatcher, path) = (dispatcher.clone(), path.clone());
+        tokio::spawn(async move {
+            let call = context(
+                &format!("c{index}"),
+                "read_doc",
+                json!({ "doc_id": format!("d{index}") }),
+                "op",
+                "k",
+            );
+            let dispatch = dispatcher
+                .dispatch(&tracker::alice(), &call, &Task::unlimited())
+                .await;
+            assert!(dispatch.audit_error.is_none(), "{:?}", dispatch.audit_error);
+            let on_disk = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                on_disk.contains(&dispatch.result.audit.binding.call_binding_sha256),
+                "answered before its record was written"
+            );
+        })
+    });
+    for call in calls.collect::<Vec<_>>() {
+        call.await.unwrap();
+    }
+    assert_eq!(verify(&path).unwrap().records, 50);
+    let heads = JsonLinesAuditLog::tree_heads(&path).unwrap();
+    assert_eq!(heads.last().unwrap().tree_head.tree_size, 50);
+    remove(&path);
 }

@@ -36,9 +36,9 @@ pub(crate) use approver::same_approver;
 pub use audit_log::{
     AuditFuture, AuditHistory, AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256,
     HistoriesFuture, History, HistoryCalls, HistoryFuture, HistoryPage, JsonLinesAuditLog,
-    LogEvent, MemoryAuditLog, MerkleTree, PageAgainstHead, PageEnds, PagesFuture, SegmentReason,
-    SignedTreeHead, TREE_HEAD_DOMAIN, TreeHead, TreeHeadError, TreeHeadsHeld, verify_chain,
-    verify_tree_heads,
+    LogEvent, MEMORY_LOG_RECORDS, MemoryAuditLog, MerkleTree, PageAgainstHead, PageEnds,
+    PagesFuture, SegmentReason, SignedTreeHead, TREE_HEAD_DOMAIN, TreeHead, TreeHeadError,
+    TreeHeadsHeld, verify_chain, verify_tree_heads,
 };
 #[cfg(feature = "postgres")]
 pub use audit_log::{PostgresAuditLog, StreamHead};

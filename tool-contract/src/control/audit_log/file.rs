@@ -4,13 +4,14 @@
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use hmac::Mac;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::record::{Entry, ReadEntry, Verifier, next_line};
+use super::file_writer::Writer;
+use super::record::{Entry, Members, ReadEntry, Verifier, line_after};
 use super::tree::{MerkleTree, SignedTreeHead, TreeHeadsHeld, verify_tree_heads};
 use super::{
     AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead, LogEvent, SegmentReason,
@@ -30,7 +31,7 @@ const TREE_HEADS: &str = ".tree-heads";
 /// Beside the file `audit.jsonl` it keeps:
 /// - `audit.jsonl.lock`, locked while the log is open: a second writer, in this process or
 ///   another, gets [`AuditLogError::Locked`] instead of forking the chain;
-/// - `audit.jsonl.head`, the head after every append, sealed with the key: a log that no
+/// - `audit.jsonl.head`, the head after every write, sealed with the key: a log that no
 ///   longer reaches it (records dropped off its end) does not open
 ///   ([`AuditLogError::BehindCheckpoint`]);
 /// - `audit.jsonl.000001`, … the segments [`rotate`](Self::rotate) moved aside, each linked
@@ -41,7 +42,11 @@ const TREE_HEADS: &str = ".tree-heads";
 ///   signed tree heads, one JSON line each, for auditors to copy away and hold the log to
 ///   with public keys alone ([`verify_published`](Self::verify_published)).
 ///
-/// Every append is written in one call, flushed and synced before the dispatcher answers.
+/// Appends are written by a thread of the log's own and group-committed: every record
+/// waiting is written, then one `sync_data` covers them all, then the checkpoint, and only
+/// then is each caller answered, so a dispatcher still answers a call once its record is
+/// durable. No runtime thread waits on the disk; fifty callers at once cost one sync, not
+/// fifty. Dropping the log lets the writer finish what was sent, then lets the lock go.
 /// Opening verifies the file against its checkpoint and goes on from its head. Rotate with
 /// [`rotate`](Self::rotate) or [`rotate_at`](Self::rotate_at), never by copying and
 /// truncating the file: a file emptied under the log goes on as a segment that says so
@@ -72,16 +77,25 @@ const TREE_HEADS: &str = ".tree-heads";
 /// ```
 #[derive(Debug)]
 pub struct JsonLinesAuditLog {
-    path: PathBuf,
-    key: SecretKey,
+    shared: Arc<Shared>,
+    /// Where appends go; taken when the log is dropped, so that its thread has ended before
+    /// the lock is let go.
+    writer: Option<Writer>,
     /// Holds the lock for as long as the log is open.
     _lock: File,
+}
+
+/// What the log and its writer share: the file, the key, and the segment being written.
+#[derive(Debug)]
+pub(super) struct Shared {
+    path: PathBuf,
+    key: SecretKey,
     active: Mutex<Active>,
 }
 
 /// The segment being written.
 #[derive(Debug)]
-struct Active {
+pub(super) struct Active {
     file: File,
     head: ChainHead,
     /// The file's length as this log wrote it.
@@ -99,6 +113,39 @@ struct TreeHeads {
     tree: MerkleTree,
     /// The size of the last head published.
     published: u64,
+    /// The tree's size at the last sync: a head is due when a sync passes a multiple of
+    /// `every`.
+    settled: u64,
+}
+
+/// Where the segment stood before records were written: what a failed write or sync goes
+/// back to.
+#[derive(Debug)]
+pub(super) struct Before {
+    bytes: u64,
+    head: ChainHead,
+    tree: Option<MerkleTree>,
+}
+
+impl Before {
+    pub(super) fn of(active: &Active) -> Self {
+        Before {
+            bytes: active.bytes,
+            head: active.head.clone(),
+            tree: active.tree_heads.as_ref().map(|heads| heads.tree.clone()),
+        }
+    }
+
+    /// Cuts off what was written after, and takes the head and the tree back. A file that
+    /// cannot be cut is caught at the next append ([`AuditLogError::ChangedOutside`]).
+    pub(super) fn restore(&self, active: &mut Active) {
+        let _ = active.file.set_len(self.bytes);
+        active.bytes = self.bytes;
+        active.head = self.head.clone();
+        if let (Some(heads), Some(tree)) = (active.tree_heads.as_mut(), &self.tree) {
+            heads.tree = tree.clone();
+        }
+    }
 }
 
 impl JsonLinesAuditLog {
@@ -137,9 +184,8 @@ impl JsonLinesAuditLog {
             .map_or(0, |at| at + 1);
         let checkpoint = read_checkpoint(&path, &key)?;
         let head = verify_segment(&bytes[..whole], &key, checkpoint.as_ref())?;
-        let log = JsonLinesAuditLog {
+        let shared = Arc::new(Shared {
             key,
-            _lock: lock,
             active: Mutex::new(Active {
                 file,
                 head: head.clone(),
@@ -148,54 +194,65 @@ impl JsonLinesAuditLog {
                 tree_heads: None,
             }),
             path,
-        };
+        });
         {
-            let mut active = log.active();
+            let mut active = shared.active();
             let moved_aside = match whole < bytes.len() {
-                true => Some(log.cut_tail(&mut active, &bytes[whole..])?),
+                true => Some(shared.cut_tail(&mut active, &bytes[whole..])?),
                 false => None,
             };
             if whole == 0 && head.records > 0 {
                 // Empty, yet the checkpoint has records: the chain goes on in a new segment.
-                log.start_segment_after_empty(&mut active)?;
+                shared.start_segment_after_empty(&mut active)?;
             }
             if let Some(event) = moved_aside {
-                log.write_entry(&mut active, Entry::Event(&event))?;
+                shared.write_event(&mut active, &event)?;
             }
-            write_checkpoint(&log.path, &log.key, &active.head)?;
+            write_checkpoint(&shared.path, &shared.key, &active.head)?;
         }
-        Ok(log)
+        let writer = Writer::start(Arc::clone(&shared))?;
+        Ok(JsonLinesAuditLog {
+            shared,
+            writer: Some(writer),
+            _lock: lock,
+        })
     }
 
     /// The same log, rotating into a new segment before an append would take the active
     /// file past `max_segment_bytes`.
     #[must_use]
     pub fn rotate_at(self, max_segment_bytes: u64) -> Self {
-        self.active().rotate_at = Some(max_segment_bytes);
+        self.shared.active().rotate_at = Some(max_segment_bytes);
         self
     }
 
     /// The same log, publishing its signed tree head (RFC 9162 Merkle root over every record
     /// of every segment, and the chain head there, signed by `signer`) to
-    /// `audit.jsonl.tree-heads`: now, after every `every` records, and before each rotation.
-    /// An auditor holding those heads and the signer's published key checks the log with
-    /// [`verify_published`](Self::verify_published), without the audit key.
+    /// `audit.jsonl.tree-heads`: now, before each rotation, and at the end of each write
+    /// that took the log past a multiple of `every` records. Appends are written in batches
+    /// (see above), so a head vouches for the log up to the last record of its batch: with
+    /// `every = 1`, one head per batch, never more than one per sync; with one caller at a
+    /// time, one every `every` records exactly. An auditor holding those heads and the
+    /// signer's published key checks the log with [`verify_published`](Self::verify_published),
+    /// without the audit key, as far as the newest head they hold: every record up to it is
+    /// there, in order, unaltered; records after it wait for the next head.
     ///
     /// # Errors
     ///
     /// [`AuditLogError::TreeHeadFailed`] when the signer does not sign now; [`AuditLogError::Io`].
     pub fn sign_tree_heads(self, signer: ReceiptSigner, every: u64) -> Result<Self, AuditLogError> {
-        let lines = Self::records(&self.path)?;
+        let lines = Self::records(&self.shared.path)?;
         let tree = MerkleTree::of_lines(lines.iter().map(Vec::as_slice));
         {
-            let mut active = self.active();
+            let mut active = self.shared.active();
             active.tree_heads = Some(TreeHeads {
                 signer,
                 every: every.max(1),
+                settled: tree.size(),
                 tree,
                 published: 0,
             });
-            self.publish_tree_head(&mut active)?;
+            self.shared.publish_tree_head(&mut active)?;
         }
         Ok(self)
     }
@@ -263,31 +320,6 @@ impl JsonLinesAuditLog {
             .map_err(AuditLogError::TreeHeads)
     }
 
-    /// Signs and appends the tree head of where the log stands, unless it was published at
-    /// this size already.
-    fn publish_tree_head(&self, active: &mut Active) -> Result<(), AuditLogError> {
-        let Some(heads) = active.tree_heads.as_mut() else {
-            return Ok(());
-        };
-        if heads.published == heads.tree.size() && heads.published > 0 {
-            return Ok(());
-        }
-        let log = file_name(&self.path).unwrap_or_default();
-        let now = time::OffsetDateTime::now_utc();
-        let signed = SignedTreeHead::sign(&heads.signer, &log, &heads.tree, &active.head, now)
-            .map_err(AuditLogError::TreeHeadFailed)?;
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(beside(&self.path, TREE_HEADS))?;
-        let mut line = signed.to_json().into_bytes();
-        line.push(b'\n');
-        file.write_all(&line)?;
-        file.sync_data()?;
-        heads.published = heads.tree.size();
-        Ok(())
-    }
-
     /// At most `records` of the newest records before `end` (every record for `None`), in
     /// order, and the number of records the chain holds: read under the log's lock, so that
     /// no append comes between the two, from the files' ends (see
@@ -297,10 +329,10 @@ impl JsonLinesAuditLog {
         end: Option<u64>,
         records: usize,
     ) -> Result<(Vec<Vec<u8>>, u64), AuditLogError> {
-        let active = self.active();
-        let mut files = vec![self.path.clone()];
+        let active = self.shared.active();
+        let mut files = vec![self.shared.path.clone()];
         files.extend(
-            segments(&self.path)?
+            segments(&self.shared.path)?
                 .into_iter()
                 .rev()
                 .map(|(_, file)| file),
@@ -314,12 +346,12 @@ impl JsonLinesAuditLog {
     /// reading that one line only; a file gone or unreadable holds nothing one can read.
     /// `None` for a log with no record.
     pub(super) fn oldest_record(&self) -> Result<Option<u64>, AuditLogError> {
-        let _active = self.active();
-        let mut files: Vec<PathBuf> = segments(&self.path)?
+        let _active = self.shared.active();
+        let mut files: Vec<PathBuf> = segments(&self.shared.path)?
             .into_iter()
             .map(|(_, file)| file)
             .collect();
-        files.push(self.path.clone());
+        files.push(self.shared.path.clone());
         for path in files {
             let Ok(file) = File::open(&path) else {
                 continue;
@@ -349,13 +381,13 @@ impl JsonLinesAuditLog {
     /// The file.
     #[must_use]
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.shared.path
     }
 
     /// Where the chain stands: keep it elsewhere to show a truncation up to it later.
     #[must_use]
     pub fn head(&self) -> ChainHead {
-        self.active().head.clone()
+        self.shared.active().head.clone()
     }
 
     /// Moves the active file aside as the next numbered segment and goes on in a new file
@@ -365,8 +397,8 @@ impl JsonLinesAuditLog {
     ///
     /// [`AuditLogError::Io`].
     pub fn rotate(&self) -> Result<(), AuditLogError> {
-        let mut active = self.active();
-        self.rotate_locked(&mut active)
+        let mut active = self.shared.active();
+        self.shared.rotate_locked(&mut active)
     }
 
     /// Verifies the whole log at `path`: every segment from the genesis record on, each
@@ -404,42 +436,115 @@ impl JsonLinesAuditLog {
         through.reached(&head)?;
         Ok(head)
     }
+}
 
-    fn active(&self) -> MutexGuard<'_, Active> {
+impl Drop for JsonLinesAuditLog {
+    fn drop(&mut self) {
+        if let Some(writer) = self.writer.take() {
+            writer.stop();
+        }
+    }
+}
+
+impl Shared {
+    /// Signs and appends the tree head of where the log stands, unless it was published at
+    /// this size already.
+    fn publish_tree_head(&self, active: &mut Active) -> Result<(), AuditLogError> {
+        let Some(heads) = active.tree_heads.as_mut() else {
+            return Ok(());
+        };
+        if heads.published == heads.tree.size() && heads.published > 0 {
+            return Ok(());
+        }
+        let log = file_name(&self.path).unwrap_or_default();
+        let now = time::OffsetDateTime::now_utc();
+        let signed = SignedTreeHead::sign(&heads.signer, &log, &heads.tree, &active.head, now)
+            .map_err(AuditLogError::TreeHeadFailed)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(beside(&self.path, TREE_HEADS))?;
+        let mut line = signed.to_json().into_bytes();
+        line.push(b'\n');
+        file.write_all(&line)?;
+        file.sync_data()?;
+        heads.published = heads.tree.size();
+        Ok(())
+    }
+
+    pub(super) fn active(&self) -> MutexGuard<'_, Active> {
         self.active.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Writes `entry` as the next record, synced, and checkpoints the head after it; first
-    /// rotates if the record would take the segment past its limit (a segment always takes
-    /// one record, however large).
-    fn write_entry(&self, active: &mut Active, entry: Entry<'_>) -> Result<(), AuditLogError> {
-        let (mut line, mut next) = next_line(&self.key, &active.head, entry);
-        let too_long = |active: &Active, line: &[u8]| {
-            active
-                .rotate_at
-                .is_some_and(|limit| active.bytes > 0 && active.bytes + line.len() as u64 >= limit)
-        };
-        if matches!(entry, Entry::Call(..)) && too_long(active, &line) {
-            self.rotate_locked(active)?;
-            (line, next) = next_line(&self.key, &active.head, entry);
-        }
+    /// The line of the record after the head holding `members`, and the head after it.
+    pub(super) fn line_for(&self, active: &Active, members: &Members) -> (Vec<u8>, ChainHead) {
+        line_after(&self.key, &active.head, members)
+    }
+
+    /// Whether `line` would take the segment past its limit (a segment always takes one
+    /// record, however large).
+    pub(super) fn past_limit(active: &Active, line: &[u8]) -> bool {
+        active
+            .rotate_at
+            .is_some_and(|limit| active.bytes > 0 && active.bytes + line.len() as u64 >= limit)
+    }
+
+    /// Writes `line`, the record that takes the chain to `next`, after the others, unsynced.
+    pub(super) fn write_line(
+        &self,
+        active: &mut Active,
+        mut line: Vec<u8>,
+        next: ChainHead,
+    ) -> Result<(), AuditLogError> {
         line.push(b'\n');
         active.file.write_all(&line)?;
-        active.file.flush()?;
-        active.file.sync_data()?;
         active.bytes += line.len() as u64;
         active.head = next;
-        write_checkpoint(&self.path, &self.key, &active.head)?;
         if let Some(heads) = active.tree_heads.as_mut() {
             heads.tree.push(&line[..line.len() - 1]);
-            if heads.tree.size() % heads.every == 0 {
-                self.publish_tree_head(active)?;
-            }
         }
         Ok(())
     }
 
-    fn rotate_locked(&self, active: &mut Active) -> Result<(), AuditLogError> {
+    /// Makes every record written durable; on failure, cuts them off again and goes back to
+    /// `before`, so that the file and the head agree.
+    pub(super) fn sync(&self, active: &mut Active, before: &Before) -> Result<(), AuditLogError> {
+        let synced = active.file.flush().and_then(|()| active.file.sync_data());
+        if let Err(error) = synced {
+            before.restore(active);
+            return Err(error.into());
+        }
+        Ok(())
+    }
+
+    /// After a sync: checkpoints the head, and publishes a signed tree head when the log
+    /// passed a multiple of the heads' interval since the last sync.
+    pub(super) fn seal(&self, active: &mut Active) -> Result<(), AuditLogError> {
+        write_checkpoint(&self.path, &self.key, &active.head)?;
+        let due = active.tree_heads.as_mut().is_some_and(|heads| {
+            let due = heads.tree.size() / heads.every > heads.settled / heads.every;
+            heads.settled = heads.tree.size();
+            due
+        });
+        if due {
+            self.publish_tree_head(active)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the log's own `event` as the next record, synced, and seals the head after it.
+    fn write_event(&self, active: &mut Active, event: &LogEvent) -> Result<(), AuditLogError> {
+        let before = Before::of(active);
+        let (line, next) = self.line_for(active, &Members::of(Entry::Event(event)));
+        if let Err(error) = self.write_line(active, line, next) {
+            before.restore(active);
+            return Err(error);
+        }
+        self.sync(active, &before)?;
+        self.seal(active)
+    }
+
+    pub(super) fn rotate_locked(&self, active: &mut Active) -> Result<(), AuditLogError> {
         // The segment moved aside ends where a signed head says it does.
         self.publish_tree_head(active)?;
         let number = segments(&self.path)?
@@ -458,7 +563,7 @@ impl JsonLinesAuditLog {
             previous_segment: file_name(&segment),
             reason: SegmentReason::Rotated,
         };
-        self.write_entry(active, Entry::Event(&event))
+        self.write_event(active, &event)
     }
 
     /// An empty active file under a checkpoint with records: the newest segment, if it ends
@@ -484,7 +589,7 @@ impl JsonLinesAuditLog {
                 reason: SegmentReason::EmptiedOutside,
             },
         };
-        self.write_entry(active, Entry::Event(&event))
+        self.write_event(active, &event)
     }
 
     /// Moves the bytes after the last whole record to a file of their own and cuts them
@@ -509,7 +614,7 @@ impl JsonLinesAuditLog {
 
     /// Notices what another program did to the file since the last append: emptied, it goes
     /// on in a new segment that says so; otherwise changed, it is refused.
-    fn follow_outside_changes(&self, active: &mut Active) -> Result<(), AuditLogError> {
+    pub(super) fn follow_outside_changes(&self, active: &mut Active) -> Result<(), AuditLogError> {
         let length = active.file.metadata()?.len();
         if length == active.bytes {
             return Ok(());
@@ -524,17 +629,22 @@ impl JsonLinesAuditLog {
             previous_segment: None,
             reason: SegmentReason::EmptiedOutside,
         };
-        self.write_entry(active, Entry::Event(&event))
+        self.write_event(active, &event)
     }
 }
 
 impl AuditSink for JsonLinesAuditLog {
+    /// Hands the record to the log's writer and waits, without holding a thread, until it
+    /// is synced: the writer syncs once for all the records waiting with it.
     fn append<'a>(&'a self, model: &'a ModelResult, audit: &'a ProtectedAudit) -> AuditFuture<'a> {
-        let mut active = self.active();
-        let appended = self
-            .follow_outside_changes(&mut active)
-            .and_then(|()| self.write_entry(&mut active, Entry::Call(model, audit)));
-        Box::pin(std::future::ready(appended))
+        let members = Members::of(Entry::Call(model, audit));
+        let appended = self.writer.as_ref().map(|writer| writer.append(members));
+        Box::pin(async move {
+            match appended {
+                Some(appended) => appended.await,
+                None => Err(AuditLogError::WriterStopped),
+            }
+        })
     }
 }
 
@@ -740,4 +850,104 @@ fn parent(path: &Path) -> &Path {
 /// Makes a rename in `path`'s directory durable.
 fn sync_parent(path: &Path) -> io::Result<()> {
     File::open(parent(path))?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn an_event() -> LogEvent {
+        LogEvent::TailMovedAside {
+            bytes: 1,
+            sha256: "0".repeat(64),
+            moved_to: "audit.jsonl.torn-1".to_owned(),
+        }
+    }
+
+    /// A new log in a directory of its own, signing a tree head at every sync.
+    fn log(name: &str) -> (JsonLinesAuditLog, PathBuf, SecretKey) {
+        let directory = std::env::temp_dir().join(format!(
+            "tool-contract-writer-{name}-{}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&directory);
+        fs::create_dir_all(&directory).unwrap();
+        let path = directory.join("audit.jsonl");
+        let key = SecretKey::new([7; 32]).unwrap();
+        let since = time::OffsetDateTime::from_unix_timestamp(1_767_225_600).unwrap();
+        let log = JsonLinesAuditLog::open(&path, key.clone())
+            .unwrap()
+            .sign_tree_heads(ReceiptSigner::new("k", [5; 32], since), 1)
+            .unwrap();
+        (log, path, key)
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn appends_that_wait_together_are_synced_together() {
+        let (log, path, key) = log("together");
+        let writer = log.writer.as_ref().unwrap();
+        let busy = log.shared.active();
+        let appends: Vec<_> = (0..50)
+            .map(|_| writer.append(Members::of(Entry::Event(&an_event()))))
+            .collect();
+        // The writer took the first and waits for the file, as behind a slow sync.
+        std::thread::sleep(Duration::from_millis(100));
+        drop(busy);
+        let answers = runtime().block_on(futures_util::future::join_all(appends));
+        assert!(answers.iter().all(Result::is_ok), "{answers:?}");
+        let sizes: Vec<u64> = JsonLinesAuditLog::tree_heads(&path)
+            .unwrap()
+            .iter()
+            .map(|signed| signed.tree_head.tree_size)
+            .collect();
+        // The head signed on opening, then one per sync: at most two for fifty records.
+        assert!(sizes.len() <= 3, "{sizes:?}");
+        assert_eq!(sizes.last(), Some(&50));
+        drop(log);
+        assert_eq!(
+            JsonLinesAuditLog::verify(&path, &key, None)
+                .unwrap()
+                .records,
+            50
+        );
+    }
+
+    #[test]
+    fn an_append_waiting_on_the_disk_holds_no_runtime_thread() {
+        let (log, path, _) = log("no-thread");
+        let writer = log.writer.as_ref().unwrap();
+        let busy = log.shared.active();
+        let runtime = runtime();
+        let appended = runtime.spawn(writer.append(Members::of(Entry::Event(&an_event()))));
+        // On the one runtime thread, a timer still fires while the append waits.
+        runtime.block_on(async { tokio::time::sleep(Duration::from_millis(20)).await });
+        assert!(!appended.is_finished());
+        drop(busy);
+        runtime.block_on(appended).unwrap().unwrap();
+        assert_eq!(log.head().records, 1);
+        assert_eq!(JsonLinesAuditLog::records(&path).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_dropped_log_writes_what_was_sent_and_lets_its_lock_go() {
+        let (log, path, key) = log("dropped");
+        let appended = log
+            .writer
+            .as_ref()
+            .unwrap()
+            .append(Members::of(Entry::Event(&an_event())));
+        drop(log);
+        assert!(runtime().block_on(appended).is_ok());
+        let reopened = JsonLinesAuditLog::open(&path, key).unwrap();
+        assert_eq!(reopened.head().records, 1);
+    }
 }

@@ -3,11 +3,18 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::record::{Entry, ReadEntry, Verifier, next_line};
-use super::{AuditFuture, AuditSink, ChainHead};
+use super::{AuditFuture, AuditLogError, AuditSink, ChainHead};
 use crate::json::encoding::infallible;
 use crate::results::{ModelResult, ProtectedAudit, SecretKey};
 
-/// The same chain kept in memory: for tests, and for programs that ship records elsewhere.
+/// The most records a [`MemoryAuditLog::new`] holds: about 100 MB of typical calls.
+pub const MEMORY_LOG_RECORDS: usize = 50_000;
+
+/// The same chain kept in memory: for tests and development. It holds at most
+/// [`MEMORY_LOG_RECORDS`] records (or what [`with_capacity`](Self::with_capacity) says), and
+/// refuses the next append with [`AuditLogError::Full`]: a program that runs for long keeps
+/// its audit in a durable log ([`JsonLinesAuditLog`](super::JsonLinesAuditLog),
+/// `PostgresAuditLog`), which does not grow in memory.
 ///
 /// ```
 /// use tool_contract::SecretKey;
@@ -23,6 +30,7 @@ use crate::results::{ModelResult, ProtectedAudit, SecretKey};
 #[derive(Debug)]
 pub struct MemoryAuditLog {
     key: SecretKey,
+    capacity: usize,
     state: Mutex<(Vec<String>, ChainHead)>,
 }
 
@@ -32,8 +40,27 @@ impl MemoryAuditLog {
     pub fn new(key: SecretKey) -> Self {
         MemoryAuditLog {
             key,
+            capacity: MEMORY_LOG_RECORDS,
             state: Mutex::new((Vec::new(), ChainHead::default())),
         }
+    }
+
+    /// The same log, holding at most `records` records.
+    ///
+    /// ```
+    /// use tool_contract::SecretKey;
+    /// use tool_contract::control::{MEMORY_LOG_RECORDS, MemoryAuditLog};
+    ///
+    /// let key = SecretKey::new([3; 32])?;
+    /// let for_a_test = MemoryAuditLog::new(key.clone()).with_capacity(1_000);
+    /// let more = MemoryAuditLog::new(key).with_capacity(2 * MEMORY_LOG_RECORDS);
+    /// # let _ = (for_a_test, more);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_capacity(mut self, records: usize) -> Self {
+        self.capacity = records;
+        self
     }
 
     /// Every line so far (no newlines).
@@ -92,6 +119,10 @@ impl MemoryAuditLog {
 impl AuditSink for MemoryAuditLog {
     fn append<'a>(&'a self, model: &'a ModelResult, audit: &'a ProtectedAudit) -> AuditFuture<'a> {
         let mut state = self.state();
+        if state.0.len() >= self.capacity {
+            let capacity = self.capacity;
+            return Box::pin(std::future::ready(Err(AuditLogError::Full { capacity })));
+        }
         let (line, next) = next_line(&self.key, &state.1, Entry::Call(model, audit));
         state.0.push(infallible(
             String::from_utf8(line),

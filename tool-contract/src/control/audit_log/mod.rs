@@ -9,6 +9,7 @@
 
 mod file;
 mod file_page;
+mod file_writer;
 mod history;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -27,7 +28,7 @@ pub use history::{
     AuditHistory, HistoriesFuture, History, HistoryCalls, HistoryFuture, HistoryPage,
     PageAgainstHead, PageEnds, PagesFuture,
 };
-pub use memory::MemoryAuditLog;
+pub use memory::{MEMORY_LOG_RECORDS, MemoryAuditLog};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresAuditLog, StreamHead};
 pub use record::verify_chain;
@@ -95,6 +96,18 @@ pub enum AuditLogError {
     /// sealed with the audit key.
     #[error("the audit log's checkpoint is missing, unreadable or not sealed with its key")]
     Checkpoint,
+    /// The log's writer has stopped (the log is being dropped, or its thread panicked):
+    /// nothing more is appended.
+    #[error("the audit log's writer has stopped")]
+    WriterStopped,
+    /// A [`MemoryAuditLog`] holds all the records it may: nothing more is appended.
+    #[error(
+        "the memory audit log holds its {capacity} records: keep a long run's audit in a durable log"
+    )]
+    Full {
+        /// The most records it holds.
+        capacity: usize,
+    },
     /// The sink panicked; the dispatcher caught it.
     #[error("the audit sink panicked")]
     Panicked,

@@ -37,31 +37,51 @@ pub(crate) enum ReadEntry {
     Event(LogEvent),
 }
 
+/// An entry's members in their canonical forms, named: what a record holds before the
+/// chain's own members. Made by whoever appends, so a log's writer only chains them.
+#[derive(Debug)]
+pub(super) struct Members(Vec<(&'static str, Vec<u8>)>);
+
+impl Members {
+    /// The canonical members of `entry`.
+    pub(super) fn of(entry: Entry<'_>) -> Self {
+        Members(match entry {
+            Entry::Call(model, audit) => {
+                let audit = infallible(
+                    serde_json::to_value(audit),
+                    "an audit serializes to strings, booleans and nulls",
+                );
+                let audit = infallible(canonical::to_vec(&audit), "an audit holds no number");
+                vec![("audit", audit), ("model", model.to_canonical_json())]
+            }
+            Entry::Event(event) => {
+                let event = infallible(serde_json::to_value(event), "an event serializes");
+                let event = infallible(canonical::to_vec(&event), "an event holds integers only");
+                vec![("event", event)]
+            }
+        })
+    }
+}
+
 /// The line (no newline) of the record after `head` holding `entry`, and the head after it.
 pub(super) fn next_line(
     key: &SecretKey,
     head: &ChainHead,
     entry: Entry<'_>,
 ) -> (Vec<u8>, ChainHead) {
+    line_after(key, head, &Members::of(entry))
+}
+
+/// The line (no newline) of the record after `head` holding `members`, and the head after it.
+pub(super) fn line_after(
+    key: &SecretKey,
+    head: &ChainHead,
+    members: &Members,
+) -> (Vec<u8>, ChainHead) {
     let seq = head.records + 1;
-    let members = match entry {
-        Entry::Call(model, audit) => {
-            let audit = infallible(
-                serde_json::to_value(audit),
-                "an audit serializes to strings, booleans and nulls",
-            );
-            let audit = infallible(canonical::to_vec(&audit), "an audit holds no number");
-            vec![("audit", audit), ("model", model.to_canonical_json())]
-        }
-        Entry::Event(event) => {
-            let event = infallible(serde_json::to_value(event), "an event serializes");
-            let event = infallible(canonical::to_vec(&event), "an event holds integers only");
-            vec![("event", event)]
-        }
-    };
-    let content = record_bytes(&members, &head.head_sha256, None, seq);
+    let content = record_bytes(&members.0, &head.head_sha256, None, seq);
     let digest = keyed_digest(key, &content);
-    let line = record_bytes(&members, &head.head_sha256, Some(&digest), seq);
+    let line = record_bytes(&members.0, &head.head_sha256, Some(&digest), seq);
     let next = ChainHead {
         records: seq,
         head_sha256: digest,
