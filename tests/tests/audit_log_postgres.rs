@@ -292,3 +292,65 @@ async fn a_tail_cut_with_its_head_row_set_back_passes_alone_and_shows_against_an
         "{error:?}"
     );
 }
+
+/// Fifty calls at once share a few transactions (a tree head signed at each): every record
+/// committed before its call is answered, the stream whole, the last head over all fifty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_calls_at_once_are_committed_in_a_few_transactions() {
+    let Some(schema) = Schema::new("audit_pg_group_commit") else {
+        return;
+    };
+    let store = schema.store().await;
+    let signer = tool_contract_tests::console::receipt_signer();
+    let sink = Arc::new(PostgresAuditLog::new(&store, audit_key()).sign_tree_heads(signer, 1));
+    let remote = Remote::new();
+    let dispatcher = Arc::new(
+        builder(&remote)
+            .store(Arc::new(store.clone()))
+            .audit_sink(sink.clone())
+            .build()
+            .unwrap(),
+    );
+    let calls: Vec<_> = (0..50)
+        .map(|index| {
+            let dispatcher = dispatcher.clone();
+            tokio::spawn(async move {
+                let call = tool_contract_tests::tracker::context(
+                    &format!("c{index}"),
+                    "read_doc",
+                    serde_json::json!({ "doc_id": format!("d{index}") }),
+                    "op",
+                    "k",
+                );
+                let dispatch = dispatcher
+                    .dispatch(
+                        &tool_contract_tests::tracker::alice(),
+                        &call,
+                        &tool_contract::dispatch::Task::unlimited(),
+                    )
+                    .await;
+                assert!(dispatch.audit_error.is_none(), "{:?}", dispatch.audit_error);
+            })
+        })
+        .collect();
+    for call in calls {
+        call.await.unwrap();
+    }
+    let heads = PostgresAuditLog::verify(&store, &audit_key(), &[])
+        .await
+        .unwrap();
+    assert_eq!(heads[0].head.records, 50);
+    let tree_heads = PostgresAuditLog::tree_heads(&store, sink.stream())
+        .await
+        .unwrap();
+    assert_eq!(tree_heads.last().unwrap().tree_head.tree_size, 50);
+    assert!(tree_heads.len() < 25, "{} transactions", tree_heads.len());
+    let keys =
+        tool_contract::results::KeySet::new([
+            tool_contract_tests::console::receipt_signer().published_key()
+        ])
+        .unwrap();
+    PostgresAuditLog::verify_published(&store, sink.stream(), &tree_heads, &keys)
+        .await
+        .unwrap();
+}

@@ -79,7 +79,7 @@ fn write_while_open(shared: &Shared, waiting: &mpsc::Receiver<Append>) {
 fn write_batch(shared: &Shared, active: &mut Active, batch: Vec<Append>) {
     if let Err(error) = shared.follow_outside_changes(active) {
         for append in batch {
-            let _ = append.answer.send(Err(again(&error)));
+            let _ = append.answer.send(Err(error.again()));
         }
         return;
     }
@@ -100,7 +100,7 @@ fn write_batch(shared: &Shared, active: &mut Active, batch: Vec<Append>) {
         if let Err(error) = shared.write_line(active, line, next) {
             before.restore(active);
             for waiting in written.drain(..) {
-                let _ = waiting.send(Err(again(&error)));
+                let _ = waiting.send(Err(error.again()));
             }
             let _ = answer.send(Err(error));
         } else {
@@ -126,22 +126,6 @@ fn settle(
         .sync(active, before)
         .and_then(|()| shared.seal(active));
     for waiting in written.drain(..) {
-        let _ = waiting.send(settled.as_ref().map_err(again).copied());
-    }
-}
-
-/// The same failure, for another caller it fails.
-fn again(error: &AuditLogError) -> AuditLogError {
-    match error {
-        AuditLogError::Io(error) => {
-            AuditLogError::Io(std::io::Error::new(error.kind(), error.to_string()))
-        }
-        AuditLogError::ChangedOutside { path } => {
-            AuditLogError::ChangedOutside { path: path.clone() }
-        }
-        AuditLogError::TreeHeadFailed(error) => AuditLogError::TreeHeadFailed(error.clone()),
-        AuditLogError::Checkpoint => AuditLogError::Checkpoint,
-        AuditLogError::WriterStopped => AuditLogError::WriterStopped,
-        other => AuditLogError::Io(std::io::Error::other(other.to_string())),
+        let _ = waiting.send(settled.as_ref().map_err(AuditLogError::again).copied());
     }
 }

@@ -138,6 +138,33 @@ pub enum AuditLogError {
     TreeHeads(#[source] TreeHeadError),
 }
 
+impl AuditLogError {
+    /// The same failure, for another caller of a batch it failed.
+    pub(super) fn again(&self) -> Self {
+        match self {
+            AuditLogError::Io(error) => {
+                AuditLogError::Io(std::io::Error::new(error.kind(), error.to_string()))
+            }
+            AuditLogError::ChangedOutside { path } => {
+                AuditLogError::ChangedOutside { path: path.clone() }
+            }
+            AuditLogError::TreeHeadFailed(error) => AuditLogError::TreeHeadFailed(error.clone()),
+            AuditLogError::Database(error) => AuditLogError::Database(error.clone()),
+            AuditLogError::Stream { stream, error } => AuditLogError::Stream {
+                stream: stream.clone(),
+                error: Box::new(error.again()),
+            },
+            AuditLogError::Broken { line, link } => AuditLogError::Broken {
+                line: *line,
+                link: *link,
+            },
+            AuditLogError::Checkpoint => AuditLogError::Checkpoint,
+            AuditLogError::WriterStopped => AuditLogError::WriterStopped,
+            other => AuditLogError::Io(std::io::Error::other(other.to_string())),
+        }
+    }
+}
+
 /// Why a log does not hold up to a signed tree head.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -4,10 +4,10 @@
 
 use hmac::Mac;
 use rand::rngs::SysRng;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, oneshot};
 use tokio_postgres::Transaction;
 
-use super::record::{Entry, Verifier, next_line};
+use super::record::{Entry, Members, Verifier, line_after};
 use super::tree::{MerkleTree, SignedTreeHead, TreeHeadsHeld, verify_tree_heads};
 use super::{AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead};
 use crate::control::{PostgresStore, StoreError};
@@ -28,9 +28,11 @@ pub struct StreamHead {
 
 /// An [`AuditSink`] on PostgreSQL: the records of this sink form one stream of their own.
 ///
-/// Each append is one transaction: the record (its `seq`, `prev_sha256` and keyed
-/// `record_sha256`, as in [`JsonLinesAuditLog`](super::JsonLinesAuditLog)) and the stream's
-/// sealed head. The table refuses `UPDATE` and `DELETE` (a trigger); whoever gets past that
+/// Appends are group-committed: the records handed in while another transaction commits
+/// are written together in the next one, with the stream's sealed head after them (each
+/// record with its `seq`, `prev_sha256` and keyed `record_sha256`, as in
+/// [`JsonLinesAuditLog`](super::JsonLinesAuditLog)), and each caller is answered once that
+/// transaction committed. Fifty callers at once cost a few transactions, not fifty. The table refuses `UPDATE` and `DELETE` (a trigger); whoever gets past that
 /// is caught by [`verify`](Self::verify): an edited, deleted, reordered or forged record
 /// breaks its chain, a record dropped off a stream's end no longer reaches the sealed head,
 /// and a stream removed with its head shows against heads exported before.
@@ -38,12 +40,24 @@ pub struct PostgresAuditLog {
     store: PostgresStore,
     key: SecretKey,
     stream: String,
-    /// `None` after a failed append: the head is read back before the next one.
-    head: Mutex<Option<ChainHead>>,
+    /// The records handed in and not yet taken by a writer, each with where to answer.
+    waiting: std::sync::Mutex<Vec<Waiting>>,
+    /// The writer's turn, and where the stream stands: whoever holds it writes every record
+    /// waiting, in one transaction.
+    writing: Mutex<Stands>,
     /// The signer of the stream's tree heads and how often it signs, if it does.
     tree_heads: Option<(ReceiptSigner, u64)>,
+}
+
+/// One record handed in, and where to say it is committed.
+type Waiting = (Members, oneshot::Sender<Result<(), AuditLogError>>);
+
+/// Where the stream stands, as its writer left it.
+struct Stands {
+    /// `None` after a failed append: the head is read back before the next one.
+    head: Option<ChainHead>,
     /// The stream's Merkle tree so far (`None`: read back before the next append).
-    tree: Mutex<Option<MerkleTree>>,
+    tree: Option<MerkleTree>,
 }
 
 impl std::fmt::Debug for PostgresAuditLog {
@@ -63,15 +77,19 @@ impl PostgresAuditLog {
             store: store.clone(),
             key,
             stream,
-            head: Mutex::new(Some(ChainHead::default())),
+            waiting: std::sync::Mutex::new(Vec::new()),
+            writing: Mutex::new(Stands {
+                head: Some(ChainHead::default()),
+                tree: Some(MerkleTree::new()),
+            }),
             tree_heads: None,
-            tree: Mutex::new(Some(MerkleTree::new())),
         }
     }
 
     /// The same sink, signing its stream's tree head (RFC 9162 Merkle root over the stream's
-    /// records, and the chain head there) with `signer` after every `every` records, in the
-    /// transaction that appends: published in `tool_contract_audit_tree_heads`, a table an
+    /// records, and the chain head there) with `signer` in each transaction that takes the
+    /// stream past a multiple of `every` records (records written together get one head, at
+    /// the last of them; one at a time, a head every `every` records exactly): published in `tool_contract_audit_tree_heads`, a table an
     /// auditor copies away and holds the stream to with public keys alone
     /// ([`verify_published`](Self::verify_published)).
     #[must_use]
@@ -209,28 +227,70 @@ impl PostgresAuditLog {
         Ok(heads)
     }
 
-    async fn append_one(
+    /// Hands the record of `members` in, and waits until it is committed: the caller that
+    /// gets the writer's turn first writes every record waiting, its own and those handed in
+    /// meanwhile, in one transaction (group commit), and answers each.
+    ///
+    /// A caller dropped while it writes drops the transaction with it (rolled back): the
+    /// others it took are answered [`AuditLogError::WriterStopped`], nothing of theirs
+    /// written.
+    async fn append_one(&self, members: Members) -> Result<(), AuditLogError> {
+        let (answer, answered) = oneshot::channel();
+        self.waiting().push((members, answer));
+        {
+            let mut stands = self.writing.lock().await;
+            let batch = std::mem::take(&mut *self.waiting());
+            if !batch.is_empty() {
+                self.write_batch(&mut stands, batch).await;
+            }
+        }
+        answered.await.unwrap_or(Err(AuditLogError::WriterStopped))
+    }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Vec<Waiting>> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Writes `batch` in one transaction, and answers each record's caller.
+    async fn write_batch(&self, stands: &mut Stands, batch: Vec<Waiting>) {
+        let (members, answers): (Vec<Members>, Vec<_>) = batch.into_iter().unzip();
+        let written = self
+            .write_in_one(stands.head.take(), stands.tree.take(), &members)
+            .await;
+        let answered = match written {
+            Ok((head, tree)) => {
+                stands.head = Some(head);
+                stands.tree = Some(tree);
+                Ok(())
+            }
+            Err(error) => Err(error),
+        };
+        for answer in answers {
+            let _ = answer.send(answered.as_ref().map_err(AuditLogError::again).copied());
+        }
+    }
+
+    /// One transaction: the records of `members` after `current` (read from the database when
+    /// `None`), the head after them and, when one is due, the signed tree head; the head and
+    /// the tree (read back when `None`) after them.
+    async fn write_in_one(
         &self,
-        model: &ModelResult,
-        audit: &ProtectedAudit,
-    ) -> Result<(), AuditLogError> {
-        let mut head = self.head.lock().await;
-        let mut tree = self.tree.lock().await;
+        current: Option<ChainHead>,
+        tree: Option<MerkleTree>,
+        members: &[Members],
+    ) -> Result<(ChainHead, MerkleTree), AuditLogError> {
         let mut connection = self
             .store
             .connection()
             .await
             .map_err(AuditLogError::Database)?;
         let tx = connection.transaction().await.map_err(database)?;
-        let appended = self
-            .append_in(&tx, head.take(), tree.take(), model, audit)
-            .await;
-        match appended {
-            Ok((next, grown)) => {
+        match self.append_in(&tx, current, tree, members).await {
+            Ok(after) => {
                 tx.commit().await.map_err(database)?;
-                *head = Some(next);
-                *tree = Some(grown);
-                Ok(())
+                Ok(after)
             }
             Err(error) => {
                 // Its locks go at once; the head is read back before the next append.
@@ -240,16 +300,15 @@ impl PostgresAuditLog {
         }
     }
 
-    /// Writes the record after `current` (read from the database when `None`), the head
-    /// after it and, when one is due, the signed tree head; returns that head and the tree
-    /// (read back when `None`) with the record.
+    /// Writes the records of `members` after `current` (read from the database when
+    /// `None`), the head after them and, when one is due, the signed tree head; returns that
+    /// head and the tree (read back when `None`) with the records.
     async fn append_in(
         &self,
         tx: &Transaction<'_>,
         current: Option<ChainHead>,
         tree: Option<MerkleTree>,
-        model: &ModelResult,
-        audit: &ProtectedAudit,
+        members: &[Members],
     ) -> Result<(ChainHead, MerkleTree), AuditLogError> {
         let current = match current {
             Some(current) => current,
@@ -259,18 +318,28 @@ impl PostgresAuditLog {
             Some(tree) => tree,
             None => self.read_tree(tx).await?,
         };
-        let (line, next) = next_line(&self.key, &current, Entry::Call(model, audit));
-        let line = String::from_utf8(line).map_err(|_| AuditLogError::Broken {
-            line: next.records,
-            link: BrokenLink::Malformed,
-        })?;
+        let size_before = tree.size();
+        let mut next = current.clone();
+        let mut seqs = Vec::with_capacity(members.len());
+        let mut lines = Vec::with_capacity(members.len());
+        for record in members {
+            let (line, after) = line_after(&self.key, &next, record);
+            let line = String::from_utf8(line).map_err(|_| AuditLogError::Broken {
+                line: after.records,
+                link: BrokenLink::Malformed,
+            })?;
+            tree.push(line.as_bytes());
+            seqs.push(signed(after.records));
+            lines.push(line);
+            next = after;
+        }
         let schema = self.store.schema();
-        let seq = signed(next.records);
         tx.execute(
             &format!(
-                "INSERT INTO {schema}.tool_contract_audit (stream, seq, record) VALUES ($1, $2, $3)"
+                "INSERT INTO {schema}.tool_contract_audit (stream, seq, record) \
+                 SELECT $1, seq, record FROM unnest($2::bigint[], $3::text[]) AS r (seq, record)"
             ),
-            &[&self.stream, &seq, &line],
+            &[&self.stream, &seqs, &lines],
         )
         .await
         .map_err(database)?;
@@ -284,16 +353,15 @@ impl PostgresAuditLog {
                      records = EXCLUDED.records, head_sha256 = EXCLUDED.head_sha256, seal = EXCLUDED.seal \
                      WHERE tool_contract_audit_heads.records = $5"
                 ),
-                &[&self.stream, &seq, &next.head_sha256, &seal, &signed(current.records)],
+                &[&self.stream, &signed(next.records), &next.head_sha256, &seal, &signed(current.records)],
             )
             .await
             .map_err(database)?;
         if moved != 1 {
             return Err(in_stream(&self.stream, AuditLogError::Checkpoint));
         }
-        tree.push(line.as_bytes());
         if let Some((signer, every)) = &self.tree_heads
-            && tree.size() % every == 0
+            && tree.size() / every > size_before / every
         {
             let now = time::OffsetDateTime::now_utc();
             let signed_head = SignedTreeHead::sign(signer, &self.stream, &tree, &next, now)
@@ -303,7 +371,7 @@ impl PostgresAuditLog {
                     "INSERT INTO {schema}.tool_contract_audit_tree_heads (stream, tree_size, body) \
                      VALUES ($1, $2, $3)"
                 ),
-                &[&self.stream, &seq, &signed_head.to_json()],
+                &[&self.stream, &signed(next.records), &signed_head.to_json()],
             )
             .await
             .map_err(database)?;
@@ -348,7 +416,7 @@ impl PostgresAuditLog {
 
 impl AuditSink for PostgresAuditLog {
     fn append<'a>(&'a self, model: &'a ModelResult, audit: &'a ProtectedAudit) -> AuditFuture<'a> {
-        Box::pin(self.append_one(model, audit))
+        Box::pin(self.append_one(Members::of(Entry::Call(model, audit))))
     }
 }
 
