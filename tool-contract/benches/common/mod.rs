@@ -10,6 +10,8 @@ pub mod http_client;
 pub mod mcp_pipe;
 pub mod orders;
 #[cfg(feature = "postgres")]
+pub mod pgbench;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 
 use serde::Deserialize;

@@ -323,7 +323,14 @@ fn serve_mcp(
     auth: Option<&Auth>,
     console: bool,
 ) -> Result<(), String> {
-    let runtime = runtime()?;
+    // Over HTTP, many callers at once: a worker thread per core, as a deployment runs.
+    let runtime = match http {
+        Some(_) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|error| format!("no runtime: {error}"))?,
+        None => runtime()?,
+    };
     runtime.block_on(async {
         let control = open_store(store).await?;
         let desk = Arc::new(desk::Desk::seeded());
