@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use hmac::Mac;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use tokio::sync::oneshot;
 
-use super::file_writer::Writer;
+use super::file_writer::{Append, Writer};
 use super::record::{Entry, Members, ReadEntry, Verifier, line_after};
 use super::tree::{MerkleTree, SignedTreeHead, TreeHeadsHeld, verify_tree_heads};
 use super::{
@@ -87,7 +88,7 @@ pub struct JsonLinesAuditLog {
 
 /// What the log and its writer share: the file, the key, and the segment being written.
 #[derive(Debug)]
-pub(super) struct Shared {
+struct Shared {
     path: PathBuf,
     key: SecretKey,
     active: Mutex<Active>,
@@ -95,7 +96,7 @@ pub(super) struct Shared {
 
 /// The segment being written.
 #[derive(Debug)]
-pub(super) struct Active {
+struct Active {
     file: File,
     head: ChainHead,
     /// The file's length as this log wrote it.
@@ -121,14 +122,14 @@ struct TreeHeads {
 /// Where the segment stood before records were written: what a failed write or sync goes
 /// back to.
 #[derive(Debug)]
-pub(super) struct Before {
+struct Before {
     bytes: u64,
     head: ChainHead,
     tree: Option<MerkleTree>,
 }
 
 impl Before {
-    pub(super) fn of(active: &Active) -> Self {
+    fn of(active: &Active) -> Self {
         Before {
             bytes: active.bytes,
             head: active.head.clone(),
@@ -138,7 +139,7 @@ impl Before {
 
     /// Cuts off what was written after, and takes the head and the tree back. A file that
     /// cannot be cut is caught at the next append ([`AuditLogError::ChangedOutside`]).
-    pub(super) fn restore(&self, active: &mut Active) {
+    fn restore(&self, active: &mut Active) {
         let _ = active.file.set_len(self.bytes);
         active.bytes = self.bytes;
         active.head = self.head.clone();
@@ -210,7 +211,8 @@ impl JsonLinesAuditLog {
             }
             write_checkpoint(&shared.path, &shared.key, &active.head)?;
         }
-        let writer = Writer::start(Arc::clone(&shared))?;
+        let writing = Arc::clone(&shared);
+        let writer = Writer::start(move |batch| writing.write_batch(batch))?;
         Ok(JsonLinesAuditLog {
             shared,
             writer: Some(writer),
@@ -472,25 +474,25 @@ impl Shared {
         Ok(())
     }
 
-    pub(super) fn active(&self) -> MutexGuard<'_, Active> {
+    fn active(&self) -> MutexGuard<'_, Active> {
         self.active.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The line of the record after the head holding `members`, and the head after it.
-    pub(super) fn line_for(&self, active: &Active, members: &Members) -> (Vec<u8>, ChainHead) {
+    fn line_for(&self, active: &Active, members: &Members) -> (Vec<u8>, ChainHead) {
         line_after(&self.key, &active.head, members)
     }
 
     /// Whether `line` would take the segment past its limit (a segment always takes one
     /// record, however large).
-    pub(super) fn past_limit(active: &Active, line: &[u8]) -> bool {
+    fn past_limit(active: &Active, line: &[u8]) -> bool {
         active
             .rotate_at
             .is_some_and(|limit| active.bytes > 0 && active.bytes + line.len() as u64 >= limit)
     }
 
     /// Writes `line`, the record that takes the chain to `next`, after the others, unsynced.
-    pub(super) fn write_line(
+    fn write_line(
         &self,
         active: &mut Active,
         mut line: Vec<u8>,
@@ -508,7 +510,7 @@ impl Shared {
 
     /// Makes every record written durable; on failure, cuts them off again and goes back to
     /// `before`, so that the file and the head agree.
-    pub(super) fn sync(&self, active: &mut Active, before: &Before) -> Result<(), AuditLogError> {
+    fn sync(&self, active: &mut Active, before: &Before) -> Result<(), AuditLogError> {
         let synced = active.file.flush().and_then(|()| active.file.sync_data());
         if let Err(error) = synced {
             before.restore(active);
@@ -519,7 +521,7 @@ impl Shared {
 
     /// After a sync: checkpoints the head, and publishes a signed tree head when the log
     /// passed a multiple of the heads' interval since the last sync.
-    pub(super) fn seal(&self, active: &mut Active) -> Result<(), AuditLogError> {
+    fn seal(&self, active: &mut Active) -> Result<(), AuditLogError> {
         write_checkpoint(&self.path, &self.key, &active.head)?;
         let due = active.tree_heads.as_mut().is_some_and(|heads| {
             let due = heads.tree.size() / heads.every > heads.settled / heads.every;
@@ -544,7 +546,7 @@ impl Shared {
         self.seal(active)
     }
 
-    pub(super) fn rotate_locked(&self, active: &mut Active) -> Result<(), AuditLogError> {
+    fn rotate_locked(&self, active: &mut Active) -> Result<(), AuditLogError> {
         // The segment moved aside ends where a signed head says it does.
         self.publish_tree_head(active)?;
         let number = segments(&self.path)?
@@ -614,7 +616,7 @@ impl Shared {
 
     /// Notices what another program did to the file since the last append: emptied, it goes
     /// on in a new segment that says so; otherwise changed, it is refused.
-    pub(super) fn follow_outside_changes(&self, active: &mut Active) -> Result<(), AuditLogError> {
+    fn follow_outside_changes(&self, active: &mut Active) -> Result<(), AuditLogError> {
         let length = active.file.metadata()?.len();
         if length == active.bytes {
             return Ok(());
@@ -630,6 +632,63 @@ impl Shared {
             reason: SegmentReason::EmptiedOutside,
         };
         self.write_event(active, &event)
+    }
+
+    /// Writes `batch` in order, syncs once, seals the head, and answers each append. A record
+    /// that would take the segment past its limit first has those before it synced and
+    /// answered, and the segment rotated.
+    fn write_batch(&self, batch: Vec<Append>) {
+        let mut active = self.active();
+        let active = &mut *active;
+        if let Err(error) = self.follow_outside_changes(active) {
+            for append in batch {
+                let _ = append.answer.send(Err(error.again()));
+            }
+            return;
+        }
+        let mut written = Vec::with_capacity(batch.len());
+        let mut before = Before::of(active);
+        for Append { members, answer } in batch {
+            let (mut line, mut next) = self.line_for(active, &members);
+            if Shared::past_limit(active, &line) {
+                self.settle(active, &before, &mut written);
+                if let Err(error) = self.rotate_locked(active) {
+                    let _ = answer.send(Err(error));
+                    before = Before::of(active);
+                    continue;
+                }
+                before = Before::of(active);
+                (line, next) = self.line_for(active, &members);
+            }
+            if let Err(error) = self.write_line(active, line, next) {
+                before.restore(active);
+                for waiting in written.drain(..) {
+                    let _ = waiting.send(Err(error.again()));
+                }
+                let _ = answer.send(Err(error));
+            } else {
+                written.push(answer);
+            }
+        }
+        self.settle(active, &before, &mut written);
+    }
+
+    /// Syncs what `written` waits on and seals the head after it, then answers each: `Ok` once
+    /// the records are durable; an error if the sync failed (the records cut off again) or the
+    /// seal did (the records stay: they are durable, but the checkpoint or tree head is not).
+    fn settle(
+        &self,
+        active: &mut Active,
+        before: &Before,
+        written: &mut Vec<oneshot::Sender<Result<(), AuditLogError>>>,
+    ) {
+        if written.is_empty() {
+            return;
+        }
+        let settled = self.sync(active, before).and_then(|()| self.seal(active));
+        for waiting in written.drain(..) {
+            let _ = waiting.send(settled.as_ref().map_err(AuditLogError::again).copied());
+        }
     }
 }
 

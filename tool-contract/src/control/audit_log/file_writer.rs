@@ -1,15 +1,13 @@
-//! The file log's writer: a thread of its own that takes every append waiting, writes them,
-//! syncs once for all of them, and only then answers each. No runtime thread waits on the
-//! disk, and many callers cost one sync.
+//! A log's writer thread: it takes every append waiting and hands them to the log as one
+//! batch, so that no runtime thread waits on the disk and many callers cost one sync.
 
 use std::future::Future;
-use std::sync::{Arc, mpsc};
+use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 
 use tokio::sync::oneshot;
 
 use super::AuditLogError;
-use super::file::{Active, Before, Shared};
 use super::record::Members;
 
 /// The most appends one sync covers: a bound on how long the first of them waits.
@@ -24,18 +22,27 @@ pub(super) struct Writer {
 
 /// One record to append, and where to say it is durable.
 #[derive(Debug)]
-struct Append {
-    members: Members,
-    answer: oneshot::Sender<Result<(), AuditLogError>>,
+pub(super) struct Append {
+    pub(super) members: Members,
+    pub(super) answer: oneshot::Sender<Result<(), AuditLogError>>,
 }
 
 impl Writer {
-    /// Starts the thread that writes `shared`'s appends.
-    pub(super) fn start(shared: Arc<Shared>) -> Result<Self, AuditLogError> {
-        let (appends, waiting) = mpsc::channel();
+    /// Starts the thread that hands each batch of appends waiting (up to [`MOST_AT_ONCE`])
+    /// to `write`, until the writer is stopped.
+    pub(super) fn start(
+        mut write: impl FnMut(Vec<Append>) + Send + 'static,
+    ) -> Result<Self, AuditLogError> {
+        let (appends, waiting) = mpsc::channel::<Append>();
         let thread = thread::Builder::new()
             .name("tool-contract-audit".to_owned())
-            .spawn(move || write_while_open(&shared, &waiting))?;
+            .spawn(move || {
+                while let Ok(first) = waiting.recv() {
+                    let mut batch = vec![first];
+                    batch.extend(waiting.try_iter().take(MOST_AT_ONCE - 1));
+                    write(batch);
+                }
+            })?;
         Ok(Writer { appends, thread })
     }
 
@@ -59,73 +66,5 @@ impl Writer {
     pub(super) fn stop(self) {
         drop(self.appends);
         let _ = self.thread.join();
-    }
-}
-
-/// Until the log is dropped: takes every append waiting (up to [`MOST_AT_ONCE`]) and
-/// writes them as one.
-fn write_while_open(shared: &Shared, waiting: &mpsc::Receiver<Append>) {
-    while let Ok(first) = waiting.recv() {
-        let mut batch = vec![first];
-        batch.extend(waiting.try_iter().take(MOST_AT_ONCE - 1));
-        let mut active = shared.active();
-        write_batch(shared, &mut active, batch);
-    }
-}
-
-/// Writes `batch` in order, syncs once, seals the head, and answers each append. A record
-/// that would take the segment past its limit first has those before it synced and
-/// answered, and the segment rotated.
-fn write_batch(shared: &Shared, active: &mut Active, batch: Vec<Append>) {
-    if let Err(error) = shared.follow_outside_changes(active) {
-        for append in batch {
-            let _ = append.answer.send(Err(error.again()));
-        }
-        return;
-    }
-    let mut written = Vec::with_capacity(batch.len());
-    let mut before = Before::of(active);
-    for Append { members, answer } in batch {
-        let (mut line, mut next) = shared.line_for(active, &members);
-        if Shared::past_limit(active, &line) {
-            settle(shared, active, &before, &mut written);
-            if let Err(error) = shared.rotate_locked(active) {
-                let _ = answer.send(Err(error));
-                before = Before::of(active);
-                continue;
-            }
-            before = Before::of(active);
-            (line, next) = shared.line_for(active, &members);
-        }
-        if let Err(error) = shared.write_line(active, line, next) {
-            before.restore(active);
-            for waiting in written.drain(..) {
-                let _ = waiting.send(Err(error.again()));
-            }
-            let _ = answer.send(Err(error));
-        } else {
-            written.push(answer);
-        }
-    }
-    settle(shared, active, &before, &mut written);
-}
-
-/// Syncs what `written` waits on and seals the head after it, then answers each: `Ok` once
-/// the records are durable; an error if the sync failed (the records cut off again) or the
-/// seal did (the records stay: they are durable, but the checkpoint or tree head is not).
-fn settle(
-    shared: &Shared,
-    active: &mut Active,
-    before: &Before,
-    written: &mut Vec<oneshot::Sender<Result<(), AuditLogError>>>,
-) {
-    if written.is_empty() {
-        return;
-    }
-    let settled = shared
-        .sync(active, before)
-        .and_then(|()| shared.seal(active));
-    for waiting in written.drain(..) {
-        let _ = waiting.send(settled.as_ref().map_err(AuditLogError::again).copied());
     }
 }
