@@ -83,8 +83,6 @@ impl Schema {
         });
     }
 
-    /// What `work` does with a client of the test database, on a thread and a runtime of its
-    /// own: callers may be inside a runtime, or in `Drop`.
     fn on_the_database<T, F>(
         &self,
         work: impl FnOnce(tokio_postgres::Client) -> F + Send + 'static,
@@ -93,30 +91,109 @@ impl Schema {
         T: Send + 'static,
         F: std::future::Future<Output = T>,
     {
-        let url = self.url.clone();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime");
-            runtime.block_on(async {
-                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                    .await
-                    .expect("the test database is reachable");
-                let driver = tokio::spawn(connection);
-                let answer = work(client).await;
-                let _ = driver.await;
-                answer
-            })
-        })
-        .join()
-        .expect("the database's thread ends")
+        on_the_database(&self.url, work)
     }
+}
+
+/// What `work` does with a client of the database at `url`, on a thread and a runtime of its
+/// own: callers may be inside a runtime, or in `Drop`.
+fn on_the_database<T, F>(
+    url: &str,
+    work: impl FnOnce(tokio_postgres::Client) -> F + Send + 'static,
+) -> T
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = T>,
+{
+    let url = url.to_owned();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .expect("the test database is reachable");
+            let driver = tokio::spawn(connection);
+            let answer = work(client).await;
+            let _ = driver.await;
+            answer
+        })
+    })
+    .join()
+    .expect("the database's thread ends")
 }
 
 impl Drop for Schema {
     fn drop(&mut self) {
         self.execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
+    }
+}
+
+/// A database of its own, for a test that reads PostgreSQL's statistics of one database
+/// (which no other test then moves); dropped, with whatever is still connected to it, when
+/// this is.
+#[derive(Debug)]
+pub struct Database {
+    /// The connection string of the database.
+    pub url: String,
+    name: String,
+    server_url: String,
+}
+
+impl Database {
+    /// A new database for `test`, or `None` when PostgreSQL is not configured.
+    pub fn new(test: &str) -> Option<Database> {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let server_url = url(test)?;
+        let name = format!(
+            "tc_db_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let (base, _) = server_url
+            .rsplit_once('/')
+            .expect("the connection string names a database");
+        let database = Database {
+            url: format!("{base}/{name}"),
+            name,
+            server_url,
+        };
+        let create = format!("CREATE DATABASE {}", database.name);
+        on_the_database(&database.server_url, move |client| async move {
+            client
+                .batch_execute(&create)
+                .await
+                .expect("the database is created");
+        });
+        Some(database)
+    }
+
+    /// The transactions PostgreSQL counted in this database so far, committed or rolled back
+    /// (`pg_stat_database`, as its backends have reported them: each reports within ten
+    /// seconds of going idle).
+    pub fn transactions(&self) -> i64 {
+        let sql = format!(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = '{}'",
+            self.name
+        );
+        on_the_database(&self.server_url, move |client| async move {
+            client
+                .query_one(&sql, &[])
+                .await
+                .expect("the statistics read")
+                .get(0)
+        })
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        let drop = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+        on_the_database(&self.server_url, move |client| async move {
+            let _ = client.batch_execute(&drop).await;
+        });
     }
 }
 

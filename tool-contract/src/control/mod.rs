@@ -15,6 +15,7 @@
 mod approval;
 mod approver;
 mod audit_log;
+mod changes;
 mod directory;
 mod error;
 mod ledger;
@@ -42,6 +43,7 @@ pub use audit_log::{
 };
 #[cfg(feature = "postgres")]
 pub use audit_log::{PostgresAuditLog, StreamHead};
+pub use changes::{Changed, Changes, Watch};
 pub(crate) use directory::rfc3339;
 pub use directory::{
     Approver, CounterRegression, DirectoryChange, EnrollError, EnrolledCredential, SignCount,

@@ -39,6 +39,8 @@ mod client_side;
 mod dispatcher;
 #[cfg(feature = "mcp")]
 pub(crate) use dispatcher::Reach;
+#[cfg(feature = "mcp")]
+pub(crate) use dispatcher::{Awaits, SAFETY_POLL};
 mod gate;
 mod handler;
 mod operation;

@@ -45,10 +45,11 @@ use super::questions::{AnswersState, Asking, QuestionRule, answers_in, open_requ
 use super::task_options::{TaskOptions, TaskSupport};
 use super::utility_transport::UtilityStream;
 use crate::contract::ToolSpec;
+use crate::control::Changed;
 use crate::control::{
     ApprovalError, ApproverIdentity, PendingApproval, RejectionReason, later_by, unix_ms,
 };
-use crate::dispatch::{ClientSide, Dispatch, Dispatcher, Task};
+use crate::dispatch::{ClientSide, Dispatch, Dispatcher, SAFETY_POLL, Task};
 use crate::results::Status;
 use crate::vocabulary::{CallContext, Principal};
 use crate::vocabulary::{Correlation, ToolCall};
@@ -65,9 +66,6 @@ const PENDING_APPROVAL_META: &str = "tool-contract/pending_approval";
 /// What a `tools/call` message may hold around its arguments: the longest line read is the
 /// registry's largest argument limit and this.
 const ENVELOPE_BYTES: usize = 64 * 1024;
-
-/// How often a call waiting on the approvals console looks whether its approval was decided.
-const CONSOLE_POLL: Duration = Duration::from_millis(250);
 
 /// One `tools/call` as the server received it: who asks, the request and its context, and
 /// the call as the dispatcher sees it.
@@ -283,8 +281,8 @@ impl McpServer {
     ///
     /// - a client that declared URL-mode elicitation at the handshake (2025-11-25) is asked
     ///   `elicitation/create` with `mode: "url"` and that page; once the person goes there,
-    ///   the call waits for the signed approvals (up to the approval lifetime, checking the
-    ///   store every 250 ms), then runs, or answers as the decision says;
+    ///   the call waits for the signed approvals (up to the approval lifetime, woken by the
+    ///   store when they are given), then runs, or answers as the decision says;
     /// - a 2026-07-28 request declaring URL-mode elicitation is answered `input_required` with
     ///   that URL request and a sealed state; the same call sent back runs once the
     ///   signatures are in, and reads `APPROVAL_REQUIRED` while they are not;
@@ -935,6 +933,10 @@ impl McpServer {
             _ => return false,
         }
         let deadline = tokio::time::Instant::now() + self.approval_ttl;
+        let waiter = self.dispatcher.waiter(
+            &[Changed::Approval(pending.approval_id.clone())],
+            Some(SAFETY_POLL),
+        );
         loop {
             match self.dispatcher.pending_approval(&pending.approval_id).await {
                 Ok(None) => return true,
@@ -942,7 +944,10 @@ impl McpServer {
                 // decided here.
                 Err(_) => return false,
                 Ok(Some(_)) if tokio::time::Instant::now() >= deadline => return false,
-                Ok(Some(_)) => tokio::time::sleep(CONSOLE_POLL).await,
+                // At the deadline, looked at once more.
+                Ok(Some(_)) => {
+                    let _ = tokio::time::timeout_at(deadline, waiter.next()).await;
+                }
             }
         }
     }

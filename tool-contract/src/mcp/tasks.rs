@@ -28,15 +28,12 @@ use super::task_options::TaskSupport;
 use super::utility_transport::speaks_utility;
 use crate::contract::ToolSpec;
 use crate::control::{
-    PendingApproval, StoreError, TaskChange, TaskMoveError, TaskRow, TaskStatus, WriteState,
-    later_by, unix_ms,
+    Changed, PendingApproval, StoreError, TaskChange, TaskMoveError, TaskRow, TaskStatus,
+    WriteState, later_by, unix_ms,
 };
-use crate::dispatch::{ClientSide, Dispatcher, TASK_LEASE};
+use crate::dispatch::{Awaits, ClientSide, Dispatcher, TASK_LEASE};
 use crate::results::ErrorCode;
 use crate::vocabulary::{CallContext, Principal};
-
-/// How often the work waiting for a decision looks whether it was given (on any replica).
-pub(super) const DECISION_POLL: Duration = Duration::from_millis(250);
 
 /// What the client that asked for a task can be asked, as its request declared.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -481,8 +478,8 @@ impl McpServer {
         })))
     }
 
-    /// The task's work, with its hold renewed every third of a lease until the work ends
-    /// (or another replica took the task over).
+    /// The task's work, its hold renewed with every other this dispatcher holds until the
+    /// work ends (or another replica took the task over).
     async fn hold_while(
         self,
         task_id: String,
@@ -492,16 +489,17 @@ impl McpServer {
         asks: Asks,
         client: FromClient,
     ) {
+        let held = self.dispatcher.holding(&task_id);
         let work = std::pin::pin!(self.work(&task_id, &principal, &context, &reach, asks, client));
-        let renew = std::pin::pin!(async {
-            loop {
-                tokio::time::sleep(TASK_LEASE / 3).await;
-                if !matches!(self.dispatcher.hold_task(&task_id).await, Ok(Ok(_))) {
-                    return;
-                }
+        let unheld = {
+            let lost = std::pin::pin!(held.lost());
+            match futures_util::future::select(work, lost).await {
+                Either::Left(((), _)) => None,
+                Either::Right(((), work)) => Some(work),
             }
-        });
-        if let Either::Right(((), work)) = futures_util::future::select(work, renew).await {
+        };
+        drop(held);
+        if let Some(work) = unheld {
             // No longer held: the work goes on, and what it writes of the task is refused.
             work.await;
         }
@@ -657,14 +655,19 @@ impl McpServer {
     /// Waits until the client has answered every request the task waits on (the task is
     /// `working` again), and returns the answers; `None` when the task stopped meanwhile.
     async fn await_answers(&self, task_id: &str) -> Option<JsonObject> {
+        // The beat of held tasks looks for what the store did not tell.
+        let waiter = self
+            .dispatcher
+            .waiter(&[Changed::Task(task_id.to_owned())], None);
+        let _awaits = self.dispatcher.task_awaits(task_id, Awaits::Answers);
         loop {
-            tokio::time::sleep(DECISION_POLL).await;
             let task = self.dispatcher.task(task_id, None).await.ok()??;
             match task.status {
                 TaskStatus::InputRequired => {}
                 TaskStatus::Working => return task.awaiting.as_deref().and_then(answers_of),
                 _ => return None,
             }
+            waiter.next().await;
         }
     }
 
@@ -769,8 +772,16 @@ impl McpServer {
     /// task stops waiting (cancelled, ended, expired), or an approval's lifetime passes.
     async fn await_decision(&self, task_id: &str, approval_id: &str) -> Waited {
         let deadline = tokio::time::Instant::now() + self.approval_ttl;
+        let watched = [
+            Changed::Task(task_id.to_owned()),
+            Changed::Approval(approval_id.to_owned()),
+        ];
+        // The beat of held tasks looks for what the store did not tell.
+        let waiter = self.dispatcher.waiter(&watched, None);
+        let _awaits = self
+            .dispatcher
+            .task_awaits(task_id, Awaits::Decision(approval_id.to_owned()));
         loop {
-            tokio::time::sleep(DECISION_POLL).await;
             match self.dispatcher.task(task_id, None).await {
                 Ok(Some(task)) if task.status == TaskStatus::InputRequired => {}
                 _ => return Waited::Stopped,
@@ -783,6 +794,8 @@ impl McpServer {
                 }
                 Ok(Some(_)) => {}
             }
+            // At the deadline, looked at once more.
+            let _ = tokio::time::timeout_at(deadline, waiter.next()).await;
         }
     }
 

@@ -19,9 +19,10 @@ use serde_json::{Value, json};
 
 use super::server::{McpServer, server_request};
 use super::task_options::TaskSupport;
-use super::tasks::{DECISION_POLL, no_such_task, store_failed, wire_task};
+use super::tasks::{no_such_task, store_failed, wire_task};
 use super::utility_transport::speaks_utility;
-use crate::control::{TaskChange, TaskMoveError, TaskRow, TaskStatus, is_task_id};
+use crate::control::{Changed, TaskChange, TaskMoveError, TaskRow, TaskStatus, is_task_id};
+use crate::dispatch::SAFETY_POLL;
 
 /// The `_meta` key that ties a message to its task.
 const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
@@ -222,6 +223,9 @@ impl McpServer {
         // What this request asked last: not asked again while the task still waits on it
         // (the work sees the answer at its next look).
         let mut asked: Option<String> = None;
+        let waiter = self
+            .dispatcher
+            .waiter(&[Changed::Task(task_id.clone())], Some(SAFETY_POLL));
         loop {
             let row = self.callers_task(&task_id, request_context).await?;
             match row.status {
@@ -255,7 +259,7 @@ impl McpServer {
                 }
                 TaskStatus::Working | TaskStatus::InputRequired => {
                     tokio::select! {
-                        () = tokio::time::sleep(DECISION_POLL) => {}
+                        () = waiter.next() => {}
                         () = request_context.ct.cancelled() => {
                             return Err(ErrorData::invalid_request("the request was cancelled", None));
                         }

@@ -17,7 +17,7 @@ use crate::control::{
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use crate::control::{StaleTasks, TaskMove, TaskMoveError, TaskRow};
+use crate::control::{Changes, StaleTasks, TaskMove, TaskMoveError, TaskRow};
 
 /// The store the dispatcher holds: `inner`, its panics turned into
 /// [`StoreError::Panicked`].
@@ -174,5 +174,26 @@ impl ControlStore for Guarded {
 
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         guarded(|| self.0.sign_count(count))
+    }
+
+    fn hold_tasks<'a>(
+        &'a self,
+        holds: &'a [TaskMove],
+    ) -> StoreFuture<'a, Vec<Result<TaskRow, TaskMoveError>>> {
+        guarded(|| self.0.hold_tasks(holds))
+    }
+
+    fn still_pending<'a>(
+        &'a self,
+        approval_ids: &'a [String],
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<String>> {
+        guarded(|| self.0.still_pending(approval_ids, now_ms, seal))
+    }
+
+    fn changes(&self) -> Option<Arc<Changes>> {
+        // A store that panics telling its waiters has none: they read it on a timer.
+        catch_unwind(AssertUnwindSafe(|| self.0.changes())).unwrap_or(None)
     }
 }

@@ -17,7 +17,7 @@ use crate::control::{
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use crate::control::{StaleTasks, TaskMove, TaskMoveError, TaskRow};
+use crate::control::{Changed, Changes, StaleTasks, TaskMove, TaskMoveError, TaskRow};
 
 /// A store in this process's memory. Clones share one state, so a dispatcher built again over
 /// a clone sees what the first one left (which is how tests stand for a restart); a real
@@ -26,6 +26,7 @@ use crate::control::{StaleTasks, TaskMove, TaskMoveError, TaskRow};
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStore {
     state: Arc<Mutex<State>>,
+    changes: Arc<Changes>,
 }
 
 #[derive(Debug, Default)]
@@ -308,17 +309,21 @@ impl ControlStore for MemoryStore {
         &'a self,
         step: &'a ApproveStep,
     ) -> StoreFuture<'a, Result<Approved, ApprovalError>> {
-        answered(at_once(rows::approve(
-            &mut MemoryRows(&mut self.state()),
-            step,
-        )))
+        let approved = at_once(rows::approve(&mut MemoryRows(&mut self.state()), step));
+        if matches!(approved, Ok(Ok(_))) {
+            self.changes
+                .changed(&Changed::Approval(step.approval_id.clone()));
+        }
+        answered(approved)
     }
 
     fn reject<'a>(&'a self, step: &'a RejectStep) -> StoreFuture<'a, Result<(), ApprovalError>> {
-        answered(at_once(rows::reject(
-            &mut MemoryRows(&mut self.state()),
-            step,
-        )))
+        let rejected = at_once(rows::reject(&mut MemoryRows(&mut self.state()), step));
+        if matches!(rejected, Ok(Ok(()))) {
+            self.changes
+                .changed(&Changed::Approval(step.approval_id.clone()));
+        }
+        answered(rejected)
     }
 
     fn pending_approvals<'a>(
@@ -405,10 +410,39 @@ impl ControlStore for MemoryStore {
         &'a self,
         step: &'a TaskMove,
     ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>> {
-        answered(at_once(rows::move_task(
+        let moved = at_once(rows::move_task(&mut MemoryRows(&mut self.state()), step));
+        if matches!(moved, Ok(Ok(_))) && rows::announced(step) {
+            self.changes.changed(&Changed::Task(step.task_id.clone()));
+        }
+        answered(moved)
+    }
+
+    fn hold_tasks<'a>(
+        &'a self,
+        holds: &'a [TaskMove],
+    ) -> StoreFuture<'a, Vec<Result<TaskRow, TaskMoveError>>> {
+        answered(at_once(rows::hold_tasks(
             &mut MemoryRows(&mut self.state()),
-            step,
+            holds,
         )))
+    }
+
+    fn still_pending<'a>(
+        &'a self,
+        approval_ids: &'a [String],
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<String>> {
+        answered(at_once(rows::still_pending(
+            &mut MemoryRows(&mut self.state()),
+            approval_ids,
+            now_ms,
+            seal,
+        )))
+    }
+
+    fn changes(&self) -> Option<Arc<Changes>> {
+        Some(Arc::clone(&self.changes))
     }
 
     fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, StaleTasks> {

@@ -33,6 +33,7 @@ pub(crate) mod stored;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 pub use decide::{
     AdvanceDecision, ApprovalDecision, ClaimDecision, decide_advance, decide_approval,
@@ -48,6 +49,7 @@ pub use sqlite::SqliteStore;
 use super::approval::{
     ApprovalCheck, ApprovalError, ApprovalGrant, ApprovalLook, Approved, PendingApproval,
 };
+use super::changes::Changes;
 use super::directory::{Approver, EnrollError, SignCount, SignCountCheck};
 use super::error::StoreError;
 use super::ledger::{Advanced, Claimed, IfAbsent, Purged, Record};
@@ -261,6 +263,60 @@ pub trait ControlStore: Send + Sync {
         &'a self,
         step: &'a TaskMove,
     ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>>;
+
+    /// Renews every hold of `holds` (each a [`TaskChange::Hold`](crate::control::TaskChange::Hold)
+    /// of one task), each decided as [`move_task`](Self::move_task) decides it: what a
+    /// replica's work on all its tasks costs per third of a lease, however many wait. Each
+    /// answer is in the order of `holds`.
+    ///
+    /// The default moves each in turn; the stores of this crate renew them all in one
+    /// transaction.
+    fn hold_tasks<'a>(
+        &'a self,
+        holds: &'a [TaskMove],
+    ) -> StoreFuture<'a, Vec<Result<TaskRow, TaskMoveError>>> {
+        Box::pin(async move {
+            let mut held = Vec::with_capacity(holds.len());
+            for hold in holds {
+                held.push(self.move_task(hold).await?);
+            }
+            Ok(held)
+        })
+    }
+
+    /// Which of `approval_ids` are still pending at `now_ms`, as their rows' columns say
+    /// (no row opened: what a waiter then reads is opened): how a replica checks, in one
+    /// step, every approval its work waits on.
+    ///
+    /// The default reads each with [`pending_approval`](Self::pending_approval).
+    fn still_pending<'a>(
+        &'a self,
+        approval_ids: &'a [String],
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<String>> {
+        Box::pin(async move {
+            let mut pending = Vec::new();
+            for approval_id in approval_ids {
+                if self
+                    .pending_approval(approval_id, now_ms, seal)
+                    .await?
+                    .is_some()
+                {
+                    pending.push(approval_id.clone());
+                }
+            }
+            Ok(pending)
+        })
+    }
+
+    /// The waiters this store wakes when it decides an approval or moves a task, if it can
+    /// tell them ([`Changes`]): whoever waits then reads the store only once something
+    /// changed, and otherwise looks again only now and then. `None` (the default): a waiter
+    /// reads the store every quarter of a second.
+    fn changes(&self) -> Option<Arc<Changes>> {
+        None
+    }
 
     /// Takes a credential's presented signature counter (see
     /// [`decide_sign_count`](crate::control::decide_sign_count)), atomically with every other

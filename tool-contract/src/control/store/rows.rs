@@ -18,7 +18,9 @@ use crate::control::{
     Approver, DirectoryChange, DirectoryWrite, EnrollError, SignCount, SignCountCheck,
     decide_directory_write, decide_sign_count,
 };
-use crate::control::{StaleTasks, TaskMove, TaskMoveError, TaskRow, decide_task_move};
+use crate::control::{
+    Changed, StaleTasks, TaskChange, TaskMove, TaskMoveError, TaskRow, decide_task_move,
+};
 
 /// What a record must still be for a fenced write to apply: its state and lease as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +119,17 @@ pub(crate) trait Rows {
         seal: &str,
         new: bool,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Has `change` told to every replica's waiters when this transaction commits (nothing
+    /// if it rolls back). The default tells no one: the memory and SQLite stores, whose
+    /// waiters share their process, tell them once the step returned.
+    fn announce(
+        &mut self,
+        change: &Changed,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = change;
+        std::future::ready(Ok(()))
+    }
 }
 
 /// A task row read: its seal checked, its JSON read, its id its own.
@@ -145,10 +158,21 @@ async fn write_task(
     seal: &RowSeal,
     new: bool,
 ) -> Result<bool, StoreError> {
+    let (body, sealed) = sealed_task(task, seal)?;
+    rows.put_task_row(task, &body, &sealed, new).await
+}
+
+/// `task`'s row: its JSON and its seal.
+pub(crate) fn sealed_task(task: &TaskRow, seal: &RowSeal) -> Result<(String, String), StoreError> {
     let body = serde_json::to_string(task)
         .map_err(|error| StoreError::Corrupt(format!("a task does not encode: {error}")))?;
     let sealed = seal.seal_task(&task.task_id, &body)?;
-    rows.put_task_row(task, &body, &sealed, new).await
+    Ok((body, sealed))
+}
+
+/// The lock every change of the task `task_id` takes.
+pub(crate) fn task_lock(task_id: &str) -> String {
+    format!("tool-contract/task\n{task_id}")
 }
 
 /// Creates `task`: `false` when a task with its id is stored already.
@@ -218,8 +242,7 @@ pub(crate) async fn move_task(
     rows: &mut impl Rows,
     step: &TaskMove,
 ) -> Result<Result<TaskRow, TaskMoveError>, StoreError> {
-    rows.lock_key(&format!("tool-contract/task\n{}", step.task_id))
-        .await?;
+    rows.lock_key(&task_lock(&step.task_id)).await?;
     let found = read_task(
         rows,
         &step.task_id,
@@ -236,10 +259,32 @@ pub(crate) async fn move_task(
             if !write_task(rows, &next, &step.seal, false).await? {
                 return Err(StoreError::LostRace);
             }
+            if announced(step) {
+                rows.announce(&Changed::Task(step.task_id.clone())).await?;
+            }
             Ok(Ok(next))
         }
         Err(refusal) => Ok(Err(refusal)),
     }
+}
+
+/// Whether a task's move is told to its waiters: anything but a renewed hold, which changes
+/// nothing anyone waits for.
+pub(crate) fn announced(step: &TaskMove) -> bool {
+    !matches!(step.change, TaskChange::Hold { .. })
+}
+
+/// Each of `holds` moved in turn, in one transaction: what a store renews a replica's holds
+/// with when it has no one statement for them all.
+pub(crate) async fn hold_tasks(
+    rows: &mut impl Rows,
+    holds: &[TaskMove],
+) -> Result<Vec<Result<TaskRow, TaskMoveError>>, StoreError> {
+    let mut held = Vec::with_capacity(holds.len());
+    for hold in holds {
+        held.push(move_task(rows, hold).await?);
+    }
+    Ok(held)
 }
 
 /// What every directory write locks: enrolling checks a credential id against every
@@ -354,6 +399,26 @@ pub(crate) async fn pending_approval(
         }) if pending.approval_id == approval_id && expires_at_ms > now_ms => Some(pending),
         _ => None,
     })
+}
+
+/// Which of `approval_ids` are still pending at `now_ms`, each read as
+/// [`pending_approval`] reads it.
+pub(crate) async fn still_pending(
+    rows: &mut impl Rows,
+    approval_ids: &[String],
+    now_ms: u64,
+    seal: &RowSeal,
+) -> Result<Vec<String>, StoreError> {
+    let mut pending = Vec::new();
+    for approval_id in approval_ids {
+        if pending_approval(rows, approval_id, now_ms, seal)
+            .await?
+            .is_some()
+        {
+            pending.push(approval_id.clone());
+        }
+    }
+    Ok(pending)
 }
 
 /// The approval entry at `key`, its seal checked: a row that does not open fails the step.
@@ -521,6 +586,8 @@ pub(crate) async fn approve(
         Err(error) => return Ok(Err(error)),
     };
     put_sealed(rows, &key, &entry, &step.seal).await?;
+    rows.announce(&Changed::Approval(step.approval_id.clone()))
+        .await?;
     match entry {
         ApprovalEntry::Granted { grant, .. } => Ok(Ok(Approved::Granted(grant))),
         ApprovalEntry::Pending { pending, .. } => Ok(Ok(Approved::Awaiting(pending))),
@@ -542,6 +609,8 @@ pub(crate) async fn reject(
     match decide_reject(existing.as_ref(), step) {
         Ok(entry) => {
             put_sealed(rows, &key, &entry, &step.seal).await?;
+            rows.announce(&Changed::Approval(step.approval_id.clone()))
+                .await?;
             Ok(Ok(()))
         }
         Err(error) => Ok(Err(error)),

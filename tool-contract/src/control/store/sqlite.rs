@@ -1,9 +1,10 @@
 //! The durable store on one host: one SQLite file, each step one `IMMEDIATE` transaction, run
 //! on tokio's blocking pool so the runtime's threads never wait on the file.
 
+use std::collections::HashMap;
 use std::future::{Future, ready};
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
@@ -23,7 +24,7 @@ use crate::control::{
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use crate::control::{StaleTasks, TaskMove, TaskMoveError, TaskRow};
+use crate::control::{Changed, Changes, StaleTasks, TaskMove, TaskMoveError, TaskRow};
 
 /// Version 1: the ledger with lease generations, and the approvals. A file from before
 /// versioning (`user_version` 0) may hold the ledger without generations: they are added.
@@ -104,10 +105,31 @@ const TASKS_OF: &str = "SELECT task_id, body, seal FROM tool_contract_tasks \
 const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation, \
                        lease_until_ms, expires_at_ms, result, call, kept";
 
+/// The waiters of the stores this process opened on the file at `path`: every store on one
+/// file tells the same waiters, so replicas in one process wake each other.
+fn waiters_of(path: &Path) -> Arc<Changes> {
+    static FILES: LazyLock<Mutex<HashMap<PathBuf, Weak<Changes>>>> = LazyLock::new(Mutex::default);
+    let file = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    let mut files = FILES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(changes) = files.get(&file).and_then(Weak::upgrade) {
+        return changes;
+    }
+    files.retain(|_, changes| changes.strong_count() > 0);
+    let changes = Changes::new();
+    files.insert(file, Arc::downgrade(&changes));
+    changes
+}
+
 /// A control-plane store in an SQLite database file: it survives a process restart, and
 /// several processes on one machine may share the file (each step that writes takes SQLite's
 /// write lock first, so two steps on one key never interleave; a step that only reads, `get`,
 /// `stale`, `pending_approvals`, `pending_approval`, `approvers`, reads a snapshot without it).
+///
+/// Every store this process opens on one file tells the same waiters when it decides an
+/// approval or moves a task ([`ControlStore::changes`]); a change made by another process
+/// reaches them when they next look (every held task's is looked at every 10 s).
 ///
 /// The connection is opened with WAL journaling and `synchronous = FULL`, so an answered
 /// claim is on disk before the handler runs. Inside a tokio runtime each step runs on the
@@ -115,6 +137,9 @@ const COLUMNS: &str = "key, request_sha256, tool, state, owner, lease_generation
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     connection: Arc<Mutex<Connection>>,
+    /// This process's waiters: another process sharing the file tells them nothing, so
+    /// they learn its changes when they look again.
+    changes: Arc<Changes>,
 }
 
 impl SqliteStore {
@@ -125,7 +150,10 @@ impl SqliteStore {
     /// [`StoreError::Store`] when the file cannot be opened or the tables created;
     /// [`StoreError::SchemaTooNew`] when a newer build wrote it.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        Self::with_connection(Connection::open(path).map_err(store)?)
+        let path = path.as_ref();
+        let mut opened = Self::with_connection(Connection::open(path).map_err(store)?)?;
+        opened.changes = waiters_of(path);
+        Ok(opened)
     }
 
     /// A store in a private in-memory database (for tests; it does not survive a restart).
@@ -150,6 +178,24 @@ impl SqliteStore {
         migrate(&mut connection)?;
         Ok(SqliteStore {
             connection: Arc::new(Mutex::new(connection)),
+            changes: Changes::new(),
+        })
+    }
+
+    /// `step`, whose answer, once it committed, tells this process's waiters of `changed`
+    /// when `told` says it changed something.
+    fn telling<'a, T: Send + 'a>(
+        &'a self,
+        step: StoreFuture<'a, T>,
+        changed: Changed,
+        told: impl FnOnce(&T) -> bool + Send + 'a,
+    ) -> StoreFuture<'a, T> {
+        Box::pin(async move {
+            let answer = step.await?;
+            if told(&answer) {
+                self.changes.changed(&changed);
+            }
+            Ok(answer)
         })
     }
 
@@ -672,13 +718,17 @@ impl ControlStore for SqliteStore {
         &'a self,
         step: &'a ApproveStep,
     ) -> StoreFuture<'a, Result<Approved, ApprovalError>> {
+        let changed = Changed::Approval(step.approval_id.clone());
         let step = step.clone();
-        self.run(move |tx| at_once(rows::approve(&mut SqliteRows(tx), &step)))
+        let approved = self.run(move |tx| at_once(rows::approve(&mut SqliteRows(tx), &step)));
+        self.telling(approved, changed, |approved| approved.is_ok())
     }
 
     fn reject<'a>(&'a self, step: &'a RejectStep) -> StoreFuture<'a, Result<(), ApprovalError>> {
+        let changed = Changed::Approval(step.approval_id.clone());
         let step = step.clone();
-        self.run(move |tx| at_once(rows::reject(&mut SqliteRows(tx), &step)))
+        let rejected = self.run(move |tx| at_once(rows::reject(&mut SqliteRows(tx), &step)));
+        self.telling(rejected, changed, |rejected| rejected.is_ok())
     }
 
     fn pending_approvals<'a>(
@@ -783,8 +833,40 @@ impl ControlStore for SqliteStore {
         &'a self,
         step: &'a TaskMove,
     ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>> {
+        let changed = Changed::Task(step.task_id.clone());
+        let announced = rows::announced(step);
         let step = step.clone();
-        self.run(move |tx| at_once(rows::move_task(&mut SqliteRows(tx), &step)))
+        let moved = self.run(move |tx| at_once(rows::move_task(&mut SqliteRows(tx), &step)));
+        self.telling(moved, changed, move |moved| announced && moved.is_ok())
+    }
+
+    fn hold_tasks<'a>(
+        &'a self,
+        holds: &'a [TaskMove],
+    ) -> StoreFuture<'a, Vec<Result<TaskRow, TaskMoveError>>> {
+        let holds = holds.to_vec();
+        self.run(move |tx| at_once(rows::hold_tasks(&mut SqliteRows(tx), &holds)))
+    }
+
+    fn still_pending<'a>(
+        &'a self,
+        approval_ids: &'a [String],
+        now_ms: u64,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<String>> {
+        let (approval_ids, seal) = (approval_ids.to_vec(), seal.clone());
+        self.read(move |tx| {
+            at_once(rows::still_pending(
+                &mut SqliteRows(tx),
+                &approval_ids,
+                now_ms,
+                &seal,
+            ))
+        })
+    }
+
+    fn changes(&self) -> Option<Arc<Changes>> {
+        Some(Arc::clone(&self.changes))
     }
 
     fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, StaleTasks> {

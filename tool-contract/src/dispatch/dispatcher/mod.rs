@@ -6,13 +6,19 @@
 
 mod admit;
 mod execute;
+#[cfg(feature = "mcp")]
+mod holds;
 mod settle;
 mod signed;
 mod stale;
 mod status;
 mod tasks;
+#[cfg(feature = "mcp")]
+mod waiting;
 mod write;
 
+#[cfg(feature = "mcp")]
+pub(crate) use holds::{Awaits, SAFETY_POLL};
 pub use settle::{SettleError, Settlement};
 pub use signed::SignedDecision;
 #[cfg(feature = "passkeys")]
@@ -104,6 +110,9 @@ pub struct Dispatcher {
     passkeys: Option<Passkeys>,
     key_rules: HashMap<&'static str, KeyRule>,
     in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
+    /// The tasks this dispatcher's work holds, renewed together.
+    #[cfg(feature = "mcp")]
+    holds: Arc<holds::Holds>,
     /// For each read a write names as `reconcile = ThisTool`, the writes it is the status
     /// query of.
     status_tools: HashMap<&'static str, Vec<&'static str>>,
@@ -267,6 +276,8 @@ impl Dispatcher {
             }),
             key_rules: parts.key_rules,
             in_flight: Mutex::new(HashMap::new()),
+            #[cfg(feature = "mcp")]
+            holds: Arc::default(),
             status_tools,
             rng: Mutex::new(rng),
             // Lease generations are fencing tokens: started from the clock, a dispatcher

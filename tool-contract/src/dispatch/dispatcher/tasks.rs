@@ -17,7 +17,7 @@ use crate::vocabulary::{CallContext, Principal};
 /// [`Dispatcher::hold_task`]). The work renews it three times as often.
 pub const TASK_LEASE: Duration = Duration::from_secs(30);
 
-fn millis(duration: Duration) -> u64 {
+pub(super) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 

@@ -7,9 +7,11 @@
 //! (`one_statement.rs` says why that is safe), prepared once on each pooled connection
 //! (`prepared.rs`); anything off that path runs as the general step.
 
+mod listener;
 mod one_statement;
 mod prepared;
 mod sql;
+mod waiting;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +37,7 @@ use crate::control::{
     ApproveStep, Approved, PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use crate::control::{StaleTasks, TaskMove, TaskMoveError, TaskRow};
+use crate::control::{Changed, Changes, StaleTasks, TaskMove, TaskMoveError, TaskRow};
 
 use prepared::{Common, Manager};
 use sql::{COLUMNS, RECORD_TYPES, Sql};
@@ -132,6 +134,7 @@ pub struct PostgresStore {
     pool: Pool<Manager>,
     sql: Arc<Sql>,
     hints: Arc<GrantHints>,
+    listening: Arc<listener::Listening>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -167,6 +170,7 @@ impl PostgresStore {
         config.connect_timeout(options.connect_timeout);
         // No round trip to test a connection at checkout: a closed one is seen locally
         // (`connection`), and a connection that fails mid-step fails that step only.
+        let listening = Arc::new(listener::Listening::new(config.clone(), &options.schema));
         let pool = Pool::builder()
             .max_size(options.pool_size.max(1))
             .test_on_check_out(false)
@@ -181,6 +185,7 @@ impl PostgresStore {
             pool,
             sql: Arc::new(Sql::new(&options.schema)),
             hints: Arc::default(),
+            listening,
         };
         store.migrate().await?;
         // The connection that migrated opened before the tables existed: it prepares the
@@ -505,6 +510,19 @@ async fn sealed_row(
 }
 
 impl Rows for PostgresRows<'_> {
+    async fn announce(&mut self, change: &Changed) -> Result<(), StoreError> {
+        let channel = listener::channel(&self.sql.schema);
+        let payload = change.to_payload();
+        self.tx
+            .execute_typed(
+                &self.sql.notify,
+                &[(&channel, Type::TEXT), (&payload, Type::TEXT)],
+            )
+            .await
+            .map_err(store)?;
+        Ok(())
+    }
+
     async fn lock_key(&mut self, key: &str) -> Result<(), StoreError> {
         // The schema is part of the lock: stores in other schemas never wait on this one.
         let lock = format!("{}\n{key}", self.sql.schema);
@@ -1026,6 +1044,26 @@ impl ControlStore for PostgresStore {
 
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         Box::pin(async move { in_transaction!(self, |rows| rows::sign_count(&mut rows, count)) })
+    }
+
+    fn hold_tasks<'a>(
+        &'a self,
+        holds: &'a [TaskMove],
+    ) -> StoreFuture<'a, Vec<Result<TaskRow, TaskMoveError>>> {
+        Box::pin(self.hold_all(holds))
+    }
+
+    fn still_pending<'a>(
+        &'a self,
+        approval_ids: &'a [String],
+        now_ms: u64,
+        _seal: &'a RowSeal,
+    ) -> StoreFuture<'a, Vec<String>> {
+        Box::pin(self.pending_among(approval_ids, now_ms))
+    }
+
+    fn changes(&self) -> Option<Arc<Changes>> {
+        Some(self.listening.changes())
     }
 }
 

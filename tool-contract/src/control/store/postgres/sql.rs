@@ -37,6 +37,11 @@ pub(super) struct Sql {
     pub(super) purge_tasks: String,
     pub(super) stale_tasks: String,
     pub(super) tasks_of: String,
+    pub(super) tasks_among: String,
+    pub(super) write_tasks: String,
+    pub(super) lock_all: String,
+    pub(super) pending_among: String,
+    pub(super) notify: String,
 }
 
 impl Sql {
@@ -147,6 +152,24 @@ impl Sql {
                  ORDER BY task_id COLLATE \"C\" LIMIT $4"
             ),
             purge_tasks: format!("DELETE FROM {tasks} WHERE expires_at_ms <= $1"),
+            tasks_among: format!(
+                "SELECT task_id, body, seal FROM {tasks} WHERE task_id = ANY($1::text[])"
+            ),
+            write_tasks: format!(
+                "UPDATE {tasks} AS t SET status = w.status, lease_until_ms = w.lease_until_ms, \
+                 body = w.body, seal = w.seal \
+                 FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[]) \
+                 AS w(task_id, status, lease_until_ms, body, seal) WHERE t.task_id = w.task_id"
+            ),
+            // In the order given: callers sort the keys.
+            lock_all: "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) \
+                       FROM unnest($1::text[]) WITH ORDINALITY AS l(k, n) ORDER BY n"
+                .to_owned(),
+            pending_among: format!(
+                "SELECT approval_id FROM {approvals} WHERE approval_id = ANY($1::text[]) \
+                 AND state = $2 AND expires_at_ms > $3"
+            ),
+            notify: "SELECT pg_notify($1, $2)".to_owned(),
             put_approver: format!(
                 "INSERT INTO {approvers} (approver_id, body, seal) VALUES ($1, $2, $3) \
                  ON CONFLICT (approver_id) DO UPDATE SET body = EXCLUDED.body, seal = EXCLUDED.seal"
