@@ -41,6 +41,7 @@ pub mod listening;
 pub mod mcp;
 pub mod passkey;
 pub mod schools;
+pub mod task_client;
 pub mod tasks;
 pub mod tracker;
 

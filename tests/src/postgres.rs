@@ -127,7 +127,32 @@ where
 
 impl Drop for Schema {
     fn drop(&mut self) {
-        self.execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
+        // A test on a current-thread runtime drops its schema on the runtime's one thread:
+        // a step of its own left mid-transaction (a task's work the test did not wait for)
+        // can then never finish, and would hold the drop forever. Such a transaction, idle
+        // for seconds, is ended.
+        let drop = format!(
+            "SET lock_timeout = '3s'; DROP SCHEMA IF EXISTS {} CASCADE",
+            self.name
+        );
+        on_the_database(&self.url, move |client| async move {
+            if client.batch_execute(&drop).await.is_ok() {
+                return;
+            }
+            client
+                .batch_execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND pid <> pg_backend_pid() \
+                     AND state = 'idle in transaction' \
+                     AND now() - state_change > interval '2 seconds'",
+                )
+                .await
+                .expect("the stalled transactions end");
+            client
+                .batch_execute(&drop)
+                .await
+                .expect("the schema is dropped");
+        });
     }
 }
 

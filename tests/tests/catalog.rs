@@ -13,7 +13,7 @@ fn tampered(edit: impl FnOnce(&mut serde_json::Value)) -> Result<(), CatalogMism
 }
 
 #[test]
-fn the_catalog_has_its_twenty_seven_codes_each_once() {
+fn the_catalog_has_its_twenty_eight_codes_each_once() {
     let names: Vec<&str> = ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
     assert_eq!(
         names,
@@ -44,14 +44,15 @@ fn the_catalog_has_its_twenty_seven_codes_each_once() {
             "REJECTED_WRONG_DETAILS",
             "REJECTED_DUPLICATE",
             "APPROVED_WITH_CHANGES",
-            "STORE_UNAVAILABLE"
+            "STORE_UNAVAILABLE",
+            "CALLER_LIMIT"
         ]
     );
     for code in ErrorCode::ALL {
         assert_eq!(code.entry().code, code);
         assert_eq!(serde_json::to_value(code).unwrap(), code.as_str());
     }
-    assert_eq!(CATALOG.len(), 27);
+    assert_eq!(CATALOG.len(), 28);
 }
 
 #[test]
@@ -85,6 +86,7 @@ fn every_code_has_its_recovery() {
         (ErrorCode::RejectedDuplicate, Recovery::None),
         (ErrorCode::ApprovedWithChanges, Recovery::None),
         (ErrorCode::StoreUnavailable, Recovery::RetryAfter),
+        (ErrorCode::CallerLimit, Recovery::RetryAfter),
     ];
     assert_eq!(expected.len(), ErrorCode::ALL.len(), "every code is listed");
     for (code, recovery) in expected {

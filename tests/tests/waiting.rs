@@ -8,64 +8,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitResult,
-    ElicitationAction, GetTaskParams, Implementation, InputResponses, TaskPayload, TaskStatus,
+    ElicitResult, ElicitationAction, GetTaskParams, InputResponses, TaskPayload, TaskStatus,
     UpdateTaskParams,
 };
-use rmcp::service::RunningService;
-use rmcp::{ClientHandler, RoleClient};
 use serde_json::json;
-use tool_contract::ToolSpec;
-use tool_contract::control::ControlStore;
-use tool_contract::mcp::{McpServer, TaskSupport};
+use tool_contract::Principal;
 use tool_contract_tests::backends::Backend;
 use tool_contract_tests::on_every_store;
 use tool_contract_tests::postgres::{Database, Relay, Schema};
-use tool_contract_tests::tracker::{Remote, alice, dispatcher};
-
-/// A client speaking 2026-07-28 that declares the tasks extension and form elicitation.
-#[derive(Clone)]
-struct Client;
-
-impl ClientHandler for Client {
-    fn get_info(&self) -> ClientConfig {
-        let capabilities = ClientCapabilities::builder()
-            .enable_elicitation()
-            .enable_tasks()
-            .build();
-        ClientConfig::new(capabilities, Implementation::new("waiting-client", "1.0.0"))
-    }
-}
-
-type Session = RunningService<RoleClient, Client>;
-
-fn every_call(_: &ToolSpec) -> TaskSupport {
-    TaskSupport::Optional
-}
-
-/// A session with a replica over `store`, acting for alice.
-async fn replica(remote: &Arc<Remote>, store: Arc<dyn ControlStore>) -> Session {
-    let server =
-        McpServer::new(Arc::new(dispatcher(remote, store)), alice()).with_tasks(every_call);
-    tool_contract_tests::mcp::discover(server, Client).await
-}
-
-/// A message needing approval, its own operation.
-fn message(index: usize) -> CallToolRequestParams {
-    let arguments = json!({ "to": "bob@globex.example", "text": format!("hello {index}") });
-    let serde_json::Value::Object(arguments) = arguments else {
-        unreachable!("an object")
-    };
-    CallToolRequestParams::new("send_message").with_arguments(arguments)
-}
-
-/// The task a call was answered with.
-async fn started(client: &rmcp::Peer<RoleClient>, call: CallToolRequestParams) -> String {
-    match client.call_tool_once(call).await.expect("tools/call") {
-        CallToolResponse::Task(created) => created.task.task_id,
-        other => panic!("expected a task, got {other:?}"),
-    }
-}
+use tool_contract_tests::task_client::{
+    TaskSession as Session, message, replica, server, session, started,
+};
+use tool_contract_tests::tracker::{Remote, dispatcher};
 
 /// The task's status and, while it waits for input, the key of what it asks.
 async fn look(client: &Session, task_id: &str) -> (TaskStatus, Option<String>) {
@@ -159,11 +113,11 @@ async fn a_decision_on_another_replica_wakes_its_task_within_50_ms_at_p99(backen
 
 on_every_store!(a_decision_on_another_replica_wakes_its_task_within_50_ms_at_p99);
 
-/// Ten thousand tasks waiting for approval on one replica over PostgreSQL, then twenty-one
-/// seconds in which nothing happens: the statements its store sends (counted at the wire) and
-/// the transactions PostgreSQL's own statistics count in its database stay under ten a second
-/// (two beats of held tasks, each a renewal and a look at the awaited approvals, and nothing
-/// per task).
+/// Ten thousand tasks waiting for approval on one replica over PostgreSQL (a hundred callers
+/// holding a hundred each), then twenty-one seconds in which nothing happens: the statements
+/// its store sends (counted at the wire) and the transactions PostgreSQL's own statistics
+/// count in its database stay under ten a second (two beats of held tasks, each a renewal and
+/// a look at the awaited approvals, and nothing per task).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_waiting_tasks_cost_postgresql_fewer_than_10_statements_a_second() {
     const TASKS: usize = 10_000;
@@ -183,14 +137,19 @@ async fn ten_thousand_waiting_tasks_cost_postgresql_fewer_than_10_statements_a_s
         .with_connect_timeout(Duration::from_secs(120));
     let store = relay.store(&schema, options).await;
     let remote = Remote::new();
-    let client = replica(&remote, Arc::new(store)).await;
+    let dispatcher = Arc::new(dispatcher(&remote, Arc::new(store)));
 
+    // A hundred callers, each holding a hundred waiting tasks (the default bound).
     let began = Instant::now();
     let mut started_tasks = tokio::task::JoinSet::new();
-    for batch in 0..TASKS / 100 {
+    let mut clients = Vec::new();
+    for caller in 0..TASKS / 100 {
+        let principal = Principal::new("acme", format!("caller-{caller}"));
+        let client = session(server(Arc::clone(&dispatcher), principal)).await;
         let peer = client.peer().clone();
+        clients.push(client);
         started_tasks.spawn(async move {
-            for index in batch * 100..(batch + 1) * 100 {
+            for index in 0..100 {
                 started(&peer, message(index)).await;
             }
         });
@@ -198,7 +157,7 @@ async fn ten_thousand_waiting_tasks_cost_postgresql_fewer_than_10_statements_a_s
             started_tasks
                 .join_next()
                 .await
-                .expect("a batch")
+                .expect("a caller")
                 .expect("it ran");
         }
     }
@@ -243,7 +202,7 @@ async fn ten_thousand_waiting_tasks_cost_postgresql_fewer_than_10_statements_a_s
         "{transactions} transactions in {seconds} s"
     );
     assert_eq!(remote.all_requests(), 0, "nothing ran while they wait");
-    drop(client);
+    drop(clients);
     drop(schema);
 }
 

@@ -65,6 +65,6 @@ pub use store::{
 #[cfg(feature = "postgres")]
 pub use store::{PostgresOptions, PostgresStore};
 pub use task::{
-    StaleTasks, TaskChange, TaskMove, TaskMoveError, TaskRow, TaskStatus, decide_task_move,
-    is_task_id, new_task_id,
+    StaleTasks, TaskChange, TaskCreation, TaskMove, TaskMoveError, TaskRow, TaskStatus,
+    decide_task_move, is_task_id, new_task_id,
 };

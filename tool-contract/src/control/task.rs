@@ -47,6 +47,19 @@ impl TaskStatus {
     }
 }
 
+/// What [`ControlStore::create_task_within`](crate::control::ControlStore::create_task_within)
+/// did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskCreation {
+    /// The task is stored.
+    Created,
+    /// A task with its id is stored already: nothing was written.
+    IdTaken,
+    /// Its owner holds as many open tasks as the limit allows: nothing was written.
+    OwnerFull,
+}
+
 /// What [`ControlStore::stale_tasks`](crate::control::ControlStore::stale_tasks) found: the
 /// tasks a replica may take over, and the stale rows that did not open (a seal that does not
 /// verify, a body that does not read), passed over so that one bad row never stops the others'

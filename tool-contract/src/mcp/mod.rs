@@ -117,7 +117,7 @@ mod utility_transport;
 pub use approval::StateRefusal;
 pub use questions::Asking;
 pub use server::{McpServeError, McpServer, OPERATION_ID_META};
-pub use task_options::TaskSupport;
+pub use task_options::{OPEN_TASKS_PER_PRINCIPAL, TaskSupport};
 pub use tasks::Resumed;
 
 /// The `tracing` targets whose DEBUG and TRACE events carry messages as received, with every

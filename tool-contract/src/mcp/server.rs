@@ -355,6 +355,17 @@ impl McpServer {
         self
     }
 
+    /// How many open tasks (neither ended nor expired) one principal may hold:
+    /// [`OPEN_TASKS_PER_PRINCIPAL`](crate::mcp::OPEN_TASKS_PER_PRINCIPAL) unless said here. A
+    /// call that would make one more is answered `CALLER_LIMIT` (retry after a wait) and
+    /// makes no task; the stores of this crate count and create under one lock, so a flood of
+    /// calls at once never passes it. Takes effect with [`with_tasks`](Self::with_tasks).
+    #[must_use]
+    pub fn with_open_tasks_per_principal(mut self, limit: usize) -> Self {
+        self.task_options().open_per_principal = limit;
+        self
+    }
+
     /// How often a client is asked to poll a task. Takes effect with
     /// [`with_tasks`](Self::with_tasks).
     #[must_use]

@@ -33,7 +33,14 @@ pub(super) struct TaskOptions {
     pub(super) ttl: Option<Duration>,
     /// How often a client should poll.
     pub(super) poll_interval: Duration,
+    /// How many open tasks one principal may hold.
+    pub(super) open_per_principal: usize,
 }
+
+/// How many open tasks (neither ended nor expired) one principal may hold on a server, unless
+/// [`McpServer::with_open_tasks_per_principal`](crate::mcp::McpServer::with_open_tasks_per_principal)
+/// says otherwise: a call past it is answered `CALLER_LIMIT`, and no task is made.
+pub const OPEN_TASKS_PER_PRINCIPAL: usize = 100;
 
 /// A day: long enough for the signatures a write waits for to be given.
 const DEFAULT_TASK_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -48,6 +55,7 @@ impl TaskOptions {
             rule: Arc::new(|_: &ToolSpec| TaskSupport::Forbidden),
             ttl: Some(DEFAULT_TASK_TTL),
             poll_interval: DEFAULT_POLL_INTERVAL,
+            open_per_principal: OPEN_TASKS_PER_PRINCIPAL,
         }
     }
 }

@@ -375,16 +375,18 @@ impl McpServer {
         };
         let created = self
             .dispatcher
-            .create_task(
+            .create_task_within(
                 &owner,
                 &request.name,
                 Some(call),
                 ttl,
                 options.poll_interval,
+                options.open_per_principal,
             )
             .await;
         let row = match created {
-            Ok(row) => row,
+            Ok(Some(row)) => row,
+            Ok(None) => return Some(self.over_the_limit(principal, context).await),
             Err(error) => return Some(Err(store_failed(&error))),
         };
         // The row is in the store: whichever replica is asked about it answers. The work runs
@@ -405,6 +407,30 @@ impl McpServer {
         Some(Ok(CallToolResponse::Task(CreateTaskResult::new(
             wire_task(&row),
         ))))
+    }
+
+    /// The answer to a call that would make one task more than its principal may hold:
+    /// `CALLER_LIMIT`, bound and audited, and nothing made or run.
+    async fn over_the_limit(
+        &self,
+        principal: &Principal,
+        context: &CallContext,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let limit = self
+            .tasks
+            .as_ref()
+            .map_or(0, |options| options.open_per_principal);
+        let dispatch = self
+            .dispatcher
+            .refuse(
+                principal,
+                context,
+                ErrorCode::CallerLimit,
+                &format!("the principal holds {limit} open tasks"),
+            )
+            .await;
+        self.answer(principal, context, &dispatch, None)
+            .map(CallToolResponse::from)
     }
 
     /// Takes over every task whose work lost its worker (its replica died: the hold lapsed),

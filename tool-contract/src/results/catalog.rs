@@ -78,6 +78,9 @@ wire_names! {
         ApprovedWithChanges = "APPROVED_WITH_CHANGES",
         /// The service's control-plane store could not answer; nothing happened.
         StoreUnavailable = "STORE_UNAVAILABLE",
+        /// The caller holds as much open work (tasks, pending approvals) as the service allows
+        /// one caller; nothing happened.
+        CallerLimit = "CALLER_LIMIT",
     }
 }
 
@@ -190,7 +193,7 @@ const fn retrying(mut entry: CatalogEntry, default_ms: u64, max_ms: u64) -> Cata
 /// assert_eq!(entry.recovery, Recovery::QueryStatus);
 /// assert!(CATALOG.iter().all(|entry| entry.message.len() < 120));
 /// ```
-pub const CATALOG: [CatalogEntry; 27] = {
+pub const CATALOG: [CatalogEntry; 28] = {
     use Category as C;
     use ErrorCode as E;
     use Outcome::{Committed, NotStarted, Unknown};
@@ -410,6 +413,17 @@ pub const CATALOG: [CatalogEntry; 27] = {
             ),
             1_000,
             60_000,
+        ),
+        retrying(
+            entry(
+                E::CallerLimit,
+                C::Transient,
+                NotStarted,
+                R::RetryAfter,
+                "You hold as much open work as one caller may. Nothing happened; call again once some of it ended.",
+            ),
+            30_000,
+            600_000,
         ),
     ]
 };

@@ -17,7 +17,7 @@ use crate::control::{
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use crate::control::{Changes, StaleTasks, TaskMove, TaskMoveError, TaskRow};
+use crate::control::{Changes, StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow};
 
 /// The store the dispatcher holds: `inner`, its panics turned into
 /// [`StoreError::Panicked`].
@@ -174,6 +174,15 @@ impl ControlStore for Guarded {
 
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         guarded(|| self.0.sign_count(count))
+    }
+
+    fn create_task_within<'a>(
+        &'a self,
+        task: &'a TaskRow,
+        open_limit: usize,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, TaskCreation> {
+        guarded(|| self.0.create_task_within(task, open_limit, seal))
     }
 
     fn hold_tasks<'a>(

@@ -17,7 +17,9 @@ use crate::control::{
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use crate::control::{Changed, Changes, StaleTasks, TaskMove, TaskMoveError, TaskRow};
+use crate::control::{
+    Changed, Changes, StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow,
+};
 
 /// A store in this process's memory. Clones share one state, so a dispatcher built again over
 /// a clone sees what the first one left (which is how tests stand for a restart); a real
@@ -51,6 +53,8 @@ struct StoredTask {
     owner: String,
     /// When it expires.
     expires_at_ms: Option<u64>,
+    /// Whether it has not ended (as a SQL store's status column says).
+    open: bool,
 }
 
 impl MemoryStore {
@@ -198,6 +202,19 @@ impl Rows for MemoryRows<'_> {
             .map(|stored| (stored.body.clone(), Some(stored.seal.clone()))))
     }
 
+    async fn open_tasks_of(&mut self, owner: &str, now_ms: u64) -> Result<usize, StoreError> {
+        Ok(self
+            .0
+            .tasks
+            .values()
+            .filter(|task| {
+                task.owner == owner
+                    && task.open
+                    && task.expires_at_ms.is_none_or(|expires| expires > now_ms)
+            })
+            .count())
+    }
+
     async fn put_task_row(
         &mut self,
         task: &TaskRow,
@@ -215,6 +232,7 @@ impl Rows for MemoryRows<'_> {
                 seal: seal.to_owned(),
                 owner: task.owner.clone(),
                 expires_at_ms: task.expires_at_ms(),
+                open: !task.status.is_terminal(),
             },
         );
         Ok(true)
@@ -386,6 +404,20 @@ impl ControlStore for MemoryStore {
         answered(at_once(rows::create_task(
             &mut MemoryRows(&mut self.state()),
             task,
+            seal,
+        )))
+    }
+
+    fn create_task_within<'a>(
+        &'a self,
+        task: &'a TaskRow,
+        open_limit: usize,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, TaskCreation> {
+        answered(at_once(rows::create_task_within(
+            &mut MemoryRows(&mut self.state()),
+            task,
+            open_limit,
             seal,
         )))
     }

@@ -55,7 +55,7 @@ use super::error::StoreError;
 use super::ledger::{Advanced, Claimed, IfAbsent, Purged, Record};
 use super::seal::RowSeal;
 use super::step::{Advance, ApprovalAsk, ApproveStep, Claim, DirectoryWrite, RejectStep, Release};
-use super::task::{StaleTasks, TaskMove, TaskMoveError, TaskRow};
+use super::task::{StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow};
 
 /// What a [`ControlStore`] step returns: boxed, so the trait stays object safe.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -227,6 +227,47 @@ pub trait ControlStore: Send + Sync {
     /// Creates `task`, durably, before anyone is told its id, its row sealed with `seal`:
     /// `false` when a task with its id is stored already (nothing is written).
     fn create_task<'a>(&'a self, task: &'a TaskRow, seal: &'a RowSeal) -> StoreFuture<'a, bool>;
+
+    /// Creates `task` as [`create_task`](Self::create_task) does, unless its owner holds
+    /// `open_limit` open tasks already (neither ended nor expired at the task's creation):
+    /// then nothing is written ([`TaskCreation::OwnerFull`]). The stores of this crate count
+    /// and create under one lock of the owner's, so concurrent creations never pass the limit.
+    ///
+    /// The default counts with [`tasks_of`](Self::tasks_of), then creates: two creations at
+    /// once may both pass.
+    fn create_task_within<'a>(
+        &'a self,
+        task: &'a TaskRow,
+        open_limit: usize,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, TaskCreation> {
+        Box::pin(async move {
+            let now_ms = task.created_at_ms;
+            let mut open = 0;
+            let mut after: Option<String> = None;
+            loop {
+                let page = self
+                    .tasks_of(&task.owner, after.as_deref(), 100, now_ms, seal)
+                    .await?;
+                open += page
+                    .iter()
+                    .filter(|held| !held.status.is_terminal())
+                    .count();
+                if open >= open_limit {
+                    return Ok(TaskCreation::OwnerFull);
+                }
+                match page.last() {
+                    Some(last) if page.len() == 100 => after = Some(last.task_id.clone()),
+                    _ => break,
+                }
+            }
+            Ok(if self.create_task(task, seal).await? {
+                TaskCreation::Created
+            } else {
+                TaskCreation::IdTaken
+            })
+        })
+    }
 
     /// The task `task_id` if `owner` owns it (`None`: whoever does) and it has not expired
     /// by `now_ms`, its row opened with `seal` (one that does not open fails the step:

@@ -19,7 +19,8 @@ use crate::control::{
     decide_directory_write, decide_sign_count,
 };
 use crate::control::{
-    Changed, StaleTasks, TaskChange, TaskMove, TaskMoveError, TaskRow, decide_task_move,
+    Changed, StaleTasks, TaskChange, TaskCreation, TaskMove, TaskMoveError, TaskRow,
+    decide_task_move,
 };
 
 /// What a record must still be for a fenced write to apply: its state and lease as read.
@@ -120,6 +121,14 @@ pub(crate) trait Rows {
         new: bool,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
+    /// How many of `owner`'s tasks are open (neither ended nor expired) at `now_ms`, as the
+    /// rows' columns say.
+    fn open_tasks_of(
+        &mut self,
+        owner: &str,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send;
+
     /// Has `change` told to every replica's waiters when this transaction commits (nothing
     /// if it rolls back). The default tells no one: the memory and SQLite stores, whose
     /// waiters share their process, tell them once the step returned.
@@ -173,6 +182,25 @@ pub(crate) fn sealed_task(task: &TaskRow, seal: &RowSeal) -> Result<(String, Str
 /// The lock every change of the task `task_id` takes.
 pub(crate) fn task_lock(task_id: &str) -> String {
     format!("tool-contract/task\n{task_id}")
+}
+
+/// Creates `task` unless its owner holds `open_limit` open tasks, under the owner's lock.
+pub(crate) async fn create_task_within(
+    rows: &mut impl Rows,
+    task: &TaskRow,
+    open_limit: usize,
+    seal: &RowSeal,
+) -> Result<TaskCreation, StoreError> {
+    rows.lock_key(&format!("tool-contract/tasks-of\n{}", task.owner))
+        .await?;
+    if rows.open_tasks_of(&task.owner, task.created_at_ms).await? >= open_limit {
+        return Ok(TaskCreation::OwnerFull);
+    }
+    Ok(if write_task(rows, task, seal, true).await? {
+        TaskCreation::Created
+    } else {
+        TaskCreation::IdTaken
+    })
 }
 
 /// Creates `task`: `false` when a task with its id is stored already.

@@ -24,7 +24,9 @@ use crate::control::{
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use crate::control::{Changed, Changes, StaleTasks, TaskMove, TaskMoveError, TaskRow};
+use crate::control::{
+    Changed, Changes, StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow,
+};
 
 /// Version 1: the ledger with lease generations, and the approvals. A file from before
 /// versioning (`user_version` 0) may hold the ledger without generations: they are added.
@@ -540,6 +542,24 @@ impl Rows for SqliteRows<'_, '_> {
         ready(read_task_row(self.0, task_id))
     }
 
+    fn open_tasks_of(
+        &mut self,
+        owner: &str,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+        let counted = self
+            .0
+            .query_row(
+                "SELECT count(*) FROM tool_contract_tasks WHERE owner = ?1 \
+                 AND status IN ('working', 'input_required') \
+                 AND (expires_at_ms IS NULL OR expires_at_ms > ?2)",
+                params![owner, to_sql_u64(now_ms)],
+                |row| row.get::<_, i64>(0),
+            )
+            .map_err(store);
+        ready(counted.map(|count| usize::try_from(count).unwrap_or(usize::MAX)))
+    }
+
     fn put_task_row(
         &mut self,
         task: &TaskRow,
@@ -824,6 +844,23 @@ impl ControlStore for SqliteStore {
                 &task_id,
                 owner.as_deref(),
                 now_ms,
+                &seal,
+            ))
+        })
+    }
+
+    fn create_task_within<'a>(
+        &'a self,
+        task: &'a TaskRow,
+        open_limit: usize,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, TaskCreation> {
+        let (task, seal) = (task.clone(), seal.clone());
+        self.run(move |tx| {
+            at_once(rows::create_task_within(
+                &mut SqliteRows(tx),
+                &task,
+                open_limit,
                 &seal,
             ))
         })

@@ -923,6 +923,21 @@ impl Dispatcher {
         self.finish(ended).await
     }
 
+    /// `principal`'s call refused with `code` before anything of it ran (`detail` for the
+    /// audit only): bound and audited as every refusal is.
+    pub(crate) async fn refuse(
+        &self,
+        principal: &Principal,
+        context: &CallContext,
+        code: ErrorCode,
+        detail: &str,
+    ) -> Dispatch {
+        let task = Task::unlimited();
+        let call = self.call(principal, context, &task);
+        let result = self.control(&call, ModelError::new(code), detail);
+        self.finish(Ended::new(result)).await
+    }
+
     fn call<'a>(
         &'a self,
         principal: &'a Principal,

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::Dispatcher;
 use crate::control::{
-    StaleTasks, StoreError, TaskChange, TaskMove, TaskMoveError, TaskRow, TaskStatus, is_task_id,
-    new_task_id,
+    StaleTasks, StoreError, TaskChange, TaskCreation, TaskMove, TaskMoveError, TaskRow, TaskStatus,
+    is_task_id, new_task_id,
 };
 use crate::vocabulary::{CallContext, Principal};
 
@@ -40,31 +40,76 @@ impl Dispatcher {
     ) -> Result<TaskRow, StoreError> {
         let now_ms = self.now_ms();
         loop {
-            let task_id = new_task_id().ok_or_else(|| {
-                StoreError::Corrupt("the system gave no randomness for a task id".to_owned())
-            })?;
-            let task = TaskRow {
-                task_id,
-                owner: owner.to_owned(),
-                tool: tool.to_owned(),
-                status: TaskStatus::Working,
-                status_message: None,
-                created_at_ms: now_ms,
-                updated_at_ms: now_ms,
-                ttl_ms: ttl.map(millis),
-                poll_interval_ms: millis(poll_interval),
-                began: false,
-                call: call.clone(),
-                worker: Some(self.owner.clone()),
-                lease_until_ms: now_ms.saturating_add(millis(TASK_LEASE)),
-                awaiting: None,
-                outcome: None,
-            };
+            let task = self.new_task(owner, tool, call.clone(), ttl, poll_interval, now_ms)?;
             // 128 random bits do not collide; were they to, another id is drawn.
             if self.store.create_task(&task, &self.row_seal).await? {
                 return Ok(task);
             }
         }
+    }
+
+    /// Creates a task as [`create_task`](Self::create_task) does, unless `owner` holds
+    /// `open_limit` open tasks already (neither ended nor expired): then `None`, and nothing
+    /// is written.
+    ///
+    /// # Errors
+    ///
+    /// As [`create_task`](Self::create_task).
+    pub async fn create_task_within(
+        &self,
+        owner: &str,
+        tool: &str,
+        call: Option<String>,
+        ttl: Option<Duration>,
+        poll_interval: Duration,
+        open_limit: usize,
+    ) -> Result<Option<TaskRow>, StoreError> {
+        let now_ms = self.now_ms();
+        loop {
+            let task = self.new_task(owner, tool, call.clone(), ttl, poll_interval, now_ms)?;
+            match self
+                .store
+                .create_task_within(&task, open_limit, &self.row_seal)
+                .await?
+            {
+                TaskCreation::Created => return Ok(Some(task)),
+                TaskCreation::OwnerFull => return Ok(None),
+                // 128 random bits do not collide; were they to, another id is drawn.
+                _ => {}
+            }
+        }
+    }
+
+    /// A `working` task of `tool` for `owner`, held by this dispatcher, with a fresh id.
+    fn new_task(
+        &self,
+        owner: &str,
+        tool: &str,
+        call: Option<String>,
+        ttl: Option<Duration>,
+        poll_interval: Duration,
+        now_ms: u64,
+    ) -> Result<TaskRow, StoreError> {
+        let task_id = new_task_id().ok_or_else(|| {
+            StoreError::Corrupt("the system gave no randomness for a task id".to_owned())
+        })?;
+        Ok(TaskRow {
+            task_id,
+            owner: owner.to_owned(),
+            tool: tool.to_owned(),
+            status: TaskStatus::Working,
+            status_message: None,
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+            ttl_ms: ttl.map(millis),
+            poll_interval_ms: millis(poll_interval),
+            began: false,
+            call,
+            worker: Some(self.owner.clone()),
+            lease_until_ms: now_ms.saturating_add(millis(TASK_LEASE)),
+            awaiting: None,
+            outcome: None,
+        })
     }
 
     /// The task `task_id` if `owner` owns it (`None`: whoever does) and it has not expired.

@@ -37,7 +37,9 @@ use crate::control::{
     ApproveStep, Approved, PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use crate::control::{Changed, Changes, StaleTasks, TaskMove, TaskMoveError, TaskRow};
+use crate::control::{
+    Changed, Changes, StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow,
+};
 
 use prepared::{Common, Manager};
 use sql::{COLUMNS, RECORD_TYPES, Sql};
@@ -686,6 +688,20 @@ impl Rows for PostgresRows<'_> {
         sealed_row(self.tx, &self.sql.task, task_id).await
     }
 
+    async fn open_tasks_of(&mut self, owner: &str, now_ms: u64) -> Result<usize, StoreError> {
+        let now = to_sql_u64(now_ms);
+        let row = self
+            .tx
+            .query_typed_one(
+                &self.sql.open_tasks_of,
+                &[(&owner, Type::TEXT), (&now, Type::INT8)],
+            )
+            .await
+            .map_err(store)?;
+        let count: i64 = row.try_get(0).map_err(store)?;
+        Ok(usize::try_from(count).unwrap_or(usize::MAX))
+    }
+
     async fn put_task_row(
         &mut self,
         task: &TaskRow,
@@ -1044,6 +1060,19 @@ impl ControlStore for PostgresStore {
 
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         Box::pin(async move { in_transaction!(self, |rows| rows::sign_count(&mut rows, count)) })
+    }
+
+    fn create_task_within<'a>(
+        &'a self,
+        task: &'a TaskRow,
+        open_limit: usize,
+        seal: &'a RowSeal,
+    ) -> StoreFuture<'a, TaskCreation> {
+        Box::pin(async move {
+            in_transaction!(self, |rows| rows::create_task_within(
+                &mut rows, task, open_limit, seal
+            ))
+        })
     }
 
     fn hold_tasks<'a>(

@@ -42,6 +42,7 @@ pub(super) struct Sql {
     pub(super) lock_all: String,
     pub(super) pending_among: String,
     pub(super) notify: String,
+    pub(super) open_tasks_of: String,
 }
 
 impl Sql {
@@ -170,6 +171,11 @@ impl Sql {
                  AND state = $2 AND expires_at_ms > $3"
             ),
             notify: "SELECT pg_notify($1, $2)".to_owned(),
+            open_tasks_of: format!(
+                "SELECT count(*) FROM {tasks} WHERE owner = $1 \
+                 AND status IN ('working', 'input_required') \
+                 AND (expires_at_ms IS NULL OR expires_at_ms > $2)"
+            ),
             put_approver: format!(
                 "INSERT INTO {approvers} (approver_id, body, seal) VALUES ($1, $2, $3) \
                  ON CONFLICT (approver_id) DO UPDATE SET body = EXCLUDED.body, seal = EXCLUDED.seal"
