@@ -19,7 +19,7 @@ use tool_contract_tests::postgres::{Database, Relay, Schema};
 use tool_contract_tests::task_client::{
     TaskSession as Session, message, replica, server, session, started,
 };
-use tool_contract_tests::tracker::{Remote, dispatcher};
+use tool_contract_tests::tracker::{Remote, alice, dispatcher};
 
 /// The task's status and, while it waits for input, the key of what it asks.
 async fn look(client: &Session, task_id: &str) -> (TaskStatus, Option<String>) {
@@ -248,4 +248,52 @@ async fn a_decision_made_while_the_listener_was_away_wakes_its_task_once_it_list
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(remote.all_requests(), 1, "the write ran once");
+}
+
+/// On 2025-11-25, `tasks/result` waits for its task: twenty writes, each working 100 ms at the
+/// remote, each asked for its result at once; the answer comes within 50 ms of the write's
+/// work at the 99th percentile (reading the task every quarter second, it came up to 250 ms
+/// after the call began).
+#[tokio::test]
+async fn tasks_result_answers_as_soon_as_its_task_ended() {
+    const WRITES: usize = 20;
+    const WORK: Duration = Duration::from_millis(100);
+    let remote = Remote::new();
+    remote.script(&[tool_contract_tests::tracker::Fault::CommitAfter(WORK); WRITES]);
+    let dispatcher = dispatcher(
+        &remote,
+        Arc::new(tool_contract::control::MemoryStore::new()),
+    );
+    let writes = |spec: &tool_contract::ToolSpec| match spec.name() {
+        "create_issue" => tool_contract::mcp::TaskSupport::Optional,
+        _ => tool_contract::mcp::TaskSupport::Forbidden,
+    };
+    let server =
+        tool_contract::mcp::McpServer::new(Arc::new(dispatcher), alice()).with_tasks(writes);
+    let capabilities = json!({ "tasks": { "list": {}, "cancel": {} } });
+    let (mut wire, _) =
+        tool_contract_tests::mcp::Wire::initialize(server, "2025-11-25", capabilities).await;
+    let mut late = Vec::with_capacity(WRITES);
+    for index in 0..WRITES {
+        let call = json!({
+            "name": "create_issue",
+            "arguments": { "title": format!("Printer on fire {index}"), "body": "3" },
+            "task": {}
+        });
+        let began = Instant::now();
+        let created = wire.request("tools/call", call).await;
+        let task_id = created["result"]["task"]["taskId"].clone();
+        assert!(task_id.is_string(), "{created}");
+        let result = wire
+            .request("tasks/result", json!({ "taskId": task_id }))
+            .await;
+        assert_eq!(
+            result["result"]["structuredContent"]["status"], "succeeded",
+            "{result}"
+        );
+        late.push(began.elapsed().saturating_sub(WORK));
+    }
+    let p99 = p99(late);
+    eprintln!("tasks/result answered {p99:?} past the write's work at p99");
+    assert!(p99 <= Duration::from_millis(50), "{p99:?}");
 }
