@@ -665,6 +665,7 @@ fn ask(request: &str, fresh_id: &str, now_ms: u64) -> ApprovalAsk {
         now: at(now_ms),
         fresh: pending(fresh_id, "k", request),
         retention_ms: RETENTION,
+        pending_limit: 100,
         seal: seal(),
     }
 }

@@ -142,6 +142,8 @@ async fn approved(approver: &dyn ControlStore, owner: &str) -> Approved {
             caller_person_ref: String::new(),
         },
         retention_ms: 3_600_000,
+        // Every ask is the same principal's: no bound stops the bench's thousands.
+        pending_limit: usize::MAX,
         seal: seal(),
     };
     approver.check_approval(&ask).await.unwrap();

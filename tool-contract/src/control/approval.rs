@@ -382,6 +382,10 @@ pub enum ApprovalCheck {
     GrantStands(Invalidity),
     /// A person refused this operation, for this reason if they gave one.
     Rejected(Option<RejectionReason>),
+    /// The request needs a new pending approval and its principal holds as many as it may
+    /// ([`ApprovalAsk::pending_limit`](crate::control::ApprovalAsk::pending_limit)): nothing
+    /// was written, and nobody is asked.
+    CallerFull,
 }
 
 /// Why a person rejected a write, from a fixed list: what the model reads of it is the

@@ -92,6 +92,9 @@ pub struct ApprovalAsk {
     pub fresh: PendingApproval,
     /// How long a pending approval waits for a person.
     pub retention_ms: u64,
+    /// How many pending approvals the asking principal may hold at once: a new one past
+    /// them is not written ([`ApprovalCheck::CallerFull`](crate::control::ApprovalCheck::CallerFull)).
+    pub pending_limit: usize,
     /// The seal every approval row read is checked with and every one written carries.
     pub seal: RowSeal,
 }

@@ -234,6 +234,10 @@ impl Dispatcher {
 /// [`DispatcherBuilder::statement_lifetime`].
 pub const DEFAULT_STATEMENT_LIFETIME: Duration = Duration::from_secs(3600);
 
+/// How many pending approvals one principal may hold by default: see
+/// [`DispatcherBuilder::pending_approvals_per_principal`].
+pub const PENDING_APPROVALS_PER_PRINCIPAL: usize = 100;
+
 /// Builds a [`Dispatcher`]. See [`Dispatcher::builder`].
 pub struct DispatcherBuilder {
     registry: Registry,
@@ -254,6 +258,7 @@ pub struct DispatcherBuilder {
     refused: Vec<BuildError>,
     receipts: Option<ReceiptSigner>,
     statement_lifetime: Duration,
+    pending_approvals_per_principal: usize,
     #[cfg(feature = "passkeys")]
     relying_party: Option<crate::results::RelyingParty>,
     key_rules: HashMap<&'static str, KeyRule>,
@@ -278,6 +283,7 @@ impl DispatcherBuilder {
             refused: Vec::new(),
             receipts: None,
             statement_lifetime: DEFAULT_STATEMENT_LIFETIME,
+            pending_approvals_per_principal: PENDING_APPROVALS_PER_PRINCIPAL,
             #[cfg(feature = "passkeys")]
             relying_party: None,
             key_rules: HashMap::new(),
@@ -518,6 +524,18 @@ impl DispatcherBuilder {
         self
     }
 
+    /// How many pending approvals one principal may hold at once (each a write of theirs
+    /// waiting for a person, not yet expired). A write that would ask for one more is
+    /// answered `CALLER_LIMIT` (retry after a wait) and asks nobody; the same write asked
+    /// again, or a write whose approval is pending already, is answered as before. The stores
+    /// decide it in the same step that writes the pending approval. Default
+    /// [`PENDING_APPROVALS_PER_PRINCIPAL`] (100).
+    #[must_use]
+    pub fn pending_approvals_per_principal(mut self, limit: usize) -> Self {
+        self.pending_approvals_per_principal = limit;
+        self
+    }
+
     /// Checks approvers' passkeys for `party`: enrollment
     /// ([`Dispatcher::begin_enrollment`]) and signed decisions
     /// ([`Dispatcher::decide_signed`]) verify origin and RP ID against it.
@@ -745,6 +763,7 @@ impl DispatcherBuilder {
             approval_policies: self.approval_policies,
             receipts: self.receipts,
             statement_lifetime: self.statement_lifetime,
+            pending_approvals_per_principal: self.pending_approvals_per_principal,
             #[cfg(feature = "passkeys")]
             relying_party: self.relying_party,
             key_rules: self.key_rules,

@@ -50,7 +50,10 @@ mod retry;
 mod telemetry;
 
 pub use budget::{Budget, Remaining, StopReason, Task};
-pub use builder::{BuildError, BuildErrors, DEFAULT_STATEMENT_LIFETIME, DispatcherBuilder};
+pub use builder::{
+    BuildError, BuildErrors, DEFAULT_STATEMENT_LIFETIME, DispatcherBuilder,
+    PENDING_APPROVALS_PER_PRINCIPAL,
+};
 pub(crate) use client_side::ClientSide;
 pub use client_side::Progress;
 #[cfg(feature = "mcp")]

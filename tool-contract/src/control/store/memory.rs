@@ -202,6 +202,24 @@ impl Rows for MemoryRows<'_> {
             .map(|stored| (stored.body.clone(), Some(stored.seal.clone()))))
     }
 
+    async fn pending_approvals_of(
+        &mut self,
+        principal_ref: &str,
+        except_key: &str,
+        now_ms: u64,
+    ) -> Result<usize, StoreError> {
+        Ok(self
+            .0
+            .approvals
+            .iter()
+            .filter(|(key, (entry, _))| {
+                *key != except_key
+                    && matches!(entry, ApprovalEntry::Pending { pending, expires_at_ms }
+                        if pending.principal_ref == principal_ref && *expires_at_ms > now_ms)
+            })
+            .count())
+    }
+
     async fn open_tasks_of(&mut self, owner: &str, now_ms: u64) -> Result<usize, StoreError> {
         Ok(self
             .0

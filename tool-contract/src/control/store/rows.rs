@@ -121,6 +121,15 @@ pub(crate) trait Rows {
         new: bool,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
+    /// How many approvals `principal_ref` holds pending at `now_ms`, as the rows' columns
+    /// say, besides the one at `except_key`.
+    fn pending_approvals_of(
+        &mut self,
+        principal_ref: &str,
+        except_key: &str,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send;
+
     /// How many of `owner`'s tasks are open (neither ended nor expired) at `now_ms`, as the
     /// rows' columns say.
     fn open_tasks_of(
@@ -567,6 +576,17 @@ pub(crate) async fn check_approval(
         .is_some_and(|record| !operation_over(&record, now_ms));
     let decision = decide_approval(existing.as_ref(), ask, claimed);
     if let Some(entry) = &decision.write {
+        // Another pending approval of the principal's, where none of this key was: bounded.
+        let adds_pending = matches!(entry, ApprovalEntry::Pending { .. })
+            && !matches!(existing, Some(ApprovalEntry::Pending { .. }));
+        if adds_pending
+            && rows
+                .pending_approvals_of(&ask.principal_ref, &ask.ledger_key, now_ms)
+                .await?
+                >= ask.pending_limit
+        {
+            return Ok(ApprovalCheck::CallerFull);
+        }
         put_sealed(rows, &ask.ledger_key, entry, &ask.seal).await?;
     }
     Ok(decision.answer)

@@ -247,6 +247,16 @@ impl SqliteStore {
     }
 }
 
+/// Version 9: whose request each approval is, to count a principal's pending approvals by
+/// index; the pending rows written before get theirs from their JSON.
+const SCHEMA_V9: &str = "
+ALTER TABLE tool_contract_approvals ADD COLUMN principal_ref TEXT;
+UPDATE tool_contract_approvals SET principal_ref = json_extract(body, '$.principal_ref')
+    WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS tool_contract_approvals_pending_of
+    ON tool_contract_approvals (principal_ref, state);
+";
+
 fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     let transaction = connection
         .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -294,6 +304,9 @@ fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     }
     if found < 8 {
         transaction.execute_batch(SCHEMA_V8).map_err(store)?;
+    }
+    if found < 9 {
+        transaction.execute_batch(SCHEMA_V9).map_err(store)?;
     }
     if found < SCHEMA_VERSION {
         transaction
@@ -412,6 +425,7 @@ impl SqliteRows<'_, '_> {
     ) -> Result<(), StoreError> {
         let ApprovalRow {
             approval_id,
+            principal_ref,
             state,
             expires_at_ms,
             body,
@@ -420,8 +434,8 @@ impl SqliteRows<'_, '_> {
         self.0
             .execute(
                 "INSERT OR REPLACE INTO tool_contract_approvals (key, approval_id, state, \
-                 expires_at_ms, body, redeemed_owner, redeemed_generation, seal) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                 expires_at_ms, body, redeemed_owner, redeemed_generation, seal, principal_ref) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 params![
                     key,
                     approval_id,
@@ -433,6 +447,7 @@ impl SqliteRows<'_, '_> {
                         .as_ref()
                         .map(|lease| to_sql_u64(lease.generation)),
                     seal,
+                    principal_ref,
                 ],
             )
             .map_err(store)?;
@@ -540,6 +555,24 @@ impl Rows for SqliteRows<'_, '_> {
         task_id: &str,
     ) -> impl Future<Output = Result<Option<(String, Option<String>)>, StoreError>> + Send {
         ready(read_task_row(self.0, task_id))
+    }
+
+    fn pending_approvals_of(
+        &mut self,
+        principal_ref: &str,
+        except_key: &str,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+        let counted = self
+            .0
+            .query_row(
+                "SELECT count(*) FROM tool_contract_approvals WHERE principal_ref = ?1 \
+                 AND state = 'pending' AND expires_at_ms > ?2 AND key <> ?3",
+                params![principal_ref, to_sql_u64(now_ms), except_key],
+                |row| row.get::<_, i64>(0),
+            )
+            .map_err(store);
+        ready(counted.map(|count| usize::try_from(count).unwrap_or(usize::MAX)))
     }
 
     fn open_tasks_of(

@@ -19,6 +19,8 @@ use crate::results::{EarlierRun, PasskeyAssertion};
 /// An approval entry as its columns hold it.
 pub(crate) struct ApprovalRow {
     pub(crate) approval_id: String,
+    /// Whose request it is, for counting a principal's pending approvals.
+    pub(crate) principal_ref: Option<String>,
     pub(crate) state: &'static str,
     pub(crate) expires_at_ms: u64,
     pub(crate) body: String,
@@ -249,8 +251,14 @@ pub(crate) fn approval_row(entry: &ApprovalEntry) -> Result<ApprovalRow, StoreEr
             (REJECTED, to_json(&stored)?, None)
         }
     };
+    let principal_ref = match entry {
+        ApprovalEntry::Pending { pending, .. } => Some(pending.principal_ref.clone()),
+        ApprovalEntry::Granted { grant, .. } => Some(grant.principal_ref.clone()),
+        ApprovalEntry::Rejected { .. } => None,
+    };
     Ok(ApprovalRow {
         approval_id: entry.approval_id().to_owned(),
+        principal_ref,
         state,
         expires_at_ms,
         body,

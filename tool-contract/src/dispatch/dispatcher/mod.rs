@@ -106,6 +106,8 @@ pub struct Dispatcher {
     approval_policies: HashMap<&'static str, ApprovalPolicy>,
     receipts: Option<ReceiptSigner>,
     statement_lifetime: Duration,
+    /// How many pending approvals one principal may hold.
+    pending_approvals_per_principal: usize,
     #[cfg(feature = "passkeys")]
     passkeys: Option<Passkeys>,
     key_rules: HashMap<&'static str, KeyRule>,
@@ -137,6 +139,7 @@ pub(crate) struct Parts {
     pub(crate) approval_policies: HashMap<&'static str, ApprovalPolicy>,
     pub(crate) receipts: Option<ReceiptSigner>,
     pub(crate) statement_lifetime: Duration,
+    pub(crate) pending_approvals_per_principal: usize,
     #[cfg(feature = "passkeys")]
     pub(crate) relying_party: Option<crate::results::RelyingParty>,
     pub(crate) key_rules: HashMap<&'static str, KeyRule>,
@@ -267,6 +270,7 @@ impl Dispatcher {
             approval_policies: parts.approval_policies,
             receipts: parts.receipts,
             statement_lifetime: parts.statement_lifetime,
+            pending_approvals_per_principal: parts.pending_approvals_per_principal,
             #[cfg(feature = "passkeys")]
             passkeys: parts.relying_party.and_then(|party| {
                 // A relying party is checked when it is made; one that no longer builds a

@@ -669,7 +669,9 @@ impl Dispatcher {
         let decided = match &checked {
             ApprovalCheck::Proceed(_) => Verdict::Allow,
             ApprovalCheck::Required(_) | ApprovalCheck::Invalid(..) => Verdict::Escalate,
-            ApprovalCheck::Rejected(_) | ApprovalCheck::GrantStands(_) => Verdict::Deny,
+            ApprovalCheck::Rejected(_)
+            | ApprovalCheck::GrantStands(_)
+            | ApprovalCheck::CallerFull => Verdict::Deny,
         };
         telemetry::verdict(&guardrail, decided);
         match checked {
@@ -717,6 +719,19 @@ impl Dispatcher {
                 );
                 let result = self.control(call, error, &detail);
                 Err(Box::new(Ended::new(result).in_state(Some(APPROVED))))
+            }
+            ApprovalCheck::CallerFull => {
+                debug!(
+                    stage = "approval",
+                    error_code = ErrorCode::CallerLimit.as_str()
+                );
+                let error = ModelError::new(ErrorCode::CallerLimit);
+                let result = self.control(
+                    call,
+                    error,
+                    "the principal holds as many pending approvals as it may",
+                );
+                Err(Box::new(Ended::new(result)))
             }
             ApprovalCheck::Rejected(reason) => {
                 let code = reason.map_or(ErrorCode::Blocked, RejectionReason::code);
@@ -792,6 +807,7 @@ impl Dispatcher {
             now: (self.clock)(),
             fresh,
             retention_ms: duration_ms(self.retention),
+            pending_limit: self.pending_approvals_per_principal,
             seal: key.seal.clone(),
         }
     }

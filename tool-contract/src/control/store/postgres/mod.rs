@@ -349,6 +349,19 @@ impl PostgresStore {
                 .await
                 .map_err(store)?;
         }
+        if found < 9 {
+            // Version 9: whose request each approval is, to count a principal's pending
+            // approvals by index; the pending rows written before get theirs from their JSON.
+            tx.batch_execute(&format!(
+                "ALTER TABLE {schema}.tool_contract_approvals ADD COLUMN principal_ref TEXT;
+                 UPDATE {schema}.tool_contract_approvals
+                     SET principal_ref = body::jsonb ->> 'principal_ref' WHERE state = 'pending';
+                 CREATE INDEX tool_contract_approvals_pending_of
+                     ON {schema}.tool_contract_approvals (principal_ref, state);"
+            ))
+            .await
+            .map_err(store)?;
+        }
         if found < SCHEMA_VERSION {
             tx.execute(
                 &format!(
@@ -629,6 +642,7 @@ impl Rows for PostgresRows<'_> {
     ) -> Result<(), StoreError> {
         let ApprovalRow {
             approval_id,
+            principal_ref,
             state,
             expires_at_ms,
             body,
@@ -642,6 +656,7 @@ impl Rows for PostgresRows<'_> {
             .execute_typed(
                 &self.sql.put_approval,
                 &[
+                    (&principal_ref, Type::TEXT),
                     (&key, Type::TEXT),
                     (&state, Type::TEXT),
                     (&approval_id, Type::TEXT),
@@ -686,6 +701,29 @@ impl Rows for PostgresRows<'_> {
         task_id: &str,
     ) -> Result<Option<(String, Option<String>)>, StoreError> {
         sealed_row(self.tx, &self.sql.task, task_id).await
+    }
+
+    async fn pending_approvals_of(
+        &mut self,
+        principal_ref: &str,
+        except_key: &str,
+        now_ms: u64,
+    ) -> Result<usize, StoreError> {
+        let now = to_sql_u64(now_ms);
+        let row = self
+            .tx
+            .query_typed_one(
+                &self.sql.pending_approvals_of,
+                &[
+                    (&principal_ref, Type::TEXT),
+                    (&now, Type::INT8),
+                    (&except_key, Type::TEXT),
+                ],
+            )
+            .await
+            .map_err(store)?;
+        let count: i64 = row.try_get(0).map_err(store)?;
+        Ok(usize::try_from(count).unwrap_or(usize::MAX))
     }
 
     async fn open_tasks_of(&mut self, owner: &str, now_ms: u64) -> Result<usize, StoreError> {

@@ -43,6 +43,7 @@ pub(super) struct Sql {
     pub(super) pending_among: String,
     pub(super) notify: String,
     pub(super) open_tasks_of: String,
+    pub(super) pending_approvals_of: String,
 }
 
 impl Sql {
@@ -106,9 +107,11 @@ impl Sql {
                 "SELECT {APPROVAL_COLUMNS} FROM {approvals} WHERE key = $1 FOR UPDATE"
             ),
             approval_key: format!("SELECT key FROM {approvals} WHERE approval_id = $1"),
+            // `$1` is whose request it is; `$2` to `$9` the key and [`APPROVAL_COLUMNS`].
             put_approval: format!(
-                "INSERT INTO {approvals} (key, {APPROVAL_COLUMNS}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (key) DO UPDATE SET \
+                "INSERT INTO {approvals} (principal_ref, key, {APPROVAL_COLUMNS}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (key) DO UPDATE SET \
+                 principal_ref = EXCLUDED.principal_ref, \
                  state = EXCLUDED.state, approval_id = EXCLUDED.approval_id, \
                  expires_at_ms = EXCLUDED.expires_at_ms, body = EXCLUDED.body, \
                  redeemed_owner = EXCLUDED.redeemed_owner, \
@@ -171,6 +174,10 @@ impl Sql {
                  AND state = $2 AND expires_at_ms > $3"
             ),
             notify: "SELECT pg_notify($1, $2)".to_owned(),
+            pending_approvals_of: format!(
+                "SELECT count(*) FROM {approvals} WHERE principal_ref = $1 \
+                 AND state = 'pending' AND expires_at_ms > $2 AND key <> $3"
+            ),
             open_tasks_of: format!(
                 "SELECT count(*) FROM {tasks} WHERE owner = $1 \
                  AND status IN ('working', 'input_required') \
