@@ -101,3 +101,16 @@ pub async fn started(client: &Peer<RoleClient>, call: CallToolRequestParams) -> 
         Started::Answered(result) => panic!("expected a task, got {result}"),
     }
 }
+
+/// A task's `inputResponses` saying yes to the confirmation form asked under `key`.
+///
+/// # Panics
+///
+/// Never: an answer always encodes.
+pub fn yes_to(key: &str) -> rmcp::model::InputResponses {
+    let mut answer = rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept);
+    answer.content = Some(serde_json::json!({ "approve": true }));
+    let mut responses = rmcp::model::InputResponses::new();
+    responses.insert(key.to_owned(), serde_json::to_value(answer).unwrap());
+    responses
+}

@@ -23,6 +23,7 @@ use tool_contract::mcp::{McpServer, TaskSupport};
 use tool_contract::{Principal, ToolSpec};
 use tool_contract_tests::backends::{Backend, Memory, Postgres};
 use tool_contract_tests::expenses;
+use tool_contract_tests::task_client::yes_to;
 use tool_contract_tests::tracker::{Fault, Remote, advance_clock, alice, dispatcher};
 
 /// A client speaking 2026-07-28 that declares form elicitation, URL-mode elicitation too if
@@ -154,14 +155,6 @@ fn question(task: &GetTaskResult) -> String {
         }
         other => panic!("not input_required: {other:?}"),
     }
-}
-
-fn yes_to(key: &str) -> InputResponses {
-    let mut answer = ElicitResult::new(ElicitationAction::Accept);
-    answer.content = Some(json!({ "approve": true }));
-    let mut responses = InputResponses::new();
-    responses.insert(key.to_owned(), serde_json::to_value(answer).unwrap());
-    responses
 }
 
 #[tokio::test]

@@ -198,13 +198,13 @@ async fn an_approved_write_is_two_prepared_statements_its_grant_redeemed_in_the_
     assert_eq!(
         bed.relay.take_traffic(),
         Asked {
-            statements: 7,
-            round_trips: 7,
-            parses: 6
+            statements: 8,
+            round_trips: 8,
+            parses: 7
         },
         "the look, then the approval stage's transaction (begin, the key's lock, the approval \
-         row, the record, the pending approval, commit), which is off the common path and \
-         prepares nothing"
+         row, the record, the principal's pending approvals counted, the pending approval, \
+         commit), which is off the common path and prepares nothing"
     );
     approve(&dispatcher, &asked).await;
     bed.relay.take_traffic();

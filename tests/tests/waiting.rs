@@ -7,17 +7,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    ElicitResult, ElicitationAction, GetTaskParams, InputResponses, TaskPayload, TaskStatus,
-    UpdateTaskParams,
-};
+use rmcp::model::{GetTaskParams, TaskPayload, TaskStatus, UpdateTaskParams};
 use serde_json::json;
 use tool_contract::Principal;
 use tool_contract_tests::backends::Backend;
 use tool_contract_tests::on_every_store;
 use tool_contract_tests::postgres::{Database, Relay, Schema};
 use tool_contract_tests::task_client::{
-    TaskSession as Session, message, replica, server, session, started,
+    TaskSession as Session, message, replica, server, session, started, yes_to,
 };
 use tool_contract_tests::tracker::{Remote, alice, dispatcher};
 
@@ -43,14 +40,6 @@ async fn asked_once_waiting(client: &Session, task_id: &str) -> String {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("task {task_id} never asked for input");
-}
-
-fn yes_to(key: &str) -> InputResponses {
-    let mut answer = ElicitResult::new(ElicitationAction::Accept);
-    answer.content = Some(json!({ "approve": true }));
-    let mut responses = InputResponses::new();
-    responses.insert(key.to_owned(), serde_json::to_value(answer).unwrap());
-    responses
 }
 
 /// The 99th percentile of `samples`.

@@ -38,14 +38,9 @@ impl Dispatcher {
         ttl: Option<Duration>,
         poll_interval: Duration,
     ) -> Result<TaskRow, StoreError> {
-        let now_ms = self.now_ms();
-        loop {
-            let task = self.new_task(owner, tool, call.clone(), ttl, poll_interval, now_ms)?;
-            // 128 random bits do not collide; were they to, another id is drawn.
-            if self.store.create_task(&task, &self.row_seal).await? {
-                return Ok(task);
-            }
-        }
+        self.create_task_within(owner, tool, call, ttl, poll_interval, usize::MAX)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("a task without a limit was refused".to_owned()))
     }
 
     /// Creates a task as [`create_task`](Self::create_task) does, unless `owner` holds
@@ -67,11 +62,19 @@ impl Dispatcher {
         let now_ms = self.now_ms();
         loop {
             let task = self.new_task(owner, tool, call.clone(), ttl, poll_interval, now_ms)?;
-            match self
-                .store
-                .create_task_within(&task, open_limit, &self.row_seal)
-                .await?
-            {
+            let created = if open_limit == usize::MAX {
+                // Nothing to count.
+                if self.store.create_task(&task, &self.row_seal).await? {
+                    TaskCreation::Created
+                } else {
+                    TaskCreation::IdTaken
+                }
+            } else {
+                self.store
+                    .create_task_within(&task, open_limit, &self.row_seal)
+                    .await?
+            };
+            match created {
                 TaskCreation::Created => return Ok(Some(task)),
                 TaskCreation::OwnerFull => return Ok(None),
                 // 128 random bits do not collide; were they to, another id is drawn.
