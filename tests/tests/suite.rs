@@ -30,6 +30,7 @@ mod field_types;
 mod first_steps;
 mod four_eyes;
 mod grounding;
+mod growth;
 mod integrity;
 mod json_test_suite;
 mod key_order;

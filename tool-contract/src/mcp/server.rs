@@ -621,8 +621,8 @@ impl McpServer {
             .ok_or_else(|| {
                 ErrorData::invalid_request(
                     "the call's arguments were not read from the client's bytes (a repeated \
-                     member on the way to them, or a server not run by serve_io or \
-                     serve_stdio): nothing ran",
+                     member on the way to them, more than 64 calls in flight on one session, \
+                     or a server not run by serve_io or serve_stdio): nothing ran",
                     None,
                 )
             })?;
