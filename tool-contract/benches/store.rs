@@ -24,85 +24,29 @@
 
 mod common;
 
+use common::ledger_writes::{KEYS, T0, at, one_write, record_outcome, seal};
 use common::pgbench::{
     APPROVED_FLOOR, APPROVED_HERE_FLOOR, FLOOR, SAME_STATEMENTS, granted_rows, pgbench,
 };
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use time::OffsetDateTime;
-use tool_contract::control::{
-    Advance, Claim, Claimed, IfAbsent, Lease, PostgresOptions, PostgresStore,
-};
+use tool_contract::Effect;
 use tool_contract::control::{ApprovalAsk, ApprovalCheck, ApproveStep, PendingApproval, Preview};
-use tool_contract::control::{ControlStore, MemoryStore, RowSeal, WriteEvent, WriteState};
+use tool_contract::control::{Claim, Claimed, Lease, PostgresOptions, PostgresStore};
+use tool_contract::control::{ControlStore, MemoryStore};
 use tool_contract::results::ApprovalBasis;
-use tool_contract::{AuditKeys, Effect, SecretKey};
 
 const CLIENTS: [usize; 3] = [1, 4, 16];
 const SCHEMA: &str = "tool_contract_bench";
-const T0: u64 = 1_787_392_800_000;
-
-static KEYS: AtomicU64 = AtomicU64::new(0);
-
-/// The store's steps of one write under a fresh key, as the dispatcher takes them.
-async fn one_write(store: &dyn ControlStore, owner: &str) {
-    let n = KEYS.fetch_add(1, Ordering::Relaxed);
-    let key = format!("bench:{n}");
-    let lease = Lease {
-        owner: owner.to_owned(),
-        generation: n,
-    };
-    let claim = Claim {
-        key: key.clone(),
-        request_sha256: "r".repeat(64),
-        tool: "note_order".to_owned(),
-        lease: lease.clone(),
-        now_ms: T0,
-        lease_ms: 60_000,
-        retention_ms: 3_600_000,
-        kept: false,
-        redeem: None,
-        seal: seal(),
-        call: None,
-    };
-    assert_eq!(
-        store.claim_if_absent(&claim).await.unwrap(),
-        IfAbsent::Claimed(Claimed::Fresh)
-    );
-    record_outcome(store, key, lease).await;
-}
-
-/// The outcome of the write claimed at `key` under `lease`: committed.
-async fn record_outcome(store: &dyn ControlStore, key: String, lease: Lease) {
-    let step = Advance {
-        key,
-        lease,
-        from: WriteState::Executing,
-        event: WriteEvent::Commit,
-        result: Some("s".repeat(64) + "\n{\"status\":\"succeeded\"}"),
-        now_ms: T0 + 1,
-        retention_ms: 3_600_000,
-    };
-    store.advance(&step).await.unwrap();
-}
 
 /// An approved write made ready: its stage's ask, and the claim that will redeem its grant.
 struct Approved {
     ask: ApprovalAsk,
     claim: Claim,
-}
-
-/// The seal of the bench's approval rows.
-fn seal() -> RowSeal {
-    RowSeal::new(&AuditKeys::new(SecretKey::from([7; 32])))
-}
-
-fn at(ms: u64) -> OffsetDateTime {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).expect("a time in range")
 }
 
 /// A write under a fresh key, asked for approval and granted through `approver`: what the

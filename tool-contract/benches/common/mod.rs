@@ -6,6 +6,8 @@
 
 #[cfg(feature = "mcp-http")]
 pub mod http_client;
+#[cfg(feature = "postgres")]
+pub mod ledger_writes;
 #[cfg(feature = "mcp")]
 pub mod mcp_pipe;
 pub mod orders;

@@ -929,6 +929,7 @@ impl Dispatcher {
 
     /// `principal`'s call refused with `code` before anything of it ran (`detail` for the
     /// audit only): bound and audited as every refusal is.
+    #[cfg(feature = "mcp")]
     pub(crate) async fn refuse(
         &self,
         principal: &Principal,
