@@ -286,3 +286,40 @@ async fn tasks_result_answers_as_soon_as_its_task_ended() {
     eprintln!("tasks/result answered {p99:?} past the write's work at p99");
     assert!(p99 <= Duration::from_millis(50), "{p99:?}");
 }
+
+/// A PostgreSQL store whose first waiter's runtime ended (its listener with it) still tells
+/// the waiters of a later runtime: the next waiter starts the listener again there.
+#[test]
+fn a_store_outliving_its_first_runtime_still_hears_what_changed() {
+    use tool_contract::control::{Changed, ControlStore};
+    let Some(schema) = Schema::new("a_store_outliving_its_first_runtime") else {
+        return;
+    };
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    };
+    let first = runtime();
+    let store = first.block_on(schema.store());
+    first.block_on(async {
+        let _ = store.changes().expect("PostgreSQL tells its waiters");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    });
+    drop(first);
+
+    let second = runtime();
+    second.block_on(async {
+        let changes = store.changes().expect("PostgreSQL tells its waiters");
+        let watch = changes.watch(&[Changed::Task("task-1".to_owned())]);
+        // Once listening, the listener wakes every waiter: that wake is taken first.
+        let _ = tokio::time::timeout(Duration::from_secs(2), watch.changed()).await;
+        schema.execute(&format!(
+            "SELECT pg_notify('{}', 'task:task-1')",
+            schema.name
+        ));
+        let told = tokio::time::timeout(Duration::from_secs(2), watch.changed()).await;
+        assert!(told.is_ok(), "the second runtime's waiter was never told");
+    });
+}

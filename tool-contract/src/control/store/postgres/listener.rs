@@ -19,7 +19,8 @@ pub(super) fn channel(schema: &str) -> &str {
 }
 
 /// The listener of one store, shared by its clones, started by the first waiter (inside a
-/// runtime) and stopped when the last clone drops.
+/// runtime; again by a later one if that runtime ended) and stopped when the last clone
+/// drops.
 pub(super) struct Listening {
     changes: Arc<Changes>,
     config: Config,
@@ -43,7 +44,10 @@ impl Listening {
             .task
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if task.is_none()
+        // Not yet started, or ended with the runtime it ran on: started on this one.
+        if task
+            .as_ref()
+            .is_none_or(tokio::task::JoinHandle::is_finished)
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             let listen = listen(
