@@ -124,3 +124,22 @@ pub async fn waiting(dispatcher: &Dispatcher, call: &CallContext) -> PendingAppr
 
 /// An hour, the approvals' lifetime in these tests.
 pub const HOUR: Duration = Duration::from_secs(3600);
+
+/// The one approval `desk` waits on, which nobody has approved yet, approved by manager Mia:
+/// someone other than the employee who asked.
+///
+/// # Panics
+///
+/// When nothing waits, someone approved it already, or the approval is refused.
+pub async fn a_manager_approves_what_waits(desk: &Dispatcher) {
+    let pending = desk
+        .pending_approvals()
+        .await
+        .unwrap()
+        .pop()
+        .expect("waits");
+    assert!(pending.approvals.is_empty(), "{:?}", pending.approvals);
+    desk.approve_pending(&pending, "manager:mia", HOUR)
+        .await
+        .expect("another person approves");
+}

@@ -73,6 +73,15 @@ async fn connect(server: McpServer, tasks: bool) -> Session {
     tool_contract_tests::mcp::discover(server, Client { tasks, urls: false }).await
 }
 
+/// A session of a client that takes tasks and URL-mode elicitation (the console's page).
+async fn connect_declaring_urls(server: McpServer) -> Session {
+    let client = Client {
+        tasks: true,
+        urls: true,
+    };
+    tool_contract_tests::mcp::discover(server, client).await
+}
+
 fn memory() -> Arc<dyn ControlStore> {
     Arc::new(MemoryStore::new())
 }
@@ -607,14 +616,7 @@ async fn a_write_in_a_task_waits_for_two_passkey_approvals_given_in_the_console(
     let server = McpServer::new(desk.dispatcher.clone(), alice())
         .with_tasks(every_call)
         .with_approvals_console(&page);
-    let client = tool_contract_tests::mcp::discover(
-        server,
-        Client {
-            tasks: true,
-            urls: true,
-        },
-    )
-    .await;
+    let client = connect_declaring_urls(server).await;
     let task_id = started(&client, message()).await;
     let waiting = once(&client, &task_id, TaskStatus::InputRequired).await;
 
@@ -855,14 +857,7 @@ async fn by_another_a_task_waits_for_someone_else_whatever_its_caller_answers() 
     let server = McpServer::new(Arc::clone(&desk), expenses::employee())
         .with_tasks(every_call)
         .with_approvals_console("https://desk.example/approvals/{approval_id}");
-    let client = tool_contract_tests::mcp::discover(
-        server,
-        Client {
-            tasks: true,
-            urls: true,
-        },
-    )
-    .await;
+    let client = connect_declaring_urls(server).await;
     let task_id = started(&client, pay_out()).await;
     let waiting = once(&client, &task_id, TaskStatus::InputRequired).await;
     let key = question(&waiting);
@@ -877,16 +872,7 @@ async fn by_another_a_task_waits_for_someone_else_whatever_its_caller_answers() 
     );
     assert_eq!(payroll.payouts("R-7"), 0, "the caller's yes paid nothing");
 
-    let pending = desk
-        .pending_approvals()
-        .await
-        .unwrap()
-        .pop()
-        .expect("waits");
-    assert!(pending.approvals.is_empty(), "{:?}", pending.approvals);
-    desk.approve_pending(&pending, "manager:mia", expenses::HOUR)
-        .await
-        .expect("another person approves");
+    expenses::a_manager_approves_what_waits(&desk).await;
     let done = once(&client, &task_id, TaskStatus::Completed).await;
     assert_eq!(structured(&done)["status"], "succeeded", "{done:?}");
     assert_eq!(payroll.payouts("R-7"), 1);

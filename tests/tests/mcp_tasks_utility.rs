@@ -90,6 +90,23 @@ fn accept_form(_: &Value) -> Value {
     json!({ "action": "accept", "content": { "approve": true } })
 }
 
+/// `tasks/result` of `task`, every form it asks on the way accepted: the answer, and what
+/// was asked.
+async fn result_accepting_forms(wire: &mut Wire, task: &Value) -> (Value, Vec<Value>) {
+    let mut asked = Vec::new();
+    let result = wire
+        .request_answering(
+            "tasks/result",
+            json!({ "taskId": task["taskId"] }),
+            |request| {
+                asked.push(request.clone());
+                accept_form(request)
+            },
+        )
+        .await;
+    (result, asked)
+}
+
 #[tokio::test]
 async fn a_2025_11_25_session_is_told_the_utility_and_each_tools_task_support() {
     let remote = Remote::new();
@@ -177,17 +194,7 @@ async fn tasks_result_asks_what_the_task_waits_for_tied_to_the_task_and_the_writ
     once(&mut wire, &task["taskId"], "input_required").await;
     assert_eq!(remote.all_requests(), 0, "nothing ran while it waits");
 
-    let mut asked = Vec::new();
-    let result = wire
-        .request_answering(
-            "tasks/result",
-            json!({ "taskId": task["taskId"] }),
-            |request| {
-                asked.push(request.clone());
-                accept_form(request)
-            },
-        )
-        .await;
+    let (result, asked) = result_accepting_forms(&mut wire, &task).await;
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert_eq!(asked[0]["method"], "elicitation/create");
     assert_eq!(
@@ -533,30 +540,11 @@ async fn by_another_tasks_result_counts_the_callers_answer_for_nothing() {
         let (desk, payroll) = (Arc::clone(&desk), Arc::clone(&payroll));
         async move {
             tokio::time::sleep(Duration::from_millis(800)).await;
-            let pending = desk
-                .pending_approvals()
-                .await
-                .unwrap()
-                .pop()
-                .expect("waits");
-            assert!(pending.approvals.is_empty(), "{:?}", pending.approvals);
             assert_eq!(payroll.payouts("R-7"), 0, "the caller's yes paid nothing");
-            desk.approve_pending(&pending, "manager:mia", expenses::HOUR)
-                .await
-                .expect("another person approves");
+            expenses::a_manager_approves_what_waits(&desk).await;
         }
     });
-    let mut asked = Vec::new();
-    let result = wire
-        .request_answering(
-            "tasks/result",
-            json!({ "taskId": task["taskId"] }),
-            |request| {
-                asked.push(request.clone());
-                accept_form(request)
-            },
-        )
-        .await;
+    let (result, asked) = result_accepting_forms(&mut wire, &task).await;
     manager.await.expect("the manager's checks hold");
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert_eq!(asked[0]["params"]["mode"], "url", "{asked:?}");
