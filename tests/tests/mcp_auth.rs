@@ -3,7 +3,7 @@
 //! Each refusal of a token is a test of its own, and so is each way a principal is kept.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -44,6 +44,15 @@ async fn serve_with(
     verifier: impl TokenVerifier,
     configure: impl FnOnce(DispatcherBuilder) -> DispatcherBuilder,
 ) -> Served {
+    serve_configured(verifier, configure, |server| server).await
+}
+
+/// As [`serve_with`], the server as `server` makes it.
+async fn serve_configured(
+    verifier: impl TokenVerifier,
+    configure: impl FnOnce(DispatcherBuilder) -> DispatcherBuilder,
+    server: impl FnOnce(McpServer) -> McpServer,
+) -> Served {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let resource = format!("http://{}/mcp", listener.local_addr().unwrap());
     let remote = Remote::new();
@@ -58,7 +67,7 @@ async fn serve_with(
         .with_scope_when("mail:external", |message: &SendMessage| {
             !message.to.ends_with("@acme.example")
         });
-    let server = McpServer::authenticated(dispatcher.clone(), resource_server).unwrap();
+    let server = server(McpServer::authenticated(dispatcher.clone(), resource_server).unwrap());
     tokio::spawn(server.serve_http(listener));
     Served {
         resource,
@@ -668,36 +677,19 @@ async fn a_handshake_session_keeps_the_principal_of_its_initialize() {
     let bob = issuer
         .token_for(&served.resource, "acme", "bob", scope)
         .await;
-    let in_session = |token: String, session: Option<String>, message: Value| {
-        let resource = served.resource.clone();
-        async move {
-            let authorization = format!("Bearer {token}");
-            let mut headers = vec![
-                ("accept", "application/json, text/event-stream"),
-                ("authorization", authorization.as_str()),
-            ];
-            if let Some(session) = &session {
-                headers.push(("mcp-session-id", session.as_str()));
-                headers.push(("mcp-protocol-version", "2025-11-25"));
-            }
-            http::post_json(&resource, &headers, &message).await
-        }
-    };
-    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": { "name": "session-test", "version": "1" } } });
-    let opened = in_session(alice.clone(), None, initialize).await;
+    let url = &served.resource;
+    let opened = in_session(url, &alice, None, &initialize()).await;
     assert_eq!(opened.status, 200, "{}", opened.text);
     let session = opened.header("mcp-session-id").to_owned();
     assert!(!session.is_empty(), "a session id");
     let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-    let noted = in_session(alice.clone(), Some(session.clone()), initialized).await;
+    let noted = in_session(url, &alice, Some(&session), &initialized).await;
     assert!(noted.status.is_success(), "{}", noted.text);
 
     let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
-    let by_bob = in_session(bob, Some(session.clone()), list.clone()).await;
+    let by_bob = in_session(url, &bob, Some(&session), &list).await;
     assert_eq!(by_bob.status, 403, "{}", by_bob.text);
-    let by_alice = in_session(alice.clone(), Some(session.clone()), list).await;
+    let by_alice = in_session(url, &alice, Some(&session), &list).await;
     assert_eq!(by_alice.status, 200, "{}", by_alice.text);
     assert!(
         by_alice.json()["result"]["tools"].is_array(),
@@ -706,12 +698,114 @@ async fn a_handshake_session_keeps_the_principal_of_its_initialize() {
     );
     // A session nobody opened here is not found.
     let unknown = in_session(
-        alice,
-        Some("not-a-session".to_owned()),
-        json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/list" }),
+        url,
+        &alice,
+        Some("not-a-session"),
+        &json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/list" }),
     )
     .await;
     assert_eq!(unknown.status, 404, "{}", unknown.text);
+}
+
+/// `message` POSTed as a handshake revision asks: in `session` when it names one.
+async fn in_session(url: &str, token: &str, session: Option<&str>, message: &Value) -> Answer {
+    let authorization = format!("Bearer {token}");
+    let mut headers = vec![
+        ("accept", "application/json, text/event-stream"),
+        ("authorization", authorization.as_str()),
+    ];
+    if let Some(session) = session {
+        headers.push(("mcp-session-id", session));
+        headers.push(("mcp-protocol-version", "2025-11-25"));
+    }
+    http::post_json(url, &headers, message).await
+}
+
+fn initialize() -> Value {
+    json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": { "name": "session-test", "version": "1" } } })
+}
+
+/// Thirty `initialize`s of one principal at once, at a limit of three sessions: three open,
+/// twenty-seven are `429` with `CALLER_LIMIT` and open nothing, while another principal
+/// opens a session and lists its tools (timed); a session closed frees its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_sessions_by_one_principal_ends_at_its_limit_and_another_is_served() {
+    const FLOOD: usize = 30;
+    const LIMIT: usize = 3;
+    let Some(issuer) = MockIssuer::start("sessions per principal") else {
+        return;
+    };
+    let served = serve_configured(
+        jwt(&issuer),
+        |builder| builder,
+        |server| server.with_sessions_per_principal(LIMIT),
+    )
+    .await;
+    let url = served.resource.clone();
+    let scope = "tools:read";
+    let alice = issuer.token_for(&url, "acme", "alice", scope).await;
+    let bob = issuer.token_for(&url, "acme", "bob", scope).await;
+
+    let flood: Vec<_> = (0..FLOOD)
+        .map(|_| {
+            let (url, alice) = (url.clone(), alice.clone());
+            tokio::spawn(async move { in_session(&url, &alice, None, &initialize()).await })
+        })
+        .collect();
+    let started = Instant::now();
+    let opened = in_session(&url, &bob, None, &initialize()).await;
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    let bobs = opened.header("mcp-session-id").to_owned();
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    let listed = in_session(&url, &bob, Some(&bobs), &list).await;
+    let bob_took = started.elapsed();
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    eprintln!("another principal's initialize and tools/list during the flood: {bob_took:?}");
+    assert!(bob_took < Duration::from_secs(5), "{bob_took:?}");
+
+    let mut sessions = Vec::new();
+    let mut refused = 0;
+    for answer in flood {
+        let answer = answer.await.unwrap();
+        match answer.status.as_u16() {
+            200 => sessions.push(answer.header("mcp-session-id").to_owned()),
+            429 => {
+                let error = &answer.json()["error"];
+                assert_eq!(error["data"]["code"], "CALLER_LIMIT", "{}", answer.text);
+                assert_eq!(error["data"]["recovery"], "retry_after", "{}", answer.text);
+                assert_eq!(answer.json()["id"], 1, "{}", answer.text);
+                assert!(!answer.header("retry-after").is_empty(), "a Retry-After");
+                assert!(answer.header("mcp-session-id").is_empty(), "no session");
+                refused += 1;
+            }
+            status => panic!("{status}: {}", answer.text),
+        }
+    }
+    assert_eq!((sessions.len(), refused), (LIMIT, FLOOD - LIMIT));
+    let more = in_session(&url, &alice, None, &initialize()).await;
+    assert_eq!(more.status, 429, "{}", more.text);
+
+    let authorization = format!("Bearer {alice}");
+    let closed = http::send(
+        ::http::Method::DELETE,
+        &url,
+        &[
+            ("authorization", authorization.as_str()),
+            ("mcp-session-id", sessions[0].as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+        Vec::new(),
+    )
+    .await;
+    assert!(closed.status.is_success(), "{}", closed.text);
+    let again = in_session(&url, &alice, None, &initialize()).await;
+    assert_eq!(
+        again.status, 200,
+        "a closed session frees its place: {}",
+        again.text
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

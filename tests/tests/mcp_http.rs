@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tool_contract::control::{ControlStore, MemoryStore};
 use tool_contract::mcp::McpServer;
+use tool_contract_tests::http as loopback;
 use tool_contract_tests::tracker::{Remote, alice, dispatcher};
 
 /// Starts a replica over `store` on a loopback port of its own; returns its address.
@@ -294,4 +295,39 @@ async fn a_2025_11_25_session_call_is_answered_in_under_5_ms_on_one_connection()
         quick < std::time::Duration::from_millis(5),
         "{quick:?}, of {took:?}"
     );
+}
+
+/// A server of one principal counts every client's handshake sessions as that principal's:
+/// past its limit an `initialize` is `429` with `CALLER_LIMIT`, however its method is
+/// spelled in JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_of_one_principal_bounds_its_sessions_as_one_callers() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let store: Arc<dyn ControlStore> = Arc::new(MemoryStore::new());
+    let server = McpServer::new(Arc::new(dispatcher(&Remote::new(), store)), alice())
+        .with_sessions_per_principal(2);
+    tokio::spawn(server.serve_http(listener));
+    let headers = [("accept", "application/json, text/event-stream")];
+    let initialize = |method: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"{method}","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"bound","version":"1"}}}}}}"#
+        )
+    };
+    let open = async |method: &str| {
+        let body = initialize(method).into_bytes();
+        let mut headers = headers.to_vec();
+        headers.push(("content-type", "application/json"));
+        loopback::send(http::Method::POST, &url, &headers, body).await
+    };
+    for _ in 0..2 {
+        let opened = open("initialize").await;
+        assert_eq!(opened.status, 200, "{}", opened.text);
+    }
+    for spelled in ["initialize", r"\u0069nitialize"] {
+        let refused = open(spelled).await;
+        assert_eq!(refused.status, 429, "{spelled}: {}", refused.text);
+        assert_eq!(refused.json()["error"]["data"]["code"], "CALLER_LIMIT");
+        assert_eq!(refused.json()["id"], 7);
+    }
 }

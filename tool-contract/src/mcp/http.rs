@@ -18,13 +18,15 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::net::TcpListener;
 
 #[cfg(feature = "mcp-auth")]
-use super::auth::{Door, session_of};
-#[cfg(feature = "mcp-auth")]
+use super::auth::Door;
 use super::caller::Callers;
 use super::capture::Kept;
 use super::reply::{self, Reply};
 use super::server::{McpServeError, McpServer};
+use super::sessions::{Opening, SessionBook, session_of};
 use super::utility_transport::UtilitySessions;
+use crate::results::{ErrorCode, ModelError};
+use crate::vocabulary::Principal;
 use crate::vocabulary::origin::origin_allowed;
 
 type HttpService = StreamableHttpService<McpServer, UtilitySessions>;
@@ -70,13 +72,22 @@ impl McpServer {
             .map_err(|error| McpServeError::Accept(Box::new(error)))?;
         let mut config = StreamableHttpServerConfig::default();
         let mut hosts = config.allowed_hosts.clone();
+        let book = Arc::new(SessionBook::new(self.sessions_per_principal));
+        let transport_sessions = Arc::new(UtilitySessions::default());
         let front = Arc::new(Front {
             #[cfg(feature = "console")]
             console: self.console.clone(),
             max_body: self.max_message_bytes(),
             allowed_origins: self.allowed_origins.clone(),
             #[cfg(feature = "mcp-auth")]
-            door: self.door(),
+            door: self.door(&book),
+            one_principal: match &self.callers {
+                Callers::One(principal) => Some(principal.clone()),
+                #[cfg(feature = "mcp-auth")]
+                Callers::Tokens(_) => None,
+            },
+            book,
+            transport_sessions: transport_sessions.clone(),
         });
         if let Some(proxy_hosts) = &self.proxy_hosts {
             tracing::warn!(
@@ -99,11 +110,8 @@ impl McpServer {
         // A replica that serves tasks takes over those whose replica died, while it serves.
         let _resuming = self.resuming_tasks();
         let template = self;
-        let service: HttpService = StreamableHttpService::new(
-            move || Ok(template.clone()),
-            Arc::new(UtilitySessions::default()),
-            config,
-        );
+        let service: HttpService =
+            StreamableHttpService::new(move || Ok(template.clone()), transport_sessions, config);
         loop {
             let (stream, _) = listener
                 .accept()
@@ -132,11 +140,12 @@ impl McpServer {
     }
 
     #[cfg(feature = "mcp-auth")]
-    fn door(&self) -> Option<Arc<Door>> {
+    fn door(&self, book: &Arc<SessionBook>) -> Option<Arc<Door>> {
         match &self.callers {
             Callers::Tokens(resource) => Some(Arc::new(Door::new(
                 resource.clone(),
                 self.dispatcher.clone(),
+                book.clone(),
             ))),
             Callers::One(_) => None,
         }
@@ -164,6 +173,12 @@ struct Front {
     allowed_origins: Arc<Vec<String>>,
     #[cfg(feature = "mcp-auth")]
     door: Option<Arc<Door>>,
+    /// The principal of every request, on a server that acts for one.
+    one_principal: Option<Principal>,
+    /// The handshake sessions each principal holds.
+    book: Arc<SessionBook>,
+    /// rmcp's sessions, asked whether a session the book counts still lives.
+    transport_sessions: Arc<UtilitySessions>,
 }
 
 impl Front {
@@ -213,7 +228,26 @@ impl Front {
             }
             Err(_) => return reply::text(StatusCode::BAD_REQUEST, "the request body broke off"),
         };
-        if let Some(kept) = Kept::of(&body) {
+        let kept = Kept::of(&body);
+        let opening = if kept.is_none() && opens_session(&parts, &body) {
+            #[cfg(feature = "mcp-auth")]
+            let principal = caller
+                .as_ref()
+                .map(|caller| &caller.0.principal)
+                .or(self.one_principal.as_ref());
+            #[cfg(not(feature = "mcp-auth"))]
+            let principal = self.one_principal.as_ref();
+            match principal {
+                Some(principal) => match self.open_session(principal).await {
+                    Some(opening) => Some(opening),
+                    None => return self.sessions_full(principal, &body),
+                },
+                None => None,
+            }
+        } else {
+            None
+        };
+        if let Some(kept) = kept {
             #[cfg(feature = "mcp-auth")]
             if let (Some(door), Some(caller)) = (&self.door, &caller)
                 && let Some(refusal) = door.refuse_call(caller, kept.tool(), kept.arguments())
@@ -222,11 +256,9 @@ impl Front {
             }
             parts.extensions.insert(kept);
         }
-        #[cfg(feature = "mcp-auth")]
-        let asked = (
-            parts.method.clone(),
-            session_of(&parts.headers).map(str::to_owned),
-        );
+        let closes = (parts.method == http::Method::DELETE)
+            .then(|| session_of(&parts.headers).map(str::to_owned))
+            .flatten();
         #[cfg(feature = "mcp-auth")]
         if let Some(caller) = &caller {
             parts.extensions.insert(caller.clone());
@@ -238,12 +270,87 @@ impl Front {
             Ok(answer) => answer,
             Err(never) => match never {},
         };
-        #[cfg(feature = "mcp-auth")]
-        if let (Some(door), Some(caller)) = (&self.door, &caller) {
-            door.observe(&asked.0, asked.1.as_deref(), caller, &answer);
+        if answer.status().is_success() {
+            if let (Some(opening), Some(id)) = (opening, session_of(answer.headers())) {
+                opening.opened(id);
+            }
+            if let Some(id) = closes {
+                self.book.closed(&id);
+            }
         }
         answer
     }
+
+    /// Counts a session `principal` opens, or `None` when it holds its limit.
+    async fn open_session(&self, principal: &Principal) -> Option<Opening> {
+        use rmcp::transport::streamable_http_server::session::SessionManager;
+
+        let transport = &self.transport_sessions;
+        self.book
+            .open(principal, |id| async move {
+                transport.has_session(&id.into()).await.unwrap_or(false)
+            })
+            .await
+    }
+
+    /// The answer to an `initialize` of a principal that holds every session it may:
+    /// `429`, and a JSON-RPC error whose `data` is the catalog's `CALLER_LIMIT`.
+    fn sessions_full(&self, principal: &Principal, body: &[u8]) -> Reply {
+        tracing::info!(
+            tenant = %principal.tenant,
+            limit = self.book.per_principal(),
+            "an initialize was refused: its principal holds every session it may"
+        );
+        let error = ModelError::new(ErrorCode::CallerLimit);
+        let id = serde_json::from_slice::<Asked<'_>>(body)
+            .ok()
+            .and_then(|asked| asked.id)
+            .and_then(|id| serde_json::from_str::<serde_json::Value>(id.get()).ok())
+            .unwrap_or(serde_json::Value::Null);
+        let answer = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {
+                // JSON-RPC 2.0 leaves -32000 to -32099 to the server's own errors.
+                "code": -32000,
+                "message": format!(
+                    "the principal holds {} sessions: close one, or retry later",
+                    self.book.per_principal()
+                ),
+                "data": error,
+            }
+        });
+        let mut reply = reply::body(
+            StatusCode::TOO_MANY_REQUESTS,
+            "application/json",
+            bytes::Bytes::from(answer.to_string()),
+        );
+        if let Some(ms) = error.retry_after_ms() {
+            reply.headers_mut().insert(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from(ms.div_ceil(1000)),
+            );
+        }
+        reply
+    }
+}
+
+/// What the front reads of a request that is not a `tools/call`.
+#[derive(serde::Deserialize)]
+struct Asked<'a> {
+    #[serde(borrow)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    id: Option<&'a serde_json::value::RawValue>,
+}
+
+/// Whether the request opens a handshake session: an `initialize` posted outside any
+/// session.
+fn opens_session(parts: &http::request::Parts, body: &[u8]) -> bool {
+    parts.method == http::Method::POST
+        && session_of(&parts.headers).is_none()
+        && serde_json::from_slice::<Asked<'_>>(body)
+            .is_ok_and(|asked| asked.method.as_deref() == Some("initialize"))
 }
 
 #[cfg(feature = "console")]

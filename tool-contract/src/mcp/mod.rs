@@ -108,6 +108,8 @@ mod questions;
 mod reply;
 mod same;
 mod server;
+#[cfg(feature = "mcp-http")]
+mod sessions;
 mod task_options;
 mod tasks;
 mod telemetry;
@@ -117,6 +119,8 @@ mod utility_transport;
 pub use approval::StateRefusal;
 pub use questions::Asking;
 pub use server::{McpServeError, McpServer, OPERATION_ID_META};
+#[cfg(feature = "mcp-http")]
+pub use sessions::SESSIONS_PER_PRINCIPAL;
 pub use task_options::{OPEN_TASKS_PER_PRINCIPAL, TaskSupport};
 pub use tasks::Resumed;
 

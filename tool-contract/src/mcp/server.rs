@@ -134,6 +134,9 @@ pub struct McpServer {
     /// The `Host` names an authenticating proxy in front forwards, once the application says
     /// one is there.
     pub(super) proxy_hosts: Option<Arc<Vec<String>>>,
+    /// How many handshake sessions one principal may hold over Streamable HTTP.
+    #[cfg(feature = "mcp-http")]
+    pub(super) sessions_per_principal: usize,
     /// The approvals console served on the same port over HTTP, under its base path.
     #[cfg(all(feature = "console", feature = "mcp-http"))]
     pub(super) console: Option<(Arc<str>, axum::Router)>,
@@ -224,6 +227,8 @@ impl McpServer {
             captured: None,
             allowed_origins: Arc::new(Vec::new()),
             proxy_hosts: None,
+            #[cfg(feature = "mcp-http")]
+            sessions_per_principal: super::sessions::SESSIONS_PER_PRINCIPAL,
         }
     }
 
@@ -257,6 +262,19 @@ impl McpServer {
         hosts: impl IntoIterator<Item = impl Into<String>>,
     ) -> Self {
         self.proxy_hosts = Some(Arc::new(hosts.into_iter().map(Into::into).collect()));
+        self
+    }
+
+    /// How many handshake sessions (2025-11-25 and before) one principal may hold open over
+    /// Streamable HTTP: [`SESSIONS_PER_PRINCIPAL`](crate::mcp::SESSIONS_PER_PRINCIPAL) unless
+    /// said here. An `initialize` past it is answered `429` with a JSON-RPC error whose
+    /// `data` is the catalog's `CALLER_LIMIT`, and opens nothing; a session its client closed
+    /// (`DELETE`) or the transport ended (its keep-alive lapsed) frees its place. A server of
+    /// [`new`](Self::new) counts every client as its one principal.
+    #[cfg(feature = "mcp-http")]
+    #[must_use]
+    pub fn with_sessions_per_principal(mut self, limit: usize) -> Self {
+        self.sessions_per_principal = limit;
         self
     }
 

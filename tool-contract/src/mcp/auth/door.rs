@@ -6,8 +6,7 @@
 //! principal that opened it, and refuses a call whose scopes the token lacks, with the
 //! challenge a client steps up from (MCP's "Scope Challenge Handling").
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http::request::Parts;
@@ -18,17 +17,11 @@ use super::resource::ResourceServer;
 use super::token::{TokenRefusal, VerifiedToken};
 use crate::dispatch::Dispatcher;
 use crate::mcp::reply::{self, Reply};
+use crate::mcp::sessions::{SessionBook, session_of};
 use crate::vocabulary::Principal;
 
 /// The longest `Authorization` header read; a longer one is refused before it is parsed.
 pub const MAX_AUTHORIZATION_BYTES: usize = 8 * 1024;
-
-/// Handshake sessions tracked at once; past that the oldest is forgotten (its client is told
-/// the session is gone and opens another).
-const SESSIONS: usize = 10_000;
-
-/// The header of a handshake session's id.
-const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The caller of one HTTP request, as the door verified it: what the server's handler acts
 /// for. Only the door makes one, so nothing else in a request's extensions can pose as it.
@@ -60,17 +53,16 @@ pub(crate) struct Door {
     metadata_url: String,
     /// What a client asks for to use the server at all, as a `401` names it.
     supported: String,
-    sessions: Mutex<Sessions>,
-}
-
-#[derive(Default)]
-struct Sessions {
-    principals: HashMap<String, Principal>,
-    order: VecDeque<String>,
+    /// Which principal opened each handshake session.
+    sessions: Arc<SessionBook>,
 }
 
 impl Door {
-    pub(crate) fn new(resource: Arc<ResourceServer>, dispatcher: Arc<Dispatcher>) -> Self {
+    pub(crate) fn new(
+        resource: Arc<ResourceServer>,
+        dispatcher: Arc<Dispatcher>,
+        sessions: Arc<SessionBook>,
+    ) -> Self {
         let registry = dispatcher.registry();
         let metadata = Bytes::from(resource.metadata(registry).to_string());
         let supported = resource.scopes.supported(registry).join(" ");
@@ -80,7 +72,7 @@ impl Door {
             dispatcher,
             metadata,
             supported,
-            sessions: Mutex::new(Sessions::default()),
+            sessions,
         }
     }
 
@@ -129,38 +121,6 @@ impl Door {
         Some(self.refusal(&Refused::Scope(needed)))
     }
 
-    /// Notes what the answer to a request says of its session: a session opened (the answer
-    /// to an `initialize` names its id) belongs to `caller` from now on; a session closed
-    /// (`DELETE`) is forgotten.
-    pub(crate) fn observe(
-        &self,
-        method: &Method,
-        asked_in: Option<&str>,
-        caller: &Caller,
-        answer: &Reply,
-    ) {
-        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        match (asked_in, answer.headers().get(SESSION_HEADER)) {
-            (None, Some(opened)) if answer.status().is_success() => {
-                let Ok(id) = opened.to_str() else { return };
-                if sessions.order.len() >= SESSIONS
-                    && let Some(oldest) = sessions.order.pop_front()
-                {
-                    sessions.principals.remove(&oldest);
-                }
-                sessions
-                    .principals
-                    .insert(id.to_owned(), caller.0.principal.clone());
-                sessions.order.push_back(id.to_owned());
-            }
-            (Some(id), _) if *method == Method::DELETE && answer.status().is_success() => {
-                sessions.principals.remove(id);
-                sessions.order.retain(|kept| kept != id);
-            }
-            _ => {}
-        }
-    }
-
     async fn verified(&self, parts: &Parts) -> Result<VerifiedToken, Refused> {
         if token_in_query(parts.uri.query()) {
             return Err(Refused::BadRequest(
@@ -180,9 +140,8 @@ impl Door {
         let Some(id) = session_of(&parts.headers) else {
             return Ok(());
         };
-        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        match sessions.principals.get(id) {
-            Some(owner) if owner == principal => Ok(()),
+        match self.sessions.owner(id) {
+            Some(owner) if owner == *principal => Ok(()),
             Some(_) => Err(Refused::OtherPrincipal),
             None => Err(Refused::UnknownSession),
         }
@@ -255,11 +214,6 @@ impl Door {
         }
         answer
     }
-}
-
-/// The session a request names, if any.
-pub(crate) fn session_of(headers: &http::HeaderMap) -> Option<&str> {
-    headers.get(SESSION_HEADER).and_then(|id| id.to_str().ok())
 }
 
 /// Whether the query string carries an access token (RFC 6750, section 2.3, which MCP forbids).

@@ -47,7 +47,7 @@ mod token;
 mod uri;
 
 pub use door::MAX_AUTHORIZATION_BYTES;
-pub(crate) use door::{Caller, Door, session_of};
+pub(crate) use door::{Caller, Door};
 pub use error::AuthConfigError;
 pub use introspection::IntrospectionVerifier;
 pub use jwt::{Issuer, JwtVerifier, MAX_LEEWAY};
