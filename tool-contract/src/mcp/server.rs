@@ -1580,7 +1580,7 @@ mod tests {
 
     /// The size of the future `make` returns, never polled nor made.
     fn future_size<Args, Made: Future>(_: impl FnOnce(Args) -> Made) -> usize {
-        std::mem::size_of::<Made>()
+        size_of::<Made>()
     }
 
     /// rmcp moves the future of every request by value as it spawns it (about 60k
