@@ -62,8 +62,7 @@ pub async fn desk() -> Desk {
 /// memory store, with the desk's audit log, passkeys, receipts, directory and console.
 pub async fn desk_of(remote: Arc<Remote>, tools: DispatcherBuilder) -> Desk {
     let store: Arc<dyn ControlStore> = Arc::new(MemoryStore::new());
-    let relying_party =
-        RelyingParty::new(RP_ID, "Acme desk", [ORIGIN]).expect("the tests' relying party");
+    let relying_party = relying_party();
     let directory = std::env::temp_dir().join(format!(
         "tool-contract-console-{}-{}",
         std::process::id(),
@@ -86,17 +85,7 @@ pub async fn desk_of(remote: Arc<Remote>, tools: DispatcherBuilder) -> Desk {
             .build()
             .expect("the desk builds"),
     );
-    for (id, name, tenant) in [
-        ("sup-ana", "Ana Lima", "acme"),
-        ("sup-ben", "Ben Okafor", "acme"),
-        ("sup-cy", "Cy Other", "globex"),
-        ("aud-dee", "Dee Auditor", "*"),
-    ] {
-        dispatcher
-            .put_approver(Approver::new(id, name, [tenant], ["*"]))
-            .await
-            .expect("added");
-    }
+    put_people(&dispatcher).await;
     let published = KeySet::new([receipt_signer().published_key()]).expect("one key");
     let console = Console::new(
         Arc::clone(&dispatcher),
@@ -115,6 +104,27 @@ pub async fn desk_of(remote: Arc<Remote>, tools: DispatcherBuilder) -> Desk {
         log,
         published,
     }
+}
+
+/// The desk's four people, in `dispatcher`'s directory: two supervisors of `acme`, one of
+/// another tenant, and an auditor of every tenant.
+pub async fn put_people(dispatcher: &Dispatcher) {
+    for (id, name, tenant) in [
+        ("sup-ana", "Ana Lima", "acme"),
+        ("sup-ben", "Ben Okafor", "acme"),
+        ("sup-cy", "Cy Other", "globex"),
+        ("aud-dee", "Dee Auditor", "*"),
+    ] {
+        dispatcher
+            .put_approver(Approver::new(id, name, [tenant], ["*"]))
+            .await
+            .expect("added");
+    }
+}
+
+/// A relying party for the tests' passkeys.
+pub fn relying_party() -> RelyingParty {
+    RelyingParty::new(RP_ID, "Acme desk", [ORIGIN]).expect("the tests' relying party")
 }
 
 impl Desk {

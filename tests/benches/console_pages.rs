@@ -1,0 +1,144 @@
+//! The console's pages over a PostgreSQL audit log of a million records: the log is filled
+//! through the dispatcher (reads, each appended as it runs, many at once so the log
+//! group-commits), then an auditor signed in with a passkey reads each page over loopback,
+//! timed from request to last byte. The goal is 100 ms a page; a page over that fails the
+//! run.
+//!
+//! ```sh
+//! TOOL_CONTRACT_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test \
+//!     cargo bench -p tool-contract-tests --bench console_pages [-- RECORDS]
+//! ```
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tool_contract::SecretKey;
+use tool_contract::console::{Console, ConsoleOptions};
+use tool_contract::control::{ControlStore, MemoryStore, PostgresAuditLog};
+use tool_contract::dispatch::Task;
+use tool_contract::results::KeySet;
+use tool_contract_tests::console::{
+    Visit, invitation, put_people, receipt_signer, relying_party, serve,
+};
+use tool_contract_tests::passkey::SoftAuthenticator;
+use tool_contract_tests::postgres::Schema;
+use tool_contract_tests::tracker::{Remote, alice, audit_key, builder, context};
+
+/// Records in the log unless the command line says otherwise.
+const RECORDS: usize = 1_000_000;
+/// Reads in flight while the log fills.
+const WRITERS: usize = 64;
+/// Times each page is read.
+const READS: usize = 20;
+/// The goal: each page within this.
+const GOAL: Duration = Duration::from_millis(100);
+
+fn main() {
+    let records: usize = std::env::args()
+        .skip(1)
+        .find_map(|argument| argument.parse().ok())
+        .unwrap_or(RECORDS);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(run(records));
+}
+
+async fn run(records: usize) {
+    let schema = Schema::new("console_pages")
+        .expect("TOOL_CONTRACT_POSTGRES_URL names the PostgreSQL server this bench fills");
+    let postgres = schema.store().await;
+    let log = Arc::new(
+        PostgresAuditLog::new(&postgres, audit_key()).sign_tree_heads(receipt_signer(), 1_000),
+    );
+    let store: Arc<dyn ControlStore> = Arc::new(MemoryStore::new());
+    let dispatcher = Arc::new(
+        builder(&Remote::new())
+            .store(store)
+            .audit_sink(log.clone())
+            .relying_party(relying_party())
+            .approval_receipts(receipt_signer())
+            .build()
+            .expect("the desk builds"),
+    );
+
+    let started = Instant::now();
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let dispatcher = dispatcher.clone();
+            tokio::spawn(async move {
+                for index in (writer..records).step_by(WRITERS) {
+                    let call = context(
+                        &format!("c{index}"),
+                        "read_doc",
+                        serde_json::json!({ "doc_id": format!("d{}", index % 1000) }),
+                        "op",
+                        "k",
+                    );
+                    let dispatch = dispatcher
+                        .dispatch(&alice(), &call, &Task::unlimited())
+                        .await;
+                    assert!(dispatch.audit_error.is_none(), "{:?}", dispatch.audit_error);
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.expect("a writer");
+    }
+    let filled = started.elapsed();
+    println!(
+        "filled: {records} records in {:.1} s ({:.0} a second)",
+        filled.as_secs_f64(),
+        records as f64 / filled.as_secs_f64()
+    );
+
+    put_people(&dispatcher).await;
+    let published = KeySet::new([receipt_signer().published_key()]).expect("one key");
+    let console = Console::new(
+        dispatcher.clone(),
+        SecretKey::new([0x33; 32]).expect("a key"),
+        ConsoleOptions::new(tool_contract_tests::passkey::ORIGIN, "/console"),
+    )
+    .expect("the console sets up")
+    .with_audit_log(log.clone(), audit_key(), published);
+    let mut dee = Visit::new(&serve(&console).await);
+    let mut key = SoftAuthenticator::new();
+    let enrolled = dee
+        .enrol(&invitation(&console, "aud-dee").await, &mut key)
+        .await;
+    assert_eq!(enrolled.status, 200, "{}", enrolled.text);
+
+    let mut over = Vec::new();
+    for page in ["/audit", "/overview", "/receipts"] {
+        let mut took = Vec::with_capacity(READS);
+        for _ in 0..READS {
+            let asked = Instant::now();
+            let answer = dee.get(page).await;
+            took.push(asked.elapsed());
+            assert_eq!(answer.status, 200, "{page}: {}", answer.text);
+            assert!(!answer.text.contains("broken"), "{page}: {}", answer.text);
+        }
+        took.sort_unstable();
+        let (median, slowest) = (took[READS / 2], took[READS - 1]);
+        println!(
+            "{page}: median {:.1} ms, slowest {:.1} ms of {READS}",
+            median.as_secs_f64() * 1e3,
+            slowest.as_secs_f64() * 1e3
+        );
+        if slowest > GOAL {
+            over.push(page);
+        }
+    }
+    println!(
+        "console: pages over a PostgreSQL log of {records} records, goal {} ms: {}",
+        GOAL.as_millis(),
+        if over.is_empty() {
+            "met".to_owned()
+        } else {
+            format!("over on {over:?}")
+        }
+    );
+    assert!(over.is_empty(), "pages over the goal: {over:?}");
+}
