@@ -161,6 +161,27 @@ fn a_number_out_of_its_bounds_names_the_bound() {
     );
 }
 
+/// Beyond what its type holds too (`-5` for a `u32`, a number past 2^53), an integer is told
+/// the contract's own bound on that side: the one the model was shown.
+#[test]
+fn an_integer_past_its_types_range_and_its_bound_names_the_bound() {
+    for (value, planted) in [
+        (json!(-5), "-5"),
+        (json!(-9_007_199_254_740_993i64), "-9007"),
+    ] {
+        let below = arguments_with("amount", Some(value));
+        assert_eq!(
+            told(&below, planted),
+            one("/amount", "minimum", Some(json!(1)))
+        );
+    }
+    let above = arguments_with("amount", Some(json!(5_000_000_000u64)));
+    assert_eq!(
+        told(&above, "5000000000"),
+        one("/amount", "maximum", Some(json!(500)))
+    );
+}
+
 #[test]
 fn an_integer_its_type_cannot_hold_names_the_range() {
     let arguments = arguments_with("nights", Some(json!(4_096)));

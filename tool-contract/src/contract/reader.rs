@@ -687,11 +687,13 @@ impl<'de> Reader<'de, '_> {
         }
         let min = min.max(-number::MAX_SAFE_INTEGER);
         let max = max.min(number::MAX_SAFE_INTEGER);
-        let value = match number::parse_integer(self.number()?) {
+        let literal = self.number()?;
+        let negative = literal.starts_with('-');
+        let value = match number::parse_integer(literal) {
             Ok(value) if (min..=max).contains(&value) => value,
             Ok(_) | Err(IntegerError::OutOfRange) => {
                 return self
-                    .report(ViolationKind::IntegerOutOfRange { min, max })
+                    .report(beyond_range(negative, min, max, rules))
                     .map(|()| None);
             }
             Err(IntegerError::NotInteger) => {
@@ -1140,6 +1142,20 @@ impl<'de> Reader<'de, '_> {
                 None => self.report(ViolationKind::InexactNumber).map(|()| None),
             }
         }
+    }
+}
+
+/// What an integer outside its type's range `min..=max` is told, on the side `negative`
+/// says: the contract's own `minimum` or `maximum` on that side where it states one within
+/// the range (the bound the model was shown), the type's range otherwise.
+fn beyond_range(negative: bool, min: i64, max: i64, rules: &Rules) -> ViolationKind {
+    // |min|, |max| ≤ 2^53 − 1 here, so the conversions are exact.
+    #[allow(clippy::cast_precision_loss)]
+    let (low, high) = (min as f64, max as f64);
+    match (negative, rules.minimum(), rules.maximum()) {
+        (true, Some(minimum), _) if minimum >= low => ViolationKind::BelowMinimum { minimum },
+        (false, _, Some(maximum)) if maximum <= high => ViolationKind::AboveMaximum { maximum },
+        _ => ViolationKind::IntegerOutOfRange { min, max },
     }
 }
 
