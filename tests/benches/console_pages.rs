@@ -15,14 +15,13 @@ use std::time::{Duration, Instant};
 use tool_contract::SecretKey;
 use tool_contract::console::{Console, ConsoleOptions};
 use tool_contract::control::{ControlStore, MemoryStore, PostgresAuditLog};
-use tool_contract::dispatch::Task;
 use tool_contract::results::KeySet;
 use tool_contract_tests::console::{
     Visit, invitation, put_people, receipt_signer, relying_party, serve,
 };
 use tool_contract_tests::passkey::SoftAuthenticator;
 use tool_contract_tests::postgres::Schema;
-use tool_contract_tests::tracker::{Remote, alice, audit_key, builder, context};
+use tool_contract_tests::tracker::{Remote, audit_key, builder, dispatch_read};
 
 /// Records in the log unless the command line says otherwise.
 const RECORDS: usize = 1_000_000;
@@ -69,17 +68,7 @@ async fn run(records: usize) {
             let dispatcher = dispatcher.clone();
             tokio::spawn(async move {
                 for index in (writer..records).step_by(WRITERS) {
-                    let call = context(
-                        &format!("c{index}"),
-                        "read_doc",
-                        serde_json::json!({ "doc_id": format!("d{}", index % 1000) }),
-                        "op",
-                        "k",
-                    );
-                    let dispatch = dispatcher
-                        .dispatch(&alice(), &call, &Task::unlimited())
-                        .await;
-                    assert!(dispatch.audit_error.is_none(), "{:?}", dispatch.audit_error);
+                    dispatch_read(&dispatcher, index).await;
                 }
             })
         })

@@ -674,16 +674,26 @@ pub async fn dispatch_reads(sink: Arc<dyn tool_contract::control::AuditSink>, ca
     let remote = Remote::new();
     let dispatcher = builder(&remote).audit_sink(sink).build().unwrap();
     for index in 0..calls {
-        let call = context(
-            &format!("c{index}"),
-            "read_doc",
-            serde_json::json!({ "doc_id": format!("d{index}") }),
-            "op",
-            "k",
-        );
-        let dispatch = dispatcher
-            .dispatch(&alice(), &call, &Task::unlimited())
-            .await;
-        assert!(dispatch.audit_error.is_none(), "{:?}", dispatch.audit_error);
+        dispatch_read(&dispatcher, index).await;
     }
+}
+
+/// Alice's read number `index` (call `c<index>`, document `d<index>`), dispatched by
+/// `dispatcher`.
+///
+/// # Panics
+///
+/// When its record is not kept.
+pub async fn dispatch_read(dispatcher: &Dispatcher, index: usize) {
+    let call = context(
+        &format!("c{index}"),
+        "read_doc",
+        serde_json::json!({ "doc_id": format!("d{index}") }),
+        "op",
+        "k",
+    );
+    let dispatch = dispatcher
+        .dispatch(&alice(), &call, &Task::unlimited())
+        .await;
+    assert!(dispatch.audit_error.is_none(), "{:?}", dispatch.audit_error);
 }
