@@ -288,14 +288,17 @@ fn apply(
             if !target.is_number() {
                 return None;
             }
-            // 2^53 + 1: past every field's Rust type, which is the range reported.
+            // 2^53 + 1: past every field's Rust type, whose range is reported, or the
+            // field's own maximum where it states one.
             *target = serde_json::from_str("9007199254740993").unwrap();
-            let (min, max) = match pointer.rsplit('/').next()? {
-                "parcels" => (0, i64::from(u16::MAX)),
-                "hours" => (i64::from(i32::MIN), i64::from(i32::MAX)),
-                _ => (0, i64::from(u32::MAX)),
+            let kind = match pointer.rsplit('/').next()? {
+                "parcels" => ViolationKind::AboveMaximum { maximum: 1000.0 },
+                "hours" => ViolationKind::AboveMaximum { maximum: 100.0 },
+                _ => ViolationKind::IntegerOutOfRange {
+                    min: 0,
+                    max: i64::from(u32::MAX),
+                },
             };
-            let kind = ViolationKind::IntegerOutOfRange { min, max };
             (kind, pointer.clone())
         }
         (Change::TooDeep, Place::FreeForm(pointer)) => {
