@@ -251,6 +251,8 @@ struct Traffic {
     statements: AtomicU64,
     round_trips: AtomicU64,
     parses: AtomicU64,
+    /// The `options` parameter of each startup packet, as the client sent it.
+    startup_options: std::sync::Mutex<Vec<String>>,
 }
 
 impl Relay {
@@ -285,6 +287,16 @@ impl Relay {
             round_trips: self.traffic.round_trips.swap(0, Ordering::SeqCst),
             parses: self.traffic.parses.swap(0, Ordering::SeqCst),
         }
+    }
+
+    /// The `options` parameter of every connection's startup packet so far (`""` for a
+    /// connection that sent none).
+    pub fn startup_options(&self) -> Vec<String> {
+        self.traffic
+            .startup_options
+            .lock()
+            .expect("the relay's traffic")
+            .clone()
     }
 
     /// `url` with its host and port replaced by the relay's.
@@ -386,6 +398,13 @@ async fn relayed(
                 .statements
                 .fetch_add(fed.statements, Ordering::SeqCst);
             traffic.parses.fetch_add(fed.parses, Ordering::SeqCst);
+            if let Some(options) = fed.startup_options {
+                traffic
+                    .startup_options
+                    .lock()
+                    .expect("the relay's traffic")
+                    .push(options);
+            }
             if server_writes.write_all(&buffer[..read]).await.is_err() {
                 break;
             }
@@ -416,12 +435,26 @@ async fn relayed(
 struct Fed {
     statements: u64,
     parses: u64,
+    /// The startup packet's `options`, when these bytes completed it.
+    startup_options: Option<String>,
 }
 
 #[derive(Debug, Default)]
 struct FrontendMessages {
     started: bool,
     pending: Vec<u8>,
+}
+
+/// The value of `name` among a startup packet's parameters (after its length and protocol
+/// version: name and value pairs, each null-terminated, then a null), or `""`.
+fn startup_option(parameters: &[u8], name: &str) -> String {
+    let mut fields = parameters.split(|&byte| byte == 0);
+    while let (Some(key), Some(value)) = (fields.next(), fields.next()) {
+        if key == name.as_bytes() {
+            return String::from_utf8_lossy(value).into_owned();
+        }
+    }
+    String::new()
 }
 
 impl FrontendMessages {
@@ -449,6 +482,9 @@ impl FrontendMessages {
             };
             if rest.len() < length || length == 0 {
                 break;
+            }
+            if starts {
+                fed.startup_options = Some(startup_option(&rest[8..length], "options"));
             }
             self.started |= starts;
             fed.statements += u64::from(matches!(kind, Some(b'S' | b'Q')));

@@ -470,3 +470,38 @@ async fn wait_for_a_lock_wait(client: &tokio_postgres::Client) {
     }
     panic!("the general claim never waited on the insert in progress");
 }
+
+/// The store's statements read or write a few rows by key, where PostgreSQL's JIT (turned on
+/// by estimated cost) spent 120 ms compiling the console's page query to run it in one: every
+/// connection the store opens starts with `jit` off, and options the URL gives still reach
+/// the server, after it (so they may turn it on again).
+#[tokio::test]
+async fn the_stores_connections_start_with_jit_off_and_keep_the_urls_options() {
+    let Some(bed) = Bed::new("jit_off") else {
+        return;
+    };
+    let plain = bed.relay.store(&bed.schema, bed.schema.options()).await;
+    let url = format!(
+        "{}?options=-c%20statement_timeout%3D5000",
+        bed.relay.url(&bed.schema.url)
+    );
+    let with_options =
+        tool_contract::control::PostgresStore::connect_with(&url, bed.schema.options())
+            .await
+            .expect("the store connects");
+    let started = bed.relay.startup_options();
+    assert!(started.len() >= 2, "{started:?}");
+    assert!(
+        started
+            .iter()
+            .all(|options| options.starts_with("-c jit=off")),
+        "{started:?}"
+    );
+    assert!(
+        started
+            .iter()
+            .any(|options| options == "-c jit=off -c statement_timeout=5000"),
+        "{started:?}"
+    );
+    drop((plain, with_options));
+}

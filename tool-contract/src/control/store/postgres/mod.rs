@@ -170,6 +170,14 @@ impl PostgresStore {
         }
         let mut config: Config = url.parse().map_err(StoreError::store)?;
         config.connect_timeout(options.connect_timeout);
+        // Every statement here reads or writes a few rows by key; PostgreSQL's JIT, which it
+        // turns on by estimated cost, compiled the console's page query for 120 ms to run it
+        // in one. Off for these connections, unless the URL's own `options` say otherwise.
+        let startup = match config.get_options() {
+            Some(given) => format!("-c jit=off {given}"),
+            None => "-c jit=off".to_owned(),
+        };
+        config.options(startup);
         // No round trip to test a connection at checkout: a closed one is seen locally
         // (`connection`), and a connection that fails mid-step fails that step only.
         let listening = Arc::new(listener::Listening::new(config.clone(), &options.schema));
