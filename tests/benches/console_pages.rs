@@ -1,8 +1,9 @@
 //! The console's pages over a PostgreSQL audit log of a million records: the log is filled
 //! through the dispatcher (reads, each appended as it runs, many at once so the log
 //! group-commits), then an auditor signed in with a passkey reads each page over loopback,
-//! timed from request to last byte. The goal is 100 ms a page; a page over that fails the
-//! run.
+//! timed from request to last byte (twenty times, or as many as fit in ten seconds). The
+//! goal is 100 ms a page; a page over that fails the run. Filling takes about a second per
+//! thousand records here.
 //!
 //! ```sh
 //! TOOL_CONTRACT_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test \
@@ -27,8 +28,10 @@ use tool_contract_tests::tracker::{Remote, audit_key, builder, dispatch_read};
 const RECORDS: usize = 1_000_000;
 /// Reads in flight while the log fills.
 const WRITERS: usize = 64;
-/// Times each page is read.
+/// Times each page is read, at most.
 const READS: usize = 20;
+/// How long a page is read again, once it was read once.
+const SPENT: Duration = Duration::from_secs(10);
 /// The goal: each page within this.
 const GOAL: Duration = Duration::from_millis(100);
 
@@ -102,7 +105,9 @@ async fn run(records: usize) {
     let mut over = Vec::new();
     for page in ["/audit", "/overview", "/receipts"] {
         let mut took = Vec::with_capacity(READS);
-        for _ in 0..READS {
+        let began = Instant::now();
+        // A page far over the goal is read fewer times: at least once, then for 10 s.
+        while took.len() < READS && (took.is_empty() || began.elapsed() < SPENT) {
             let asked = Instant::now();
             let answer = dee.get(page).await;
             took.push(asked.elapsed());
@@ -110,11 +115,12 @@ async fn run(records: usize) {
             assert!(!answer.text.contains("broken"), "{page}: {}", answer.text);
         }
         took.sort_unstable();
-        let (median, slowest) = (took[READS / 2], took[READS - 1]);
+        let (median, slowest) = (took[took.len() / 2], took[took.len() - 1]);
         println!(
-            "{page}: median {:.1} ms, slowest {:.1} ms of {READS}",
+            "{page}: median {:.1} ms, slowest {:.1} ms of {}",
             median.as_secs_f64() * 1e3,
-            slowest.as_secs_f64() * 1e3
+            slowest.as_secs_f64() * 1e3,
+            took.len()
         );
         if slowest > GOAL {
             over.push(page);
