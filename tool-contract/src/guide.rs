@@ -17,6 +17,18 @@
 //! (`cargo run -p tool-contract-examples --example 01_read_tool`, then `02_…` to `06_…`), and
 //! the refund desk is the whole tour.
 
+// The chapters name items of every feature; built without one, those names stay text rather
+// than links (docs.rs builds with every feature, and CI checks the links there).
+#![cfg_attr(
+    not(all(
+        feature = "mcp-auth",
+        feature = "console",
+        feature = "postgres",
+        feature = "rig"
+    )),
+    allow(rustdoc::broken_intra_doc_links)
+)]
+
 #[doc = include_str!("../guide/01-contracts.md")]
 pub mod contracts {}
 

@@ -518,6 +518,7 @@ impl DispatcherBuilder {
     /// lies further ahead (`OtherStatement("expires_at")`), whatever its approver signed:
     /// the expiry is the service's to set, not the approver's client's. Default: one hour
     /// ([`DEFAULT_STATEMENT_LIFETIME`]).
+    #[cfg_attr(not(feature = "passkeys"), allow(rustdoc::broken_intra_doc_links))]
     #[must_use]
     pub fn statement_lifetime(mut self, lifetime: Duration) -> Self {
         self.statement_lifetime = lifetime;

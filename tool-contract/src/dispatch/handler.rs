@@ -158,6 +158,7 @@ impl HandlerContext {
     /// [`with_questions`](crate::mcp::McpServer::with_questions) rule asked before the call
     /// ran. `None` when it asked nothing under `key`. Untrusted, as the input is: check it
     /// before acting on it.
+    #[cfg_attr(not(feature = "mcp"), allow(rustdoc::broken_intra_doc_links))]
     #[must_use]
     pub fn client_answer(&self, key: &str) -> Option<&serde_json::Value> {
         self.client.answers.get(key)
