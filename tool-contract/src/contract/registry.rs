@@ -179,14 +179,16 @@ impl RegistryBuilder {
     }
 }
 
-/// The message for the first name `names` holds twice, or an empty one.
+/// The message for the first name `names` holds twice, or an empty one. An empty name is
+/// only ever a contract that did not compile (the derive refuses `name = ""`, and a type's
+/// own name is never empty): its errors are said already, so it is passed over.
 #[must_use]
 pub const fn duplicate_tool_name(names: &[&str]) -> ConstMessage {
     let mut i = 0;
     while i < names.len() {
         let mut j = i + 1;
         while j < names.len() {
-            if str_eq(names[i], names[j]) {
+            if !names[i].is_empty() && str_eq(names[i], names[j]) {
                 return ConstMessage::new()
                     .push("two tools in this registry share the name `")
                     .push(names[i])
