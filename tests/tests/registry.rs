@@ -47,11 +47,12 @@ fn the_default_name_is_the_struct_name_in_snake_case() {
     assert_eq!(CreateRefundDraft::spec().name(), "create_refund_draft");
 }
 
+/// Its lines wrapped in the source are one line to the model, as Markdown reads them.
 #[test]
 fn the_doc_comment_is_the_description() {
     assert_eq!(
         CreateRefundDraft::spec().description(),
-        "Create a refund draft\nfor one order."
+        "Create a refund draft for one order."
     );
 }
 

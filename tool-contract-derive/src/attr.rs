@@ -628,8 +628,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// The doc comment as the model reads it, or `None` when there is none: its lines joined, up
-/// to the first code block or heading (`# Examples`), which are for rustdoc's readers.
+/// The doc comment as the model reads it, or `None` when there is none: up to the first code
+/// block or heading (`# Examples`), which are for rustdoc's readers, its paragraphs as
+/// Markdown reads them ([`reflowed`]).
 pub fn doc_comment(attrs: &[Attribute]) -> Option<String> {
     let lines: Vec<String> = attrs
         .iter()
@@ -655,8 +656,44 @@ pub fn doc_comment(attrs: &[Attribute]) -> Option<String> {
         })
         .take_while(|line| !line.starts_with("```") && !line.starts_with('#'))
         .collect();
-    let doc = lines.join("\n").trim().to_owned();
+    let doc = reflowed(&lines);
     (!doc.is_empty()).then_some(doc)
+}
+
+/// `lines` as Markdown reads them: a line wrapped in the source joins the one before it with
+/// a space (a model would otherwise read "so\nevery call"); a blank line still ends a
+/// paragraph, and a list item still starts a line of its own.
+fn reflowed(lines: &[String]) -> String {
+    let mut text = String::new();
+    let mut blank_before = false;
+    for line in lines {
+        let line = line.trim();
+        if line.is_empty() {
+            blank_before = !text.is_empty();
+            continue;
+        }
+        if blank_before {
+            text.push_str("\n\n");
+        } else if starts_list_item(line) && !text.is_empty() {
+            text.push('\n');
+        } else if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(line);
+        blank_before = false;
+    }
+    text
+}
+
+/// Whether `line` starts a Markdown list item: `- `, `* `, `+ `, or a number and `.` or `)`.
+fn starts_list_item(line: &str) -> bool {
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    let marker = if digits > 0 {
+        line[digits..].strip_prefix(['.', ')'])
+    } else {
+        line.strip_prefix(['-', '*', '+'])
+    };
+    marker.is_some_and(|rest| rest.starts_with(' '))
 }
 
 /// The first paragraph of the doc comment: the description of a type or a field, which a
@@ -804,7 +841,30 @@ fn reconcile_as_string(lit: &LitStr) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_window;
+    use super::{parse_window, reflowed};
+
+    fn reflow(text: &str) -> String {
+        let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        reflowed(&lines)
+    }
+
+    #[test]
+    fn a_wrapped_line_joins_its_paragraph_and_a_blank_line_ends_it() {
+        assert_eq!(
+            reflow("Reads one order, so\nevery call is cheap.\n\nThe second paragraph."),
+            "Reads one order, so every call is cheap.\n\nThe second paragraph."
+        );
+        assert_eq!(reflow("\n\nOne line.\n\n\n"), "One line.");
+    }
+
+    #[test]
+    fn a_list_item_keeps_a_line_of_its_own() {
+        assert_eq!(
+            reflow("Either:\n- a refund\n  in cents, or\n- a credit\n1. first\n2) second"),
+            "Either:\n- a refund in cents, or\n- a credit\n1. first\n2) second"
+        );
+        assert_eq!(reflow("-5 is\nnot a list"), "-5 is not a list");
+    }
 
     #[test]
     fn a_window_is_a_whole_number_of_one_unit_above_zero() {
