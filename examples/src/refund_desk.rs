@@ -104,6 +104,8 @@ pub struct KbHit {
 #[tool_contract(output = RefundDraft, effect = non_idempotent_write, approval = by_caller,
                 // One draft per order: every retry of it reaches the same ledger record.
                 operation = [order_ref],
+                // A draft adds a record and changes nothing there was: not destructive.
+                additive,
                 reconcile = GetRefundDraft, source_label = "refunds",
                 producer_revision = "refunds-2026-11")]
 pub struct CreateRefundDraft {

@@ -244,7 +244,8 @@ async fn tools_list_gives_each_contract_s_schemas_and_effect() {
     let draft = tool(&tools, "create_refund_draft");
     let annotations = draft.annotations.as_ref().expect("annotations");
     assert_eq!(annotations.read_only_hint, Some(false));
-    assert_eq!(annotations.destructive_hint, Some(true));
+    // The draft's contract says `additive`.
+    assert_eq!(annotations.destructive_hint, Some(false));
     assert_eq!(annotations.idempotent_hint, Some(false));
     session.close().await;
 }

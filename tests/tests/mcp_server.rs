@@ -390,3 +390,33 @@ async fn an_mcp_call_is_named_by_its_contracts_operation_rule() {
     session.send(&unnamed(4, "mark_lost")).await;
     assert_eq!(delivery(&session.answer_to(4).await), "local_replay");
 }
+
+/// A write is destructive unless its contract says it only adds: MCP's `destructiveHint` is
+/// `true` for a write that keeps one label per key (`idempotent_write`) as for one that may
+/// repeat, whatever its idempotency says.
+#[tokio::test]
+async fn every_write_is_listed_destructive_unless_its_contract_says_additive() {
+    let server = McpServer::new(
+        Arc::new(dispatcher(&Remote::new(), Arc::new(MemoryStore::new()))),
+        alice(),
+    );
+    let (client_side, server_side) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        let (read, write) = tokio::io::split(server_side);
+        if let Ok(running) = server.serve_io(read, write).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = AbsentPerson
+        .serve(client_side)
+        .await
+        .expect("the handshake");
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let hints = |name: &str| {
+        let tool = tools.iter().find(|tool| tool.name == name).expect(name);
+        let annotations = tool.annotations.as_ref().expect("annotations");
+        (annotations.destructive_hint, annotations.idempotent_hint)
+    };
+    assert_eq!(hints("label_issue"), (Some(true), Some(true)));
+    assert_eq!(hints("file_issue"), (Some(true), Some(false)));
+}

@@ -102,6 +102,8 @@ pub struct ContractAttrs {
     pub handler_revision: Option<LitStr>,
     pub policy_revision: Option<LitStr>,
     pub source_tier: Option<Spanned<SourceTier>>,
+    /// `additive`: the write only adds to what it changes.
+    pub additive: Option<Spanned<()>>,
     pub limits: Limits,
 }
 
@@ -125,6 +127,7 @@ impl ContractAttrs {
         let mut source_tier = Attr::none(cx, ns, SOURCE_TIER);
         let mut max_bytes = Attr::none(cx, ns, MAX_BYTES);
         let mut max_depth = Attr::none(cx, ns, MAX_DEPTH);
+        let mut additive = Attr::none(cx, ns, ADDITIVE);
         let mut original = None;
         let mut given = Vec::new();
 
@@ -200,6 +203,16 @@ impl ContractAttrs {
                         cx.error_spanned_by(&lit, "must not be empty");
                     }
                     slot.set(&path, lit);
+                } else if path.is_ident(ADDITIVE) {
+                    if meta.input.peek(syn::Token![=]) {
+                        let value: syn::Expr = meta.value()?.parse()?;
+                        cx.error_spanned_by(
+                            &value,
+                            "`additive` is a word of its own: write `additive`, or leave it out",
+                        );
+                        return Ok(());
+                    }
+                    additive.set(&path, ());
                 } else if path.is_ident(MAX_BYTES) {
                     max_bytes.set(&path, parse_usize(&meta)?);
                 } else if path.is_ident(MAX_DEPTH) {
@@ -232,6 +245,7 @@ impl ContractAttrs {
             handler_revision: handler_revision.get(),
             policy_revision: policy_revision.get(),
             source_tier: source_tier.get_with_tokens(),
+            additive: additive.get_with_tokens(),
             limits: Limits {
                 max_bytes: max_bytes.get_with_tokens(),
                 max_depth: max_depth.get_with_tokens(),

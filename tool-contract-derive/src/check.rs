@@ -39,6 +39,7 @@ pub fn check_contract<'a>(cx: &Ctxt, contract: &'a Contract<'a>) -> Option<Check
         window,
         reconcile: attrs.reconcile.as_ref().map(|reconcile| &reconcile.value),
         source_tier: attrs.source_tier.as_ref().map(|tier| tier.value),
+        additive: attrs.additive.is_some(),
         revisions: Revisions {
             input: attrs.input_revision.as_ref(),
             output: attrs.output_revision.as_ref(),
@@ -164,6 +165,13 @@ fn check_write_declarations(cx: &Ctxt, contract: &Contract) {
             &effect.tokens,
             "a write must declare who approves it: `approval = by_caller`, \
              `approval = by_another` or `approval = not_required`",
+        );
+    }
+    if let Some(additive) = attrs.additive.as_ref().filter(|_| !effect.value.is_write()) {
+        cx.error_spanned_by(
+            &additive.tokens,
+            "`additive` says a write only adds (MCP's `destructiveHint: false`); this tool \
+             does not change state",
         );
     }
     if let Some(approval) = attrs.approval.as_ref().filter(|_| !effect.value.is_write()) {

@@ -79,6 +79,7 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
             quote!(__private::Some(__private::Operation::Fields(&[#(#keys),*])))
         }
     };
+    let additive = contract.additive;
     let operation_window = match contract.window {
         Some(seconds) => quote!(__private::Some(#seconds)),
         None => quote!(__private::None),
@@ -169,6 +170,7 @@ pub fn contract(contract: &CheckedContract) -> TokenStream {
                             reconcile: #reconcile,
                             operation: #operation,
                             operation_window_secs: #operation_window,
+                            additive: #additive,
                             source_label: #source_label,
                             source_tier: #source_tier,
                             producer_revision: #producer_revision,

@@ -26,6 +26,8 @@ pub struct CheckedContract<'a> {
     pub window: Option<u64>,
     pub reconcile: Option<&'a Reconcile>,
     pub source_tier: Option<SourceTier>,
+    /// `additive`: the write only adds to what it changes.
+    pub additive: bool,
     pub revisions: Revisions<'a>,
     pub limits: &'a Limits,
     pub fields: &'a [Field<'a>],

@@ -36,6 +36,7 @@ pub const DOC: &str = "doc";
 pub const OUTPUT: &str = "output";
 pub const EFFECT: &str = "effect";
 pub const SOURCE_LABEL: &str = "source_label";
+pub const ADDITIVE: &str = "additive";
 pub const PRODUCER_REVISION: &str = "producer_revision";
 pub const NAME: &str = "name";
 pub const APPROVAL: &str = "approval";
@@ -73,6 +74,7 @@ pub const ALLOW_FORBIDDEN_KEY: &str = "allow_forbidden_key";
 
 pub const CONTRACT_KEYS: &[&str] = &[
     OUTPUT,
+    ADDITIVE,
     EFFECT,
     SOURCE_LABEL,
     PRODUCER_REVISION,

@@ -33,6 +33,8 @@ pub struct ContractDecl {
     /// `within`: how long, in seconds, an operation named by fields or a key stays one;
     /// `None`: for good.
     pub operation_window_secs: Option<u64>,
+    /// `additive`: the write only adds to what it changes.
+    pub additive: bool,
     /// The source label.
     pub source_label: &'static str,
     /// The tier of the tool's sources, if declared.
@@ -97,6 +99,9 @@ pub fn build_spec(decl: &'static ContractDecl) -> ToolSpec {
     if let Some(seconds) = decl.operation_window_secs {
         effect_declaration["within_secs"] = serde_json::json!(seconds);
     }
+    if decl.additive {
+        effect_declaration["additive"] = serde_json::json!(true);
+    }
     let revision = |declared: Option<&str>, of: &serde_json::Value| {
         declared.map_or_else(|| short_digest(of), str::to_owned)
     };
@@ -117,6 +122,7 @@ pub fn build_spec(decl: &'static ContractDecl) -> ToolSpec {
         reconcile: decl.reconcile,
         operation: decl.operation,
         operation_window_secs: decl.operation_window_secs,
+        additive: decl.additive,
         source_label: decl.source_label,
         source_tier: decl.source_tier,
         contract_sha256: contract_sha256_of(decl.name, &canonical_revisions),

@@ -113,6 +113,7 @@ pub struct ToolSpec {
     pub(crate) reconcile: Option<Reconcile>,
     pub(crate) operation: Option<Operation>,
     pub(crate) operation_window_secs: Option<u64>,
+    pub(crate) additive: bool,
     pub(crate) source_label: &'static str,
     pub(crate) source_tier: Option<SourceTier>,
     pub(crate) revisions: Revisions,
@@ -143,6 +144,15 @@ impl ToolSpec {
     #[must_use]
     pub fn effect(&self) -> Effect {
         self.effect
+    }
+
+    /// Whether the contract says its write only adds to what it changes
+    /// (`#[tool_contract(additive)]`, writes only): nothing is overwritten or removed, so a
+    /// host need not treat it as destructive. Every other write may destroy, and says so:
+    /// MCP's `destructiveHint` is `true` for it.
+    #[must_use]
+    pub fn is_additive(&self) -> bool {
+        self.additive
     }
 
     /// For writes, whether approval is required; `None` for reads.

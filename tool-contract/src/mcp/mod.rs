@@ -6,7 +6,8 @@
 //!
 //! - `tools/list` gives each tool its name, description, input schema, and as output schema
 //!   [`ToolSpec::model_result_schema`](crate::ToolSpec::model_result_schema), with the
-//!   effect as read-only, destructive and idempotent hints;
+//!   effect as read-only and idempotent hints, and every write destructive unless its
+//!   contract says `additive`;
 //! - `tools/call` runs the whole pipeline and answers with the verified
 //!   [`ModelResult`](crate::ModelResult) as `structuredContent` and its canonical JSON as a
 //!   text block, `isError` unless it succeeded (or, with [`McpServer::with_content`], the

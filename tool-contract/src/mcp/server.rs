@@ -1356,10 +1356,11 @@ fn tool(spec: &'static ToolSpec) -> Tool {
         .read_only(!effect.is_write())
         .open_world(false);
     // The spec gives the two hints meaning only when `readOnlyHint` is false (2025-06-18 on,
-    // `ToolAnnotations`): a read lists neither.
+    // `ToolAnnotations`): a read lists neither. A write is destructive unless its contract
+    // says it only adds (MCP's default is `true` too).
     if effect.is_write() {
         annotations = annotations
-            .destructive(effect == Effect::NonIdempotentWrite)
+            .destructive(!spec.is_additive())
             .idempotent(effect != Effect::NonIdempotentWrite);
     }
     Tool::new_with_raw(
