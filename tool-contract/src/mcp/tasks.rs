@@ -31,7 +31,7 @@ use crate::control::{
     Changed, PendingApproval, StoreError, TaskChange, TaskMoveError, TaskRow, TaskStatus,
     WriteState, later_by, unix_ms,
 };
-use crate::dispatch::{Awaits, ClientSide, Dispatcher, TASK_LEASE};
+use crate::dispatch::{Awaits, ClientSide, Dispatcher};
 use crate::results::ErrorCode;
 use crate::vocabulary::{CallContext, Principal};
 
@@ -486,8 +486,8 @@ impl McpServer {
     }
 
     /// While the answer is kept: the tasks whose replica died taken over here, every third of
-    /// a [`TASK_LEASE`] (`resume_tasks`), when some tool's calls may be tasks. What
-    /// `serve_http` keeps while it serves.
+    /// a [`TASK_LEASE`](crate::dispatch::TASK_LEASE) (`resume_tasks`), when some tool's calls
+    /// may be tasks. What `serve_http` keeps while it serves.
     #[cfg(feature = "mcp-http")]
     pub(super) fn resuming_tasks(&self) -> Option<Resuming> {
         if !self.takes_tasks() {
@@ -496,7 +496,7 @@ impl McpServer {
         let server = self.clone();
         Some(Resuming(tokio::spawn(async move {
             loop {
-                tokio::time::sleep(TASK_LEASE / 3).await;
+                tokio::time::sleep(crate::dispatch::TASK_LEASE / 3).await;
                 if let Err(error) = server.resume_tasks().await {
                     tracing::warn!(stage = "mcp", %error, "the tasks to resume could not be listed");
                 }
