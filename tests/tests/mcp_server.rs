@@ -34,6 +34,23 @@ impl ClientHandler for AbsentPerson {
     }
 }
 
+/// `server` served over an in-memory pipe, and the session of an [`AbsentPerson`] with it.
+async fn absent_persons_session(
+    server: McpServer,
+) -> rmcp::service::RunningService<RoleClient, AbsentPerson> {
+    let (client_side, server_side) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        let (read, write) = tokio::io::split(server_side);
+        if let Ok(running) = server.serve_io(read, write).await {
+            let _ = running.waiting().await;
+        }
+    });
+    AbsentPerson
+        .serve(client_side)
+        .await
+        .expect("the handshake")
+}
+
 #[tokio::test]
 async fn an_unanswered_approval_form_closes_after_the_approval_lifetime() {
     let remote = Arc::new(Remote::default());
@@ -42,17 +59,7 @@ async fn an_unanswered_approval_form_closes_after_the_approval_lifetime() {
         alice(),
     )
     .with_approval_ttl(Duration::from_millis(200));
-    let (client_side, server_side) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
-        let (read, write) = tokio::io::split(server_side);
-        if let Ok(running) = server.serve_io(read, write).await {
-            let _ = running.waiting().await;
-        }
-    });
-    let client = AbsentPerson
-        .serve(client_side)
-        .await
-        .expect("the handshake");
+    let client = absent_persons_session(server).await;
 
     let Value::Object(arguments) = json!({ "title": "Printer on fire", "body": "Floor 3." }) else {
         unreachable!("an object literal")
@@ -400,17 +407,7 @@ async fn every_write_is_listed_destructive_unless_its_contract_says_additive() {
         Arc::new(dispatcher(&Remote::new(), Arc::new(MemoryStore::new()))),
         alice(),
     );
-    let (client_side, server_side) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
-        let (read, write) = tokio::io::split(server_side);
-        if let Ok(running) = server.serve_io(read, write).await {
-            let _ = running.waiting().await;
-        }
-    });
-    let client = AbsentPerson
-        .serve(client_side)
-        .await
-        .expect("the handshake");
+    let client = absent_persons_session(server).await;
     let tools = client.list_all_tools().await.expect("tools/list");
     let hints = |name: &str| {
         let tool = tools.iter().find(|tool| tool.name == name).expect(name);
