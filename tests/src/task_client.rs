@@ -114,3 +114,26 @@ pub fn yes_to(key: &str) -> rmcp::model::InputResponses {
     responses.insert(key.to_owned(), serde_json::to_value(answer).unwrap());
     responses
 }
+
+/// The task `task_id` once it is in `status` (within ten seconds).
+///
+/// # Panics
+///
+/// When `tasks/get` fails, or the task is not in `status` within ten seconds.
+pub async fn until(
+    client: &Peer<RoleClient>,
+    task_id: &str,
+    status: rmcp::model::TaskStatus,
+) -> rmcp::model::GetTaskResult {
+    for _ in 0..400 {
+        let task = client
+            .get_task(rmcp::model::GetTaskParams::new(task_id))
+            .await
+            .expect("tasks/get");
+        if task.task.status() == status {
+            return task;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("task {task_id} never reached {status:?}");
+}

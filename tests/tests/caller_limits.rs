@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, CancelTaskParams};
+use rmcp::model::{CallToolRequestParams, CancelTaskParams, TaskStatus};
 use serde_json::{Value, json};
 use tool_contract::ErrorCode;
 use tool_contract::Principal;
@@ -14,7 +14,7 @@ use tool_contract::dispatch::Task;
 use tool_contract::mcp::McpServer;
 use tool_contract_tests::backends::Backend;
 use tool_contract_tests::on_every_store;
-use tool_contract_tests::task_client::{Started, message, server, session, start};
+use tool_contract_tests::task_client::{Started, message, server, session, start, until};
 use tool_contract_tests::tracker::{self, Remote, alice, builder, dispatcher};
 
 /// The code a call's answer carries, if it is an error.
@@ -56,6 +56,9 @@ async fn a_call_past_the_open_tasks_limit_is_answered_caller_limit_and_makes_not
     assert_eq!(result["error"]["recovery"], "retry_after", "{result}");
     assert_eq!(result["execution"]["outcome"], "not_started", "{result}");
 
+    // Waiting for a person, its work not begun: a cancellation ends it (one that comes while
+    // its worker is between beginning and asking is acknowledged, and the task goes on).
+    until(client.peer(), &open[0], TaskStatus::InputRequired).await;
     client
         .cancel_task(CancelTaskParams::new(&open[0]))
         .await

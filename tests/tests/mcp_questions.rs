@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
@@ -22,6 +21,7 @@ use tool_contract::dispatch::{Dispatcher, HandlerContext};
 use tool_contract::mcp::{Asking, McpServer, TaskSupport};
 use tool_contract::{Principal, ToolContract, ToolFailure, ToolOutput};
 use tool_contract_tests::mcp::{discover, handshake};
+use tool_contract_tests::task_client::until;
 
 /// Greet someone by the name the client gives.
 #[derive(Debug, serde::Deserialize, ToolContract)]
@@ -475,7 +475,7 @@ async fn a_task_waits_in_input_required_until_every_request_is_answered() {
         }
         other => panic!("expected input_required, got {other:?}"),
     };
-    let waiting = until(&client, &task_id, TaskStatus::InputRequired).await;
+    let waiting = until(client.peer(), &task_id, TaskStatus::InputRequired).await;
     assert_eq!(open(&waiting), ["folder", "format"]);
 
     // One answer: the task keeps waiting, for the other only.
@@ -493,7 +493,7 @@ async fn a_task_waits_in_input_required_until_every_request_is_answered() {
         .update_task(UpdateTaskParams::new(&task_id, other))
         .await
         .unwrap();
-    let done = until(&client, &task_id, TaskStatus::Completed).await;
+    let done = until(client.peer(), &task_id, TaskStatus::Completed).await;
     let TaskPayload::Completed { result } = &done.task.payload else {
         panic!("completed: {done:?}");
     };
@@ -502,16 +502,4 @@ async fn a_task_waits_in_input_required_until_every_request_is_answered() {
         "csv into /exports"
     );
     assert_eq!(runs.load(Ordering::Relaxed), 1);
-}
-
-/// The task once it is in `status` (within ten seconds).
-async fn until(client: &Session, task_id: &str, status: TaskStatus) -> rmcp::model::GetTaskResult {
-    for _ in 0..400 {
-        let task = client.get_task(GetTaskParams::new(task_id)).await.unwrap();
-        if task.task.status() == status {
-            return task;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("task {task_id} never reached {status:?}");
 }
