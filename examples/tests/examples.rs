@@ -3,6 +3,7 @@
 
 mod conformance;
 mod console_browser;
+mod first_build;
 mod issue_desk;
 mod mcp_auth;
 mod mcp_http;

@@ -13,10 +13,10 @@ use tool_contract::json::canonical;
 use tool_contract::providers::Adapter;
 use tool_contract::rig::{PendingApprovalNotice, RigTools, RigToolsError};
 use tool_contract::{ModelResult, Principal, ToolContract};
-use tool_contract_examples::issue_tracker::{
+use tool_contract_tour::issue_tracker::{
     self, CloseIssue, GetIssue, IssueState, LabelIssue, Tracker,
 };
-use tool_contract_examples::recorded::{RecordedTurns, responses_model};
+use tool_contract_tour::recorded::{RecordedTurns, responses_model};
 
 /// The tracker, its dispatcher, and a rig agent with its tools answered by `turns`.
 struct Desk {
@@ -97,7 +97,7 @@ fn summary(output: &str) -> String {
     )
 }
 
-const ISSUE_DESK_TURNS: &str = include_str!("../rig-agent/openai-turns.json");
+const ISSUE_DESK_TURNS: &str = include_str!("../tour/rig-agent/openai-turns.json");
 
 #[tokio::test]
 async fn a_rig_agent_reads_writes_and_runs_an_approved_write_once_then_replays_it() {

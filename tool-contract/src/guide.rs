@@ -14,8 +14,8 @@
 //! 10. [Long work and tasks](tasks): a call that outlasts its request, on any replica.
 //!
 //! The examples are a path through the same ground, each a program of its own
-//! (`cargo run -p tool-contract-examples --example 01_read_tool`, then `02_…` to `06_…`), and
-//! the refund desk is the whole tour.
+//! (`cargo run --example 01_read_tool`, then `02_…` to `07_…`, each with the features it
+//! names), and the refund desk is the whole tour.
 
 // The chapters name items of every feature; built without one, those names stay text rather
 // than links (docs.rs builds with every feature, and CI checks the links there).

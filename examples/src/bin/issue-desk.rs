@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tool_contract::control::SqliteStore;
 use tool_contract::prelude::*;
-use tool_contract_examples::issue_tracker::{self, IssueState, Tracker};
+use tool_contract_tour::issue_tracker::{self, IssueState, Tracker};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -2,7 +2,7 @@
 //! librarian's own passkey: the MCP client is sent to the console page of that approval,
 //! where she signs in and signs it. `-- --serve` keeps serving (open the printed invitation
 //! in a browser to enrol a passkey); without it, one MCP call shows the way and it stops.
-//! Run it: `cargo run -p tool-contract-examples --example 05_mcp_console -- --serve`.
+//! Run it: `cargo run --example 05_mcp_console --features console -- --serve`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use tool_contract::control::Approver;
 use tool_contract::mcp::McpServer;
 use tool_contract::prelude::*;
 use tool_contract::results::RelyingParty;
-use tool_contract_examples::library::{self, Library, WaiveFine};
+use tool_contract_tour::library::{self, Library, WaiveFine};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

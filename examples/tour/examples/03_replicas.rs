@@ -2,7 +2,7 @@
 //! would be. A waiver asked on one is approved and run on the other, once; the model's retry
 //! on the first replays it. On SQLite (one host), and on PostgreSQL (many hosts) when
 //! `TOOL_CONTRACT_POSTGRES_URL` names a database.
-//! Run it: `cargo run -p tool-contract-examples --example 03_replicas`.
+//! Run it: `cargo run --example 03_replicas --features replicas`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use tool_contract::control::{ControlStore, PostgresStore, SqliteStore};
 use tool_contract::prelude::*;
 use tool_contract::results::Delivery;
-use tool_contract_examples::library::{self, Library};
+use tool_contract_tour::library::{self, Library};
 
 /// The model asks for the waiver of fine F-77 of `member` (each run its own member, so that
 /// no earlier run's record answers).

@@ -1,7 +1,7 @@
 //! The lending desk as an MCP server. `-- --stdio` serves it to an MCP host over stdio (its
 //! command: `target/debug/examples/04_mcp_server --stdio`); without it, an MCP client in
 //! this process lists the tools and lends the book, each call through the whole pipeline.
-//! Run it: `cargo run -p tool-contract-examples --example 04_mcp_server`.
+//! Run it: `cargo run --example 04_mcp_server --features mcp`.
 
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use tool_contract::mcp::McpServer;
 use tool_contract::prelude::*;
-use tool_contract_examples::library::{self, Library};
+use tool_contract_tour::library::{self, Library};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -3,7 +3,7 @@
 //! by recorded turns (`rig-agent/openai-turns.json`): a read and a label run, a close waits
 //! for the maintainer; once approved outside the loop, the agent's next call closes the issue
 //! once, and its repeat replays.
-//! Run it: `cargo run -p tool-contract-examples --example 06_rig_agent`.
+//! Run it: `cargo run --example 06_rig_agent --features rig`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,8 +12,8 @@ use rig_agent::prelude::*;
 use tool_contract::control::MemoryStore;
 use tool_contract::prelude::*;
 use tool_contract::rig::RigTools;
-use tool_contract_examples::issue_tracker::{self, IssueState, Tracker};
-use tool_contract_examples::recorded::{RecordedTurns, responses_model};
+use tool_contract_tour::issue_tracker::{self, IssueState, Tracker};
+use tool_contract_tour::recorded::{RecordedTurns, responses_model};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

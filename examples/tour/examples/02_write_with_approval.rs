@@ -2,13 +2,13 @@
 //! say which calls are one operation (`src/library.rs`): each model call of `borrow_book` is
 //! a loan of its own; `waive_fine` is one operation per member and fine, so the model's
 //! retry after the approval runs it once, and a third ask replays the result.
-//! Run it: `cargo run -p tool-contract-examples --example 02_write_with_approval`.
+//! Run it: `cargo run --example 02_write_with_approval`.
 
 use std::time::Duration;
 
 use tool_contract::prelude::*;
 use tool_contract::results::Delivery;
-use tool_contract_examples::library::{self, Library};
+use tool_contract_tour::library::{self, Library};
 
 /// Two turns of the model's: it borrows and asks for the waiver; the book comes back; it
 /// borrows again and, the waiver approved, asks again (both times in two call ids).

@@ -2,7 +2,7 @@
 //! runs the approved payout and hands the model its real result, with no second call of the
 //! model's. The payout is once per report for good (`operation = [report_id]`), and only
 //! someone other than the employee who asked may approve it (`approval = by_another`).
-//! Run it: `cargo run -p tool-contract-examples --example 07_approval_resumes_the_turn`.
+//! Run it: `cargo run --example 07_approval_resumes_the_turn`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! A read tool, from its contract to the model's next turn: the model asked for a book by its
 //! ISBN in one OpenAI Responses turn (recorded below); the dispatcher validates the arguments,
 //! runs the handler, checks its output against the contract and hands back the next turn's
-//! input. Run it: `cargo run -p tool-contract-examples --example 01_read_tool`.
+//! input. Run it: `cargo run --example 01_read_tool`.
 
 use std::sync::Arc;
 
