@@ -49,6 +49,7 @@ mod mcp_server;
 mod mcp_stateless;
 mod mcp_tasks;
 mod mcp_tasks_utility;
+mod mcp_wire_errors;
 mod missing_context;
 mod model_result_envelope;
 mod model_result_schema;

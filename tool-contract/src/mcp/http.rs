@@ -21,6 +21,7 @@ use tokio::net::TcpListener;
 use super::auth::Door;
 use super::caller::Callers;
 use super::capture::Kept;
+use super::jsonrpc;
 use super::reply::{self, Reply};
 use super::server::{McpServeError, McpServer};
 use super::sessions::{Opening, SessionBook, session_of};
@@ -229,6 +230,19 @@ impl Front {
             Err(_) => return reply::text(StatusCode::BAD_REQUEST, "the request body broke off"),
         };
         let kept = Kept::of(&body);
+        // A sessionless request (2026-07-28) of a method MCP defines, whose params that method
+        // does not read: rmcp would take it for a method of the server's own, unknown (404).
+        // A `tools/call` is read again only when what was kept of it does not read as one.
+        let may_misread = kept
+            .as_ref()
+            .is_none_or(|kept| kept.tool().is_empty() || !kept.arguments().starts_with(b"{"));
+        if may_misread
+            && parts.method == http::Method::POST
+            && session_of(&parts.headers).is_none()
+            && let Some(misread) = jsonrpc::misread_request(&body)
+        {
+            return json_rpc_error(misread.id, jsonrpc::INVALID_PARAMS, &misread.reason);
+        }
         let opening = if kept.is_none() && opens_session(&parts, &body) {
             #[cfg(feature = "mcp-auth")]
             let principal = caller
@@ -263,6 +277,8 @@ impl Front {
         if let Some(caller) = &caller {
             parts.extensions.insert(caller.clone());
         }
+        let sends_json = sends_json(&parts.headers);
+        let sent = body.clone();
         let answer = match service
             .call(Request::from_parts(parts, Full::new(body)))
             .await
@@ -270,6 +286,11 @@ impl Front {
             Ok(answer) => answer,
             Err(never) => match never {},
         };
+        // rmcp answers a JSON body it cannot read as one message with a plain-text 415.
+        if answer.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && sends_json {
+            let (code, message, id) = jsonrpc::unreadable(&sent);
+            return json_rpc_error(id, code, &message);
+        }
         if answer.status().is_success() {
             if let (Some(opening), Some(id)) = (opening, session_of(answer.headers())) {
                 opening.opened(id);
@@ -333,6 +354,27 @@ impl Front {
         }
         reply
     }
+}
+
+/// A JSON-RPC error answering a request the transport could not take: `400`, a JSON body.
+fn json_rpc_error(id: serde_json::Value, code: i32, message: &str) -> Reply {
+    reply::body(
+        StatusCode::BAD_REQUEST,
+        "application/json",
+        bytes::Bytes::from(jsonrpc::error_response(id, code, message)),
+    )
+}
+
+/// Whether the request says its body is JSON (`Content-Type: application/json`, any
+/// parameters), as rmcp requires before it reads one.
+fn sends_json(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            let essence = value.split_once(';').map_or(value, |(essence, _)| essence);
+            essence.trim().eq_ignore_ascii_case("application/json")
+        })
 }
 
 /// What the front reads of a request that is not a `tools/call`.

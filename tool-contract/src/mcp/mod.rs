@@ -103,6 +103,7 @@ mod capture;
 mod content;
 #[cfg(feature = "mcp-http")]
 mod http;
+mod jsonrpc;
 mod progress;
 mod questions;
 #[cfg(feature = "mcp-http")]

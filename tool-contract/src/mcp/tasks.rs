@@ -302,8 +302,10 @@ impl McpServer {
             context,
         } = *received;
         let support = self.task_support(&request.name);
-        // 2026-07-28 ignores `params.task`; the utility knows nothing else.
-        let (utility, asked) = if speaks_utility(request_context) {
+        // 2026-07-28 ignores `params.task`; the utility knows nothing else. A 2025-11-25
+        // session of a server that declared no tasks processes the call as any other, as the
+        // utility asks of a receiver that did not declare it.
+        let (utility, asked) = if speaks_utility(request_context) && self.takes_tasks() {
             (true, asked)
         } else {
             (false, None)

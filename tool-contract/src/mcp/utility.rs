@@ -17,6 +17,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::jsonrpc::misread;
 use super::server::{McpServer, server_request};
 use super::task_options::TaskSupport;
 use super::tasks::{no_such_task, store_failed, wire_task};
@@ -88,6 +89,20 @@ fn task_id_of(params: Option<&Value>) -> Result<String, ErrorData> {
         .map_err(|_| ErrorData::invalid_params("the request names no taskId", None))
 }
 
+/// The answer to a request the server has no method for: `-32602` naming what is wrong when
+/// it is a method MCP defines whose params rmcp could not read (so a client is not told the
+/// server lacks `tools/call`), `-32601` otherwise.
+fn no_method(method: &str, params: Option<&Value>) -> ErrorData {
+    match misread(method, params) {
+        Some(reason) => ErrorData::invalid_params(reason, None),
+        None => ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("no method {method}"),
+            None,
+        ),
+    }
+}
+
 fn internal(error: impl std::fmt::Display) -> ErrorData {
     ErrorData::internal_error(error.to_string(), None)
 }
@@ -109,14 +124,10 @@ impl McpServer {
         request_context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         let method = request.method.as_str();
-        if !speaks_utility(&request_context) || !self.takes_tasks() {
-            return Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("no method {method}"),
-                None,
-            ));
-        }
         let params = request.params.as_ref();
+        if !speaks_utility(&request_context) || !self.takes_tasks() {
+            return Err(no_method(method, params));
+        }
         match method {
             "tools/list" => self.utility_tools(params, request_context).await,
             "tools/call" => self.utility_call(params, request_context).await,
@@ -124,11 +135,7 @@ impl McpServer {
             "tasks/result" => self.utility_result(params, &request_context).await,
             "tasks/list" => self.utility_list(params, &request_context).await,
             "tasks/cancel" => self.utility_cancel(params, &request_context).await,
-            _ => Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("no method {method}"),
-                None,
-            )),
+            _ => Err(no_method(method, params)),
         }
     }
 
