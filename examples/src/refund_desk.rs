@@ -12,11 +12,12 @@ use time::format_description::well_known::Rfc3339;
 use tool_contract::control::{Approver, AuditSink, ControlStore};
 use tool_contract::dispatch::{Dispatcher, DispatcherBuilder, HandlerContext, ToolOptions};
 use tool_contract::evidence::{GroundingSource, SourceTier};
+use tool_contract::mcp::TaskSupport;
 use tool_contract::mcp::auth::{Issuer, JwtVerifier, ResourceServer};
 use tool_contract::results::{ReceiptSigner, RelyingParty};
 use tool_contract::{
     AuditKeys, FailureKind, RawProvenance, RawResult, Registry, SecretKey, ToolContract,
-    ToolFailure, ToolOutput,
+    ToolFailure, ToolOutput, ToolSpec,
 };
 
 /// Read one order by its reference: its status, lines and total.
@@ -442,6 +443,17 @@ pub fn resource_server(issuer: &str, resource: &str) -> Result<ResourceServer, S
             draft.amount_cents > TWO_SUPERVISORS_ABOVE_CENTS
         });
     Ok(resource)
+}
+
+/// Which of the desk's calls MCP serves as tasks (`McpServer::with_tasks`): a refund draft,
+/// which may wait for two supervisors, when the client takes tasks; a read is answered at
+/// once.
+pub fn task_support(spec: &ToolSpec) -> TaskSupport {
+    if spec.effect().is_write() {
+        TaskSupport::Optional
+    } else {
+        TaskSupport::Forbidden
+    }
 }
 
 /// The desk's dispatcher, as the replay and `mcp` run it: its handlers, the audit to

@@ -3,6 +3,7 @@
 
 mod conformance;
 mod console_browser;
+mod desk_tasks;
 mod first_build;
 mod issue_desk;
 mod mcp_auth;

@@ -13,6 +13,8 @@
 //! ADDR, each request's principal from its bearer token when an issuer is named), its
 //! approvals and write records in an SQLite file by default (they survive a restart), or in
 //! PostgreSQL for many replicas. With `--console`, the approvals console on the same port.
+//! A refund draft is served as a task to a client that takes tasks (2026-07-28's extension,
+//! 2025-11-25's utility): it waits for its approvals in the store, where any replica answers.
 //!
 //! `refund-desk console [--http ADDR] [--invite APPROVER]` serves the approvals console
 //! alone, or prints an invitation for an approver to enrol their first passkey.
@@ -51,7 +53,8 @@ replay (the default)  recorded model turns of each provider through the dispatch
   --json              one JSON object per call on stdout, nothing else
 --declarations        each provider API's tools array for the desk's tools, one
                       object {api, tools} per line (--provider: one API)
-mcp                   serve the desk's tools as an MCP server over stdio
+mcp                   serve the desk's tools as an MCP server over stdio; a refund
+                      draft is a task when the client takes tasks, kept in the store
   --http ADDR         over MCP's Streamable HTTP on ADDR instead (e.g. 127.0.0.1:8931;
                       port 0 takes a free one), named on stderr as listening on URL
   --issuer URL        with --http: each request needs a bearer access token (a JWT,
@@ -339,7 +342,8 @@ fn serve_mcp(
             // The same rules as the replay: two supervisors above 40.00, receipts signed.
             let dispatcher = Arc::new(desk::four_eyes_dispatcher(&desk, audit, control)?);
             let server = McpServer::new(dispatcher, Principal::new("acme-shop", "mcp:refund-desk"))
-                .with_server_info("refund-desk", env!("CARGO_PKG_VERSION"));
+                .with_server_info("refund-desk", env!("CARGO_PKG_VERSION"))
+                .with_tasks(desk::task_support);
             return server
                 .serve_stdio()
                 .await
@@ -369,7 +373,8 @@ fn serve_mcp(
             .map_err(|error| error.to_string())?,
             None => McpServer::new(dispatcher, Principal::new("acme-shop", "mcp:refund-desk")),
         }
-        .with_server_info("refund-desk", env!("CARGO_PKG_VERSION"));
+        .with_server_info("refund-desk", env!("CARGO_PKG_VERSION"))
+        .with_tasks(desk::task_support);
         if let Some(console) = &console {
             server = server.with_console(console);
             eprintln!("console: http://localhost:{}/console", bound.port());
