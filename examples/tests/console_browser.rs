@@ -1,7 +1,8 @@
 //! Issue 32, point 5: the refund desk's approvals console in a real browser. Headless
 //! Chromium, one browser per person, each with a virtual authenticator: two supervisors
 //! enrol by invitation and approve a refund above 40.00 with their passkeys, and it drafts
-//! once; the receipt downloaded from the page verifies offline with the published files; a
+//! once (the same refund asked as an MCP task waits for those signatures, and a second replica
+//! reads it completed once they are in); the receipt downloaded from the page verifies offline with the published files; a
 //! supervisor of another shop sees nothing; a POST without its CSRF token is refused; a
 //! change outside the contract is refused on the page. The screenshots in `docs/console/` are
 //! taken here, so they show the pages as they are.
@@ -16,6 +17,7 @@ use tool_contract_tests::browser::{Browser, Driver, chromedriver};
 use tool_contract_tests::console::Visit;
 use tool_contract_tests::listening::listening;
 
+use crate::desk_tasks::{request_at, task_until_at};
 use crate::mcp_http::call_at;
 
 /// Where the screenshots of the console are kept (`docs/console/`).
@@ -98,6 +100,25 @@ async fn two_supervisors_approve_a_large_refund_in_their_browsers_and_it_drafts_
     // The model asks; the refund waits for two signatures, and the client is sent to the page.
     let asked = call_at(&address, "create_refund_draft", large_refund(), json!({})).await;
     assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    // A client that takes tasks asks the same refund as a task, which waits for the same
+    // signatures; another replica of the desk, with its own console, answers for it.
+    let mut replica = Command::new(env!("CARGO_BIN_EXE_refund-desk"));
+    replica
+        .args(["mcp", "--http", "127.0.0.1:0", "--console", "--store"])
+        .arg(&store);
+    let (_replica, replica_address) = listening(replica).await;
+    let replica_url = format!("http://{replica_address}/");
+    let as_task = json!({ "name": "create_refund_draft", "arguments": large_refund() });
+    let url = format!("http://{address}/");
+    let created = request_at(&url, "tools/call", "create_refund_draft", as_task).await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let waits = |task: &Value| task["status"] == "input_required";
+    let waiting = task_until_at(&replica_url, &task, Duration::from_secs(10), waits).await;
+    assert!(
+        waiting["statusMessage"].as_str().unwrap().contains('2'),
+        "{waiting}"
+    );
 
     let mut driver = Driver::start(&chromedriver).await;
     let ana = enrolled(
@@ -161,6 +182,13 @@ async fn two_supervisors_approve_a_large_refund_in_their_browsers_and_it_drafts_
     ben.click("#approve button").await;
     ben.wait_for_path("/console/approvals").await;
     assert!(ben.text().await.contains("Nothing waits for you"));
+
+    // Signed twice, the task goes on by itself: the other replica reads it completed.
+    let completed = |task: &Value| task["status"] == "completed";
+    let done = task_until_at(&replica_url, &task, Duration::from_secs(20), completed).await;
+    let drafted = &done["result"]["structuredContent"];
+    assert_eq!(drafted["status"], "succeeded", "{done}");
+    assert_eq!(drafted["data"]["draft_ref"], "DRAFT-1", "{done}");
 
     // The model's call, sent again, drafts the refund; sent once more, it is replayed.
     let made = call_at(&address, "create_refund_draft", large_refund(), json!({})).await;

@@ -41,7 +41,12 @@ fn meta() -> Value {
 }
 
 /// A 2026-07-28 request of `method` (named by `name` in the headers), its JSON-RPC response.
-async fn request(replica: &Replica, method: &str, name: &str, mut params: Value) -> Value {
+async fn request(replica: &Replica, method: &str, name: &str, params: Value) -> Value {
+    request_at(&replica.url, method, name, params).await
+}
+
+/// [`request`] of the desk at `url`.
+pub(crate) async fn request_at(url: &str, method: &str, name: &str, mut params: Value) -> Value {
     params["_meta"] = meta();
     let headers = [
         ("accept", "application/json, text/event-stream"),
@@ -50,7 +55,7 @@ async fn request(replica: &Replica, method: &str, name: &str, mut params: Value)
         ("mcp-name", name),
     ];
     let message = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-    let answer = loopback::post_json(&replica.url, &headers, &message).await;
+    let answer = loopback::post_json(url, &headers, &message).await;
     assert!(answer.status.is_success(), "{method}: {}", answer.text);
     answer.json()
 }
@@ -65,13 +70,24 @@ fn refund(order: &str, cents: u64) -> Value {
 
 /// `tasks/get` of `task` through `replica`, until `done` holds of it (within ten seconds).
 async fn task_until(replica: &Replica, task: &str, done: impl Fn(&Value) -> bool) -> Value {
+    task_until_at(&replica.url, task, Duration::from_secs(10), done).await
+}
+
+/// `tasks/get` of `task` through the desk at `url`, until `done` holds of it (within
+/// `within`).
+pub(crate) async fn task_until_at(
+    url: &str,
+    task: &str,
+    within: Duration,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let started = Instant::now();
     loop {
-        let got = request(replica, "tasks/get", task, json!({ "taskId": task })).await;
+        let got = request_at(url, "tasks/get", task, json!({ "taskId": task })).await;
         if done(&got["result"]) {
             return got["result"].clone();
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "{got}");
+        assert!(started.elapsed() < within, "{got}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
