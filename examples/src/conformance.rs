@@ -6,7 +6,8 @@
 //! Each fixture's name and behaviour is the suite's (its scenarios' descriptions say what
 //! they call and expect); what the fixtures answer is whatever passes their contracts.
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -15,11 +16,12 @@ use rmcp::model::{
     InputRequiredResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
-    Role as PromptMessageRole, ServerCapabilities, ServerConfig,
+    Role as PromptMessageRole, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
-use tool_contract::dispatch::Progress;
+use tool_contract::dispatch::{LogLevel, Progress};
 use tool_contract::mcp::{Asking, McpServer, TaskSupport};
 use tool_contract::prelude::*;
 
@@ -133,6 +135,39 @@ pub struct MultiInput {}
 #[derive(Debug, serde::Deserialize, ToolContract)]
 #[tool_contract(output = Text, effect = read_only)]
 pub struct TestToolWithTask {}
+
+/// Log three messages as it works (the handshake revisions' logging utility).
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestToolWithLogging {}
+
+/// Ask the client's model a question (the handshake revisions' mid-call sampling).
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestSampling {
+    /// What to ask the model.
+    #[tool_contract(max_len = 2000)]
+    pub prompt: String,
+}
+
+/// Ask the person at the client for a name and an email (mid-call elicitation).
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestElicitation {
+    /// What to tell the person.
+    #[tool_contract(max_len = 2000)]
+    pub message: String,
+}
+
+/// Ask for a form whose fields all have defaults (SEP-1034).
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestElicitationSep1034Defaults {}
+
+/// Ask for a form with every kind of enumeration (SEP-1330).
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestElicitationSep1330Enums {}
 
 /// Answer with an image.
 #[derive(Debug, serde::Deserialize, ToolContract)]
@@ -361,6 +396,120 @@ async fn greet_from_a_task(_: TestToolWithTask, cx: HandlerContext) -> Result<Te
     ))
 }
 
+async fn test_tool_with_logging(
+    _: TestToolWithLogging,
+    cx: HandlerContext,
+) -> Result<Text, ToolFailure> {
+    cx.log(LogLevel::Info, "Tool execution started");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    cx.log(LogLevel::Info, "Tool processing data");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    cx.log(LogLevel::Info, "Tool execution completed");
+    text("Logged three messages while it ran.")
+}
+
+async fn ask_the_model(input: TestSampling, cx: HandlerContext) -> Result<Text, ToolFailure> {
+    let said = cx
+        .client_answer("sampling")
+        .and_then(|answer| answer.get("content")?.get("text")?.as_str());
+    text(format!(
+        "LLM response to {:?}: {}",
+        input.prompt,
+        said.unwrap_or("nothing")
+    ))
+}
+
+async fn ask_the_person(input: TestElicitation, cx: HandlerContext) -> Result<Text, ToolFailure> {
+    text(format!(
+        "User response to {:?}: {}",
+        input.message,
+        answered(&cx, "user_information")
+    ))
+}
+
+async fn defaults_answered(
+    _: TestElicitationSep1034Defaults,
+    cx: HandlerContext,
+) -> Result<Text, ToolFailure> {
+    text(format!(
+        "Elicitation completed: {}",
+        answered(&cx, "defaults")
+    ))
+}
+
+async fn enums_answered(
+    _: TestElicitationSep1330Enums,
+    cx: HandlerContext,
+) -> Result<Text, ToolFailure> {
+    text(format!("Elicitation completed: {}", answered(&cx, "enums")))
+}
+
+/// A form of `properties`, none required.
+fn form_of(message: &str, properties: serde_json::Value, required: &[&str]) -> serde_json::Value {
+    serde_json::json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": message,
+            "requestedSchema": { "type": "object", "properties": properties, "required": required },
+        },
+    })
+}
+
+/// The suite's form of a default for each primitive type (SEP-1034).
+fn defaults_form() -> serde_json::Value {
+    let properties = serde_json::json!({
+        "name": { "type": "string", "description": "User name", "default": "John Doe" },
+        "age": { "type": "integer", "description": "User age", "default": 30 },
+        "score": { "type": "number", "description": "User score", "default": 95.5 },
+        "status": {
+            "type": "string", "description": "User status",
+            "enum": ["active", "inactive", "pending"], "default": "active"
+        },
+        "verified": { "type": "boolean", "description": "Verification status", "default": true },
+    });
+    form_of(
+        "Please review your details; each has a default",
+        properties,
+        &[],
+    )
+}
+
+/// The suite's form of the five kinds of enumeration (SEP-1330).
+fn enums_form() -> serde_json::Value {
+    let properties = serde_json::json!({
+        "untitledSingle": { "type": "string", "enum": ["option1", "option2", "option3"] },
+        "titledSingle": {
+            "type": "string",
+            "oneOf": [
+                { "const": "value1", "title": "First Option" },
+                { "const": "value2", "title": "Second Option" },
+                { "const": "value3", "title": "Third Option" }
+            ]
+        },
+        "legacyEnum": {
+            "type": "string",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"]
+        },
+        "untitledMulti": {
+            "type": "array",
+            "items": { "type": "string", "enum": ["option1", "option2", "option3"] }
+        },
+        "titledMulti": {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    { "const": "value1", "title": "First Choice" },
+                    { "const": "value2", "title": "Second Choice" },
+                    { "const": "value3", "title": "Third Choice" }
+                ]
+            }
+        },
+    });
+    form_of("Choose from each list", properties, &[])
+}
+
 /// A form asking for one field of `kind` (`string`, `boolean`).
 fn form(message: &str, field: &str, kind: &str) -> serde_json::Value {
     serde_json::json!({
@@ -454,6 +603,24 @@ fn questions(asking: &Asking<'_>) -> InputRequests {
                 }
             }
         }
+        // The handshake revisions' fixtures, asked mid-call. A rule sees no arguments, so the
+        // question and the message are the fixtures' own; their handlers repeat the
+        // arguments beside the answer.
+        ("test_sampling", false) => ask("sampling", sampling("Answer the user's prompt", 100)),
+        ("test_elicitation", false) => {
+            let properties = serde_json::json!({
+                "username": { "type": "string", "description": "User's response" },
+                "email": { "type": "string", "description": "User's email address" },
+            });
+            let form = form_of(
+                "Please provide your information",
+                properties,
+                &["username", "email"],
+            );
+            ask("user_information", form);
+        }
+        ("test_elicitation_sep1034_defaults", false) => ask("defaults", defaults_form()),
+        ("test_elicitation_sep1330_enums", false) => ask("enums", enums_form()),
         ("test_missing_capability", false) => {
             ask("completion", sampling("Say something", 20));
         }
@@ -530,7 +697,12 @@ pub fn registry() -> Registry {
         TestMissingCapability,
         ConfirmDelete,
         MultiInput,
-        TestToolWithTask
+        TestToolWithTask,
+        TestToolWithLogging,
+        TestSampling,
+        TestElicitation,
+        TestElicitationSep1034Defaults,
+        TestElicitationSep1330Enums
     ]
 }
 
@@ -564,6 +736,11 @@ pub fn dispatcher() -> Result<Dispatcher, tool_contract::dispatch::BuildErrors> 
         .handler(confirm_delete)
         .handler(multi_input)
         .handler(greet_from_a_task)
+        .handler(test_tool_with_logging)
+        .handler(ask_the_model)
+        .handler(ask_the_person)
+        .handler(defaults_answered)
+        .handler(enums_answered)
         .build()
 }
 
@@ -585,7 +762,7 @@ pub fn server(dispatcher: Arc<Dispatcher>) -> McpServer {
         .with_tasks(|spec| task_support(spec.name()))
         .with_content(|spec, data| shown(spec.name(), data))
         .with_questions(questions)
-        .with_handler(Beside)
+        .with_handler(Beside::default())
 }
 
 /// How the client is shown a fixture's verified data: text as text, media and resources
@@ -632,11 +809,20 @@ pub const RED_PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAA
 /// How long a list or a resource may be cached, and by whom: the fixtures never change.
 const CACHED_MS: u64 = 60_000;
 
-/// The suite's resources, prompts and completions.
-#[derive(Debug, Clone, Copy)]
-pub struct Beside;
+/// The suite's resources, prompts and completions, and the resources a client subscribed to
+/// (on the handshake revisions: 2026-07-28 has `subscriptions/listen` instead).
+#[derive(Debug, Clone, Default)]
+pub struct Beside {
+    subscribed: Arc<Mutex<BTreeSet<String>>>,
+}
 
 impl Beside {
+    fn subscriptions(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn resources() -> Vec<Resource> {
         let described = |uri: &str, name: &str, mime: &str, description: &str| {
             Resource::new(uri, name)
@@ -724,6 +910,7 @@ impl ServerHandler for Beside {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_resources()
+                .enable_resources_subscribe()
                 .enable_prompts()
                 .enable_completions()
                 .build(),
@@ -751,6 +938,24 @@ impl ServerHandler for Beside {
         Ok(ListResourceTemplatesResult::with_all_items(vec![template])
             .with_ttl_ms(CACHED_MS)
             .with_cache_scope(CacheScope::Public))
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions().insert(request.uri);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions().remove(&request.uri);
+        Ok(())
     }
 
     async fn read_resource(

@@ -1,6 +1,6 @@
 //! What a call's client gives its handler besides the input: where the handler's progress
-//! reports go (an MCP client that sent a `progressToken`), and the client's answers to what
-//! the tool asked it (MCP input responses).
+//! reports and log messages go (an MCP client that sent a `progressToken`, or set a log
+//! level), and the client's answers to what the tool asked it (MCP input responses).
 
 use std::fmt;
 use std::sync::Arc;
@@ -13,6 +13,8 @@ use serde_json::{Map, Value};
 pub(crate) struct ClientSide {
     /// Who listens for the handler's progress, if anyone does.
     pub(crate) progress: Option<ProgressSink>,
+    /// Who listens for the handler's log messages, if anyone does.
+    pub(crate) log: Option<LogSink>,
     /// The client's answers to the tool's questions, by the key each was asked under.
     pub(crate) answers: Arc<Map<String, Value>>,
 }
@@ -45,6 +47,69 @@ impl Progress {
     pub fn with_message(mut self, message: impl Into<String>) -> Self {
         self.message = Some(message.into());
         self
+    }
+}
+
+/// How much a log message matters: the eight levels of the syslog protocol (RFC 5424,
+/// section 6.2.1), which MCP's logging utility uses, least to most severe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum LogLevel {
+    /// Detail for whoever debugs the tool.
+    Debug,
+    /// What the tool is doing.
+    Info,
+    /// Normal, but worth noting.
+    Notice,
+    /// Something may be wrong.
+    Warning,
+    /// Something failed.
+    Error,
+    /// A part of the tool failed.
+    Critical,
+    /// Someone must act at once.
+    Alert,
+    /// The tool cannot be used.
+    Emergency,
+}
+
+impl LogLevel {
+    /// The level's name as MCP and syslog write it (`"debug"` to `"emergency"`).
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+}
+
+/// Where a call's log messages go: its caller's listener, which keeps those at the level it
+/// listens at or above.
+#[derive(Clone)]
+pub(crate) struct LogSink(Arc<dyn Fn(LogLevel, String) + Send + Sync>);
+
+impl LogSink {
+    /// Only a transport that can tell its client makes one (the MCP server).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn new(listener: impl Fn(LogLevel, String) + Send + Sync + 'static) -> Self {
+        LogSink(Arc::new(listener))
+    }
+
+    pub(crate) fn tell(&self, level: LogLevel, message: String) {
+        (self.0)(level, message);
+    }
+}
+
+impl fmt::Debug for LogSink {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("LogSink")
     }
 }
 

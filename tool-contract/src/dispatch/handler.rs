@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use crate::binder::{Binder, CallResult, FailureKind, RawProvenance, RawResult, ToolFailure};
 use crate::contract::{ReconciledBy, ToolContract};
-use crate::dispatch::client_side::{ClientSide, Progress};
+use crate::dispatch::client_side::{ClientSide, LogLevel, Progress};
 use crate::dispatch::options::ToolOptions;
 use crate::vocabulary::{CallContext, ForbiddenKeys, Principal, Violations};
 
@@ -149,6 +149,29 @@ impl HandlerContext {
     pub fn report_progress(&self, progress: Progress) {
         if let Some(sink) = &self.client.progress {
             sink.tell(progress);
+        }
+    }
+
+    /// Sends `message` to the call's client as a log message at `level`, when the client
+    /// listens at that level or a lower one: an MCP client in a session of a handshake
+    /// revision (2024-11-05 to 2025-11-25) that set one with `logging/setLevel`, for a call
+    /// answered in its request (not a task), as `notifications/message` with the tool's name
+    /// as its logger; over Streamable HTTP on the session's own stream (`GET`), where rmcp
+    /// sends what names no request. Otherwise it goes nowhere. MCP 2026-07-28 has no logging
+    /// (SEP-2577 deprecates it): use `tracing` for what operators read.
+    ///
+    /// The message goes to the client's host, for people; it is no part of the model's result
+    /// and no contract checks it. Keep secrets and untrusted data out of it.
+    ///
+    /// ```
+    /// use tool_contract::dispatch::{HandlerContext, LogLevel};
+    ///
+    /// let cx = HandlerContext::detached("op-1", "key-1");
+    /// cx.log(LogLevel::Info, "reading the catalogue");
+    /// ```
+    pub fn log(&self, level: LogLevel, message: impl Into<String>) {
+        if let Some(sink) = &self.client.log {
+            sink.tell(level, message.into());
         }
     }
 

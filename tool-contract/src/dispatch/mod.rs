@@ -55,9 +55,9 @@ pub use builder::{
     PENDING_APPROVALS_PER_PRINCIPAL,
 };
 pub(crate) use client_side::ClientSide;
-pub use client_side::Progress;
+pub use client_side::{LogLevel, Progress};
 #[cfg(feature = "mcp")]
-pub(crate) use client_side::ProgressSink;
+pub(crate) use client_side::{LogSink, ProgressSink};
 pub use dispatcher::{
     Dispatcher, PURGE_EVERY, SettleError, Settlement, SignedDecision, TASK_LEASE,
 };

@@ -146,11 +146,24 @@ impl<H: ServerHandler> Beside for H {
     }
 }
 
+/// Whether `beside` serves `resources/subscribe`, which the handshake revisions declare.
+pub(super) fn subscribes(beside: &dyn Beside) -> bool {
+    beside
+        .capabilities()
+        .resources
+        .is_some_and(|resources| resources.subscribe == Some(true))
+}
+
 /// `ours` with what the application's handler declares besides: its resources, prompts and
 /// completions (the tools and tasks stay the server's).
 pub(super) fn merged(mut ours: ServerCapabilities, beside: &dyn Beside) -> ServerCapabilities {
     let theirs = beside.capabilities();
-    ours.resources = theirs.resources;
+    ours.resources = theirs.resources.map(|mut resources| {
+        // `resources/subscribe` is the handshake revisions' (2026-07-28 has
+        // `subscriptions/listen`): declared in their `initialize` answer alone.
+        resources.subscribe = None;
+        resources
+    });
     ours.prompts = theirs.prompts;
     ours.completions = theirs.completions;
     ours

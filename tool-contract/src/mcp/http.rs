@@ -111,8 +111,11 @@ impl McpServer {
         // A replica that serves tasks takes over those whose replica died, while it serves.
         let _resuming = self.resuming_tasks();
         let template = self;
-        let service: HttpService =
-            StreamableHttpService::new(move || Ok(template.clone()), transport_sessions, config);
+        let service: HttpService = StreamableHttpService::new(
+            move || Ok(template.in_a_session()),
+            transport_sessions,
+            config,
+        );
         loop {
             let (stream, _) = listener
                 .accept()

@@ -32,9 +32,22 @@ pub(super) const INVALID_REQUEST: i32 = -32600;
 #[cfg(feature = "mcp-http")]
 pub(super) const INVALID_PARAMS: i32 = -32602;
 
+/// The methods only the handshake revisions have: on 2026-07-28 they are unknown, whatever
+/// their params (SEP-2575 asks a 404 and `-32601` of them).
+const HANDSHAKE_ONLY: [&str; 4] = [
+    "initialize",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
 /// Why the params of a request of `method` are not what `method` takes, when `method` is
-/// one MCP defines with params; `None` for any other method, or params it reads.
-pub(super) fn misread(method: &str, params: Option<&Value>) -> Option<String> {
+/// one MCP defines with params on the revision spoken (`handshake`: one of those with
+/// `initialize`); `None` for any other method, or params it reads.
+pub(super) fn misread(method: &str, params: Option<&Value>, handshake: bool) -> Option<String> {
+    if !handshake && HANDSHAKE_ONLY.contains(&method) {
+        return None;
+    }
     fn error_of<R: DeserializeOwned>(method: &str, params: Option<&Value>) -> Option<String> {
         let mut request = json!({ "method": method });
         if let Some(params) = params {
@@ -75,8 +88,9 @@ pub(super) struct Misread {
 }
 
 #[cfg(feature = "mcp-http")]
-/// `body`, a request of a method MCP defines whose params that method does not read; `None`
-/// for anything else (a notification, a response, a request rmcp reads).
+/// `body`, a request outside any session (2026-07-28's) of a method that revision defines,
+/// whose params that method does not read; `None` for anything else (a notification, a
+/// response, a request rmcp reads).
 pub(super) fn misread_request(body: &[u8]) -> Option<Misread> {
     #[derive(serde::Deserialize)]
     struct Sent {
@@ -88,7 +102,7 @@ pub(super) fn misread_request(body: &[u8]) -> Option<Misread> {
     let id = sent
         .id
         .filter(|id| id.is_string() || id.is_i64() || id.is_u64())?;
-    let reason = misread(&sent.method, sent.params.as_ref())?;
+    let reason = misread(&sent.method, sent.params.as_ref(), false)?;
     Some(Misread { id, reason })
 }
 
@@ -155,11 +169,14 @@ mod tests {
     #[test]
     fn params_a_method_reads_are_not_misread() {
         let call = json!({ "name": "read_doc", "arguments": { "doc_id": "d1" } });
-        assert_eq!(misread("tools/call", Some(&call)), None);
-        assert_eq!(misread("tasks/get", Some(&json!({ "taskId": "t1" }))), None);
-        assert_eq!(misread("tools/list", None), None);
+        assert_eq!(misread("tools/call", Some(&call), false), None);
         assert_eq!(
-            misread("logging/setLevel", Some(&json!({ "level": "info" }))),
+            misread("tasks/get", Some(&json!({ "taskId": "t1" })), false),
+            None
+        );
+        assert_eq!(misread("tools/list", None, false), None);
+        assert_eq!(
+            misread("logging/setLevel", Some(&json!({ "level": "info" })), true),
             None
         );
     }
@@ -167,17 +184,25 @@ mod tests {
     #[test]
     fn params_of_the_wrong_shape_name_what_does_not_read() {
         let oops = json!({ "name": "read_doc", "arguments": "oops" });
-        let reason = misread("tools/call", Some(&oops)).unwrap();
+        let reason = misread("tools/call", Some(&oops), false).unwrap();
         assert!(reason.contains("invalid type"), "{reason}");
-        let nameless = misread("tools/call", Some(&json!({ "arguments": {} }))).unwrap();
+        let nameless = misread("tools/call", Some(&json!({ "arguments": {} })), true).unwrap();
         assert!(nameless.contains("name"), "{nameless}");
-        assert!(misread("tasks/get", Some(&json!({ "taskId": 5 }))).is_some());
-        assert!(misread("tools/call", None).is_some());
+        assert!(misread("tasks/get", Some(&json!({ "taskId": 5 })), false).is_some());
+        assert!(misread("tools/call", None, false).is_some());
+    }
+
+    #[test]
+    fn a_handshake_method_is_misread_only_on_a_handshake_revision() {
+        let level = json!({ "level": 5 });
+        assert!(misread("logging/setLevel", Some(&level), true).is_some());
+        assert_eq!(misread("logging/setLevel", Some(&level), false), None);
+        assert_eq!(misread("initialize", None, false), None);
     }
 
     #[test]
     fn a_method_mcp_does_not_define_is_never_misread() {
-        assert_eq!(misread("tools/dance", Some(&json!(5))), None);
+        assert_eq!(misread("tools/dance", Some(&json!(5)), true), None);
     }
 
     #[cfg(feature = "mcp-http")]

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-    ElicitRequestParams, ElicitationAction, Implementation, InputRequest, InputRequests,
-    InputRequiredResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ProtocolVersion, RequestStateCodec, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ElicitRequestParams, ElicitationAction, Implementation, InitializeRequestParams,
+    InitializeResult, InputRequest, InputRequests, InputRequiredResult, JsonObject,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion, RequestStateCodec,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::model::{
     CancelTaskParams, CustomRequest, CustomResult, GetTaskParams, GetTaskResult, ServerRequest,
@@ -19,8 +20,8 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, ListPromptsRequestMethod, ListPromptsResult,
     ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
     ListResourcesResult, ReadResourceRequestMethod, ReadResourceRequestParams,
-    ReadResourceResponse, SubscribeRequestMethod, SubscribeRequestParams, UnsubscribeRequestMethod,
-    UnsubscribeRequestParams,
+    ReadResourceResponse, SetLevelRequestMethod, SubscribeRequestMethod, SubscribeRequestParams,
+    UnsubscribeRequestMethod, UnsubscribeRequestParams,
 };
 use rmcp::service::{
     ElicitationMode, RequestContext, RoleServer, RunningService, ServerInitializeError,
@@ -36,11 +37,11 @@ use super::approval::{
     ApprovalState, CONFIRMATION_KEY, Decision, Expected, Question, StateRefusal, console_link,
     console_page,
 };
-use super::beside::{Beside, merged};
+use super::beside::{Beside, merged, subscribes};
 use super::caller::Callers;
 use super::capture::{Captured, Capturing, kept_over_http};
 use super::content::{ContentView, blocks};
-use super::progress::{listen, while_sending};
+use super::progress::{SessionLogLevel, listen, log_level_of, while_sending};
 use super::questions::{AnswersState, Asking, QuestionRule, answers_in, open_requests};
 use super::task_options::{TaskOptions, TaskSupport};
 use super::utility_transport::UtilityStream;
@@ -129,6 +130,9 @@ pub struct McpServer {
     pub(super) questions: Option<QuestionRule>,
     /// The arguments as the client sent them, once the server reads its own session.
     captured: Option<Arc<Captured>>,
+    /// The least level of the tools' log messages the session's client listens for, once
+    /// it set one (a server is cloned for each session: see [`McpServer::in_a_session`]).
+    log_level: Arc<SessionLogLevel>,
     /// The browser origins Streamable HTTP accepts besides loopback ones, lowercase.
     pub(super) allowed_origins: Arc<Vec<String>>,
     /// The `Host` names an authenticating proxy in front forwards, once the application says
@@ -225,6 +229,7 @@ impl McpServer {
             content: None,
             questions: None,
             captured: None,
+            log_level: Arc::default(),
             allowed_origins: Arc::new(Vec::new()),
             proxy_hosts: None,
             #[cfg(feature = "mcp-http")]
@@ -607,6 +612,15 @@ impl McpServer {
             .map_err(|error| McpServeError::Initialize(Box::new(error)))
     }
 
+    /// This server for one more session: the same in all, but what a session sets for
+    /// itself (its log level).
+    #[cfg(feature = "mcp-http")]
+    pub(super) fn in_a_session(&self) -> McpServer {
+        let mut server = self.clone();
+        server.log_level = Arc::default();
+        server
+    }
+
     /// The longest message read: the registry's largest argument limit and an envelope.
     pub(super) fn max_message_bytes(&self) -> usize {
         let largest = self.dispatcher.registry().tools();
@@ -696,13 +710,18 @@ impl McpServer {
             return answered;
         }
         // Reports a handler makes go to a client that asked for them, before the answer.
-        let (progress, listening) = listen(request_context).unzip();
+        let log_level = (!stateless).then_some(&self.log_level);
+        let (progress, log, listening) = match listen(request_context, log_level, &request.name) {
+            Some((progress, log, listening)) => (progress, log, Some(listening)),
+            None => (None, None, None),
+        };
         let answering = async {
             if !stateless {
                 answers = Box::pin(self.ask_in_session(&request, peer)).await?;
             }
             let client = ClientSide {
                 progress,
+                log,
                 answers: Arc::new(answers),
             };
             if stateless {
@@ -1398,6 +1417,26 @@ impl ServerHandler for McpServer {
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
+    /// The handshake: what `get_info` declares, and what only the handshake revisions have
+    /// (2026-07-28 deprecates both, SEP-2577): the logging utility, which a tool's
+    /// [`log`](crate::dispatch::HandlerContext::log) messages reach, and resource
+    /// subscriptions when the handler beside serves them.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let mut answer = self.negotiate_initialize(&request)?;
+        answer.capabilities.logging = Some(JsonObject::new());
+        if let (Some(beside), Some(resources)) = (&self.beside, &mut answer.capabilities.resources)
+            && subscribes(beside.as_ref())
+        {
+            resources.subscribe = Some(true);
+        }
+        Ok(answer)
+    }
+
     /// Every revision to 2026-07-28: those with the `initialize` handshake ask for approvals
     /// mid-call by elicitation, 2026-07-28 by `input_required` results.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -1524,6 +1563,21 @@ impl ServerHandler for McpServer {
             Some(beside) => beside.get_prompt(request, context).await,
             None => Err(ErrorData::method_not_found::<GetPromptRequestMethod>()),
         }
+    }
+
+    /// The handshake revisions' logging utility: the session's client listens for the tools'
+    /// log messages at `request.level` and above. 2026-07-28 has none (SEP-2577).
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if without_handshake(&context) {
+            return Err(ErrorData::method_not_found::<SetLevelRequestMethod>());
+        }
+        self.log_level.set(log_level_of(request.level));
+        Ok(())
     }
 
     async fn complete(

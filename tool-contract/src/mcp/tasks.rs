@@ -569,6 +569,7 @@ impl McpServer {
         }
         let client = ClientSide {
             progress: None,
+            log: None,
             answers: std::sync::Arc::new(answers),
         };
         loop {

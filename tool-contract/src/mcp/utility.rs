@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::jsonrpc::misread;
-use super::server::{McpServer, server_request};
+use super::server::{McpServer, server_request, without_handshake};
 use super::task_options::TaskSupport;
 use super::tasks::{no_such_task, store_failed, wire_task};
 use super::utility_transport::speaks_utility;
@@ -92,8 +92,12 @@ fn task_id_of(params: Option<&Value>) -> Result<String, ErrorData> {
 /// The answer to a request the server has no method for: `-32602` naming what is wrong when
 /// it is a method MCP defines whose params rmcp could not read (so a client is not told the
 /// server lacks `tools/call`), `-32601` otherwise.
-fn no_method(method: &str, params: Option<&Value>) -> ErrorData {
-    match misread(method, params) {
+fn no_method(
+    method: &str,
+    params: Option<&Value>,
+    request_context: &RequestContext<RoleServer>,
+) -> ErrorData {
+    match misread(method, params, !without_handshake(request_context)) {
         Some(reason) => ErrorData::invalid_params(reason, None),
         None => ErrorData::new(
             ErrorCode::METHOD_NOT_FOUND,
@@ -126,7 +130,7 @@ impl McpServer {
         let method = request.method.as_str();
         let params = request.params.as_ref();
         if !speaks_utility(&request_context) || !self.takes_tasks() {
-            return Err(no_method(method, params));
+            return Err(no_method(method, params, &request_context));
         }
         match method {
             "tools/list" => self.utility_tools(params, request_context).await,
@@ -135,7 +139,7 @@ impl McpServer {
             "tasks/result" => self.utility_result(params, &request_context).await,
             "tasks/list" => self.utility_list(params, &request_context).await,
             "tasks/cancel" => self.utility_cancel(params, &request_context).await,
-            _ => Err(no_method(method, params)),
+            _ => Err(no_method(method, params, &request_context)),
         }
     }
 
