@@ -136,6 +136,12 @@ pub struct MultiInput {}
 #[tool_contract(output = Text, effect = read_only)]
 pub struct TestToolWithTask {}
 
+/// Work longer than the server holds a call's event stream, then answer: the client comes
+/// back for the answer (SEP-1699's polling).
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Text, effect = read_only)]
+pub struct TestReconnection {}
+
 /// Log three messages as it works (the handshake revisions' logging utility).
 #[derive(Debug, serde::Deserialize, ToolContract)]
 #[tool_contract(output = Text, effect = read_only)]
@@ -394,6 +400,14 @@ async fn greet_from_a_task(_: TestToolWithTask, cx: HandlerContext) -> Result<Te
         "Hello from a task, {}!",
         form_field(&cx, "user_name", "name")?
     ))
+}
+
+/// How long the fixture server keeps a 2025-11-25 call's event stream open.
+const EVENT_STREAM_HOLD: Duration = Duration::from_millis(500);
+
+async fn test_reconnection(_: TestReconnection) -> Result<Text, ToolFailure> {
+    tokio::time::sleep(EVENT_STREAM_HOLD * 3).await;
+    text("Reconnection test completed successfully")
 }
 
 async fn test_tool_with_logging(
@@ -699,6 +713,7 @@ pub fn registry() -> Registry {
         MultiInput,
         TestToolWithTask,
         TestToolWithLogging,
+        TestReconnection,
         TestSampling,
         TestElicitation,
         TestElicitationSep1034Defaults,
@@ -737,6 +752,7 @@ pub fn dispatcher() -> Result<Dispatcher, tool_contract::dispatch::BuildErrors> 
         .handler(multi_input)
         .handler(greet_from_a_task)
         .handler(test_tool_with_logging)
+        .handler(test_reconnection)
         .handler(ask_the_model)
         .handler(ask_the_person)
         .handler(defaults_answered)
@@ -763,6 +779,7 @@ pub fn server(dispatcher: Arc<Dispatcher>) -> McpServer {
         .with_content(|spec, data| shown(spec.name(), data))
         .with_questions(questions)
         .with_handler(Beside::default())
+        .with_event_stream_hold(EVENT_STREAM_HOLD)
 }
 
 /// How the client is shown a fixture's verified data: text as text, media and resources

@@ -114,10 +114,15 @@ async fn the_fixture_server_passes_mcps_2025_11_25_conformance_suite() {
 /// A handshake session with the fixture server at `url`, opened with `initialize`; its id
 /// and the `initialize` answer.
 async fn session(url: &str) -> (String, serde_json::Value) {
+    session_of(url, "2025-11-25").await
+}
+
+/// [`session`], of `revision`.
+async fn session_of(url: &str, revision: &str) -> (String, serde_json::Value) {
     let initialize = serde_json::json!({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {
-            "protocolVersion": "2025-11-25",
+            "protocolVersion": revision,
             "capabilities": {},
             "clientInfo": { "name": "logging", "version": "1" }
         }
@@ -146,6 +151,15 @@ async fn in_session(url: &str, id: &str, message: &serde_json::Value) -> String 
 /// The session's standalone event stream (`GET`), where the server sends what belongs to no
 /// request: what it has carried so far, read as it comes.
 async fn listen(url: &str, id: &str) -> std::sync::Arc<std::sync::Mutex<String>> {
+    listen_after(url, id, None).await
+}
+
+/// [`listen`], resuming a stream after its event `last` when one is named.
+async fn listen_after(
+    url: &str,
+    id: &str,
+    last: Option<&str>,
+) -> std::sync::Arc<std::sync::Mutex<String>> {
     use http_body_util::BodyExt;
 
     let uri: http::Uri = url.parse().unwrap();
@@ -156,11 +170,15 @@ async fn listen(url: &str, id: &str) -> std::sync::Arc<std::sync::Mutex<String>>
             .await
             .unwrap();
     tokio::spawn(connection);
-    let request = http::Request::get("/")
+    let mut request = http::Request::get("/")
         .header("host", &authority)
         .header("accept", "text/event-stream")
         .header("mcp-protocol-version", "2025-11-25")
-        .header("mcp-session-id", id)
+        .header("mcp-session-id", id);
+    if let Some(last) = last {
+        request = request.header("last-event-id", last);
+    }
+    let request = request
         .body(http_body_util::Empty::<bytes::Bytes>::new())
         .unwrap();
     let response = sender.send_request(request).await.unwrap();
@@ -310,4 +328,41 @@ async fn a_tools_log_messages_reach_a_handshake_session_that_set_a_level() {
     .await;
     assert_eq!(refused.status, 404, "{}", refused.text);
     assert_eq!(refused.json()["error"]["code"], -32601, "{}", refused.text);
+}
+
+/// SEP-1699's polling: a 2025-11-25 call still running when the server's hold ends has its
+/// event stream closed after an event asking the client back in half a second; the client
+/// resumes it with `Last-Event-ID` and reads the answer. A 2025-06-18 session, whose client
+/// would not come back, keeps its stream.
+#[tokio::test]
+async fn a_long_call_of_a_2025_11_25_session_is_polled_for_and_an_earlier_revision_waits() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let dispatcher = std::sync::Arc::new(conformance::dispatcher().unwrap());
+    tokio::spawn(conformance::server(dispatcher).serve_http(listener));
+    let call = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "test_reconnection", "arguments": {} }
+    });
+    let answered = |text: &str| text.contains("Reconnection test completed successfully");
+
+    let (id, _) = session(&url).await;
+    let closed = in_session(&url, &id, &call).await;
+    assert!(!answered(&closed), "{closed}");
+    assert!(closed.contains("retry: 500"), "{closed}");
+    let last = closed
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("id: "))
+        .unwrap();
+    let resumed = listen_after(&url, &id, Some(last)).await;
+    let started = std::time::Instant::now();
+    while !answered(&resumed.lock().unwrap()) {
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    let (earlier, _) = session_of(&url, "2025-06-18").await;
+    let held = in_session(&url, &earlier, &call).await;
+    assert!(answered(&held), "{held}");
 }

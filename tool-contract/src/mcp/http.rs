@@ -74,7 +74,7 @@ impl McpServer {
         let mut config = StreamableHttpServerConfig::default();
         let mut hosts = config.allowed_hosts.clone();
         let book = Arc::new(SessionBook::new(self.sessions_per_principal));
-        let transport_sessions = Arc::new(UtilitySessions::default());
+        let transport_sessions = Arc::new(UtilitySessions::new(self.event_stream_hold));
         let front = Arc::new(Front {
             #[cfg(feature = "console")]
             console: self.console.clone(),

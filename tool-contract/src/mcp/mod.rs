@@ -104,6 +104,8 @@ mod content;
 #[cfg(feature = "mcp-http")]
 mod http;
 mod jsonrpc;
+#[cfg(feature = "mcp-http")]
+mod polling;
 mod progress;
 mod questions;
 #[cfg(feature = "mcp-http")]

@@ -141,6 +141,9 @@ pub struct McpServer {
     /// How many handshake sessions one principal may hold over Streamable HTTP.
     #[cfg(feature = "mcp-http")]
     pub(super) sessions_per_principal: usize,
+    /// How long a 2025-11-25 call's event stream stays open before its client is to poll.
+    #[cfg(feature = "mcp-http")]
+    pub(super) event_stream_hold: Option<Duration>,
     /// The approvals console served on the same port over HTTP, under its base path.
     #[cfg(all(feature = "console", feature = "mcp-http"))]
     pub(super) console: Option<(Arc<str>, axum::Router)>,
@@ -234,6 +237,8 @@ impl McpServer {
             proxy_hosts: None,
             #[cfg(feature = "mcp-http")]
             sessions_per_principal: super::sessions::SESSIONS_PER_PRINCIPAL,
+            #[cfg(feature = "mcp-http")]
+            event_stream_hold: None,
         }
     }
 
@@ -280,6 +285,32 @@ impl McpServer {
     #[must_use]
     pub fn with_sessions_per_principal(mut self, limit: usize) -> Self {
         self.sessions_per_principal = limit;
+        self
+    }
+
+    /// How long [`serve_http`](Self::serve_http) keeps a call's event stream open in a
+    /// 2025-11-25 session before it closes it for the client to poll (SEP-1699): the stream
+    /// ends after an event telling the client to come back in half a second, the client
+    /// resumes it with `GET` and `Last-Event-ID`, and what the call sends after, its answer
+    /// included, reaches it from the session's cache. A call that waits long (for an
+    /// approval, for the console) then holds no connection. Without it, a stream stays open
+    /// until its call answers; sessions of earlier revisions, which have no polling, always
+    /// keep theirs.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use std::time::Duration;
+    /// # use tool_contract::Principal;
+    /// # use tool_contract::dispatch::Dispatcher;
+    /// # use tool_contract::mcp::McpServer;
+    /// # fn build(dispatcher: Arc<Dispatcher>, principal: Principal) -> McpServer {
+    /// McpServer::new(dispatcher, principal).with_event_stream_hold(Duration::from_secs(30))
+    /// # }
+    /// ```
+    #[cfg(feature = "mcp-http")]
+    #[must_use]
+    pub fn with_event_stream_hold(mut self, hold: Duration) -> Self {
+        self.event_stream_hold = Some(hold);
         self
     }
 

@@ -104,6 +104,17 @@ pub(super) fn declare_utility(message: ServerJsonRpcMessage) -> (ServerJsonRpcMe
     (ServerJsonRpcMessage::Response(response), true)
 }
 
+/// Whether `answer` is an `initialize` answer negotiating 2025-11-25.
+#[cfg(feature = "mcp-http")]
+fn of_2025_11_25(answer: &ServerJsonRpcMessage) -> bool {
+    matches!(
+        answer,
+        ServerJsonRpcMessage::Response(response)
+            if matches!(&response.result, ServerResult::InitializeResult(initialized)
+                if initialized.protocol_version == ProtocolVersion::V_2025_11_25)
+    )
+}
+
 /// A byte stream's transport, serving the tasks utility once the session negotiated
 /// 2025-11-25 (see the [module docs](self)).
 pub(super) struct UtilityStream<T> {
@@ -150,13 +161,16 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for UtilityStream<T> {
 
 /// rmcp's sessions of Streamable HTTP, serving the tasks utility in those that negotiated
 /// 2025-11-25 (see the [module docs](self)): their `initialize` answer declares it, and their
-/// requests are read as the utility has them.
+/// requests are read as the utility has them. In those sessions a call's event stream is
+/// closed after the server's hold, for the client to poll ([`super::polling`]).
 #[cfg(feature = "mcp-http")]
-#[derive(Default)]
 pub(super) struct UtilitySessions {
     sessions: LocalSessionManager,
-    /// The sessions whose `initialize` answer declared the utility.
-    utility: std::sync::Mutex<std::collections::HashSet<SessionId>>,
+    /// The sessions of 2025-11-25 remembered, each with whether its `initialize` answer
+    /// declared the utility: those that did, and, when the server holds streams, all.
+    remembered: std::sync::Mutex<std::collections::HashMap<SessionId, bool>>,
+    /// How long a call's event stream stays open before the client is to poll for the rest.
+    hold: Option<std::time::Duration>,
 }
 
 /// How many sessions of the utility are remembered before those rmcp has closed are
@@ -166,34 +180,43 @@ const REMEMBERED_SESSIONS: usize = 256;
 
 #[cfg(feature = "mcp-http")]
 impl UtilitySessions {
-    fn utility(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<SessionId>> {
-        self.utility
+    /// Sessions that close a call's event stream after `hold`, if there is one.
+    pub(super) fn new(hold: Option<std::time::Duration>) -> Self {
+        UtilitySessions {
+            sessions: LocalSessionManager::default(),
+            remembered: std::sync::Mutex::default(),
+            hold,
+        }
+    }
+
+    fn remembered(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<SessionId, bool>> {
+        self.remembered
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Remembers that session `id` speaks the utility, forgetting first the sessions rmcp
-    /// no longer has once many are remembered.
-    async fn remember(&self, id: &SessionId) {
+    /// Remembers that session `id` speaks 2025-11-25 (and the utility, if `utility`),
+    /// forgetting first the sessions rmcp no longer has once many are remembered.
+    async fn remember(&self, id: &SessionId, utility: bool) {
         let remembered: Vec<SessionId> = {
-            let utility = self.utility();
-            if utility.len() < REMEMBERED_SESSIONS {
+            let remembered = self.remembered();
+            if remembered.len() < REMEMBERED_SESSIONS {
                 Vec::new()
             } else {
-                utility.iter().cloned().collect()
+                remembered.keys().cloned().collect()
             }
         };
         for earlier in remembered {
             if !self.sessions.has_session(&earlier).await.unwrap_or(false) {
-                self.utility().remove(&earlier);
+                self.remembered().remove(&earlier);
             }
         }
-        self.utility().insert(id.clone());
+        self.remembered().insert(id.clone(), utility);
     }
 
     /// `message` as the server is to read it in session `id`.
     fn read_in(&self, id: &SessionId, message: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
-        if !self.utility().contains(id) {
+        if self.remembered().get(id) != Some(&true) {
             return message;
         }
         utility_request(message, |request_id, extensions| {
@@ -221,9 +244,10 @@ impl SessionManager for UtilitySessions {
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
         let answer = self.sessions.initialize_session(id, message).await?;
+        let polls = self.hold.is_some() && of_2025_11_25(&answer);
         let (answer, declared) = declare_utility(answer);
-        if declared {
-            self.remember(id).await;
+        if declared || polls {
+            self.remember(id, declared).await;
         }
         Ok(answer)
     }
@@ -233,7 +257,7 @@ impl SessionManager for UtilitySessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.utility().remove(id);
+        self.remembered().remove(id);
         self.sessions.close_session(id).await
     }
 
@@ -243,7 +267,8 @@ impl SessionManager for UtilitySessions {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let message = self.read_in(id, message);
-        self.sessions.create_stream(id, message).await
+        let hold = self.hold.filter(|_| self.remembered().contains_key(id));
+        super::polling::request_stream(&self.sessions, id, message, hold).await
     }
 
     async fn accept_message(
