@@ -119,31 +119,14 @@ async fn session(url: &str) -> (String, serde_json::Value) {
 
 /// [`session`], of `revision`.
 async fn session_of(url: &str, revision: &str) -> (String, serde_json::Value) {
-    let initialize = serde_json::json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {
-            "protocolVersion": revision,
-            "capabilities": {},
-            "clientInfo": { "name": "logging", "version": "1" }
-        }
-    });
-    let headers = [("accept", "application/json, text/event-stream")];
-    let opened = loopback::post_json(url, &headers, &initialize).await;
-    let id = opened.header("mcp-session-id").to_owned();
-    let initialized =
-        serde_json::json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-    in_session(url, &id, &initialized).await;
+    let (id, opened) = loopback::open_session(url, revision, serde_json::json!({})).await;
     (id, opened.json())
 }
 
-/// `message` in session `id` of the server at `url`: the answer's text, every event of it.
+/// `message` in session `id` (2025-11-25) of the server at `url`: the answer's text, every
+/// event of it.
 async fn in_session(url: &str, id: &str, message: &serde_json::Value) -> String {
-    let headers = [
-        ("accept", "application/json, text/event-stream"),
-        ("mcp-protocol-version", "2025-11-25"),
-        ("mcp-session-id", id),
-    ];
-    let answer = loopback::post_json(url, &headers, message).await;
+    let answer = loopback::in_session(url, "2025-11-25", id, message).await;
     assert!(answer.status.is_success(), "{message}: {}", answer.text);
     answer.text
 }
@@ -363,6 +346,6 @@ async fn a_long_call_of_a_2025_11_25_session_is_polled_for_and_an_earlier_revisi
     }
 
     let (earlier, _) = session_of(&url, "2025-06-18").await;
-    let held = in_session(&url, &earlier, &call).await;
-    assert!(answered(&held), "{held}");
+    let held = loopback::in_session(&url, "2025-06-18", &earlier, &call).await;
+    assert!(answered(&held.text), "{}", held.text);
 }

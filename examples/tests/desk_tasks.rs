@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::process::Command;
-use tool_contract_tests::http::{self as loopback, Answer};
+use tool_contract_tests::http as loopback;
 use tool_contract_tests::listening::listening;
 use tool_contract_tests::postgres::Schema;
 
@@ -150,46 +150,23 @@ struct Session<'a> {
 
 impl<'a> Session<'a> {
     async fn open(replica: &'a Replica) -> Session<'a> {
-        let headers = [("accept", "application/json, text/event-stream")];
-        let initialize = json!({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": { "tasks": {}, "elicitation": { "form": {} } },
-                "clientInfo": { "name": "supervisor", "version": "1" }
-            }
-        });
-        let opened = loopback::post_json(&replica.url, &headers, &initialize).await;
+        let capabilities = json!({ "tasks": {}, "elicitation": { "form": {} } });
+        let (id, opened) = loopback::open_session(&replica.url, "2025-11-25", capabilities).await;
         let declared = &opened.json()["result"]["capabilities"]["tasks"];
         assert!(
             declared["requests"]["tools"]["call"].is_object(),
             "{}",
             opened.text
         );
-        let session = Session {
-            replica,
-            id: opened.header("mcp-session-id").to_owned(),
-        };
-        session
-            .send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
-            .await;
-        session
-    }
-
-    async fn send(&self, message: Value) -> Answer {
-        let headers = [
-            ("accept", "application/json, text/event-stream"),
-            ("mcp-protocol-version", "2025-11-25"),
-            ("mcp-session-id", self.id.as_str()),
-        ];
-        let answer = loopback::post_json(&self.replica.url, &headers, &message).await;
-        assert!(answer.status.is_success(), "{message}: {}", answer.text);
-        answer
+        Session { replica, id }
     }
 
     async fn request(&self, method: &str, params: Value) -> Value {
         let message = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-        self.send(message).await.json()
+        let answer =
+            loopback::in_session(&self.replica.url, "2025-11-25", &self.id, &message).await;
+        assert!(answer.status.is_success(), "{message}: {}", answer.text);
+        answer.json()
     }
 }
 

@@ -91,3 +91,36 @@ pub async fn post_json(url: &str, headers: &[(&str, &str)], body: &Value) -> Ans
 pub async fn get(url: &str) -> Answer {
     send(Method::GET, url, &[], Vec::new()).await
 }
+
+/// A handshake session opened on the MCP server at `url` by `initialize` of `revision`, the
+/// client declaring `capabilities`, and `notifications/initialized` sent: its id, and the
+/// `initialize` answer.
+pub async fn open_session(url: &str, revision: &str, capabilities: Value) -> (String, Answer) {
+    let initialize = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": revision,
+            "capabilities": capabilities,
+            "clientInfo": { "name": "tool-contract-tests", "version": "1" }
+        }
+    });
+    let headers = [("accept", "application/json, text/event-stream")];
+    let opened = post_json(url, &headers, &initialize).await;
+    assert_eq!(opened.status, StatusCode::OK, "{}", opened.text);
+    let id = opened.header("mcp-session-id").to_owned();
+    let initialized =
+        serde_json::json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let sent = in_session(url, revision, &id, &initialized).await;
+    assert!(sent.status.is_success(), "{}", sent.text);
+    (id, opened)
+}
+
+/// `message` POSTed in session `id` (of `revision`) of the MCP server at `url`.
+pub async fn in_session(url: &str, revision: &str, id: &str, message: &Value) -> Answer {
+    let headers = [
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", revision),
+        ("mcp-session-id", id),
+    ];
+    post_json(url, &headers, message).await
+}

@@ -58,22 +58,7 @@ async fn post(url: &str, session: Option<&str>, body: Vec<u8>) -> Answer {
 
 /// A 2025-11-25 session opened on `url`; its id.
 async fn session(url: &str) -> String {
-    let initialize = json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": { "name": "wire-errors", "version": "1" }
-        }
-    });
-    let headers = [("accept", "application/json, text/event-stream")];
-    let opened = loopback::post_json(url, &headers, &initialize).await;
-    assert_eq!(opened.status, 200, "{}", opened.text);
-    let id = opened.header("mcp-session-id").to_owned();
-    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-    let sent = post(url, Some(&id), initialized.to_string().into_bytes()).await;
-    assert!(sent.status.is_success(), "{}", sent.text);
-    id
+    loopback::open_session(url, "2025-11-25", json!({})).await.0
 }
 
 /// Checks that `answer` is HTTP 400 with a JSON-RPC error of `code` for request `id` in a JSON
