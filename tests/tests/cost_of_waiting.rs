@@ -1,7 +1,7 @@
 //! What ten thousand waiting tasks cost PostgreSQL while nothing happens: the tasks one
 //! replica holds are renewed together and the approvals they wait on checked together, so a
 //! few statements a second, and nothing per task. (A module of its own, named to start early
-//! in the suite: it runs for about a minute and a half, most of it asleep.)
+//! in the suite: it runs for one and a half to four minutes, most of it starting the tasks.)
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -67,9 +67,12 @@ async fn ten_thousand_waiting_tasks_cost_postgresql_fewer_than_10_statements_a_s
         schema.name
     );
     eprintln!("{TASKS} tasks started in {:?}", began.elapsed());
+    // Only a run that hangs ends here: how long ten thousand tasks take to start is the
+    // machine's (50 s to over 200 s seen on the same kind of VM, the code unchanged); what
+    // is measured is the idle window after.
     while schema.query_i64(&count_waiting) < i64::try_from(TASKS).unwrap() {
         assert!(
-            began.elapsed() < Duration::from_secs(120),
+            began.elapsed() < Duration::from_secs(360),
             "the tasks never all waited"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
