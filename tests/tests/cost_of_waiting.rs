@@ -1,7 +1,7 @@
 //! What ten thousand waiting tasks cost PostgreSQL while nothing happens: the tasks one
 //! replica holds are renewed together and the approvals they wait on checked together, so a
-//! few statements a second, and nothing per task. (A module of its own, named to start early
-//! in the suite: it runs for one and a half to four minutes, most of it starting the tasks.)
+//! few statements a second, and nothing per task. (A test program of its own, run alone: it
+//! takes both cores for one and a half to four minutes, most of it starting the tasks.)
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

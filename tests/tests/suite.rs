@@ -20,7 +20,6 @@ mod canonical_output;
 mod catalog;
 mod console;
 mod console_records;
-mod cost_of_waiting;
 mod crash;
 mod declarations;
 mod deep_values;
