@@ -74,5 +74,4 @@ mod task_store;
 mod tree_heads;
 mod typed_handlers;
 mod unknown_outcomes;
-mod waiting;
 mod write_state;
