@@ -111,6 +111,15 @@ async fn the_fixture_server_passes_mcps_2025_11_25_conformance_suite() {
     .await;
 }
 
+/// The fixture server, in this process, on a loopback port of its own; its URL.
+async fn fixture_server() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let dispatcher = std::sync::Arc::new(conformance::dispatcher().unwrap());
+    tokio::spawn(conformance::server(dispatcher).serve_http(listener));
+    url
+}
+
 /// A handshake session with the fixture server at `url`, opened with `initialize`; its id
 /// and the `initialize` answer.
 async fn session(url: &str) -> (String, serde_json::Value) {
@@ -219,10 +228,7 @@ fn logged(text: &str) -> Vec<(String, String)> {
 /// 2026-07-28, which has no logging, neither declares nor takes it.
 #[tokio::test]
 async fn a_tools_log_messages_reach_a_handshake_session_that_set_a_level() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    let dispatcher = std::sync::Arc::new(conformance::dispatcher().unwrap());
-    tokio::spawn(conformance::server(dispatcher).serve_http(listener));
+    let url = fixture_server().await;
 
     let (id, opened) = session(&url).await;
     assert!(
@@ -319,10 +325,7 @@ async fn a_tools_log_messages_reach_a_handshake_session_that_set_a_level() {
 /// would not come back, keeps its stream.
 #[tokio::test]
 async fn a_long_call_of_a_2025_11_25_session_is_polled_for_and_an_earlier_revision_waits() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    let dispatcher = std::sync::Arc::new(conformance::dispatcher().unwrap());
-    tokio::spawn(conformance::server(dispatcher).serve_http(listener));
+    let url = fixture_server().await;
     let call = serde_json::json!({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": { "name": "test_reconnection", "arguments": {} }
