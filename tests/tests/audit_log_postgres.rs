@@ -5,11 +5,16 @@
 
 use std::sync::Arc;
 
-use tool_contract::control::PostgresStore;
-use tool_contract::control::{AuditLogError, BrokenLink, PostgresAuditLog, StreamHead};
-use tool_contract::{SecretKey, Status};
+use tool_contract::control::{
+    AuditHistory, AuditLogError, AuditSink, BrokenLink, PostgresAuditLog, PostgresStore,
+    RejectionReason, StreamHead, last_day_minutes, tally_calls,
+};
+use tool_contract::results::{ModelResult, ProtectedAudit};
+use tool_contract::{ErrorCode, SecretKey, Status};
 use tool_contract_tests::postgres::Schema;
-use tool_contract_tests::tracker::{Remote, audit_key, builder, create, run};
+use tool_contract_tests::tracker::{
+    Remote, audit_key, builder, clock, code, create, message, pending_approval, run,
+};
 
 /// A log in a schema of its own holding three calls of one stream.
 async fn log_of_three(test: &str) -> Option<(Schema, PostgresStore, StreamHead)> {
@@ -353,4 +358,143 @@ async fn fifty_calls_at_once_are_committed_in_a_few_transactions() {
     PostgresAuditLog::verify_published(&store, sink.stream(), &tree_heads, &keys)
         .await
         .unwrap();
+}
+
+/// `model` as if observed `at`.
+fn observed(model: &ModelResult, at: time::OffsetDateTime) -> ModelResult {
+    let mut model = serde_json::to_value(model).unwrap();
+    model["provenance"]["observed_at"] = serde_json::json!(
+        at.format(&time::format_description::well_known::Rfc3339)
+            .unwrap()
+    );
+    serde_json::from_value(model).unwrap()
+}
+
+/// Every call of every stream the log's table holds, read back and checked.
+async fn calls_read_back(log: &PostgresAuditLog) -> Vec<(ModelResult, ProtectedAudit)> {
+    let histories = log.read_back_all().await.unwrap();
+    histories
+        .iter()
+        .flat_map(|history| {
+            let calls = history.calls(&audit_key());
+            assert!(calls.chain.is_ok(), "{:?}", calls.chain);
+            calls.calls
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_counts_kept_as_records_are_appended_are_what_the_records_count() {
+    let Some(schema) = Schema::new("audit_pg_counts") else {
+        return;
+    };
+    let store = schema.store().await;
+    let (first, second) = (
+        Arc::new(PostgresAuditLog::new(&store, audit_key())),
+        Arc::new(PostgresAuditLog::new(&store, audit_key())),
+    );
+    let remote = Remote::new();
+    let replica = |log: &Arc<PostgresAuditLog>| {
+        builder(&remote)
+            .store(Arc::new(store.clone()))
+            .audit_sink(log.clone())
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (replica(&first), replica(&second));
+    for key in ["k1", "k2", "k3"] {
+        run(&a, &create("c", "Printer", key, key)).await;
+    }
+    // Asked on A, granted, run on B.
+    let granted = message("m-1", "bob");
+    let pending = pending_approval(&a, &granted).await;
+    a.approve(
+        &pending.approval_id,
+        &pending.preview_sha256,
+        "supervisor",
+        clock() + std::time::Duration::from_secs(3600),
+    )
+    .await
+    .unwrap();
+    assert_eq!(code(&run(&b, &granted).await), None);
+    // Asked on B, rejected, told on A.
+    let refused = message("m-2", "mallory");
+    let pending = pending_approval(&b, &refused).await;
+    b.reject_because(&pending.approval_id, RejectionReason::WrongDetails)
+        .await
+        .unwrap();
+    assert_eq!(
+        code(&run(&a, &refused).await),
+        Some(ErrorCode::RejectedWrongDetails)
+    );
+    // A call observed two days ago, appended now.
+    let ran = run(&a, &create("c", "Scanner", "k9", "k9")).await;
+    let aged = observed(&ran.result.model, clock() - time::Duration::days(2));
+    first.append(&aged, &ran.result.audit).await.unwrap();
+
+    let day = last_day_minutes(clock());
+    let kept = first
+        .tally(&day)
+        .await
+        .unwrap()
+        .expect("both streams counted every record");
+    let calls = calls_read_back(&first).await;
+    assert_eq!(
+        calls.len(),
+        9,
+        "3 issues, m-1 and m-2 twice each, k9 and the aged call"
+    );
+    assert_eq!(kept, tally_calls(&calls, &day));
+    let (issues, messages) = (&kept["create_issue"], &kept["send_message"]);
+    assert_eq!(issues.calls, 4, "the aged call is not of the last day");
+    assert_eq!(
+        (messages.calls, messages.granted, messages.rejected),
+        (4, 1, 1),
+        "m-1 asked and ran, m-2 asked and told"
+    );
+    // Every minute there is: the aged call is counted, in its own.
+    let always = i64::MIN..=i64::MAX;
+    let ever = first.tally(&always).await.unwrap().unwrap();
+    assert_eq!(ever["create_issue"].calls, 5);
+    assert_eq!(ever, tally_calls(&calls, &always));
+    drop(schema);
+}
+
+#[tokio::test]
+async fn a_stream_appended_before_counts_were_kept_is_tallied_only_past_its_last_uncounted_record()
+{
+    let Some(schema) = Schema::new("audit_pg_counts_from") else {
+        return;
+    };
+    let store = schema.store().await;
+    let log = Arc::new(PostgresAuditLog::new(&store, audit_key()));
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .store(Arc::new(store.clone()))
+        .audit_sink(log.clone())
+        .build()
+        .unwrap();
+    run(&dispatcher, &create("c", "Printer", "k1", "k1")).await;
+    // As schema version 10 leaves a stream it finds: counted from its next record on.
+    schema.execute(&format!(
+        "UPDATE {}.tool_contract_audit_heads SET counted_from = records + 1",
+        schema.name
+    ));
+    run(&dispatcher, &create("c", "Printer", "k2", "k2")).await;
+    assert_eq!(
+        log.tally(&last_day_minutes(clock())).await.unwrap(),
+        None,
+        "the day holds a call the counts miss"
+    );
+    // Two days on, a call observed then: the day holds it alone.
+    let later = clock() + time::Duration::days(2);
+    let ran = run(&dispatcher, &create("c", "Printer", "k3", "k3")).await;
+    log.append(&observed(&ran.result.model, later), &ran.result.audit)
+        .await
+        .unwrap();
+    let day = last_day_minutes(later);
+    let kept = log.tally(&day).await.unwrap().expect("the day is counted");
+    assert_eq!(kept["create_issue"].calls, 1);
+    assert_eq!(kept, tally_calls(&calls_read_back(&log).await, &day));
+    drop(schema);
 }

@@ -823,6 +823,16 @@ async fn a_console_in_front_of_two_replicas_shows_the_receipts_and_chains_of_bot
     for stream in [log_a.stream(), log_b.stream()] {
         assert!(chains.text.contains(stream), "{stream}: {}", chains.text);
     }
+    // Both streams' calls, from the counts the log keeps: m-1 and m-2 each asked, then ran
+    // on their grants.
+    let overview = dee.get("/overview").await;
+    assert!(
+        overview.text.contains(
+            r#"<tr data-tool="send_message"><td><code>send_message</code></td><td>4</td><td>0</td><td>2</td><td>0</td><td>0</td></tr>"#
+        ),
+        "{}",
+        overview.text
+    );
 
     // Pages of one record of each stream: A holds m-1 asked, m-1 ran, m-2 asked; B m-2 ran.
     let paged = Console::new(

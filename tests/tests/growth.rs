@@ -83,6 +83,7 @@ async fn an_audit_record_costs_about_two_kilobytes_on_postgres() {
         table_bytes(&schema, "tool_contract_audit")
             + table_bytes(&schema, "tool_contract_audit_heads")
             + table_bytes(&schema, "tool_contract_audit_tree_heads")
+            + table_bytes(&schema, "tool_contract_audit_counts")
     };
     let before = bytes();
     dispatch_reads(sink, MEASURED).await;

@@ -201,7 +201,10 @@ async fn tasks_result_answers_as_soon_as_its_task_ended() {
     late.sort_unstable();
     let (median, p99) = (percentile(&late, 50), percentile(&late, 99));
     eprintln!("tasks/result answered past the write's work: median {median:?}, p99 {p99:?}");
-    assert!(median <= Duration::from_millis(50), "{median:?} at the median");
+    assert!(
+        median <= Duration::from_millis(50),
+        "{median:?} at the median"
+    );
     assert!(percentile(&late, 100) < Duration::from_secs(1), "{late:?}");
 }
 

@@ -6,17 +6,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use time::format_description::well_known::Rfc3339;
-use time::{Duration, OffsetDateTime};
 
 use crate::control::{
     Approver, AuditHistory, AuditLogError, ChainHead, History, HistoryCalls, HistoryPage,
-    PageAgainstHead, PageEnds, PendingApproval,
+    PageAgainstHead, PageEnds, PendingApproval, Tallies, ToolTally,
 };
-use crate::results::{
-    ApproverKeys, ErrorCode, KeySet, ModelResult, ProtectedAudit, SecretKey, SignedReceipt,
-};
-use crate::results::{Delivery, Status};
+use crate::results::{ApproverKeys, KeySet, ModelResult, ProtectedAudit, SecretKey, SignedReceipt};
 
 /// Whether `approver` audits every tenant: enrolled for all of them (`"*"`). The chain and the
 /// overview count every tenant's calls, so they are an auditor's pages only.
@@ -284,60 +279,19 @@ fn chain_view(history: &History, calls: &HistoryCalls, keys: &KeySet) -> Value {
     })
 }
 
-/// When a call's result was observed, as its provenance says.
-pub(super) fn observed_at(model: &ModelResult) -> Option<OffsetDateTime> {
-    OffsetDateTime::parse(&model.provenance().observed_at, &Rfc3339).ok()
-}
-
-/// One tool's last day.
+/// One tool's last day: its calls as the log counts them, and the approvals pending now.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(super) struct ToolDay {
-    pub(super) calls: u64,
+    pub(super) counts: ToolTally,
     pub(super) pending: u64,
-    pub(super) granted: u64,
-    pub(super) rejected: u64,
-    pub(super) reconciled: u64,
 }
 
-/// The last day before `now`, per tool: calls answered (by when each result was observed),
-/// approvals redeemed (`granted`), rejections the model was told of, unknown outcomes
-/// settled by a status query (`reconciled`), and the approvals pending now.
-pub(super) fn overview<'a>(
-    calls: impl IntoIterator<Item = &'a (ModelResult, ProtectedAudit)>,
-    pending: &[PendingApproval],
-    now: OffsetDateTime,
-) -> BTreeMap<String, ToolDay> {
-    let since = now - Duration::DAY;
-    let mut days: BTreeMap<String, ToolDay> = BTreeMap::new();
-    for (model, audit) in calls {
-        let Some(contract) = &audit.tool_contract else {
-            continue;
-        };
-        if !observed_at(model).is_some_and(|at| at > since && at <= now) {
-            continue;
-        }
-        let day = days.entry(contract.tool.to_string()).or_default();
-        day.calls += 1;
-        if audit.approval.is_some() {
-            day.granted += 1;
-        }
-        let code = model.error().map(crate::results::ModelError::code);
-        if matches!(
-            code,
-            Some(
-                ErrorCode::RejectedNotPermitted
-                    | ErrorCode::RejectedWrongDetails
-                    | ErrorCode::RejectedDuplicate
-            )
-        ) {
-            day.rejected += 1;
-        }
-        if model.execution().delivery == Delivery::ReceiptReconciled
-            && model.status() != Status::Unknown
-        {
-            day.reconciled += 1;
-        }
-    }
+/// Per tool, the last day's counts of `tallies` and the approvals pending now.
+pub(super) fn overview(tallies: Tallies, pending: &[PendingApproval]) -> BTreeMap<String, ToolDay> {
+    let mut days: BTreeMap<String, ToolDay> = tallies
+        .into_iter()
+        .map(|(tool, counts)| (tool, ToolDay { counts, pending: 0 }))
+        .collect();
     for approval in pending {
         days.entry(approval.preview.tool.clone())
             .or_default()
@@ -356,11 +310,11 @@ pub(super) fn overview_view(days: &BTreeMap<String, ToolDay>) -> Value {
         .values()
         .flat_map(|day| {
             [
-                day.calls,
+                day.counts.calls,
                 day.pending,
-                day.granted,
-                day.rejected,
-                day.reconciled,
+                day.counts.granted,
+                day.counts.rejected,
+                day.counts.reconciled,
             ]
         })
         .max()
@@ -372,11 +326,11 @@ pub(super) fn overview_view(days: &BTreeMap<String, ToolDay>) -> Value {
         .enumerate()
         .map(|(index, (tool, day))| {
             let measures: Vec<Value> = [
-                ("calls", day.calls),
+                ("calls", day.counts.calls),
                 ("pending", day.pending),
-                ("granted", day.granted),
-                ("rejected", day.rejected),
-                ("reconciled", day.reconciled),
+                ("granted", day.counts.granted),
+                ("rejected", day.counts.rejected),
+                ("reconciled", day.counts.reconciled),
             ]
             .iter()
             .enumerate()
@@ -400,9 +354,12 @@ mod tests {
             (
                 "a".to_owned(),
                 ToolDay {
-                    calls: 4,
-                    granted: 1,
-                    ..ToolDay::default()
+                    counts: ToolTally {
+                        calls: 4,
+                        granted: 1,
+                        ..ToolTally::default()
+                    },
+                    pending: 0,
                 },
             ),
             (

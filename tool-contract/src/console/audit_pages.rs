@@ -288,13 +288,17 @@ pub(super) async fn chain(
     inner.render_for("audit.html", context, &visit, &approver)
 }
 
-/// The calls of every chain observed since `since`, read a page at a time from each chain's
-/// end until a call observed before it: what the overview counts, and no more.
-async fn calls_since(
+/// The calls of every chain observed from the first of `minutes` on, read a page at a time
+/// from each chain's end until a call observed a minute before it (calls answered at once may
+/// be appended out of their order): what the overview counts, and hardly more.
+async fn calls_in(
     view: &AuditView,
-    since: time::OffsetDateTime,
+    minutes: &std::ops::RangeInclusive<i64>,
     records: usize,
 ) -> Result<Vec<(crate::results::ModelResult, crate::results::ProtectedAudit)>, AuditLogError> {
+    let since = time::OffsetDateTime::from_unix_timestamp(minutes.start().saturating_mul(60))
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+        - time::Duration::MINUTE;
     let mut ends = PageEnds::new();
     let mut calls = Vec::new();
     loop {
@@ -304,7 +308,7 @@ async fn calls_since(
             let reached = chain
                 .calls
                 .first()
-                .and_then(|(_, (model, _))| audit::observed_at(model))
+                .and_then(|(_, (model, _))| crate::control::observed_at(model))
                 .is_some_and(|observed| observed < since);
             let end = if reached {
                 1
@@ -338,24 +342,26 @@ pub(super) async fn overview(State(inner): Shared, headers: HeaderMap) -> Respon
             &visit,
         );
     };
-    let now = inner.dispatcher.now();
-    // A minute before the day: calls answered at once may be appended out of their order.
-    let since = now - time::Duration::DAY - time::Duration::MINUTE;
-    let calls = match calls_since(&view, since, inner.options.page_records).await {
-        Ok(calls) => calls,
+    let minutes = crate::control::last_day_minutes(inner.dispatcher.now());
+    let tallies = match view.history.tally(&minutes).await {
+        Ok(Some(tallies)) => tallies,
+        Ok(None) => match calls_in(&view, &minutes, inner.options.page_records).await {
+            Ok(calls) => crate::control::tally_calls(&calls, &minutes),
+            Err(error) => return inner.unreadable(&error, &visit),
+        },
         Err(error) => return inner.unreadable(&error, &visit),
     };
-    let days = audit::overview(&calls, &pending, now);
+    let days = audit::overview(tallies, &pending);
     let tools: Vec<_> = days
         .iter()
         .map(|(tool, day)| {
             json!({
                 "tool": tool,
-                "calls": day.calls,
+                "calls": day.counts.calls,
                 "pending": day.pending,
-                "granted": day.granted,
-                "rejected": day.rejected,
-                "reconciled": day.reconciled,
+                "granted": day.counts.granted,
+                "rejected": day.counts.rejected,
+                "reconciled": day.counts.reconciled,
             })
         })
         .collect();

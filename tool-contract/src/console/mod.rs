@@ -35,13 +35,17 @@
 //! - **The audit chain** (auditors): how many records, whether the keyed chain holds through
 //!   the newest of them; asked to check the whole log, through all of them, and up to which
 //!   signed tree head the published keys hold it.
-//! - **The overview** (auditors): per tool over the last day, calls, approvals pending,
-//!   granted, rejected and unknown outcomes reconciled, drawn as a small SVG chart.
+//! - **The overview** (auditors): per tool over the last day (the 1,440 minutes ending with
+//!   the present one), calls, approvals pending, granted, rejected and unknown outcomes
+//!   reconciled, drawn as a small SVG chart.
 //!
 //! A page costs what it shows: the receipts and audit pages read
 //! [`ConsoleOptions::page_records`] records of each chain from its end (older ones a link
-//! away), the overview reads back to the day's beginning, and each page reads the directory
-//! rows of the approvers it names, by key. Only the whole check reads the whole log.
+//! away), and each page reads the directory rows of the approvers it names, by key. The
+//! overview reads the counts a log keeps as it appends
+//! ([`AuditHistory::tally`](crate::control::AuditHistory::tally): `PostgresAuditLog` keeps
+//! them, per minute and tool), and otherwise reads the records back to the day's beginning.
+//! Only the whole check reads the whole log.
 
 mod audit;
 mod audit_pages;

@@ -34,12 +34,15 @@ pub(crate) use approval::{later_by, unix_ms};
 pub use approver::ApproverIdentity;
 #[cfg(feature = "console")]
 pub(crate) use approver::same_approver;
+#[cfg(feature = "console")]
+pub(crate) use audit_log::observed_at;
 pub use audit_log::{
     AuditFuture, AuditHistory, AuditLogError, AuditSink, BrokenLink, ChainHead, GENESIS_SHA256,
     HistoriesFuture, History, HistoryCalls, HistoryFuture, HistoryPage, JsonLinesAuditLog,
     LogEvent, MEMORY_LOG_RECORDS, MemoryAuditLog, MerkleTree, PageAgainstHead, PageEnds,
-    PagesFuture, SegmentReason, SignedTreeHead, TREE_HEAD_DOMAIN, TreeHead, TreeHeadError,
-    TreeHeadsHeld, verify_chain, verify_tree_heads,
+    PagesFuture, SegmentReason, SignedTreeHead, TREE_HEAD_DOMAIN, Tallies, TallyFuture, ToolTally,
+    TreeHead, TreeHeadError, TreeHeadsHeld, last_day_minutes, minute_of, tally_calls, verify_chain,
+    verify_tree_heads,
 };
 #[cfg(feature = "postgres")]
 pub use audit_log::{PostgresAuditLog, StreamHead};

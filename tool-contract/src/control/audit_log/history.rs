@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::ops::RangeInclusive;
 use std::pin::Pin;
 
 use super::file::JsonLinesAuditLog;
 use super::memory::MemoryAuditLog;
 use super::record::{ReadEntry, Verifier, line_seq};
+use super::tally::Tallies;
 use super::tree::{SignedTreeHead, TreeHeadsHeld, verify_tree_heads};
 use super::{AuditLogError, ChainHead, TreeHeadError};
 use crate::results::{KeySet, ModelResult, ProtectedAudit, SecretKey};
@@ -19,6 +21,10 @@ pub type HistoryFuture<'a> =
 /// What [`AuditHistory::read_back_all`] returns: boxed, so the trait stays object safe.
 pub type HistoriesFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Vec<History>, AuditLogError>> + Send + 'a>>;
+
+/// What [`AuditHistory::tally`] returns: boxed, so the trait stays object safe.
+pub type TallyFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Option<Tallies>, AuditLogError>> + Send + 'a>>;
 
 /// What [`AuditHistory::read_page`] returns: boxed, so the trait stays object safe.
 pub type PagesFuture<'a> =
@@ -86,6 +92,20 @@ pub trait AuditHistory: Send + Sync {
                 })
                 .collect())
         })
+    }
+
+    /// Per tool, the calls of every chain [`read_back_all`](Self::read_back_all) reads whose
+    /// results were observed in `minutes` (whole minutes since the Unix epoch,
+    /// [`minute_of`](super::minute_of)), counted as [`tally_calls`](super::tally_calls) counts them, when
+    /// the log keeps those counts as it appends and holds them for all of `minutes`; `None`
+    /// when it does not, and whoever asked counts the records it reads.
+    ///
+    /// The default answers `None`. `PostgresAuditLog` keeps the counts in the transaction
+    /// that appends the records, so the console's overview of a day of a busy log costs a
+    /// read of its counts rather than of the day's records.
+    fn tally<'a>(&'a self, minutes: &'a RangeInclusive<i64>) -> TallyFuture<'a> {
+        let _ = minutes;
+        Box::pin(async { Ok(None) })
     }
 }
 

@@ -15,6 +15,7 @@ mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod record;
+mod tally;
 mod tree;
 
 use std::future::Future;
@@ -26,12 +27,15 @@ use serde::{Deserialize, Serialize};
 pub use file::JsonLinesAuditLog;
 pub use history::{
     AuditHistory, HistoriesFuture, History, HistoryCalls, HistoryFuture, HistoryPage,
-    PageAgainstHead, PageEnds, PagesFuture,
+    PageAgainstHead, PageEnds, PagesFuture, TallyFuture,
 };
 pub use memory::{MEMORY_LOG_RECORDS, MemoryAuditLog};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresAuditLog, StreamHead};
 pub use record::verify_chain;
+#[cfg(feature = "console")]
+pub(crate) use tally::observed_at;
+pub use tally::{Tallies, ToolTally, last_day_minutes, minute_of, tally_calls};
 pub use tree::{
     MerkleTree, SignedTreeHead, TREE_HEAD_DOMAIN, TreeHead, TreeHeadsHeld, verify_tree_heads,
 };

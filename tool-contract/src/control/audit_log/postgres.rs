@@ -7,7 +7,8 @@ use rand::rngs::SysRng;
 use tokio::sync::{Mutex, oneshot};
 use tokio_postgres::Transaction;
 
-use super::record::{Entry, Members, Verifier, line_after};
+use super::record::{Entry, Members, ReadEntry, Verifier, line_after};
+use super::tally::{Counted, Tallies, ToolTally, observed_at};
 use super::tree::{MerkleTree, SignedTreeHead, TreeHeadsHeld, verify_tree_heads};
 use super::{AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead};
 use crate::control::{PostgresStore, StoreError};
@@ -32,7 +33,16 @@ pub struct StreamHead {
 /// are written together in the next one, with the stream's sealed head after them (each
 /// record with its `seq`, `prev_sha256` and keyed `record_sha256`, as in
 /// [`JsonLinesAuditLog`](super::JsonLinesAuditLog)), and each caller is answered once that
-/// transaction committed. Fifty callers at once cost a few transactions, not fifty. The table refuses `UPDATE` and `DELETE` (a trigger); whoever gets past that
+/// transaction committed. Fifty callers at once cost a few transactions, not fifty.
+///
+/// The same statement counts the calls per minute and tool (a table of its own, summed by
+/// [`AuditHistory::tally`](super::AuditHistory::tally)), so the console's overview of a day
+/// reads its counts, not its records. The counts are an index, not evidence: they are not
+/// chained, and an auditor checks them against [`tally_calls`](super::tally_calls) of the
+/// records read back. A stream that appended before schema version 10 is counted from its
+/// next record on, and tallied only over minutes after its last uncounted record.
+///
+/// The table refuses `UPDATE` and `DELETE` (a trigger); whoever gets past that
 /// is caught by [`verify`](Self::verify): an edited, deleted, reordered or forged record
 /// breaks its chain, a record dropped off a stream's end no longer reaches the sealed head,
 /// and a stream removed with its head shows against heads exported before.
@@ -50,7 +60,14 @@ pub struct PostgresAuditLog {
 }
 
 /// One record handed in, and where to say it is committed.
-type Waiting = (Members, oneshot::Sender<Result<(), AuditLogError>>);
+type Waiting = (Handed, oneshot::Sender<Result<(), AuditLogError>>);
+
+/// One record handed in: its members, and what it adds to the stream's counts.
+#[derive(Debug)]
+struct Handed {
+    members: Members,
+    counted: Option<Counted>,
+}
 
 /// Where the stream stands, as its writer left it.
 struct Stands {
@@ -227,16 +244,16 @@ impl PostgresAuditLog {
         Ok(heads)
     }
 
-    /// Hands the record of `members` in, and waits until it is committed: the caller that
+    /// Hands the record `handed` in, and waits until it is committed: the caller that
     /// gets the writer's turn first writes every record waiting, its own and those handed in
     /// meanwhile, in one transaction (group commit), and answers each.
     ///
     /// A caller dropped while it writes drops the transaction with it (rolled back): the
     /// others it took are answered [`AuditLogError::WriterStopped`], nothing of theirs
     /// written.
-    async fn append_one(&self, members: Members) -> Result<(), AuditLogError> {
+    async fn append_one(&self, handed: Handed) -> Result<(), AuditLogError> {
         let (answer, answered) = oneshot::channel();
-        self.waiting().push((members, answer));
+        self.waiting().push((handed, answer));
         {
             let mut stands = self.writing.lock().await;
             let batch = std::mem::take(&mut *self.waiting());
@@ -255,9 +272,9 @@ impl PostgresAuditLog {
 
     /// Writes `batch` in one transaction, and answers each record's caller.
     async fn write_batch(&self, stands: &mut Stands, batch: Vec<Waiting>) {
-        let (members, answers): (Vec<Members>, Vec<_>) = batch.into_iter().unzip();
+        let (handed, answers): (Vec<Handed>, Vec<_>) = batch.into_iter().unzip();
         let written = self
-            .write_in_one(stands.head.take(), stands.tree.take(), &members)
+            .write_in_one(stands.head.take(), stands.tree.take(), &handed)
             .await;
         let answered = match written {
             Ok((head, tree)) => {
@@ -272,14 +289,14 @@ impl PostgresAuditLog {
         }
     }
 
-    /// One transaction: the records of `members` after `current` (read from the database when
-    /// `None`), the head after them and, when one is due, the signed tree head; the head and
-    /// the tree (read back when `None`) after them.
+    /// One transaction: the records `handed` after `current` (read from the database when
+    /// `None`), with their counts, the head after them and, when one is due, the signed tree
+    /// head; the head and the tree (read back when `None`) after them.
     async fn write_in_one(
         &self,
         current: Option<ChainHead>,
         tree: Option<MerkleTree>,
-        members: &[Members],
+        handed: &[Handed],
     ) -> Result<(ChainHead, MerkleTree), AuditLogError> {
         let mut connection = self
             .store
@@ -287,7 +304,7 @@ impl PostgresAuditLog {
             .await
             .map_err(AuditLogError::Database)?;
         let tx = connection.transaction().await.map_err(database)?;
-        match self.append_in(&tx, current, tree, members).await {
+        match self.append_in(&tx, current, tree, handed).await {
             Ok(after) => {
                 tx.commit().await.map_err(database)?;
                 Ok(after)
@@ -300,15 +317,16 @@ impl PostgresAuditLog {
         }
     }
 
-    /// Writes the records of `members` after `current` (read from the database when
-    /// `None`), the head after them and, when one is due, the signed tree head; returns that
-    /// head and the tree (read back when `None`) with the records.
+    /// Writes the records `handed` after `current` (read from the database when `None`) and
+    /// what they add to the stream's counts, the head after them and, when one is due, the
+    /// signed tree head; returns that head and the tree (read back when `None`) with the
+    /// records.
     async fn append_in(
         &self,
         tx: &Transaction<'_>,
         current: Option<ChainHead>,
         tree: Option<MerkleTree>,
-        members: &[Members],
+        handed: &[Handed],
     ) -> Result<(ChainHead, MerkleTree), AuditLogError> {
         let current = match current {
             Some(current) => current,
@@ -320,10 +338,10 @@ impl PostgresAuditLog {
         };
         let size_before = tree.size();
         let mut next = current.clone();
-        let mut seqs = Vec::with_capacity(members.len());
-        let mut lines = Vec::with_capacity(members.len());
-        for record in members {
-            let (line, after) = line_after(&self.key, &next, record);
+        let mut seqs = Vec::with_capacity(handed.len());
+        let mut lines = Vec::with_capacity(handed.len());
+        for record in handed {
+            let (line, after) = line_after(&self.key, &next, &record.members);
             let line = String::from_utf8(line).map_err(|_| AuditLogError::Broken {
                 line: after.records,
                 link: BrokenLink::Malformed,
@@ -333,13 +351,38 @@ impl PostgresAuditLog {
             lines.push(line);
             next = after;
         }
+        let counts = Counts::of(handed);
         let schema = self.store.schema();
+        // The counts in the statement that appends the records: no round trip of their own.
         tx.execute(
             &format!(
-                "INSERT INTO {schema}.tool_contract_audit (stream, seq, record) \
+                "WITH counted AS ( \
+                     INSERT INTO {schema}.tool_contract_audit_counts AS c \
+                         (minute, stream, tool, calls, granted, rejected, reconciled) \
+                     SELECT minute, $1, tool, calls, granted, rejected, reconciled \
+                     FROM unnest($4::bigint[], $5::text[], $6::bigint[], $7::bigint[], \
+                                 $8::bigint[], $9::bigint[]) \
+                         AS n (minute, tool, calls, granted, rejected, reconciled) \
+                     ON CONFLICT (minute, stream, tool) DO UPDATE SET \
+                         calls = c.calls + EXCLUDED.calls, \
+                         granted = c.granted + EXCLUDED.granted, \
+                         rejected = c.rejected + EXCLUDED.rejected, \
+                         reconciled = c.reconciled + EXCLUDED.reconciled \
+                 ) \
+                 INSERT INTO {schema}.tool_contract_audit (stream, seq, record) \
                  SELECT $1, seq, record FROM unnest($2::bigint[], $3::text[]) AS r (seq, record)"
             ),
-            &[&self.stream, &seqs, &lines],
+            &[
+                &self.stream,
+                &seqs,
+                &lines,
+                &counts.minutes,
+                &counts.tools,
+                &counts.calls,
+                &counts.granted,
+                &counts.rejected,
+                &counts.reconciled,
+            ],
         )
         .await
         .map_err(database)?;
@@ -416,7 +459,47 @@ impl PostgresAuditLog {
 
 impl AuditSink for PostgresAuditLog {
     fn append<'a>(&'a self, model: &'a ModelResult, audit: &'a ProtectedAudit) -> AuditFuture<'a> {
-        Box::pin(self.append_one(Members::of(Entry::Call(model, audit))))
+        Box::pin(self.append_one(Handed {
+            members: Members::of(Entry::Call(model, audit)),
+            counted: Counted::of(model, audit),
+        }))
+    }
+}
+
+/// A batch's counts, one element per minute and tool, as the statement that appends the
+/// batch takes them (one array per column).
+#[derive(Debug, Default)]
+struct Counts {
+    minutes: Vec<i64>,
+    tools: Vec<String>,
+    calls: Vec<i64>,
+    granted: Vec<i64>,
+    rejected: Vec<i64>,
+    reconciled: Vec<i64>,
+}
+
+impl Counts {
+    /// What the records `handed` add, summed per minute and tool: one row of the counts
+    /// table is written at most once by one statement.
+    fn of(handed: &[Handed]) -> Self {
+        let mut summed: std::collections::BTreeMap<(i64, &str), ToolTally> =
+            std::collections::BTreeMap::new();
+        for counted in handed.iter().filter_map(|record| record.counted.as_ref()) {
+            summed
+                .entry((counted.minute, counted.tool.as_str()))
+                .or_default()
+                .add(&counted.tally);
+        }
+        let mut counts = Counts::default();
+        for ((minute, tool), tally) in summed {
+            counts.minutes.push(minute);
+            counts.tools.push(tool.to_owned());
+            counts.calls.push(signed(tally.calls));
+            counts.granted.push(signed(tally.granted));
+            counts.rejected.push(signed(tally.rejected));
+            counts.reconciled.push(signed(tally.reconciled));
+        }
+        counts
     }
 }
 
@@ -599,6 +682,76 @@ impl super::AuditHistory for PostgresAuditLog {
                 histories.push(Self::history_of(&self.store, stream).await?);
             }
             Ok(histories)
+        })
+    }
+
+    /// The counts kept as the records were appended, summed over every stream, when each
+    /// stream counted every call of `minutes`: one whose records from before schema version
+    /// 10 are not counted must have its last uncounted record observed at least a minute
+    /// before them (records may be appended a little out of the order they were observed
+    /// in), read and checked by its keyed digest; otherwise `None`.
+    fn tally<'a>(&'a self, minutes: &'a std::ops::RangeInclusive<i64>) -> super::TallyFuture<'a> {
+        Box::pin(async move {
+            let connection = self
+                .store
+                .connection()
+                .await
+                .map_err(AuditLogError::Database)?;
+            let schema = self.store.schema();
+            let uncounted = connection
+                .query(
+                    &format!(
+                        "SELECT a.record FROM {schema}.tool_contract_audit_heads h \
+                         LEFT JOIN {schema}.tool_contract_audit a \
+                             ON a.stream = h.stream AND a.seq = h.counted_from - 1 \
+                         WHERE h.counted_from > 1"
+                    ),
+                    &[],
+                )
+                .await
+                .map_err(database)?;
+            for row in &uncounted {
+                let Some(line) = row.get::<_, Option<&str>>(0) else {
+                    // Cut from the stream's beginning: when it was observed is unknown.
+                    return Ok(None);
+                };
+                let before = match Verifier::anywhere(&self.key).next(line.as_bytes()) {
+                    Ok(ReadEntry::Call(call)) => observed_at(&call.0)
+                        .is_some_and(|at| super::minute_of(at) < minutes.start() - 1),
+                    Ok(ReadEntry::Event(_)) | Err(_) => false,
+                };
+                if !before {
+                    return Ok(None);
+                }
+            }
+            let rows = connection
+                .query(
+                    &format!(
+                        "SELECT tool, sum(calls)::bigint, sum(granted)::bigint, \
+                             sum(rejected)::bigint, sum(reconciled)::bigint \
+                         FROM {schema}.tool_contract_audit_counts \
+                         WHERE minute BETWEEN $1 AND $2 GROUP BY tool"
+                    ),
+                    &[minutes.start(), minutes.end()],
+                )
+                .await
+                .map_err(database)?;
+            let count = |row: &tokio_postgres::Row, column| {
+                u64::try_from(row.get::<_, i64>(column)).unwrap_or_default()
+            };
+            Ok(Some(
+                rows.iter()
+                    .map(|row| {
+                        let tally = ToolTally {
+                            calls: count(row, 1),
+                            granted: count(row, 2),
+                            rejected: count(row, 3),
+                            reconciled: count(row, 4),
+                        };
+                        (row.get::<_, String>(0), tally)
+                    })
+                    .collect::<Tallies>(),
+            ))
         })
     }
 

@@ -308,6 +308,8 @@ fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     if found < 9 {
         transaction.execute_batch(SCHEMA_V9).map_err(store)?;
     }
+    // Version 10 added the PostgreSQL audit log's counts only; a SQLite file has nothing to
+    // change.
     if found < SCHEMA_VERSION {
         transaction
             .pragma_update(None, "user_version", SCHEMA_VERSION)

@@ -370,6 +370,31 @@ impl PostgresStore {
             .await
             .map_err(store)?;
         }
+        if found < 10 {
+            // Version 10: per stream, minute (of when each result was observed) and tool,
+            // the calls each audit stream appended, counted in the transaction that appends
+            // them (`PostgresAuditLog`); and per stream the first record so counted: a
+            // stream's records from before this version are not.
+            tx.batch_execute(&format!(
+                "CREATE TABLE {schema}.tool_contract_audit_counts (
+                     minute     BIGINT NOT NULL,
+                     stream     TEXT NOT NULL,
+                     tool       TEXT NOT NULL,
+                     calls      BIGINT NOT NULL,
+                     granted    BIGINT NOT NULL,
+                     rejected   BIGINT NOT NULL,
+                     reconciled BIGINT NOT NULL,
+                     PRIMARY KEY (minute, stream, tool)
+                 );
+                 ALTER TABLE {schema}.tool_contract_audit_heads ADD COLUMN counted_from BIGINT;
+                 UPDATE {schema}.tool_contract_audit_heads SET counted_from = records + 1;
+                 ALTER TABLE {schema}.tool_contract_audit_heads
+                     ALTER COLUMN counted_from SET DEFAULT 1,
+                     ALTER COLUMN counted_from SET NOT NULL;"
+            ))
+            .await
+            .map_err(store)?;
+        }
         if found < SCHEMA_VERSION {
             tx.execute(
                 &format!(
