@@ -466,20 +466,29 @@ async fn a_stream_appended_before_counts_were_kept_is_tallied_only_past_its_last
     let Some(schema) = Schema::new("audit_pg_counts_from") else {
         return;
     };
-    let store = schema.store().await;
-    let log = Arc::new(PostgresAuditLog::new(&store, audit_key()));
     let remote = Remote::new();
-    let dispatcher = builder(&remote)
-        .store(Arc::new(store.clone()))
-        .audit_sink(log.clone())
-        .build()
-        .unwrap();
+    let replica = async || {
+        let store = schema.store().await;
+        let log = Arc::new(PostgresAuditLog::new(&store, audit_key()));
+        let dispatcher = builder(&remote)
+            .store(Arc::new(store))
+            .audit_sink(log.clone())
+            .build()
+            .unwrap();
+        (log, dispatcher)
+    };
+    let (_, dispatcher) = replica().await;
     run(&dispatcher, &create("c", "Printer", "k1", "k1")).await;
-    // As schema version 10 leaves a stream it finds: counted from its next record on.
+    drop(dispatcher);
+    // As schema version 9 left it; opened again, migrated to 10, which counts that stream
+    // from its next record on. The next replica writes a stream of its own.
     schema.execute(&format!(
-        "UPDATE {}.tool_contract_audit_heads SET counted_from = records + 1",
-        schema.name
+        "DROP TABLE {name}.tool_contract_audit_counts;
+         ALTER TABLE {name}.tool_contract_audit_heads DROP COLUMN counted_from;
+         UPDATE {name}.tool_contract_schema SET version = 9;",
+        name = schema.name
     ));
+    let (log, dispatcher) = replica().await;
     run(&dispatcher, &create("c", "Printer", "k2", "k2")).await;
     assert_eq!(
         log.tally(&last_day_minutes(clock())).await.unwrap(),

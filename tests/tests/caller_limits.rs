@@ -245,6 +245,8 @@ async fn pending_approvals_written_before_schema_9_count_once_migrated_on_postgr
             schema.execute(&format!(
                 "DROP INDEX {name}.tool_contract_approvals_pending_of;
                  ALTER TABLE {name}.tool_contract_approvals DROP COLUMN principal_ref;
+                 DROP TABLE {name}.tool_contract_audit_counts;
+                 ALTER TABLE {name}.tool_contract_audit_heads DROP COLUMN counted_from;
                  UPDATE {name}.tool_contract_schema SET version = 8;"
             ));
         },

@@ -42,10 +42,9 @@
 //! A page costs what it shows: the receipts and audit pages read
 //! [`ConsoleOptions::page_records`] records of each chain from its end (older ones a link
 //! away), and each page reads the directory rows of the approvers it names, by key. The
-//! overview reads the counts a log keeps as it appends
-//! ([`AuditHistory::tally`](crate::control::AuditHistory::tally): `PostgresAuditLog` keeps
-//! them, per minute and tool), and otherwise reads the records back to the day's beginning.
-//! Only the whole check reads the whole log.
+//! overview reads the counts a log keeps as it appends ([`AuditHistory::tally`]:
+//! `PostgresAuditLog` keeps them, per minute and tool), and otherwise reads the records back
+//! to the day's beginning. Only the whole check reads the whole log.
 
 mod audit;
 mod audit_pages;
