@@ -495,6 +495,11 @@ async fn a_stream_appended_before_counts_were_kept_is_tallied_only_past_its_last
         None,
         "the day holds a call the counts miss"
     );
+    assert_eq!(
+        log.tally(&(i64::MIN..=i64::MAX)).await.unwrap(),
+        None,
+        "all time holds it too"
+    );
     // Two days on, a call observed then: the day holds it alone.
     let later = clock() + time::Duration::days(2);
     let ran = run(&dispatcher, &create("c", "Printer", "k3", "k3")).await;

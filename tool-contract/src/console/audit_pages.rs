@@ -297,8 +297,9 @@ async fn calls_in(
     records: usize,
 ) -> Result<Vec<(crate::results::ModelResult, crate::results::ProtectedAudit)>, AuditLogError> {
     let since = time::OffsetDateTime::from_unix_timestamp(minutes.start().saturating_mul(60))
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
-        - time::Duration::MINUTE;
+        .ok()
+        .and_then(|start| start.checked_sub(time::Duration::MINUTE))
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     let mut ends = PageEnds::new();
     let mut calls = Vec::new();
     loop {

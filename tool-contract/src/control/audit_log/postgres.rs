@@ -717,7 +717,7 @@ impl super::AuditHistory for PostgresAuditLog {
                 };
                 let before = match Verifier::anywhere(&self.key).next(line.as_bytes()) {
                     Ok(ReadEntry::Call(call)) => observed_at(&call.0)
-                        .is_some_and(|at| super::minute_of(at) < minutes.start() - 1),
+                        .is_some_and(|at| super::minute_of(at) < minutes.start().saturating_sub(1)),
                     Ok(ReadEntry::Event(_)) | Err(_) => false,
                 };
                 if !before {

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 
+use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use time::{Duration, OffsetDateTime};
 
 use crate::results::{Delivery, ErrorCode, ModelResult, ProtectedAudit, Status};
 
@@ -96,8 +96,12 @@ pub fn minute_of(at: OffsetDateTime) -> i64 {
 /// assert_eq!(day.count(), 1_440);
 /// ```
 pub fn last_day_minutes(now: OffsetDateTime) -> RangeInclusive<i64> {
-    minute_of(now - Duration::DAY) + 1..=minute_of(now)
+    let now = minute_of(now);
+    now.saturating_sub(MINUTES_A_DAY - 1)..=now
 }
+
+/// The minutes of a day.
+const MINUTES_A_DAY: i64 = 24 * 60;
 
 /// Per tool, the calls among `calls` observed in `minutes`.
 pub fn tally_calls<'a>(
@@ -125,6 +129,13 @@ mod tests {
         let day = last_day_minutes(now);
         assert_eq!(*day.end(), 30_000_000);
         assert_eq!(day.end() - day.start() + 1, 1_440);
+    }
+
+    #[test]
+    fn the_last_day_of_the_earliest_time_is_had_without_overflow() {
+        let earliest = time::PrimitiveDateTime::MIN.assume_utc();
+        let day = last_day_minutes(earliest);
+        assert_eq!(day.end() - day.start(), 1_439);
     }
 
     #[test]
