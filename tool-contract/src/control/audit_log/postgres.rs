@@ -11,6 +11,7 @@ use super::record::{Entry, Members, ReadEntry, Verifier, line_after};
 use super::tally::{Counted, Tallies, ToolTally, observed_at};
 use super::tree::{MerkleTree, SignedTreeHead, TreeHeadsHeld, verify_tree_heads};
 use super::{AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead};
+use crate::control::store::PooledConnection;
 use crate::control::{PostgresStore, StoreError};
 use crate::results::digest::digests_equal;
 use crate::results::{KeySet, ModelResult, ProtectedAudit, ReceiptSigner, SecretKey};
@@ -124,7 +125,7 @@ impl PostgresAuditLog {
         store: &PostgresStore,
         stream: &str,
     ) -> Result<Vec<String>, AuditLogError> {
-        let connection = store.connection().await.map_err(AuditLogError::Database)?;
+        let connection = connection(store).await?;
         let schema = store.schema();
         let rows = connection
             .query(
@@ -147,7 +148,7 @@ impl PostgresAuditLog {
         store: &PostgresStore,
         stream: &str,
     ) -> Result<Vec<SignedTreeHead>, AuditLogError> {
-        let connection = store.connection().await.map_err(AuditLogError::Database)?;
+        let connection = connection(store).await?;
         let schema = store.schema();
         let rows = connection
             .query(
@@ -214,7 +215,7 @@ impl PostgresAuditLog {
         key: &SecretKey,
         known: &[StreamHead],
     ) -> Result<Vec<StreamHead>, AuditLogError> {
-        let mut connection = store.connection().await.map_err(AuditLogError::Database)?;
+        let mut connection = connection(store).await?;
         let tx = connection
             .build_transaction()
             .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
@@ -298,11 +299,7 @@ impl PostgresAuditLog {
         tree: Option<MerkleTree>,
         handed: &[Handed],
     ) -> Result<(ChainHead, MerkleTree), AuditLogError> {
-        let mut connection = self
-            .store
-            .connection()
-            .await
-            .map_err(AuditLogError::Database)?;
+        let mut connection = connection(&self.store).await?;
         let tx = connection.transaction().await.map_err(database)?;
         match self.append_in(&tx, current, tree, handed).await {
             Ok(after) => {
@@ -615,6 +612,11 @@ fn in_stream(stream: &str, error: AuditLogError) -> AuditLogError {
     }
 }
 
+/// A pooled connection of `store`, its failure the log's.
+async fn connection(store: &PostgresStore) -> Result<PooledConnection<'_>, AuditLogError> {
+    store.connection().await.map_err(AuditLogError::Database)
+}
+
 fn signed(records: u64) -> i64 {
     i64::try_from(records).unwrap_or(i64::MAX)
 }
@@ -658,11 +660,7 @@ impl super::AuditHistory for PostgresAuditLog {
     fn read_back_all(&self) -> super::HistoriesFuture<'_> {
         Box::pin(async move {
             let streams = {
-                let connection = self
-                    .store
-                    .connection()
-                    .await
-                    .map_err(AuditLogError::Database)?;
+                let connection = connection(&self.store).await?;
                 let schema = self.store.schema();
                 let rows = connection
                     .query(
@@ -692,11 +690,7 @@ impl super::AuditHistory for PostgresAuditLog {
     /// in), read and checked by its keyed digest; otherwise `None`.
     fn tally<'a>(&'a self, minutes: &'a std::ops::RangeInclusive<i64>) -> super::TallyFuture<'a> {
         Box::pin(async move {
-            let connection = self
-                .store
-                .connection()
-                .await
-                .map_err(AuditLogError::Database)?;
+            let connection = connection(&self.store).await?;
             let schema = self.store.schema();
             let uncounted = connection
                 .query(
@@ -764,11 +758,7 @@ impl super::AuditHistory for PostgresAuditLog {
         records: usize,
     ) -> super::PagesFuture<'a> {
         Box::pin(async move {
-            let connection = self
-                .store
-                .connection()
-                .await
-                .map_err(AuditLogError::Database)?;
+            let connection = connection(&self.store).await?;
             let schema = self.store.schema();
             let (named, before): (Vec<&str>, Vec<i64>) = ends
                 .iter()

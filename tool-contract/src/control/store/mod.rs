@@ -42,6 +42,8 @@ pub use decide::{
 pub(crate) use guarded::Guarded;
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
+pub(crate) use postgres::PooledConnection;
+#[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

@@ -211,9 +211,7 @@ impl PostgresStore {
     }
 
     /// A pooled connection that is still open (closed ones are dropped from the pool).
-    pub(crate) async fn connection(
-        &self,
-    ) -> Result<bb8::PooledConnection<'_, Manager>, StoreError> {
+    pub(crate) async fn connection(&self) -> Result<PooledConnection<'_>, StoreError> {
         let mut tries = self.pool.state().connections + 1;
         loop {
             let connection = self.pool.get().await.map_err(StoreError::store)?;
@@ -409,6 +407,9 @@ impl PostgresStore {
         Ok(())
     }
 }
+
+/// A connection of a store's pool, back in the pool once dropped.
+pub(crate) type PooledConnection<'a> = bb8::PooledConnection<'a, Manager>;
 
 /// Commits a step that succeeded; rolls back one that failed, at once, so its locks never
 /// outlive it on a pooled connection.
