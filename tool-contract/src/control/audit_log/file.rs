@@ -4,25 +4,20 @@
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use hmac::Mac;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
+use super::file_checkpoint::{self, Checkpoint};
 use super::file_writer::{Append, Writer};
 use super::record::{Entry, Members, ReadEntry, Verifier, line_after};
 use super::tree::{MerkleTree, SignedTreeHead, TreeHeadsHeld, verify_tree_heads};
 use super::{
     AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead, LogEvent, SegmentReason,
 };
-use crate::json::encoding::infallible;
-use crate::json::{canonical, depth};
-use crate::results::digest::digests_equal;
 use crate::results::{KeySet, ModelResult, ProtectedAudit, ReceiptSigner, SecretKey};
-
-const CHECKPOINT_DOMAIN: &[u8] = b"tool-contract/audit-checkpoint-v1\n";
 
 /// The suffix of the file of a log's signed tree heads.
 const TREE_HEADS: &str = ".tree-heads";
@@ -34,7 +29,9 @@ const TREE_HEADS: &str = ".tree-heads";
 ///   another, gets [`AuditLogError::Locked`] instead of forking the chain;
 /// - `audit.jsonl.head`, the head after every write, sealed with the key: a log that no
 ///   longer reaches it (records dropped off its end) does not open
-///   ([`AuditLogError::BehindCheckpoint`]);
+///   ([`AuditLogError::BehindCheckpoint`]). It is written in place, in two slots in turn,
+///   and left to the kernel to write back: after a power cut it may stand a few batches
+///   behind the records, never ahead of them, and a write the cut tore spoils one slot only;
 /// - `audit.jsonl.000001`, … the segments [`rotate`](Self::rotate) moved aside, each linked
 ///   to the next by the chain itself;
 /// - `audit.jsonl.torn-N`, bytes a crash left after the last whole record, moved there on
@@ -44,10 +41,12 @@ const TREE_HEADS: &str = ".tree-heads";
 ///   with public keys alone ([`verify_published`](Self::verify_published)).
 ///
 /// Appends are written by a thread of the log's own and group-committed: every record
-/// waiting is written, then one `sync_data` covers them all, then the checkpoint, and only
-/// then is each caller answered, so a dispatcher still answers a call once its record is
-/// durable. No runtime thread waits on the disk; fifty callers at once cost one sync, not
-/// fifty. Dropping the log lets the writer finish what was sent, then lets the lock go.
+/// waiting is written, then one `sync_data` covers them all, then the checkpoint and the
+/// tree head (unsynced), and only then is each caller answered, so a dispatcher still
+/// answers a call once its record is durable. No runtime thread waits on the disk; fifty
+/// callers at once cost one sync, not fifty, and a batch costs one sync however much it
+/// seals. Dropping the log lets the writer finish what was sent, syncs the checkpoint and
+/// the tree heads, then lets the lock go.
 /// Opening verifies the file against its checkpoint and goes on from its head. Rotate with
 /// [`rotate`](Self::rotate) or [`rotate_at`](Self::rotate_at), never by copying and
 /// truncating the file: a file emptied under the log goes on as a segment that says so
@@ -92,6 +91,8 @@ struct Shared {
     path: PathBuf,
     key: SecretKey,
     active: Mutex<Active>,
+    /// How many times the log synced a file since it opened: one a batch.
+    syncs: AtomicU64,
 }
 
 /// The segment being written.
@@ -99,6 +100,8 @@ struct Shared {
 struct Active {
     file: File,
     head: ChainHead,
+    /// The head sealed beside the file, advanced after each sync.
+    checkpoint: Checkpoint,
     /// The file's length as this log wrote it.
     bytes: u64,
     rotate_at: Option<u64>,
@@ -110,6 +113,8 @@ struct Active {
 #[derive(Debug)]
 struct TreeHeads {
     signer: ReceiptSigner,
+    /// `audit.jsonl.tree-heads`, open to append.
+    file: File,
     every: u64,
     tree: MerkleTree,
     /// The size of the last head published.
@@ -179,22 +184,22 @@ impl JsonLinesAuditLog {
             .open(&path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
-        let whole = bytes
-            .iter()
-            .rposition(|&byte| byte == b'\n')
-            .map_or(0, |at| at + 1);
-        let checkpoint = read_checkpoint(&path, &key)?;
+        let whole = whole_lines(&bytes);
+        let checkpoint = file_checkpoint::read(&path, &key)?;
         let head = verify_segment(&bytes[..whole], &key, checkpoint.as_ref())?;
+        let checkpoint = Checkpoint::create(&path, &key, &head)?;
         let shared = Arc::new(Shared {
             key,
             active: Mutex::new(Active {
                 file,
                 head: head.clone(),
+                checkpoint,
                 bytes: whole as u64,
                 rotate_at: None,
                 tree_heads: None,
             }),
             path,
+            syncs: AtomicU64::new(0),
         });
         {
             let mut active = shared.active();
@@ -209,7 +214,6 @@ impl JsonLinesAuditLog {
             if let Some(event) = moved_aside {
                 shared.write_event(&mut active, &event)?;
             }
-            write_checkpoint(&shared.path, &shared.key, &active.head)?;
         }
         let writing = Arc::clone(&shared);
         let writer = Writer::start(move |batch| writing.write_batch(batch))?;
@@ -239,16 +243,24 @@ impl JsonLinesAuditLog {
     /// without the audit key, as far as the newest head they hold: every record up to it is
     /// there, in order, unaltered; records after it wait for the next head.
     ///
+    /// A head is written once the records it vouches for are synced, and is not synced
+    /// itself (the batch's one sync is the records'): the kernel writes it back within
+    /// seconds, and closing the log syncs it. A head a power cut lost vouched for durable
+    /// records only; opening signs the whole log again, and cuts off a head the cut left
+    /// half written.
+    ///
     /// # Errors
     ///
     /// [`AuditLogError::TreeHeadFailed`] when the signer does not sign now; [`AuditLogError::Io`].
     pub fn sign_tree_heads(self, signer: ReceiptSigner, every: u64) -> Result<Self, AuditLogError> {
         let lines = Self::records(&self.shared.path)?;
         let tree = MerkleTree::of_lines(lines.iter().map(Vec::as_slice));
+        let file = open_tree_heads(&self.shared.path)?;
         {
             let mut active = self.shared.active();
             active.tree_heads = Some(TreeHeads {
                 signer,
+                file,
                 every: every.max(1),
                 settled: tree.size(),
                 tree,
@@ -296,8 +308,7 @@ impl JsonLinesAuditLog {
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(error) => return Err(error.into()),
         };
-        lines(&bytes)
-            .filter(|line| !line.is_empty())
+        lines(&bytes[..whole_lines(&bytes)])
             .map(|line| SignedTreeHead::from_json(line).map_err(AuditLogError::TreeHeadFailed))
             .collect()
     }
@@ -419,7 +430,7 @@ impl JsonLinesAuditLog {
         expected: Option<&ChainHead>,
     ) -> Result<ChainHead, AuditLogError> {
         let path = path.as_ref();
-        let checkpoint = read_checkpoint(path, key)?;
+        let checkpoint = file_checkpoint::read(path, key)?;
         let mut through = Through::new([checkpoint.as_ref(), expected]);
         let mut files: Vec<PathBuf> = segments(path)?.into_iter().map(|(_, file)| file).collect();
         files.push(path.to_owned());
@@ -441,9 +452,16 @@ impl JsonLinesAuditLog {
 }
 
 impl Drop for JsonLinesAuditLog {
+    /// Lets the writer finish, then makes the checkpoint and the tree heads durable, which
+    /// each batch left to the kernel.
     fn drop(&mut self) {
         if let Some(writer) = self.writer.take() {
             writer.stop();
+        }
+        let active = self.shared.active();
+        let _ = active.checkpoint.sync();
+        if let Some(heads) = &active.tree_heads {
+            let _ = heads.file.sync_data();
         }
     }
 }
@@ -462,14 +480,11 @@ impl Shared {
         let now = time::OffsetDateTime::now_utc();
         let signed = SignedTreeHead::sign(&heads.signer, &log, &heads.tree, &active.head, now)
             .map_err(AuditLogError::TreeHeadFailed)?;
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(beside(&self.path, TREE_HEADS))?;
         let mut line = signed.to_json().into_bytes();
         line.push(b'\n');
-        file.write_all(&line)?;
-        file.sync_data()?;
+        // Unsynced: the records it vouches for are durable already, and a head a power cut
+        // loses is signed again when the log opens.
+        heads.file.write_all(&line)?;
         heads.published = heads.tree.size();
         Ok(())
     }
@@ -511,7 +526,7 @@ impl Shared {
     /// Makes every record written durable; on failure, cuts them off again and goes back to
     /// `before`, so that the file and the head agree.
     fn sync(&self, active: &mut Active, before: &Before) -> Result<(), AuditLogError> {
-        let synced = active.file.flush().and_then(|()| active.file.sync_data());
+        let synced = active.file.flush().and_then(|()| self.synced(&active.file));
         if let Err(error) = synced {
             before.restore(active);
             return Err(error.into());
@@ -519,10 +534,17 @@ impl Shared {
         Ok(())
     }
 
+    /// Syncs `file`, counted.
+    fn synced(&self, file: &File) -> io::Result<()> {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        file.sync_data()
+    }
+
     /// After a sync: checkpoints the head, and publishes a signed tree head when the log
-    /// passed a multiple of the heads' interval since the last sync.
+    /// passed a multiple of the heads' interval since the last sync. Neither is synced: see
+    /// [`Checkpoint`] and [`publish_tree_head`](Self::publish_tree_head).
     fn seal(&self, active: &mut Active) -> Result<(), AuditLogError> {
-        write_checkpoint(&self.path, &self.key, &active.head)?;
+        active.checkpoint.advance(&self.key, &active.head)?;
         let due = active.tree_heads.as_mut().is_some_and(|heads| {
             let due = heads.tree.size() / heads.every > heads.settled / heads.every;
             heads.settled = heads.tree.size();
@@ -805,61 +827,30 @@ fn verify_linked(
     Ok(verifier.head().clone())
 }
 
-/// The checkpoint beside a log: its head and the keyed digest sealing it.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Checkpoint {
-    head_sha256: String,
-    records: u64,
-    seal: String,
+/// The length of `bytes`' whole lines: up to and with the last newline.
+fn whole_lines(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .rposition(|&byte| byte == b'\n')
+        .map_or(0, |at| at + 1)
 }
 
-fn checkpoint_seal(key: &SecretKey, head: &ChainHead) -> String {
-    let mut mac = key.mac();
-    mac.update(CHECKPOINT_DOMAIN);
-    mac.update(itoa::Buffer::new().format(head.records).as_bytes());
-    mac.update(b"\n");
-    mac.update(head.head_sha256.as_bytes());
-    hex::encode(mac.finalize().into_bytes())
-}
-
-/// The head sealed beside the log at `path`, if there is a checkpoint.
-fn read_checkpoint(path: &Path, key: &SecretKey) -> Result<Option<ChainHead>, AuditLogError> {
-    let bytes = match fs::read(beside(path, ".head")) {
-        Ok(bytes) => bytes,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(error.into()),
-    };
-    let checkpoint: Checkpoint =
-        depth::from_slice(&bytes).map_err(|_| AuditLogError::Checkpoint)?;
-    let head = ChainHead {
-        records: checkpoint.records,
-        head_sha256: checkpoint.head_sha256,
-    };
-    if !digests_equal(&checkpoint.seal, &checkpoint_seal(key, &head)) {
-        return Err(AuditLogError::Checkpoint);
+/// Opens the tree heads beside the log at `path` to append, first cutting off a head a crash
+/// left half written.
+fn open_tree_heads(path: &Path) -> io::Result<File> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(beside(path, TREE_HEADS))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    let whole = whole_lines(&bytes);
+    if whole < bytes.len() {
+        file.set_len(whole as u64)?;
+        file.sync_data()?;
     }
-    Ok(Some(head))
-}
-
-/// Seals `head` beside the log at `path`, replacing the checkpoint at once (a crash leaves
-/// the old one, which the file still passes through).
-fn write_checkpoint(path: &Path, key: &SecretKey, head: &ChainHead) -> io::Result<()> {
-    let checkpoint = Checkpoint {
-        head_sha256: head.head_sha256.clone(),
-        records: head.records,
-        seal: checkpoint_seal(key, head),
-    };
-    let value = infallible(serde_json::to_value(&checkpoint), "a checkpoint serializes");
-    let bytes = infallible(
-        canonical::to_vec(&value),
-        "a checkpoint holds an integer only",
-    );
-    let temporary = beside(path, ".head.tmp");
-    let mut file = File::create(&temporary)?;
-    file.write_all(&bytes)?;
-    file.sync_data()?;
-    fs::rename(&temporary, beside(path, ".head"))
+    Ok(file)
 }
 
 /// The segments rotation moved aside, oldest first, with their numbers.
@@ -889,7 +880,7 @@ fn segments(path: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
 }
 
 /// `path` with `suffix` after its file name.
-fn beside(path: &Path, suffix: &str) -> PathBuf {
+pub(super) fn beside(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_owned();
     name.push(suffix);
     path.with_file_name(name)
@@ -907,7 +898,7 @@ fn parent(path: &Path) -> &Path {
 }
 
 /// Makes a rename in `path`'s directory durable.
-fn sync_parent(path: &Path) -> io::Result<()> {
+pub(super) fn sync_parent(path: &Path) -> io::Result<()> {
     File::open(parent(path))?.sync_all()
 }
 
@@ -935,12 +926,25 @@ mod tests {
         fs::create_dir_all(&directory).unwrap();
         let path = directory.join("audit.jsonl");
         let key = SecretKey::new([7; 32]).unwrap();
+        (signing(&path, &key), path, key)
+    }
+
+    /// The log at `path` opened, signing a tree head at every sync.
+    fn signing(path: &Path, key: &SecretKey) -> JsonLinesAuditLog {
         let since = time::OffsetDateTime::from_unix_timestamp(1_767_225_600).unwrap();
-        let log = JsonLinesAuditLog::open(&path, key.clone())
+        JsonLinesAuditLog::open(path, key.clone())
             .unwrap()
             .sign_tree_heads(ReceiptSigner::new("k", [5; 32], since), 1)
-            .unwrap();
-        (log, path, key)
+            .unwrap()
+    }
+
+    fn append_one(log: &JsonLinesAuditLog) -> Result<(), AuditLogError> {
+        let appended = log
+            .writer
+            .as_ref()
+            .unwrap()
+            .append(Members::of(Entry::Event(&an_event())));
+        runtime().block_on(appended)
     }
 
     fn runtime() -> tokio::runtime::Runtime {
@@ -1008,5 +1012,42 @@ mod tests {
         assert!(runtime().block_on(appended).is_ok());
         let reopened = JsonLinesAuditLog::open(&path, key).unwrap();
         assert_eq!(reopened.head().records, 1);
+    }
+
+    #[test]
+    fn a_batch_costs_one_sync_however_much_it_seals() {
+        let (log, path, key) = log("one-sync");
+        for records in 1..=3 {
+            let before = log.shared.syncs.load(Ordering::Relaxed);
+            append_one(&log).unwrap();
+            assert_eq!(log.shared.syncs.load(Ordering::Relaxed) - before, 1);
+            // Checkpointed and signed at that record all the same.
+            let checkpoint = file_checkpoint::read(&path, &key).unwrap().unwrap();
+            assert_eq!(checkpoint.records, records);
+            let heads = JsonLinesAuditLog::tree_heads(&path).unwrap();
+            assert_eq!(heads.last().unwrap().tree_head.tree_size, records);
+        }
+    }
+
+    #[test]
+    fn a_tree_head_a_crash_left_half_written_is_read_past_and_cut_off_on_opening() {
+        let (log, path, key) = log("torn-head");
+        append_one(&log).unwrap();
+        drop(log);
+        let mut heads = OpenOptions::new()
+            .append(true)
+            .open(beside(&path, TREE_HEADS))
+            .unwrap();
+        heads.write_all(br#"{"tree_head":{"tree_si"#).unwrap();
+        // On opening, then after the one record.
+        assert_eq!(JsonLinesAuditLog::tree_heads(&path).unwrap().len(), 2);
+        let reopened = signing(&path, &key);
+        append_one(&reopened).unwrap();
+        let sizes: Vec<u64> = JsonLinesAuditLog::tree_heads(&path)
+            .unwrap()
+            .iter()
+            .map(|signed| signed.tree_head.tree_size)
+            .collect();
+        assert_eq!(sizes, [0, 1, 1, 2]);
     }
 }

@@ -8,6 +8,7 @@
 //! rewritten record breaks the chain even when its digest was recomputed.
 
 mod file;
+mod file_checkpoint;
 mod file_page;
 mod file_writer;
 mod history;
