@@ -19,6 +19,9 @@ use super::{
 };
 use crate::results::{KeySet, ModelResult, ProtectedAudit, ReceiptSigner, SecretKey};
 
+/// The suffix of the file of a log's checkpoint.
+const CHECKPOINT: &str = ".head";
+
 /// The suffix of the file of a log's signed tree heads.
 const TREE_HEADS: &str = ".tree-heads";
 
@@ -185,9 +188,10 @@ impl JsonLinesAuditLog {
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
         let whole = whole_lines(&bytes);
-        let checkpoint = file_checkpoint::read(&path, &key)?;
+        let checkpoint = file_checkpoint::read(&beside(&path, CHECKPOINT), &key)?;
         let head = verify_segment(&bytes[..whole], &key, checkpoint.as_ref())?;
-        let checkpoint = Checkpoint::create(&path, &key, &head)?;
+        let checkpoint = Checkpoint::create(&beside(&path, CHECKPOINT), &key, &head)?;
+        sync_parent(&path)?;
         let shared = Arc::new(Shared {
             key,
             active: Mutex::new(Active {
@@ -430,7 +434,7 @@ impl JsonLinesAuditLog {
         expected: Option<&ChainHead>,
     ) -> Result<ChainHead, AuditLogError> {
         let path = path.as_ref();
-        let checkpoint = file_checkpoint::read(path, key)?;
+        let checkpoint = file_checkpoint::read(&beside(path, CHECKPOINT), key)?;
         let mut through = Through::new([checkpoint.as_ref(), expected]);
         let mut files: Vec<PathBuf> = segments(path)?.into_iter().map(|(_, file)| file).collect();
         files.push(path.to_owned());
@@ -880,7 +884,7 @@ fn segments(path: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
 }
 
 /// `path` with `suffix` after its file name.
-pub(super) fn beside(path: &Path, suffix: &str) -> PathBuf {
+fn beside(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_owned();
     name.push(suffix);
     path.with_file_name(name)
@@ -898,7 +902,7 @@ fn parent(path: &Path) -> &Path {
 }
 
 /// Makes a rename in `path`'s directory durable.
-pub(super) fn sync_parent(path: &Path) -> io::Result<()> {
+fn sync_parent(path: &Path) -> io::Result<()> {
     File::open(parent(path))?.sync_all()
 }
 
@@ -1022,7 +1026,9 @@ mod tests {
             append_one(&log).unwrap();
             assert_eq!(log.shared.syncs.load(Ordering::Relaxed) - before, 1);
             // Checkpointed and signed at that record all the same.
-            let checkpoint = file_checkpoint::read(&path, &key).unwrap().unwrap();
+            let checkpoint = file_checkpoint::read(&beside(&path, CHECKPOINT), &key)
+                .unwrap()
+                .unwrap();
             assert_eq!(checkpoint.records, records);
             let heads = JsonLinesAuditLog::tree_heads(&path).unwrap();
             assert_eq!(heads.last().unwrap().tree_head.tree_size, records);

@@ -10,14 +10,14 @@
 //! spoils at most the one slot it wrote: the other holds the head before it. Each slot is one
 //! 512-byte sector, the unit disks write whole.
 
+use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use hmac::Mac;
 use serde::{Deserialize, Serialize};
 
-use super::file::{beside, sync_parent};
 use super::{AuditLogError, ChainHead};
 use crate::json::encoding::infallible;
 use crate::json::{canonical, depth};
@@ -25,9 +25,6 @@ use crate::results::SecretKey;
 use crate::results::digest::digests_equal;
 
 const CHECKPOINT_DOMAIN: &[u8] = b"tool-contract/audit-checkpoint-v1\n";
-
-/// The suffix of the checkpoint's file beside the log.
-const SUFFIX: &str = ".head";
 
 /// The bytes of one slot: a sector. A sealed head is under 200.
 const SLOT_BYTES: usize = 512;
@@ -53,20 +50,21 @@ pub(super) struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// Replaces the checkpoint beside the log at `path` with `head` in every slot, durably (a
-    /// new file, synced, then renamed over the old one: a crash leaves either), and keeps it
-    /// open for the heads after it.
+    /// Replaces the checkpoint at `path` with `head` in every slot (a new file, synced, then
+    /// renamed over the old one: a crash leaves either; the caller syncs the directory), and
+    /// keeps it open for the heads after it.
     pub(super) fn create(path: &Path, key: &SecretKey, head: &ChainHead) -> io::Result<Self> {
-        let temporary = beside(path, ".head.tmp");
+        let mut temporary = OsString::from(path.as_os_str());
+        temporary.push(".tmp");
+        let temporary = PathBuf::from(temporary);
         let slot = slot(key, head);
         let mut file = File::create(&temporary)?;
         for _ in 0..SLOTS {
             file.write_all(&slot)?;
         }
         file.sync_data()?;
-        fs::rename(&temporary, beside(path, SUFFIX))?;
-        sync_parent(path)?;
-        let file = OpenOptions::new().write(true).open(beside(path, SUFFIX))?;
+        fs::rename(&temporary, path)?;
+        let file = OpenOptions::new().write(true).open(path)?;
         Ok(Checkpoint { file, next_slot: 0 })
     }
 
@@ -86,14 +84,14 @@ impl Checkpoint {
     }
 }
 
-/// The head sealed beside the log at `path`, if there is a checkpoint: the newest slot whose
-/// seal holds. A file of an earlier version, one head and no padding, reads as one slot.
+/// The head sealed in the checkpoint at `path`, if there is one: the newest slot whose seal
+/// holds. A file of an earlier version, one head and no padding, reads as one slot.
 ///
 /// # Errors
 ///
 /// [`AuditLogError::Checkpoint`] when no slot holds a sealed head; [`AuditLogError::Io`].
 pub(super) fn read(path: &Path, key: &SecretKey) -> Result<Option<ChainHead>, AuditLogError> {
-    let bytes = match fs::read(beside(path, SUFFIX)) {
+    let bytes = match fs::read(path) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error.into()),
@@ -148,14 +146,14 @@ fn seal(key: &SecretKey, head: &ChainHead) -> String {
 mod tests {
     use super::*;
 
-    fn directory(name: &str) -> std::path::PathBuf {
+    fn checkpoint_path(name: &str) -> PathBuf {
         let directory = std::env::temp_dir().join(format!(
             "tool-contract-checkpoint-{name}-{}",
             std::process::id()
         ));
         let _ = fs::remove_dir_all(&directory);
         fs::create_dir_all(&directory).unwrap();
-        directory.join("audit.jsonl")
+        directory.join("audit.jsonl.head")
     }
 
     fn head(records: u64) -> ChainHead {
@@ -171,32 +169,29 @@ mod tests {
 
     #[test]
     fn the_newest_head_written_is_the_one_read() {
-        let path = directory("newest");
+        let path = checkpoint_path("newest");
         let mut checkpoint = Checkpoint::create(&path, &key(), &head(1)).unwrap();
         for records in 2..=5 {
             checkpoint.advance(&key(), &head(records)).unwrap();
             assert_eq!(read(&path, &key()).unwrap(), Some(head(records)));
         }
-        assert_eq!(
-            fs::read(beside(&path, SUFFIX)).unwrap().len(),
-            2 * SLOT_BYTES
-        );
+        assert_eq!(fs::read(&path).unwrap().len(), 2 * SLOT_BYTES);
     }
 
     #[test]
     fn a_slot_a_crash_tore_leaves_the_head_before_it() {
-        let path = directory("torn");
+        let path = checkpoint_path("torn");
         let mut checkpoint = Checkpoint::create(&path, &key(), &head(1)).unwrap();
         checkpoint.advance(&key(), &head(2)).unwrap();
         checkpoint.advance(&key(), &head(3)).unwrap();
         // The write of head 3 (the second slot) cut off halfway.
-        let mut bytes = fs::read(beside(&path, SUFFIX)).unwrap();
+        let mut bytes = fs::read(&path).unwrap();
         bytes[SLOT_BYTES + 100..].fill(0);
-        fs::write(beside(&path, SUFFIX), &bytes).unwrap();
+        fs::write(&path, &bytes).unwrap();
         assert_eq!(read(&path, &key()).unwrap(), Some(head(2)));
         // Both spoiled, it is no checkpoint.
         bytes[100..SLOT_BYTES].fill(0);
-        fs::write(beside(&path, SUFFIX), &bytes).unwrap();
+        fs::write(&path, &bytes).unwrap();
         assert!(matches!(
             read(&path, &key()),
             Err(AuditLogError::Checkpoint)
@@ -205,7 +200,7 @@ mod tests {
 
     #[test]
     fn a_slot_sealed_with_another_key_is_not_read() {
-        let path = directory("other-key");
+        let path = checkpoint_path("other-key");
         Checkpoint::create(&path, &SecretKey::new([4; 32]).unwrap(), &head(9)).unwrap();
         assert!(matches!(
             read(&path, &key()),
@@ -215,14 +210,14 @@ mod tests {
 
     #[test]
     fn a_checkpoint_of_one_unpadded_head_still_reads() {
-        let path = directory("unpadded");
+        let path = checkpoint_path("unpadded");
         Checkpoint::create(&path, &key(), &head(7)).unwrap();
-        let bytes = fs::read(beside(&path, SUFFIX)).unwrap();
+        let bytes = fs::read(&path).unwrap();
         let json = std::str::from_utf8(&bytes[..SLOT_BYTES])
             .unwrap()
             .trim_end();
         // As earlier versions wrote it: the canonical JSON alone.
-        fs::write(beside(&path, SUFFIX), json).unwrap();
+        fs::write(&path, json).unwrap();
         assert_eq!(read(&path, &key()).unwrap(), Some(head(7)));
     }
 }
