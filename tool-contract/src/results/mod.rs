@@ -12,6 +12,7 @@ pub(crate) mod approver_keys;
 pub(crate) mod arbitrate;
 pub(crate) mod assertion;
 pub(crate) mod audit;
+mod audit_canonical;
 pub(crate) mod catalog;
 pub(crate) mod digest;
 pub(crate) mod error;

@@ -46,14 +46,10 @@ impl Members {
     /// The canonical members of `entry`.
     pub(super) fn of(entry: Entry<'_>) -> Self {
         Members(match entry {
-            Entry::Call(model, audit) => {
-                let audit = infallible(
-                    serde_json::to_value(audit),
-                    "an audit serializes to strings, booleans and nulls",
-                );
-                let audit = infallible(canonical::to_vec(&audit), "an audit holds no number");
-                vec![("audit", audit), ("model", model.to_canonical_json())]
-            }
+            Entry::Call(model, audit) => vec![
+                ("audit", audit.to_canonical_json()),
+                ("model", model.to_canonical_json()),
+            ],
             Entry::Event(event) => {
                 let event = infallible(serde_json::to_value(event), "an event serializes");
                 let event = infallible(canonical::to_vec(&event), "an event holds integers only");
