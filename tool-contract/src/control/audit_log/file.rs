@@ -118,6 +118,8 @@ struct TreeHeads {
     signer: ReceiptSigner,
     /// `audit.jsonl.tree-heads`, open to append.
     file: File,
+    /// Its length as this log wrote it: what a failed write is cut back to.
+    bytes: u64,
     every: u64,
     tree: MerkleTree,
     /// The size of the last head published.
@@ -260,11 +262,13 @@ impl JsonLinesAuditLog {
         let lines = Self::records(&self.shared.path)?;
         let tree = MerkleTree::of_lines(lines.iter().map(Vec::as_slice));
         let file = open_tree_heads(&self.shared.path)?;
+        let bytes = file.metadata()?.len();
         {
             let mut active = self.shared.active();
             active.tree_heads = Some(TreeHeads {
                 signer,
                 file,
+                bytes,
                 every: every.max(1),
                 settled: tree.size(),
                 tree,
@@ -487,8 +491,13 @@ impl Shared {
         let mut line = signed.to_json().into_bytes();
         line.push(b'\n');
         // Unsynced: the records it vouches for are durable already, and a head a power cut
-        // loses is signed again when the log opens.
-        heads.file.write_all(&line)?;
+        // loses is signed again when the log opens. A write that failed part way is cut off,
+        // so that the next head starts a line of its own.
+        if let Err(error) = heads.file.write_all(&line) {
+            let _ = heads.file.set_len(heads.bytes);
+            return Err(error.into());
+        }
+        heads.bytes += line.len() as u64;
         heads.published = heads.tree.size();
         Ok(())
     }
