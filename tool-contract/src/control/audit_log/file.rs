@@ -33,8 +33,9 @@ const TREE_HEADS: &str = ".tree-heads";
 /// - `audit.jsonl.head`, the head after every write, sealed with the key: a log that no
 ///   longer reaches it (records dropped off its end) does not open
 ///   ([`AuditLogError::BehindCheckpoint`]). It is written in place, in two slots in turn,
-///   and left to the kernel to write back: after a power cut it may stand a few batches
-///   behind the records, never ahead of them, and a write the cut tore spoils one slot only;
+///   and left to the kernel to write back: after a power cut it may stand behind the
+///   records by what the kernel had not written yet (at most about 30 s with Linux's
+///   defaults), never ahead of them, and a write the cut tore spoils one slot only;
 /// - `audit.jsonl.000001`, … the segments [`rotate`](Self::rotate) moved aside, each linked
 ///   to the next by the chain itself;
 /// - `audit.jsonl.torn-N`, bytes a crash left after the last whole record, moved there on
@@ -250,8 +251,8 @@ impl JsonLinesAuditLog {
     /// there, in order, unaltered; records after it wait for the next head.
     ///
     /// A head is written once the records it vouches for are synced, and is not synced
-    /// itself (the batch's one sync is the records'): the kernel writes it back within
-    /// seconds, and closing the log syncs it. A head a power cut lost vouched for durable
+    /// itself (the batch's one sync is the records'): the kernel writes it back (within
+    /// about 30 s with Linux's defaults), and closing the log syncs it. A head a power cut lost vouched for durable
     /// records only; opening signs the whole log again, and cuts off a head the cut left
     /// half written.
     ///
