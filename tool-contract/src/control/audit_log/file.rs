@@ -95,7 +95,8 @@ struct Shared {
     path: PathBuf,
     key: SecretKey,
     active: Mutex<Active>,
-    /// How many times the log synced a file since it opened: one a batch.
+    /// How many times writes synced the log's file since it opened: once a batch (the
+    /// checkpoint and the tree head are not synced then).
     syncs: AtomicU64,
 }
 

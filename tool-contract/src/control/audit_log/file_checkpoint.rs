@@ -128,6 +128,7 @@ fn slot(key: &SecretKey, head: &ChainHead) -> Vec<u8> {
         "a checkpoint holds an integer only",
     );
     // Two digests of 64 hex digits and a u64: about 190 bytes.
+    debug_assert!(bytes.len() < SLOT_BYTES, "a sealed head fits its slot");
     bytes.resize(SLOT_BYTES - 1, b' ');
     bytes.push(b'\n');
     bytes
