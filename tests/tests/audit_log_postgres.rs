@@ -13,7 +13,7 @@ use tool_contract::results::{ModelResult, ProtectedAudit};
 use tool_contract::{ErrorCode, SecretKey, Status};
 use tool_contract_tests::postgres::Schema;
 use tool_contract_tests::tracker::{
-    Remote, audit_key, builder, clock, code, create, message, pending_approval, run,
+    Remote, approve, audit_key, builder, clock, code, create, message, pending_approval, run,
 };
 
 /// A log in a schema of its own holding three calls of one stream.
@@ -407,15 +407,7 @@ async fn the_counts_kept_as_records_are_appended_are_what_the_records_count() {
     }
     // Asked on A, granted, run on B.
     let granted = message("m-1", "bob");
-    let pending = pending_approval(&a, &granted).await;
-    a.approve(
-        &pending.approval_id,
-        &pending.preview_sha256,
-        "supervisor",
-        clock() + std::time::Duration::from_secs(3600),
-    )
-    .await
-    .unwrap();
+    approve(&a, &granted, "supervisor").await;
     assert_eq!(code(&run(&b, &granted).await), None);
     // Asked on B, rejected, told on A.
     let refused = message("m-2", "mallory");

@@ -16,7 +16,7 @@ use tool_contract::{CallContext, ErrorCode, SecretKey, Status};
 use tool_contract_tests::console::{Desk, Visit, desk, serve};
 use tool_contract_tests::passkey::{ORIGIN, SoftAuthenticator};
 use tool_contract_tests::tracker::{
-    Fault, alice, audit_key, code, create, message, pending_approval, run,
+    Fault, alice, approve, audit_key, code, create, message, pending_approval, run,
 };
 
 /// Sends `m-1` to bob, approved by Ana and Ben with their passkeys, and runs it: the
@@ -751,7 +751,7 @@ async fn a_console_in_front_of_two_replicas_shows_the_receipts_and_chains_of_bot
     use tool_contract_tests::console::{invitation, receipt_signer};
     use tool_contract_tests::passkey::RP_ID;
     use tool_contract_tests::postgres::Schema;
-    use tool_contract_tests::tracker::{Remote, builder, clock};
+    use tool_contract_tests::tracker::{Remote, builder};
 
     let Some(schema) = Schema::new("a_console_in_front_of_two_replicas") else {
         return;
@@ -778,15 +778,7 @@ async fn a_console_in_front_of_two_replicas_shows_the_receipts_and_chains_of_bot
     let mut approval_ids = Vec::new();
     for (number, runs_on) in [(1, &a), (2, &b)] {
         let call = message(&format!("m-{number}"), "bob");
-        let pending = pending_approval(&a, &call).await;
-        a.approve(
-            &pending.approval_id,
-            &pending.preview_sha256,
-            "supervisor",
-            clock() + std::time::Duration::from_secs(3600),
-        )
-        .await
-        .unwrap();
+        let pending = approve(&a, &call, "supervisor").await;
         assert_eq!(code(&run(runs_on, &call).await), None);
         approval_ids.push(pending.approval_id);
     }
