@@ -11,10 +11,12 @@ use tool_contract::control::{
     PendingApproval, RejectStep, StoreError,
 };
 use tool_contract::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use tool_contract::control::{StaleTasks, TaskMove, TaskMoveError, TaskRow};
+use tool_contract::control::{
+    StaleTasks, TaskMove, TaskMoveError, TaskRow, TaskStatus, WorkerRenewal,
+};
 
 /// The names the hook is called with, one per step.
-pub const STEPS: [&str; 21] = [
+pub const STEPS: [&str; 22] = [
     "claim",
     "advance",
     "release",
@@ -36,6 +38,7 @@ pub const STEPS: [&str; 21] = [
     "stale_tasks",
     "tasks_of",
     "sign_count",
+    "renew_worker",
 ];
 
 type Hook = dyn Fn(&'static str) -> Result<(), StoreError> + Send + Sync;
@@ -176,5 +179,11 @@ impl ControlStore for Hooked {
     }
     fn sign_count<'a>(&'a self, count: &'a SignCount) -> StoreFuture<'a, SignCountCheck> {
         self.step("sign_count", || self.inner.sign_count(count))
+    }
+    fn renew_worker<'a>(
+        &'a self,
+        renewal: &'a WorkerRenewal,
+    ) -> StoreFuture<'a, Vec<Option<TaskStatus>>> {
+        self.step("renew_worker", || self.inner.renew_worker(renewal))
     }
 }

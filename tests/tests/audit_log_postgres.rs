@@ -473,9 +473,12 @@ async fn a_stream_appended_before_counts_were_kept_is_tallied_only_past_its_last
     run(&dispatcher, &create("c", "Printer", "k1", "k1")).await;
     drop(dispatcher);
     // As schema version 9 left it; opened again, migrated to 10, which counts that stream
-    // from its next record on. The next replica writes a stream of its own.
+    // from its next record on (and to the versions after). The next replica writes a stream
+    // of its own.
     schema.execute(&format!(
-        "DROP TABLE {name}.tool_contract_audit_counts;
+        "DROP TABLE {name}.tool_contract_workers;
+         ALTER TABLE {name}.tool_contract_tasks DROP COLUMN worker;
+         DROP TABLE {name}.tool_contract_audit_counts;
          ALTER TABLE {name}.tool_contract_audit_heads DROP COLUMN counted_from;
          UPDATE {name}.tool_contract_schema SET version = 9;",
         name = schema.name

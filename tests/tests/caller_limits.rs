@@ -219,7 +219,9 @@ async fn pending_approvals_written_before_schema_9_count_once_migrated_on_sqlite
             let connection = rusqlite::Connection::open(&path).unwrap();
             connection
                 .execute_batch(
-                    "DROP INDEX tool_contract_approvals_pending_of;
+                    "DROP TABLE tool_contract_workers;
+                     ALTER TABLE tool_contract_tasks DROP COLUMN worker;
+                     DROP INDEX tool_contract_approvals_pending_of;
                      ALTER TABLE tool_contract_approvals DROP COLUMN principal_ref;
                      PRAGMA user_version = 8;",
                 )
@@ -243,7 +245,9 @@ async fn pending_approvals_written_before_schema_9_count_once_migrated_on_postgr
         },
         || {
             schema.execute(&format!(
-                "DROP INDEX {name}.tool_contract_approvals_pending_of;
+                "DROP TABLE {name}.tool_contract_workers;
+                 ALTER TABLE {name}.tool_contract_tasks DROP COLUMN worker;
+                 DROP INDEX {name}.tool_contract_approvals_pending_of;
                  ALTER TABLE {name}.tool_contract_approvals DROP COLUMN principal_ref;
                  DROP TABLE {name}.tool_contract_audit_counts;
                  ALTER TABLE {name}.tool_contract_audit_heads DROP COLUMN counted_from;

@@ -4,7 +4,8 @@
 //! their TTL.
 
 use tool_contract::control::{
-    RowSeal, StaleTasks, StoreError, TaskChange, TaskMove, TaskMoveError, TaskRow, TaskStatus,
+    ControlStore, RowSeal, StaleTasks, StoreError, TaskChange, TaskMove, TaskMoveError, TaskRow,
+    TaskStatus, WorkerRenewal,
 };
 use tool_contract_tests::backends::{Backend, Memory, Postgres, sqlite_file};
 use tool_contract_tests::postgres::Schema;
@@ -236,6 +237,118 @@ async fn a_task_whose_hold_lapsed_is_taken_over_once(backend: &impl Backend) {
     );
 }
 
+/// Whether `task` is among the stale tasks `store` lists at `now_ms`.
+async fn listed_stale(store: &dyn ControlStore, task: &TaskRow, now_ms: u64) -> bool {
+    let stale = store.stale_tasks(now_ms, &seal()).await.unwrap();
+    stale
+        .tasks
+        .iter()
+        .any(|listed| listed.task_id == task.task_id)
+}
+
+/// `worker`'s lease renewed until `until_ms` at `now_ms`, looking at `task`.
+fn renewal(
+    worker: &str,
+    task: &TaskRow,
+    until_ms: u64,
+    now_ms: u64,
+    seal: RowSeal,
+) -> WorkerRenewal {
+    WorkerRenewal {
+        worker: worker.to_owned(),
+        until_ms,
+        task_ids: vec![task.task_id.clone()],
+        now_ms,
+        seal,
+    }
+}
+
+/// `worker` taking `task` over at `now_ms`.
+fn hold(task: &TaskRow, worker: &str, now_ms: u64) -> TaskMove {
+    TaskMove {
+        task_id: task.task_id.clone(),
+        owner: None,
+        worker: Some(worker.to_owned()),
+        change: TaskChange::Hold {
+            worker: worker.to_owned(),
+            until_ms: now_ms + 30_000,
+        },
+        now_ms,
+        seal: seal(),
+    }
+}
+
+/// A worker that renews its own lease keeps its tasks past the hold each was taken with,
+/// without writing their rows; once its lease lapsed they are taken over, and its next
+/// renewal says so.
+async fn a_worker_renewing_its_lease_keeps_its_tasks(backend: &impl Backend) {
+    const RENEWING: &str = "replica-renewing";
+    let (first, second) = (backend.open().await, backend.open().await);
+    let task = working_task(ANA, RENEWING, 30_000, None);
+    assert!(first.create_task(&task, &seal()).await.unwrap());
+    let standing = first
+        .renew_worker(&renewal(RENEWING, &task, 90_000, 20_000, seal()))
+        .await
+        .unwrap();
+    assert_eq!(standing, [Some(TaskStatus::Working)]);
+    assert_eq!(
+        second
+            .task(&task.task_id, None, 20_000, &seal())
+            .await
+            .unwrap(),
+        Some(task.clone()),
+        "the task's row is not written"
+    );
+    assert!(
+        !listed_stale(&*second, &task, 60_000).await,
+        "its worker's lease runs"
+    );
+    assert_eq!(
+        second
+            .move_task(&hold(&task, "replica-b", 60_000))
+            .await
+            .unwrap(),
+        Err(TaskMoveError::Held)
+    );
+    assert!(listed_stale(&*second, &task, 90_000).await, "both lapsed");
+    let taken = second
+        .move_task(&hold(&task, "replica-b", 90_000))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.worker.as_deref(), Some("replica-b"));
+    let standing = first
+        .renew_worker(&renewal(RENEWING, &task, 150_000, 90_001, seal()))
+        .await
+        .unwrap();
+    assert_eq!(standing, [None], "the hold was lost");
+}
+
+/// A worker's lease sealed under other keys (another deployment's, or forged) holds nothing:
+/// the sealed rows decide a takeover. (A SQL store's stale scan is narrowed by the columns, as
+/// it is by a task's status, so a forged row can hide a task from the scan; it cannot keep it
+/// from the replica that asks for it.)
+async fn a_forged_worker_lease_holds_nothing(backend: &impl Backend) {
+    const FORGED: &str = "replica-forged";
+    let store = backend.open().await;
+    let task = working_task(ANA, FORGED, 30_000, None);
+    assert!(store.create_task(&task, &seal()).await.unwrap());
+    let other_keys =
+        tool_contract::AuditKeys::new(tool_contract::SecretKey::new([0x99; 32]).unwrap());
+    store
+        .renew_worker(&renewal(
+            FORGED,
+            &task,
+            90_000,
+            20_000,
+            RowSeal::new(&other_keys),
+        ))
+        .await
+        .unwrap();
+    let taken = store.move_task(&hold(&task, "replica-b", 30_000)).await;
+    assert_eq!(taken.unwrap().unwrap().worker.as_deref(), Some("replica-b"));
+}
+
 /// An owner's tasks read a page at a time, in the order of their ids, through another handle:
 /// another owner's tasks and expired ones are never among them.
 async fn an_owners_tasks_are_listed_in_pages(backend: &impl Backend) {
@@ -318,6 +431,8 @@ async fn an_unreadable_stale_row_never_hides_the_others(backend: &impl Backend) 
 async fn every_behaviour(backend: &impl Backend) {
     an_unreadable_stale_row_never_hides_the_others(backend).await;
     a_task_whose_hold_lapsed_is_taken_over_once(backend).await;
+    a_worker_renewing_its_lease_keeps_its_tasks(backend).await;
+    a_forged_worker_lease_holds_nothing(backend).await;
     a_task_lives_on_every_handle(backend).await;
     a_task_expires_after_its_ttl(backend).await;
     a_task_cancelled_before_its_work_never_begins(backend).await;
@@ -395,4 +510,105 @@ async fn a_task_row_rewritten_in_postgresql_is_refused() {
             .execute(&FORGE.replace("{table}", &table).replace("{id}", task_id));
     })
     .await;
+}
+
+/// A task its worker held before worker leases were kept (schema version 10), held by that
+/// worker's lease once the store is migrated: its renewal finds the task, and no scan lists
+/// it while the lease runs.
+async fn a_task_from_before_worker_leases_is_held_by_its_workers_lease(
+    backend: &impl Backend,
+    roll_back_to_version_10: impl FnOnce(),
+) {
+    const UPGRADED: &str = "replica-upgraded";
+    let task = working_task(ANA, UPGRADED, 30_000, None);
+    let before = backend.open().await;
+    assert!(before.create_task(&task, &seal()).await.unwrap());
+    drop(before);
+    roll_back_to_version_10();
+    let store = backend.open().await;
+    let standing = store
+        .renew_worker(&renewal(UPGRADED, &task, 90_000, 20_000, seal()))
+        .await
+        .unwrap();
+    assert_eq!(standing, [Some(TaskStatus::Working)]);
+    assert!(!listed_stale(&*store, &task, 60_000).await);
+}
+
+#[tokio::test]
+async fn a_task_from_before_worker_leases_is_held_once_a_sqlite_file_is_migrated() {
+    let file = sqlite_file();
+    let path = file.0.clone();
+    a_task_from_before_worker_leases_is_held_by_its_workers_lease(&file, || {
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection
+            .execute_batch(
+                "DROP TABLE tool_contract_workers;
+                 ALTER TABLE tool_contract_tasks DROP COLUMN worker;
+                 PRAGMA user_version = 10;",
+            )
+            .unwrap();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_task_from_before_worker_leases_is_held_once_postgresql_is_migrated() {
+    let Some(schema) = Schema::new("worker_leases_migrated") else {
+        return;
+    };
+    let name = schema.name.clone();
+    let backend = Postgres(schema);
+    a_task_from_before_worker_leases_is_held_by_its_workers_lease(&backend, || {
+        backend.0.execute(&format!(
+            "DROP TABLE {name}.tool_contract_workers;
+             ALTER TABLE {name}.tool_contract_tasks DROP COLUMN worker;
+             UPDATE {name}.tool_contract_schema SET version = 10;"
+        ));
+    })
+    .await;
+}
+
+/// The purge of expired rows removes workers' leases that lapsed (each holds nothing) and
+/// keeps those that run; `count_workers` counts the store's lease rows.
+async fn a_lapsed_worker_lease_is_purged(backend: &impl Backend, count_workers: impl Fn() -> i64) {
+    let store = backend.open().await;
+    let task = working(None);
+    for (worker, until_ms) in [("replica-gone", 40_000), ("replica-alive", 90_000)] {
+        store
+            .renew_worker(&renewal(worker, &task, until_ms, 20_000, seal()))
+            .await
+            .unwrap();
+    }
+    assert_eq!(count_workers(), 2);
+    store.purge_expired(40_000).await.unwrap();
+    assert_eq!(
+        count_workers(),
+        1,
+        "the lapsed lease is gone, the running one kept"
+    );
+}
+
+#[tokio::test]
+async fn a_lapsed_worker_lease_is_purged_from_a_sqlite_file() {
+    let file = sqlite_file();
+    let path = file.0.clone();
+    a_lapsed_worker_lease_is_purged(&file, || {
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection
+            .query_row("SELECT count(*) FROM tool_contract_workers", [], |row| {
+                row.get(0)
+            })
+            .unwrap()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_lapsed_worker_lease_is_purged_from_postgresql() {
+    let Some(schema) = Schema::new("worker_leases_purged") else {
+        return;
+    };
+    let count = format!("SELECT count(*) FROM {}.tool_contract_workers", schema.name);
+    let backend = Postgres(schema);
+    a_lapsed_worker_lease_is_purged(&backend, || backend.0.query_i64(&count)).await;
 }

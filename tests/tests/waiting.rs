@@ -8,11 +8,14 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{GetTaskParams, TaskPayload, TaskStatus, UpdateTaskParams};
 use serde_json::json;
+use tool_contract::control::{ControlStore, MemoryStore};
 use tool_contract_tests::backends::Backend;
 use tool_contract_tests::on_every_store;
 use tool_contract_tests::postgres::{Relay, Schema};
-use tool_contract_tests::task_client::{TaskSession as Session, message, replica, started, yes_to};
-use tool_contract_tests::tracker::{Remote, alice, dispatcher};
+use tool_contract_tests::task_client::{
+    TaskSession as Session, message, replica, server, started, yes_to,
+};
+use tool_contract_tests::tracker::{Remote, advance_clock, alice, dispatcher};
 
 /// The task's status and, while it waits for input, the key of what it asks.
 async fn look(client: &Session, task_id: &str) -> (TaskStatus, Option<String>) {
@@ -206,6 +209,26 @@ async fn tasks_result_answers_as_soon_as_its_task_ended() {
         "{median:?} at the median"
     );
     assert!(percentile(&late, 100) < Duration::from_secs(1), "{late:?}");
+}
+
+/// A task waiting on a replica that lives is held by that replica's lease past the hold it was
+/// created with: the replica's beat renews its lease every ten seconds, and another replica
+/// looking for tasks to take over takes none for a minute. (Tokio's clock paused, so the beats
+/// come at once; the wall clock moved by hand beside it.)
+#[tokio::test(start_paused = true)]
+async fn a_live_replicas_waiting_task_is_never_taken_over() {
+    let remote = Remote::new();
+    let store: Arc<dyn ControlStore> = Arc::new(MemoryStore::new());
+    let first = replica(&remote, Arc::clone(&store)).await;
+    let task_id = started(first.peer(), message(0)).await;
+    asked_once_waiting(&first, &task_id).await;
+    let second = server(Arc::new(dispatcher(&remote, store)), alice());
+    for _ in 0..6 {
+        advance_clock(Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert_eq!(second.resume_tasks().await.unwrap().taken_over, 0);
+    }
+    assert_eq!(look(&first, &task_id).await.0, TaskStatus::InputRequired);
 }
 
 /// A PostgreSQL store whose first waiter's runtime ended (its listener with it) still tells

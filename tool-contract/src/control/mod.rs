@@ -69,5 +69,5 @@ pub use store::{
 pub use store::{PostgresOptions, PostgresStore};
 pub use task::{
     StaleTasks, TaskChange, TaskCreation, TaskMove, TaskMoveError, TaskRow, TaskStatus,
-    decide_task_move, is_task_id, new_task_id,
+    WorkerRenewal, decide_task_move, is_task_id, new_task_id,
 };

@@ -26,6 +26,9 @@ const APPROVER_ROW: &str = "approver";
 /// What a task row's seal covers first: no other row's seal is one.
 const TASK_ROW: &str = "task";
 
+/// What a worker's lease row's seal covers first: no other row's seal is one.
+const WORKER_ROW: &str = "worker";
+
 /// The key approval rows are sealed with. Every process holding the same [`AuditKeys`]
 /// derives the same one, so replicas read each other's rows; a store step is handed it with
 /// the request ([`ApprovalAsk`](crate::control::ApprovalAsk), …) and checks every approval
@@ -187,6 +190,25 @@ impl RowSeal {
         seal: Option<&str>,
     ) -> Result<(), StoreError> {
         self.open_row(TASK_ROW, task_id, body, seal)
+    }
+
+    /// The seal of `worker`'s lease row, held until `until_ms`: 64 lowercase hex.
+    pub(crate) fn seal_worker(&self, worker: &str, until_ms: u64) -> Result<String, StoreError> {
+        self.seal_row(WORKER_ROW, worker, &until_ms.to_string())
+    }
+
+    /// Checks that `seal` is this application's seal of `worker`'s lease until `until_ms`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unsealed`] when there is no seal or it is another's.
+    pub(crate) fn open_worker(
+        &self,
+        worker: &str,
+        until_ms: u64,
+        seal: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.open_row(WORKER_ROW, worker, &until_ms.to_string(), seal)
     }
 }
 

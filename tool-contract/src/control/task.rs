@@ -99,10 +99,13 @@ pub struct TaskRow {
     /// The call the task runs, as the server that created it wrote it (opaque to the store):
     /// what another replica needs to take the work over.
     pub call: Option<String>,
-    /// The worker (one per dispatcher) whose work holds the task, and until when (ms since
-    /// the Unix epoch): past it, another replica may take the task over.
+    /// The worker (one per dispatcher) whose work holds the task: while its lease runs, no
+    /// other replica takes the task over.
     pub worker: Option<String>,
-    /// Until when [`worker`](Self::worker) holds the task.
+    /// Until when (ms since the Unix epoch) the hold the task was created or taken over with
+    /// runs. Its worker's own lease, renewed for all its tasks at once
+    /// ([`ControlStore::renew_worker`](crate::control::ControlStore::renew_worker)), holds it
+    /// past that: another replica takes it over only once both lapsed.
     pub lease_until_ms: u64,
     /// What the work awaits while `input_required`, as the server that asked wrote it (the
     /// MCP server: the sealed state of the approval asked about), for whichever replica the
@@ -128,11 +131,28 @@ impl TaskRow {
     }
 }
 
+/// A worker's lease renewed, and a look at the tasks its work holds: what
+/// [`ControlStore::renew_worker`](crate::control::ControlStore::renew_worker) is handed once
+/// per beat, however many tasks wait.
+#[derive(Debug, Clone)]
+pub struct WorkerRenewal {
+    /// The worker (one per dispatcher).
+    pub worker: String,
+    /// Until when its lease runs, in milliseconds since the Unix epoch.
+    pub until_ms: u64,
+    /// The tasks its work holds.
+    pub task_ids: Vec<String>,
+    /// The time of the renewal, in milliseconds since the Unix epoch.
+    pub now_ms: u64,
+    /// What the lease's row is sealed with.
+    pub seal: RowSeal,
+}
+
 /// A change to a task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TaskChange {
-    /// `worker` holds the task until `until_ms`: its own lease renewed, or a lapsed one taken
-    /// over. Refused while another worker's lease runs.
+    /// `worker` holds the task until `until_ms`: its own hold renewed, or a lapsed one taken
+    /// over. Refused while another worker holds it (see [`TaskRow::lease_until_ms`]).
     Hold {
         /// The worker.
         worker: String,

@@ -506,8 +506,8 @@ impl McpServer {
         })))
     }
 
-    /// The task's work, its hold renewed with every other this dispatcher holds until the
-    /// work ends (or another replica took the task over).
+    /// The task's work, held by this dispatcher's worker lease (renewed for every task it
+    /// holds) until the work ends (or another replica took the task over).
     async fn hold_while(
         self,
         task_id: String,

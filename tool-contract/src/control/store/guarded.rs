@@ -17,7 +17,9 @@ use crate::control::{
     PendingApproval, RejectStep,
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
-use crate::control::{Changes, StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow};
+use crate::control::{
+    Changes, StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow, TaskStatus, WorkerRenewal,
+};
 
 /// The store the dispatcher holds: `inner`, its panics turned into
 /// [`StoreError::Panicked`].
@@ -185,11 +187,11 @@ impl ControlStore for Guarded {
         guarded(|| self.0.create_task_within(task, open_limit, seal))
     }
 
-    fn hold_tasks<'a>(
+    fn renew_worker<'a>(
         &'a self,
-        holds: &'a [TaskMove],
-    ) -> StoreFuture<'a, Vec<Result<TaskRow, TaskMoveError>>> {
-        guarded(|| self.0.hold_tasks(holds))
+        renewal: &'a WorkerRenewal,
+    ) -> StoreFuture<'a, Vec<Option<TaskStatus>>> {
+        guarded(|| self.0.renew_worker(renewal))
     }
 
     fn still_pending<'a>(

@@ -18,7 +18,8 @@ use crate::control::{
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
 use crate::control::{
-    Changed, Changes, StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow,
+    Changed, Changes, StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow, TaskStatus,
+    WorkerRenewal,
 };
 
 /// A store in this process's memory. Clones share one state, so a dispatcher built again over
@@ -40,6 +41,8 @@ struct State {
     approvers: HashMap<String, (String, String)>,
     /// Each task's row, by id.
     tasks: HashMap<String, StoredTask>,
+    /// Each worker's lease: until when, and its seal.
+    workers: HashMap<String, (u64, String)>,
 }
 
 /// A task as the memory store keeps it: what a SQL store's columns hold.
@@ -51,6 +54,8 @@ struct StoredTask {
     seal: String,
     /// Its owner, to select by before a row is opened (as the SQL stores' column is).
     owner: String,
+    /// The worker holding it, whose lease a stale scan reads beside it.
+    worker: Option<String>,
     /// When it expires.
     expires_at_ms: Option<u64>,
     /// Whether it has not ended (as a SQL store's status column says).
@@ -220,6 +225,22 @@ impl Rows for MemoryRows<'_> {
             .count())
     }
 
+    async fn worker_lease(&mut self, worker: &str) -> Result<Option<(u64, String)>, StoreError> {
+        Ok(self.0.workers.get(worker).cloned())
+    }
+
+    async fn put_worker_lease(
+        &mut self,
+        worker: &str,
+        until_ms: u64,
+        seal: &str,
+    ) -> Result<(), StoreError> {
+        self.0
+            .workers
+            .insert(worker.to_owned(), (until_ms, seal.to_owned()));
+        Ok(())
+    }
+
     async fn open_tasks_of(&mut self, owner: &str, now_ms: u64) -> Result<usize, StoreError> {
         Ok(self
             .0
@@ -249,6 +270,7 @@ impl Rows for MemoryRows<'_> {
                 body: body.to_owned(),
                 seal: seal.to_owned(),
                 owner: task.owner.clone(),
+                worker: task.worker.clone(),
                 expires_at_ms: task.expires_at_ms(),
                 open: !task.status.is_terminal(),
             },
@@ -311,6 +333,8 @@ impl ControlStore for MemoryStore {
         state
             .tasks
             .retain(|_, stored| stored.expires_at_ms.is_none_or(|at| at > now_ms));
+        // A lapsed lease holds nothing: its worker, if it lives, writes it again.
+        state.workers.retain(|_, (until_ms, _)| *until_ms > now_ms);
         answered(Ok(Purged {
             records: (records - state.records.len()) as u64,
             approvals: (approvals - state.approvals.len()) as u64,
@@ -467,13 +491,13 @@ impl ControlStore for MemoryStore {
         answered(moved)
     }
 
-    fn hold_tasks<'a>(
+    fn renew_worker<'a>(
         &'a self,
-        holds: &'a [TaskMove],
-    ) -> StoreFuture<'a, Vec<Result<TaskRow, TaskMoveError>>> {
-        answered(at_once(rows::hold_tasks(
+        renewal: &'a WorkerRenewal,
+    ) -> StoreFuture<'a, Vec<Option<TaskStatus>>> {
+        answered(at_once(rows::renew_worker(
             &mut MemoryRows(&mut self.state()),
-            holds,
+            renewal,
         )))
     }
 
@@ -498,10 +522,15 @@ impl ControlStore for MemoryStore {
     fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, StaleTasks> {
         let state = self.state();
         let found = state.tasks.iter().map(|(task_id, stored)| {
+            let lease = stored
+                .worker
+                .as_ref()
+                .and_then(|worker| state.workers.get(worker).cloned());
             (
                 task_id.clone(),
                 stored.body.clone(),
                 Some(stored.seal.clone()),
+                lease,
             )
         });
         answered(Ok(rows::stale_tasks_of(found, now_ms, seal)))

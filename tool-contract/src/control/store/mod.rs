@@ -57,14 +57,16 @@ use super::error::StoreError;
 use super::ledger::{Advanced, Claimed, IfAbsent, Purged, Record};
 use super::seal::RowSeal;
 use super::step::{Advance, ApprovalAsk, ApproveStep, Claim, DirectoryWrite, RejectStep, Release};
-use super::task::{StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow};
+use super::task::{
+    StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow, TaskStatus, WorkerRenewal,
+};
 
 /// What a [`ControlStore`] step returns: boxed, so the trait stays object safe.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
 /// The version of the schema this build of the crate writes. A database holding a newer
 /// one is refused ([`StoreError::SchemaTooNew`]), never downgraded.
-pub const SCHEMA_VERSION: u32 = 10;
+pub const SCHEMA_VERSION: u32 = 11;
 
 /// The shared state of writes: ledger records and approvals, by the operation's ledger key.
 ///
@@ -122,8 +124,9 @@ pub trait ControlStore: Send + Sync {
 
     /// Removes what no replica needs any more: terminal records whose retention ended at or
     /// before `now_ms` and that are not [kept](Record::kept), and approvals (pending,
-    /// granted, rejected) whose own expiry did. `unknown` and in-flight records are never
-    /// purged: they wait for reconciliation.
+    /// granted, rejected) whose own expiry did, tasks past their TTL, and workers' leases
+    /// that lapsed (each holds nothing; a worker that lives writes its own again).
+    /// `unknown` and in-flight records are never purged: they wait for reconciliation.
     fn purge_expired(&self, now_ms: u64) -> StoreFuture<'_, Purged>;
 
     /// An operator's purge of operations by age: removes the terminal records, kept or not,
@@ -307,25 +310,16 @@ pub trait ControlStore: Send + Sync {
         step: &'a TaskMove,
     ) -> StoreFuture<'a, Result<TaskRow, TaskMoveError>>;
 
-    /// Renews every hold of `holds` (each a [`TaskChange::Hold`](crate::control::TaskChange::Hold)
-    /// of one task), each decided as [`move_task`](Self::move_task) decides it: what a
-    /// replica's work on all its tasks costs per third of a lease, however many wait. Each
-    /// answer is in the order of `holds`.
-    ///
-    /// The default moves each in turn; the stores of this crate renew them all in one
-    /// transaction.
-    fn hold_tasks<'a>(
+    /// Renews `renewal.worker`'s lease until `renewal.until_ms`, which holds every task whose
+    /// row names the worker (see [`TaskRow::lease_until_ms`]), and says where each of
+    /// `renewal.task_ids` stands: its status while its row names the worker and it is open,
+    /// `None` once it ended, expired or went to another worker. One step, writing one row,
+    /// however many tasks wait: what a replica's waiting costs per third of a lease. The
+    /// answers are in the order of `renewal.task_ids`.
+    fn renew_worker<'a>(
         &'a self,
-        holds: &'a [TaskMove],
-    ) -> StoreFuture<'a, Vec<Result<TaskRow, TaskMoveError>>> {
-        Box::pin(async move {
-            let mut held = Vec::with_capacity(holds.len());
-            for hold in holds {
-                held.push(self.move_task(hold).await?);
-            }
-            Ok(held)
-        })
-    }
+        renewal: &'a WorkerRenewal,
+    ) -> StoreFuture<'a, Vec<Option<TaskStatus>>>;
 
     /// Which of `approval_ids` are still pending at `now_ms`, as their rows' columns say
     /// (no row opened: what a waiter then reads is opened): how a replica checks, in one

@@ -19,8 +19,8 @@ use crate::control::{
     decide_directory_write, decide_sign_count,
 };
 use crate::control::{
-    Changed, StaleTasks, TaskChange, TaskCreation, TaskMove, TaskMoveError, TaskRow,
-    decide_task_move,
+    Changed, StaleTasks, TaskChange, TaskCreation, TaskMove, TaskMoveError, TaskRow, TaskStatus,
+    WorkerRenewal, decide_task_move,
 };
 
 /// What a record must still be for a fenced write to apply: its state and lease as read.
@@ -120,6 +120,20 @@ pub(crate) trait Rows {
         seal: &str,
         new: bool,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// The lease row of `worker`: until when it runs, and its seal.
+    fn worker_lease(
+        &mut self,
+        worker: &str,
+    ) -> impl Future<Output = Result<Option<(u64, String)>, StoreError>> + Send;
+
+    /// Writes `worker`'s lease row, in place of what is there.
+    fn put_worker_lease(
+        &mut self,
+        worker: &str,
+        until_ms: u64,
+        seal: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// How many approvals `principal_ref` holds pending at `now_ms`, as the rows' columns
     /// say, besides the one at `except_key`.
@@ -235,10 +249,37 @@ pub(crate) async fn read_task(
     task_from_row(task_id, &body, stored_seal.as_deref(), owner, now_ms, seal)
 }
 
-/// Whether a task's work needs a worker: not ended, not expired, its worker's lease lapsed
-/// by `now_ms`.
-pub(crate) fn task_is_stale(task: &TaskRow, now_ms: u64) -> bool {
+/// Whether a task's work needs a worker: not ended, not expired, its hold lapsed by
+/// `now_ms` (the hold's lease read with [`worker_holds_until`]).
+fn task_is_stale(task: &TaskRow, now_ms: u64) -> bool {
     !task.status.is_terminal() && !task.expired(now_ms) && task.lease_until_ms <= now_ms
+}
+
+/// `task` with its hold's lease as long as its worker's own: the later of the two, the
+/// worker's read from its lease row (until when, and its seal). A row that does not open
+/// under `seal` holds nothing, and is reported.
+fn worker_holds_until(mut task: TaskRow, lease: Option<&(u64, String)>, seal: &RowSeal) -> TaskRow {
+    let (Some(worker), Some((until_ms, stored_seal))) = (task.worker.as_deref(), lease) else {
+        return task;
+    };
+    match seal.open_worker(worker, *until_ms, Some(stored_seal)) {
+        Ok(()) => task.lease_until_ms = task.lease_until_ms.max(*until_ms),
+        Err(error) => {
+            tracing::error!(stage = "store", worker, %error, "a worker's lease row does not open");
+        }
+    }
+    task
+}
+
+/// The lease row of the worker holding `task`, when one is named.
+async fn lease_of_worker(
+    rows: &mut impl Rows,
+    task: &TaskRow,
+) -> Result<Option<(u64, String)>, StoreError> {
+    match &task.worker {
+        Some(worker) => rows.worker_lease(worker).await,
+        None => Ok(None),
+    }
 }
 
 /// The task a row holds (its `body` and `stored_seal`, checked with `seal`), if `owner`
@@ -256,16 +297,23 @@ pub(crate) fn task_from_row(
     Ok(visible.then_some(task))
 }
 
-/// The stale tasks among `found` rows (id, body, seal), each opened with `seal`: one that does
-/// not open is listed as unreadable, and the others still taken.
+/// A task's row as a stale scan reads it: its id, body and seal, and its worker's lease row
+/// (until when, and its seal) when there is one.
+pub(crate) type StaleRow = (String, String, Option<String>, Option<(u64, String)>);
+
+/// The stale tasks among `found` rows, each opened with `seal`: one that does not open is
+/// listed as unreadable, and the others still taken.
 pub(crate) fn stale_tasks_of(
-    found: impl IntoIterator<Item = (String, String, Option<String>)>,
+    found: impl IntoIterator<Item = StaleRow>,
     now_ms: u64,
     seal: &RowSeal,
 ) -> StaleTasks {
     let mut stale = StaleTasks::default();
-    for (task_id, body, stored_seal) in found {
-        match task_from_row(&task_id, &body, stored_seal.as_deref(), None, now_ms, seal) {
+    for (task_id, body, stored_seal, lease) in found {
+        let opened = task_from_row(&task_id, &body, stored_seal.as_deref(), None, now_ms, seal);
+        let held =
+            opened.map(|task| task.map(|task| worker_holds_until(task, lease.as_ref(), seal)));
+        match held {
             Ok(Some(task)) if task_is_stale(&task, now_ms) => stale.tasks.push(task),
             Ok(_) => {}
             Err(error) => stale.unreadable.push((task_id, error)),
@@ -288,9 +336,15 @@ pub(crate) async fn move_task(
         &step.seal,
     )
     .await?;
-    let Some(task) = found else {
+    let Some(mut task) = found else {
         return Ok(Err(TaskMoveError::NotFound));
     };
+    let taking_over = matches!(&step.change, TaskChange::Hold { worker, .. }
+        if task.worker.as_deref() != Some(worker.as_str()) && task.lease_until_ms <= step.now_ms);
+    if taking_over {
+        let lease = lease_of_worker(rows, &task).await?;
+        task = worker_holds_until(task, lease.as_ref(), &step.seal);
+    }
     match decide_task_move(&task, step) {
         Ok(next) => {
             if !write_task(rows, &next, &step.seal, false).await? {
@@ -311,15 +365,40 @@ pub(crate) fn announced(step: &TaskMove) -> bool {
     !matches!(step.change, TaskChange::Hold { .. })
 }
 
-/// Each of `holds` moved in turn, in one transaction: what a store renews a replica's holds
-/// with when it has no one statement for them all.
-pub(crate) async fn hold_tasks(
+/// A worker's lease renewed, and where each task its work holds stands: its status while its
+/// row (opened) names the worker and it is open, else `None`.
+pub(crate) async fn renew_worker(
     rows: &mut impl Rows,
-    holds: &[TaskMove],
-) -> Result<Vec<Result<TaskRow, TaskMoveError>>, StoreError> {
-    let mut held = Vec::with_capacity(holds.len());
-    for hold in holds {
-        held.push(move_task(rows, hold).await?);
+    renewal: &WorkerRenewal,
+) -> Result<Vec<Option<TaskStatus>>, StoreError> {
+    let sealed = renewal
+        .seal
+        .seal_worker(&renewal.worker, renewal.until_ms)?;
+    rows.put_worker_lease(&renewal.worker, renewal.until_ms, &sealed)
+        .await?;
+    let mut held = Vec::with_capacity(renewal.task_ids.len());
+    for task_id in &renewal.task_ids {
+        let Some((body, stored_seal)) = rows.task_row(task_id).await? else {
+            held.push(None);
+            continue;
+        };
+        let opened = task_from_row(
+            task_id,
+            &body,
+            stored_seal.as_deref(),
+            None,
+            renewal.now_ms,
+            &renewal.seal,
+        );
+        let task = opened.unwrap_or_else(|error| {
+            // One row that does not open is that task's loss, not every other's.
+            tracing::error!(stage = "store", %task_id, %error, "a held task's row does not open");
+            None
+        });
+        held.push(task.and_then(|task| {
+            let open = !task.status.is_terminal();
+            (open && task.worker.as_deref() == Some(renewal.worker.as_str())).then_some(task.status)
+        }));
     }
     Ok(held)
 }

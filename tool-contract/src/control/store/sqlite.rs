@@ -13,6 +13,7 @@ use super::memory::at_once;
 use super::rows::{self, Fence, Rows};
 use super::stored::{
     ApprovalRow, PENDING, ReadApprovalRow, approval_row, from_sql_u64, sealed_entry, to_sql_u64,
+    worker_lease_columns,
 };
 use crate::control::WriteState;
 use crate::control::{
@@ -25,7 +26,8 @@ use crate::control::{
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
 use crate::control::{
-    Changed, Changes, StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow,
+    Changed, Changes, StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow, TaskStatus,
+    WorkerRenewal,
 };
 
 /// Version 1: the ledger with lease generations, and the approvals. A file from before
@@ -257,6 +259,19 @@ CREATE INDEX IF NOT EXISTS tool_contract_approvals_pending_of
     ON tool_contract_approvals (principal_ref, state);
 ";
 
+/// Version 11: a worker's lease, one sealed row per worker renewed for all the tasks it
+/// holds, and beside each task the worker named in its JSON, to join it with.
+const SCHEMA_V11: &str = "
+CREATE TABLE IF NOT EXISTS tool_contract_workers (
+    worker         TEXT PRIMARY KEY NOT NULL,
+    lease_until_ms INTEGER NOT NULL,
+    seal           TEXT NOT NULL
+) STRICT;
+ALTER TABLE tool_contract_tasks ADD COLUMN worker TEXT;
+UPDATE tool_contract_tasks SET worker = json_extract(body, '$.worker')
+    WHERE status IN ('working', 'input_required');
+";
+
 fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     let transaction = connection
         .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -310,6 +325,9 @@ fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     }
     // Version 10 added the PostgreSQL audit log's counts only; a SQLite file has nothing to
     // change.
+    if found < 11 {
+        transaction.execute_batch(SCHEMA_V11).map_err(store)?;
+    }
     if found < SCHEMA_VERSION {
         transaction
             .pragma_update(None, "user_version", SCHEMA_VERSION)
@@ -577,6 +595,45 @@ impl Rows for SqliteRows<'_, '_> {
         ready(counted.map(|count| usize::try_from(count).unwrap_or(usize::MAX)))
     }
 
+    fn worker_lease(
+        &mut self,
+        worker: &str,
+    ) -> impl Future<Output = Result<Option<(u64, String)>, StoreError>> + Send {
+        let found = self
+            .0
+            .query_row(
+                "SELECT lease_until_ms, seal FROM tool_contract_workers WHERE worker = ?1",
+                params![worker],
+                |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)),
+            )
+            .optional()
+            .map_err(store)
+            .and_then(|found| {
+                let (until, seal) = found.unzip();
+                worker_lease_columns(until, seal)
+            });
+        ready(found)
+    }
+
+    fn put_worker_lease(
+        &mut self,
+        worker: &str,
+        until_ms: u64,
+        seal: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let written = self
+            .0
+            .execute(
+                "INSERT INTO tool_contract_workers (worker, lease_until_ms, seal) \
+                 VALUES (?1, ?2, ?3) ON CONFLICT (worker) DO UPDATE SET \
+                 lease_until_ms = excluded.lease_until_ms, seal = excluded.seal",
+                params![worker, to_sql_u64(until_ms), seal],
+            )
+            .map(|_| ())
+            .map_err(store);
+        ready(written)
+    }
+
     fn open_tasks_of(
         &mut self,
         owner: &str,
@@ -604,11 +661,11 @@ impl Rows for SqliteRows<'_, '_> {
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         let statement = if new {
             "INSERT OR IGNORE INTO tool_contract_tasks \
-             (task_id, owner, status, lease_until_ms, expires_at_ms, body, seal) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+             (task_id, owner, status, lease_until_ms, expires_at_ms, body, seal, worker) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
         } else {
             "UPDATE tool_contract_tasks SET owner = ?2, status = ?3, lease_until_ms = ?4, \
-             expires_at_ms = ?5, body = ?6, seal = ?7 WHERE task_id = ?1"
+             expires_at_ms = ?5, body = ?6, seal = ?7, worker = ?8 WHERE task_id = ?1"
         };
         let expires_at = task.expires_at_ms().map(to_sql_u64);
         let lease_until = to_sql_u64(task.lease_until_ms);
@@ -623,7 +680,8 @@ impl Rows for SqliteRows<'_, '_> {
                         lease_until,
                         expires_at,
                         body,
-                        seal
+                        seal,
+                        task.worker
                     ],
                 )
                 .map(|written| written == 1)
@@ -732,6 +790,12 @@ impl ControlStore for SqliteStore {
                     params![to_sql_u64(now_ms)],
                 )
                 .map_err(store)?;
+            // A lapsed lease holds nothing: its worker, if it lives, writes it again.
+            tx.execute(
+                "DELETE FROM tool_contract_workers WHERE lease_until_ms <= ?1",
+                params![to_sql_u64(now_ms)],
+            )
+            .map_err(store)?;
             Ok(Purged {
                 records: records as u64,
                 approvals: approvals as u64,
@@ -912,12 +976,12 @@ impl ControlStore for SqliteStore {
         self.telling(moved, changed, move |moved| announced && moved.is_ok())
     }
 
-    fn hold_tasks<'a>(
+    fn renew_worker<'a>(
         &'a self,
-        holds: &'a [TaskMove],
-    ) -> StoreFuture<'a, Vec<Result<TaskRow, TaskMoveError>>> {
-        let holds = holds.to_vec();
-        self.run(move |tx| at_once(rows::hold_tasks(&mut SqliteRows(tx), &holds)))
+        renewal: &'a WorkerRenewal,
+    ) -> StoreFuture<'a, Vec<Option<TaskStatus>>> {
+        let renewal = renewal.clone();
+        self.run(move |tx| at_once(rows::renew_worker(&mut SqliteRows(tx), &renewal)))
     }
 
     fn still_pending<'a>(
@@ -944,12 +1008,40 @@ impl ControlStore for SqliteStore {
     fn stale_tasks<'a>(&'a self, now_ms: u64, seal: &'a RowSeal) -> StoreFuture<'a, StaleTasks> {
         let seal = seal.clone();
         self.read(move |tx| {
-            let found = task_rows(
-                tx,
-                "SELECT task_id, body, seal FROM tool_contract_tasks \
-                 WHERE status IN ('working', 'input_required') AND lease_until_ms <= ?1",
-                params![to_sql_u64(now_ms)],
-            )?;
+            // The columns narrow the search; the sealed rows decide.
+            let mut statement = tx
+                .prepare(
+                    "SELECT t.task_id, t.body, t.seal, w.lease_until_ms, w.seal \
+                     FROM tool_contract_tasks AS t \
+                     LEFT JOIN tool_contract_workers AS w ON w.worker = t.worker \
+                     WHERE t.status IN ('working', 'input_required') \
+                     AND t.lease_until_ms <= ?1 \
+                     AND (w.lease_until_ms IS NULL OR w.lease_until_ms <= ?1)",
+                )
+                .map_err(store)?;
+            let found = statement
+                .query_map(params![to_sql_u64(now_ms)], |row| {
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                    ))
+                })
+                .map_err(store)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(store)?
+                .into_iter()
+                .map(|(task_id, body, stored_seal, until, lease_seal)| {
+                    Ok((
+                        task_id,
+                        body,
+                        stored_seal,
+                        worker_lease_columns(until, lease_seal)?,
+                    ))
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
             Ok(rows::stale_tasks_of(found, now_ms, &seal))
         })
     }
@@ -986,9 +1078,6 @@ impl ControlStore for SqliteStore {
     }
 }
 
-/// The tasks `sql` (selecting `task_id, body, seal`) finds with `params`, each opened with
-/// `seal`; those `owner` (when named) does not own, or expired by `now_ms`, left out. The
-/// columns only narrow the search: the sealed body says whose a task is.
 /// The task rows `sql` selects: id, body and seal, each as stored.
 fn task_rows(
     tx: &Transaction<'_>,

@@ -352,6 +352,18 @@ pub(crate) fn from_sql_u64(value: i64, what: &str) -> Result<u64, StoreError> {
     u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("negative {what} {value}")))
 }
 
+/// A worker's lease as a SQL store's columns hold it (`NULL`s where the join found no row):
+/// until when, and its seal.
+pub(crate) fn worker_lease_columns(
+    until: Option<i64>,
+    seal: Option<String>,
+) -> Result<Option<(u64, String)>, StoreError> {
+    match (until, seal) {
+        (Some(until), Some(seal)) => Ok(Some((from_sql_u64(until, "time")?, seal))),
+        _ => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,7 +34,7 @@ pub(super) struct Holding {
     pub(super) awaits: Awaits,
 }
 
-/// The tasks this dispatcher's work holds, renewed together.
+/// The tasks this dispatcher's work holds, held together by its worker's lease.
 #[derive(Default)]
 pub(crate) struct Holds {
     held: Mutex<HashMap<String, Holding>>,
@@ -63,8 +63,8 @@ impl Drop for Holds {
     }
 }
 
-/// A task this dispatcher's work holds ([`Dispatcher::holding`]): renewed with every other
-/// until dropped.
+/// A task this dispatcher's work holds ([`Dispatcher::holding`]): held by its worker's lease,
+/// and looked at each beat, until dropped.
 pub(crate) struct HeldTask {
     pub(super) holds: Weak<Holds>,
     pub(super) task_id: String,

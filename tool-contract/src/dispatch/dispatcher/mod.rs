@@ -112,7 +112,7 @@ pub struct Dispatcher {
     passkeys: Option<Passkeys>,
     key_rules: HashMap<&'static str, KeyRule>,
     in_flight: Mutex<HashMap<String, watch::Sender<bool>>>,
-    /// The tasks this dispatcher's work holds, renewed together.
+    /// The tasks this dispatcher's work holds, held together by its worker's lease.
     #[cfg(feature = "mcp")]
     holds: Arc<holds::Holds>,
     /// For each read a write names as `reconcile = ThisTool`, the writes it is the status

@@ -14,7 +14,9 @@ use crate::vocabulary::{CallContext, Principal};
 
 /// How long a task's work holds the task without renewing the hold: once it lapses (its
 /// replica died), another replica takes the task over ([`Dispatcher::stale_tasks`],
-/// [`Dispatcher::hold_task`]). The work renews it three times as often.
+/// [`Dispatcher::hold_task`]). A task is held this long when it is created or taken over;
+/// the dispatcher then renews its worker's lease, which holds every task its work holds,
+/// three times as often.
 pub const TASK_LEASE: Duration = Duration::from_secs(30);
 
 pub(super) fn millis(duration: Duration) -> u64 {

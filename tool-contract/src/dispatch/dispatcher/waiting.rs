@@ -1,6 +1,6 @@
-//! What this dispatcher's tasks cost while they wait: every task its work holds renewed
-//! together once per third of a lease (one store step however many wait), the approvals they
-//! wait on checked together in the same beat, and each waiter woken by the store when what it
+//! What this dispatcher's tasks cost while they wait: its worker's lease, which holds every
+//! task its work holds, renewed once per third of a lease (one row written however many
+//! wait), the approvals they wait on checked together in the same beat, and each waiter woken by the store when what it
 //! waits on changed, rather than reading the store on a timer.
 
 use std::collections::HashSet;
@@ -12,12 +12,12 @@ use tokio::sync::Notify;
 use super::Dispatcher;
 use super::holds::{Awaiting, Awaits, HeldTask, Holding, Holds, UNTOLD_POLL, Waiter};
 use super::tasks::{TASK_LEASE, millis};
-use crate::control::{Changed, Changes, ControlStore, RowSeal, TaskChange, TaskMove, TaskStatus};
+use crate::control::{Changed, Changes, ControlStore, RowSeal, TaskStatus, WorkerRenewal};
 
 impl Dispatcher {
     /// Holds `task_id` for this dispatcher's work (its hold already taken) until the
-    /// returned guard drops, renewed with every other task held here once per third of a
-    /// [`TASK_LEASE`].
+    /// returned guard drops: by the worker's lease, renewed once per third of a
+    /// [`TASK_LEASE`] for every task held here.
     pub(crate) fn holding(&self, task_id: &str) -> HeldTask {
         let lost = Arc::new(Notify::new());
         self.holds.held().insert(
@@ -111,7 +111,7 @@ impl Beat {
         }
     }
 
-    /// One beat: every hold renewed in one step, the loss of each told to its work, and the
+    /// One beat: the worker's lease renewed in one step, the loss of each told to its work, and the
     /// waiters of what changed untold woken.
     async fn once(&self, holds: &Holds) {
         let held: Vec<(String, Awaits)> = holds
@@ -123,41 +123,34 @@ impl Beat {
             return;
         }
         let now_ms = self.now_ms();
-        let steps: Vec<TaskMove> = held
-            .iter()
-            .map(|(task_id, _)| TaskMove {
-                task_id: task_id.clone(),
-                owner: None,
-                worker: Some(self.owner.clone()),
-                change: TaskChange::Hold {
-                    worker: self.owner.clone(),
-                    until_ms: now_ms.saturating_add(millis(TASK_LEASE)),
-                },
-                now_ms,
-                seal: self.seal.clone(),
-            })
-            .collect();
-        let renewed = match self.store.hold_tasks(&steps).await {
-            Ok(renewed) => renewed,
+        let renewal = WorkerRenewal {
+            worker: self.owner.clone(),
+            until_ms: now_ms.saturating_add(millis(TASK_LEASE)),
+            task_ids: held.iter().map(|(task_id, _)| task_id.clone()).collect(),
+            now_ms,
+            seal: self.seal.clone(),
+        };
+        let standing = match self.store.renew_worker(&renewal).await {
+            Ok(standing) => standing,
             Err(error) => {
                 // Tried again at the next beat, with a third of the lease still to run.
-                tracing::warn!(stage = "tasks", %error, "the held tasks could not be renewed");
+                tracing::warn!(stage = "tasks", %error, "the worker's lease could not be renewed");
                 return;
             }
         };
         let mut moved = Vec::new();
         {
             let held_now = holds.held();
-            for ((task_id, awaits), renewed) in held.iter().zip(renewed) {
-                match renewed {
-                    Ok(row) => {
+            for ((task_id, awaits), standing) in held.iter().zip(standing) {
+                match standing {
+                    Some(status) => {
                         let answered =
-                            *awaits != Awaits::Nothing && row.status != TaskStatus::InputRequired;
+                            *awaits != Awaits::Nothing && status != TaskStatus::InputRequired;
                         if answered {
                             moved.push(Changed::Task(task_id.clone()));
                         }
                     }
-                    Err(_) => {
+                    None => {
                         if let Some(holding) = held_now.get(task_id) {
                             holding.lost.notify_one();
                         }

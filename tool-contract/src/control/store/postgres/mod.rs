@@ -26,6 +26,7 @@ use super::look_then_claim;
 use super::rows::{self, Fence, Rows};
 use super::stored::{
     ApprovalRow, PENDING, ReadApprovalRow, approval_row, from_sql_u64, sealed_entry, to_sql_u64,
+    worker_lease_columns,
 };
 use crate::control::WriteState;
 use crate::control::{
@@ -38,7 +39,8 @@ use crate::control::{
 };
 use crate::control::{Approver, DirectoryWrite, EnrollError, SignCount, SignCountCheck};
 use crate::control::{
-    Changed, Changes, StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow,
+    Changed, Changes, StaleTasks, TaskCreation, TaskMove, TaskMoveError, TaskRow, TaskStatus,
+    WorkerRenewal,
 };
 
 use prepared::{Common, Manager};
@@ -389,6 +391,23 @@ impl PostgresStore {
                  ALTER TABLE {schema}.tool_contract_audit_heads
                      ALTER COLUMN counted_from SET DEFAULT 1,
                      ALTER COLUMN counted_from SET NOT NULL;"
+            ))
+            .await
+            .map_err(store)?;
+        }
+        if found < 11 {
+            // Version 11: a worker's lease, one sealed row per worker renewed for all the
+            // tasks it holds, and beside each task the worker named in its JSON, to join it
+            // with.
+            tx.batch_execute(&format!(
+                "CREATE TABLE {schema}.tool_contract_workers (
+                     worker         TEXT PRIMARY KEY,
+                     lease_until_ms BIGINT NOT NULL,
+                     seal           TEXT NOT NULL
+                 );
+                 ALTER TABLE {schema}.tool_contract_tasks ADD COLUMN worker TEXT;
+                 UPDATE {schema}.tool_contract_tasks SET worker = body::jsonb ->> 'worker'
+                     WHERE status IN ('working', 'input_required');"
             ))
             .await
             .map_err(store)?;
@@ -760,6 +779,42 @@ impl Rows for PostgresRows<'_> {
         Ok(usize::try_from(count).unwrap_or(usize::MAX))
     }
 
+    async fn worker_lease(&mut self, worker: &str) -> Result<Option<(u64, String)>, StoreError> {
+        let found = self
+            .tx
+            .query_typed(&self.sql.worker_lease, &[(&worker, Type::TEXT)])
+            .await
+            .map_err(store)?;
+        let Some(row) = found.first() else {
+            return Ok(None);
+        };
+        worker_lease_columns(
+            row.try_get(0).map_err(store)?,
+            row.try_get(1).map_err(store)?,
+        )
+    }
+
+    async fn put_worker_lease(
+        &mut self,
+        worker: &str,
+        until_ms: u64,
+        seal: &str,
+    ) -> Result<(), StoreError> {
+        let until = to_sql_u64(until_ms);
+        self.tx
+            .execute_typed(
+                &self.sql.put_worker_lease,
+                &[
+                    (&worker, Type::TEXT),
+                    (&until, Type::INT8),
+                    (&seal, Type::TEXT),
+                ],
+            )
+            .await
+            .map_err(store)?;
+        Ok(())
+    }
+
     async fn open_tasks_of(&mut self, owner: &str, now_ms: u64) -> Result<usize, StoreError> {
         let now = to_sql_u64(now_ms);
         let row = self
@@ -801,6 +856,7 @@ impl Rows for PostgresRows<'_> {
                     (&expires_at, Type::INT8),
                     (&body, Type::TEXT),
                     (&seal, Type::TEXT),
+                    (&task.worker, Type::TEXT),
                 ],
             )
             .await
@@ -942,6 +998,11 @@ impl ControlStore for PostgresStore {
                 .map_err(store)?;
             let tasks = connection
                 .execute_typed(&self.sql.purge_tasks, &[(&now, Type::INT8)])
+                .await
+                .map_err(store)?;
+            // A lapsed lease holds nothing: its worker, if it lives, writes it again.
+            connection
+                .execute_typed(&self.sql.purge_workers, &[(&now, Type::INT8)])
                 .await
                 .map_err(store)?;
             Ok(Purged {
@@ -1095,8 +1156,15 @@ impl ControlStore for PostgresStore {
                 .map_err(store)?;
             let found = found
                 .iter()
-                .map(task_columns)
-                .collect::<Result<Vec<_>, _>>()?;
+                .map(|row| {
+                    let (task_id, body, stored_seal) = task_columns(row)?;
+                    let lease = worker_lease_columns(
+                        row.try_get(3).map_err(store)?,
+                        row.try_get(4).map_err(store)?,
+                    )?;
+                    Ok((task_id, body, stored_seal, lease))
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
             Ok(rows::stale_tasks_of(found, now_ms, seal))
         })
     }
@@ -1147,11 +1215,11 @@ impl ControlStore for PostgresStore {
         })
     }
 
-    fn hold_tasks<'a>(
+    fn renew_worker<'a>(
         &'a self,
-        holds: &'a [TaskMove],
-    ) -> StoreFuture<'a, Vec<Result<TaskRow, TaskMoveError>>> {
-        Box::pin(self.hold_all(holds))
+        renewal: &'a WorkerRenewal,
+    ) -> StoreFuture<'a, Vec<Option<TaskStatus>>> {
+        Box::pin(self.renew(renewal))
     }
 
     fn still_pending<'a>(

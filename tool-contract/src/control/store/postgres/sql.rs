@@ -35,11 +35,12 @@ pub(super) struct Sql {
     pub(super) insert_task: String,
     pub(super) update_task: String,
     pub(super) purge_tasks: String,
+    pub(super) purge_workers: String,
     pub(super) stale_tasks: String,
     pub(super) tasks_of: String,
-    pub(super) tasks_among: String,
-    pub(super) write_tasks: String,
-    pub(super) lock_all: String,
+    pub(super) worker_lease: String,
+    pub(super) put_worker_lease: String,
+    pub(super) renew_worker: String,
     pub(super) pending_among: String,
     pub(super) notify: String,
     pub(super) open_tasks_of: String,
@@ -52,6 +53,12 @@ impl Sql {
         let approvals = format!("{schema}.tool_contract_approvals");
         let approvers = format!("{schema}.tool_contract_approvers");
         let tasks = format!("{schema}.tool_contract_tasks");
+        let workers = format!("{schema}.tool_contract_workers");
+        let put_worker_lease = format!(
+            "INSERT INTO {workers} (worker, lease_until_ms, seal) VALUES ($1, $2, $3) \
+             ON CONFLICT (worker) DO UPDATE SET lease_until_ms = EXCLUDED.lease_until_ms, \
+             seal = EXCLUDED.seal"
+        );
         let returned = qualified("l", COLUMNS);
         // Neither statement takes the key's advisory lock (see the module's notes).
         let claim_if_absent = format!(
@@ -138,16 +145,19 @@ impl Sql {
             task: format!("SELECT body, seal FROM {tasks} WHERE task_id = $1"),
             insert_task: format!(
                 "INSERT INTO {tasks} \
-                 (task_id, owner, status, lease_until_ms, expires_at_ms, body, seal) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (task_id) DO NOTHING"
+                 (task_id, owner, status, lease_until_ms, expires_at_ms, body, seal, worker) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (task_id) DO NOTHING"
             ),
             update_task: format!(
                 "UPDATE {tasks} SET owner = $2, status = $3, lease_until_ms = $4, \
-                 expires_at_ms = $5, body = $6, seal = $7 WHERE task_id = $1"
+                 expires_at_ms = $5, body = $6, seal = $7, worker = $8 WHERE task_id = $1"
             ),
+            // The columns narrow the search; the sealed rows decide.
             stale_tasks: format!(
-                "SELECT task_id, body, seal FROM {tasks} \
-                 WHERE status IN ('working', 'input_required') AND lease_until_ms <= $1"
+                "SELECT t.task_id, t.body, t.seal, w.lease_until_ms, w.seal FROM {tasks} AS t \
+                 LEFT JOIN {workers} AS w ON w.worker = t.worker \
+                 WHERE t.status IN ('working', 'input_required') AND t.lease_until_ms <= $1 \
+                 AND (w.lease_until_ms IS NULL OR w.lease_until_ms <= $1)"
             ),
             tasks_of: format!(
                 "SELECT task_id, body, seal FROM {tasks} \
@@ -156,19 +166,17 @@ impl Sql {
                  ORDER BY task_id COLLATE \"C\" LIMIT $4"
             ),
             purge_tasks: format!("DELETE FROM {tasks} WHERE expires_at_ms <= $1"),
-            tasks_among: format!(
-                "SELECT task_id, body, seal FROM {tasks} WHERE task_id = ANY($1::text[])"
+            purge_workers: format!("DELETE FROM {workers} WHERE lease_until_ms <= $1"),
+            worker_lease: format!("SELECT lease_until_ms, seal FROM {workers} WHERE worker = $1"),
+            // The lease written, and the open tasks among `$4` that name the worker, as their
+            // columns say, read in the same statement.
+            renew_worker: format!(
+                "WITH renewed AS ({put_worker_lease}) \
+                 SELECT task_id, status FROM {tasks} WHERE task_id = ANY($4::text[]) \
+                 AND worker = $1 AND status IN ('working', 'input_required') \
+                 AND (expires_at_ms IS NULL OR expires_at_ms > $5)"
             ),
-            write_tasks: format!(
-                "UPDATE {tasks} AS t SET status = w.status, lease_until_ms = w.lease_until_ms, \
-                 body = w.body, seal = w.seal \
-                 FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[]) \
-                 AS w(task_id, status, lease_until_ms, body, seal) WHERE t.task_id = w.task_id"
-            ),
-            // In the order given: callers sort the keys.
-            lock_all: "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) \
-                       FROM unnest($1::text[]) WITH ORDINALITY AS l(k, n) ORDER BY n"
-                .to_owned(),
+            put_worker_lease,
             pending_among: format!(
                 "SELECT approval_id FROM {approvals} WHERE approval_id = ANY($1::text[]) \
                  AND state = $2 AND expires_at_ms > $3"
