@@ -198,3 +198,4 @@ pub mod backends;
 pub mod hooked;
 pub mod postgres;
 pub mod stalled;
+pub mod waiting_cost;
