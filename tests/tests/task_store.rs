@@ -204,25 +204,17 @@ async fn a_task_whose_hold_lapsed_is_taken_over_once(backend: &impl Backend) {
         listed(second.stale_tasks(30_000, &seal()).await.unwrap()),
         "lapsed"
     );
-    let hold_by = |worker: &str| TaskMove {
-        task_id: task.task_id.clone(),
-        owner: None,
-        worker: Some(worker.to_owned()),
-        change: TaskChange::Hold {
-            worker: worker.to_owned(),
-            until_ms: 60_000,
-        },
-        now_ms: 30_000,
-        seal: seal(),
-    };
     let taken = second
-        .move_task(&hold_by("replica-b"))
+        .move_task(&hold(&task, "replica-b", 30_000))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(taken.worker.as_deref(), Some("replica-b"));
     assert_eq!(
-        first.move_task(&hold_by("replica-c")).await.unwrap(),
+        first
+            .move_task(&hold(&task, "replica-c", 30_000))
+            .await
+            .unwrap(),
         Err(TaskMoveError::Held),
         "taken over once"
     );
