@@ -1,7 +1,7 @@
 //! What this dispatcher's tasks cost while they wait: its worker's lease, which holds every
 //! task its work holds, renewed once per third of a lease (one row written however many
-//! wait), the approvals they wait on checked together in the same beat, and each waiter woken by the store when what it
-//! waits on changed, rather than reading the store on a timer.
+//! wait), the approvals they wait on checked together in the same beat, and each waiter woken
+//! by the store when what it waits on changed, rather than reading the store on a timer.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Weak};
@@ -111,8 +111,8 @@ impl Beat {
         }
     }
 
-    /// One beat: the worker's lease renewed in one step, the loss of each told to its work, and the
-    /// waiters of what changed untold woken.
+    /// One beat: the worker's lease renewed in one step, the loss of each task told to its
+    /// work, and the waiters of what changed untold woken.
     async fn once(&self, holds: &Holds) {
         let held: Vec<(String, Awaits)> = holds
             .held()
