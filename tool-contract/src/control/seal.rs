@@ -266,6 +266,53 @@ mod tests {
         ));
     }
 
+    fn granted(redeemed_by: Option<(&str, u64)>) -> ApprovalEntry {
+        ApprovalEntry::Granted {
+            grant: crate::control::ApprovalGrant {
+                approval_id: "apr_1".to_owned(),
+                request_sha256: "r".repeat(64),
+                preview_sha256: "p".repeat(64),
+                tool: "send_message".to_owned(),
+                principal_ref: "principal".to_owned(),
+                operation_id: "operation".to_owned(),
+                approvals: Vec::new(),
+                approvals_required: 1,
+                signatures_required: false,
+                expires_at: time::OffsetDateTime::from_unix_timestamp(1_796_385_600).unwrap(),
+                ledger_key: "p:k".to_owned(),
+                edited_arguments: None,
+                earlier_run: None,
+            },
+            redeemed_by: redeemed_by.map(|(owner, generation)| Lease {
+                owner: owner.to_owned(),
+                generation,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_grants_seal_covers_whether_and_by_whom_it_was_redeemed() {
+        let seal = seal_of(1);
+        let entries = [
+            granted(None),
+            granted(Some(("", 0))),
+            granted(Some(("replica-a", 1))),
+            granted(Some(("replica-a", 2))),
+            granted(Some(("replica-b", 1))),
+        ];
+        for (sealed_index, sealed_entry) in entries.iter().enumerate() {
+            let sealed = seal.seal("p:k", sealed_entry).unwrap();
+            for (index, entry) in entries.iter().enumerate() {
+                let opened = seal.open("p:k", entry, Some(&sealed));
+                assert_eq!(
+                    opened.is_ok(),
+                    index == sealed_index,
+                    "{sealed_index} {index}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_rows_seal_covers_its_kind_its_id_and_its_body_each_apart() {
         let seal = seal_of(1);
