@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The runtime's layers, bottom to top: each its top-level module.
-const RUNTIME: [&[&str]; 11] = [
+const RUNTIME: [&[&str]; 12] = [
     &["json"],
     &["vocabulary"],
     &["contract"],
@@ -30,6 +30,7 @@ const RUNTIME: [&[&str]; 11] = [
     &["binder"],
     &["providers"],
     &["control"],
+    &["policy"],
     &["dispatch"],
     &["mcp"],
     &["rig"],
@@ -54,7 +55,7 @@ const DERIVE: [&[&str]; 4] = [
 ];
 
 /// The runtime's layer names, for reports.
-const LAYERS: [&str; 11] = [
+const LAYERS: [&str; 12] = [
     "json",
     "vocabulary",
     "contract",
@@ -62,6 +63,7 @@ const LAYERS: [&str; 11] = [
     "binder",
     "providers",
     "control",
+    "policy",
     "dispatch",
     "mcp",
     "rig",

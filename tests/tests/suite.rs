@@ -56,6 +56,7 @@ mod no_panic;
 mod operation_windows;
 mod operations;
 mod output_validation;
+mod policies;
 mod projection;
 mod providers;
 mod receipts;

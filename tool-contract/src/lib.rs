@@ -125,6 +125,7 @@
 //! | `mcp-auth` | `McpServer::authenticated` and `mcp::auth`: Streamable HTTP as an OAuth 2.1 resource server, each request's principal from its verified bearer token, scopes per tool (implies `mcp-http`) |
 //! | `passkeys` | approvals signed by the approvers' own passkeys (WebAuthn, verified by `webauthn-rs-core`; building needs OpenSSL's headers): `Dispatcher::begin_enrollment`, `decide_signed`, `results::KeySet::verify_with_approvers`; the approver directory, the approval statement and signed audit tree heads need no feature |
 //! | `rig` | `rig::RigTools`: a dispatcher's registry as the tools of a rig (`rig-core` 0.44) agent, every call from its loop through the pipeline (needs Rust 1.95) |
+//! | `cedar` | `policy`: Cedar policies validated against a schema the contracts make when the dispatcher is built, and evaluated on every call |
 //! | `otel` | the MCP server's `tools/call` spans parented from the trace context in the request's `_meta`, through the application's OpenTelemetry propagator |
 //!
 //! Items behind a feature say so in these docs.
@@ -143,9 +144,10 @@
 //! | 5 | [`binder`] | what handlers return; projecting, sealing and verifying results |
 //! | 6 | [`providers`] | reading provider responses and streams, writing the next turn |
 //! | 7 | [`control`] | the control plane: the idempotency ledger, write states, approvals, the stores that keep them, the audit logs |
-//! | 8 | [`dispatch`] | the pipeline: gates, approval rules, retries, budgets, handlers, the dispatcher |
-//! | 9 | `mcp` | serving a dispatcher over MCP (feature `mcp`) |
-//! | 10 | `rig` | a dispatcher's tools for a rig agent's loop (feature `rig`) |
+//! | 8 | `policy` | Cedar policies: the schema the contracts make, validation, each call's decision (feature `cedar`) |
+//! | 9 | [`dispatch`] | the pipeline: gates, approval rules, retries, budgets, handlers, the dispatcher |
+//! | 10 | `mcp` | serving a dispatcher over MCP (feature `mcp`) |
+//! | 11 | `rig` | a dispatcher's tools for a rig agent's loop (feature `rig`) |
 //!
 //! The crate root, [`evidence`] and the hidden module generated code calls only re-export.
 #![doc = include_str!("../ATTRIBUTES.md")]
@@ -168,6 +170,8 @@ pub mod guide;
 pub mod json;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "cedar")]
+pub mod policy;
 pub mod prelude;
 pub mod providers;
 pub mod results;

@@ -97,6 +97,11 @@ pub enum BuildError {
     /// person (`approval_when` is how a policy waives it).
     #[error("a policy for {0:?} asks for 0 approvers: at least 1 must approve")]
     NoApprovers(&'static str),
+    /// A Cedar policy does not validate against the contracts' schema, or the schema cannot
+    /// be written for the registry: where, and what.
+    #[cfg(feature = "cedar")]
+    #[error("{0}")]
+    Policy(crate::policy::PolicyError),
 }
 
 /// Every problem [`DispatcherBuilder::build`] found, in registry order: one error, so that
@@ -262,6 +267,8 @@ pub struct DispatcherBuilder {
     #[cfg(feature = "passkeys")]
     relying_party: Option<crate::results::RelyingParty>,
     key_rules: HashMap<&'static str, KeyRule>,
+    #[cfg(feature = "cedar")]
+    policies: Option<crate::policy::Policies>,
 }
 
 impl DispatcherBuilder {
@@ -287,6 +294,8 @@ impl DispatcherBuilder {
             #[cfg(feature = "passkeys")]
             relying_party: None,
             key_rules: HashMap::new(),
+            #[cfg(feature = "cedar")]
+            policies: None,
         }
     }
 
@@ -623,6 +632,18 @@ impl DispatcherBuilder {
         self
     }
 
+    /// Cedar policies every call is put to, after the authorizer and before approval; see
+    /// [`policy`](crate::policy). Given policies, a call runs only when a `permit` matches
+    /// and no `forbid` does, and the authorizer allows it too. They are validated against the
+    /// schema the registry's contracts make when the dispatcher is built
+    /// ([`BuildError::Policy`]).
+    #[cfg(feature = "cedar")]
+    #[must_use]
+    pub fn policies(mut self, policies: crate::policy::Policies) -> Self {
+        self.policies = Some(policies);
+        self
+    }
+
     /// The control-plane store: the idempotency ledger and the approvals. Without one, a
     /// [`MemoryStore`] (one process, lost on restart); replicas that share one
     /// (`SqliteStore` on one host, `PostgresStore` across hosts) share every write's record
@@ -733,6 +754,15 @@ impl DispatcherBuilder {
         if self.audit_sink.is_none() {
             errors.push(BuildError::MissingAuditSink);
         }
+        #[cfg(feature = "cedar")]
+        let policy_check = match self.policies.map(|policies| policies.check(&self.registry)) {
+            Some(Ok(check)) => Some(check),
+            Some(Err(refused)) => {
+                errors.extend(refused.into_iter().map(BuildError::Policy));
+                None
+            }
+            None => None,
+        };
         errors.extend(self.refused);
         for name in self.approval_policies.keys() {
             let spec = self.registry.get(name);
@@ -756,6 +786,8 @@ impl DispatcherBuilder {
             tools: self.tools,
             gates: self.gates,
             authorizer: self.authorizer,
+            #[cfg(feature = "cedar")]
+            policy_check,
             store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
             audit_sink,
             retention: self.retention,

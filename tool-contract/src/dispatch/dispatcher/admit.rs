@@ -163,15 +163,33 @@ impl Dispatcher {
                 false
             })
         });
-        if allowed {
-            return Ok(());
+        if !allowed {
+            return Err(self.unauthorized(call, "the authorizer refused"));
         }
+        #[cfg(feature = "cedar")]
+        if let Some(check) = &self.policy_check {
+            use crate::policy::PolicyDecision;
+            let decided = || check.decide(call.principal, valid.spec.name(), &valid.arguments);
+            // Policies that panic refuse, as an authorizer that panics does.
+            let decision = catch_unwind(AssertUnwindSafe(decided)).unwrap_or_else(|_| {
+                warn!(stage = "policy", "policy evaluation panicked");
+                PolicyDecision::Deny("the policies' evaluation panicked".to_owned())
+            });
+            if let PolicyDecision::Deny(why) = decision {
+                return Err(self.unauthorized(call, &format!("the policies refused: {why}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// A refusal of authorization: `NOT_FOUND` to the model, `detail` to the audit.
+    fn unauthorized(&self, call: &Call<'_>, detail: &str) -> Exit {
         debug!(
             stage = "authorize",
             error_code = "NOT_FOUND",
             "not authorized"
         );
-        let failure = ToolFailure::new(FailureKind::Unauthorized, "the authorizer refused");
-        Err(Box::new(self.project_failure(call, failure)))
+        let failure = ToolFailure::new(FailureKind::Unauthorized, detail);
+        Box::new(self.project_failure(call, failure))
     }
 }

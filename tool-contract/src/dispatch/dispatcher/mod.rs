@@ -97,6 +97,8 @@ pub struct Dispatcher {
     tools: HashMap<&'static str, ToolEntry>,
     gates: Vec<Box<dyn Gate>>,
     authorizer: Option<Box<dyn Authorizer>>,
+    #[cfg(feature = "cedar")]
+    policy_check: Option<crate::policy::PolicyCheck>,
     store: Arc<dyn ControlStore>,
     audit_sink: Arc<dyn AuditSink>,
     owner: String,
@@ -131,6 +133,8 @@ pub(crate) struct Parts {
     pub(crate) tools: HashMap<&'static str, ToolEntry>,
     pub(crate) gates: Vec<Box<dyn Gate>>,
     pub(crate) authorizer: Option<Box<dyn Authorizer>>,
+    #[cfg(feature = "cedar")]
+    pub(crate) policy_check: Option<crate::policy::PolicyCheck>,
     pub(crate) store: Arc<dyn ControlStore>,
     pub(crate) audit_sink: Arc<dyn AuditSink>,
     pub(crate) retention: Duration,
@@ -261,6 +265,8 @@ impl Dispatcher {
             tools: parts.tools,
             gates: parts.gates,
             authorizer: parts.authorizer,
+            #[cfg(feature = "cedar")]
+            policy_check: parts.policy_check,
             store: Arc::new(Guarded(parts.store)),
             audit_sink: parts.audit_sink,
             owner,

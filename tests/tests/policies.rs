@@ -1,0 +1,525 @@
+//! Cedar policies as data: the schema the contracts make, policies validated against it when
+//! the dispatcher is built, and each call decided by them on every path.
+
+use std::sync::Arc;
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use tool_contract::control::MemoryStore;
+use tool_contract::dispatch::{
+    BuildError, BuildErrors, Dispatch, Dispatcher, DispatcherBuilder, Task,
+};
+use tool_contract::mcp::McpServer;
+use tool_contract::policy::{CedarSchema, Policies};
+use tool_contract::{ErrorCode, Principal, Status, ToolContract, ToolFailure, ToolOutput};
+use tool_contract_tests::task_client::{self, Started};
+use tool_contract_tests::tracker::{Remote, alice, builder, code, context};
+
+/// Quote a refund for an order.
+#[allow(dead_code)] // Its fields are for the policies; the handler reads one.
+#[derive(Debug, serde::Deserialize, ToolContract)]
+#[tool_contract(output = Quote, effect = read_only, source_label = "desk", producer_revision = "desk-1")]
+struct QuoteRefund {
+    /// The order.
+    #[tool_contract(max_len = 20)]
+    order_id: String,
+    /// How much, in cents.
+    #[tool_contract(maximum = 1000000)]
+    amount_cents: u32,
+    /// The share refunded.
+    rate: f64,
+    /// Whether the customer is waiting.
+    urgent: bool,
+    /// Why.
+    reason: Reason,
+    /// The order's lines.
+    #[tool_contract(max_items = 5)]
+    lines: Vec<Line>,
+    /// A note for the desk.
+    #[tool_contract(max_len = 200)]
+    note: Option<String>,
+    /// When the customer asked.
+    #[serde(with = "time::serde::rfc3339")]
+    asked_at: OffsetDateTime,
+    /// Whatever the shop sent.
+    #[tool_contract(free_form(max_depth = 2, max_bytes = 256))]
+    extra: Value,
+}
+
+#[derive(Debug, serde::Serialize, serde::Deserialize, ToolOutput)]
+#[serde(rename_all = "snake_case")]
+enum Reason {
+    Damaged,
+    Late,
+}
+
+#[derive(Debug, serde::Serialize, serde::Deserialize, ToolOutput)]
+struct Line {
+    #[tool_output(max_len = 20)]
+    sku: String,
+    #[tool_output(maximum = 100)]
+    count: u8,
+}
+
+#[derive(Debug, serde::Serialize, ToolOutput)]
+struct Quote {
+    refund_cents: u32,
+}
+
+async fn quote(input: QuoteRefund) -> Result<Quote, ToolFailure> {
+    Ok(Quote {
+        refund_cents: input.amount_cents,
+    })
+}
+
+fn quote_arguments() -> Value {
+    json!({
+        "order_id": "A-1", "amount_cents": 4200, "rate": 0.5, "urgent": false,
+        "reason": "damaged", "lines": [{ "sku": "mug", "count": 2 }], "note": null,
+        "asked_at": "2026-12-06T10:00:00+01:00", "extra": { "channel": "mail" }
+    })
+}
+
+#[test]
+fn the_schema_gives_each_tool_an_action_whose_context_is_its_typed_input() {
+    let schema = CedarSchema::of(&tool_contract::registry![QuoteRefund], "Desk").unwrap();
+    assert_eq!(
+        schema.as_cedar(),
+        r#"namespace Desk {
+  entity User = {
+    "id": String,
+    "tenant": String
+  };
+
+  entity McpServer;
+
+  action "call_tool";
+
+  action "quote_refund" in [Action::"call_tool"] appliesTo {
+    principal: [User],
+    resource: [McpServer],
+    context: {
+      "input": {
+        "order_id": String,
+        "amount_cents": Long,
+        "rate": decimal,
+        "urgent": Bool,
+        "reason": Desk::quote_refund::Input::reason,
+        "lines": Set<{
+          "sku": String,
+          "count": Long
+        }>,
+        "note"?: String,
+        "asked_at": datetime
+      }
+    }
+  };
+}
+
+namespace Desk::quote_refund::Input {
+  entity reason enum ["damaged", "late"];
+}
+"#
+    );
+}
+
+#[test]
+fn a_namespace_that_is_not_a_cedar_name_is_refused() {
+    let error = CedarSchema::of(&tool_contract::registry![QuoteRefund], "my-desk").unwrap_err();
+    assert!(error.message().contains("\"my-desk\""), "{error}");
+}
+
+/// The quote desk with `policies`, before `build`.
+fn quote_desk(policies: &str) -> DispatcherBuilder {
+    Dispatcher::for_development(tool_contract::registry![QuoteRefund])
+        .handler(quote)
+        .policies(Policies::cedar("desk.cedar", policies).namespace("Desk"))
+}
+
+/// The errors building the quote desk with `policies` ends in.
+fn refused(policies: &str) -> Vec<(Option<String>, Option<(usize, usize)>, String)> {
+    let errors: BuildErrors = quote_desk(policies).build().unwrap_err();
+    errors
+        .into_iter()
+        .map(|error| {
+            let BuildError::Policy(error) = error else {
+                panic!("not a policy's error: {error}")
+            };
+            assert_eq!(error.file(), "desk.cedar");
+            let position = error.line().zip(error.column());
+            (
+                error.policy().map(str::to_owned),
+                position,
+                error.message().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_policy_naming_a_field_no_contract_has_fails_the_build_at_its_place() {
+    let errors = refused(
+        "permit(principal, action == Desk::Action::\"quote_refund\", resource)\n  \
+         when { context.input.order_number == \"A-1\" };",
+    );
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let (policy, position, message) = &errors[0];
+    assert_eq!(policy.as_deref(), Some("policy0"));
+    assert_eq!(*position, Some((2, 10)));
+    assert!(message.contains("order_number"), "{message}");
+}
+
+#[test]
+fn a_policy_comparing_a_string_with_a_number_fails_the_build() {
+    let errors = refused(
+        "@id(\"big\")\npermit(principal, action == Desk::Action::\"quote_refund\", resource)\n  \
+         when { context.input.order_id > 500 };",
+    );
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].0.as_deref(), Some("big"));
+    assert_eq!(errors[0].1.map(|(line, _)| line), Some(3));
+}
+
+#[test]
+fn a_field_cedar_cannot_type_is_not_in_the_schema() {
+    let errors = refused(
+        "permit(principal, action == Desk::Action::\"quote_refund\", resource)\n  \
+         when { context.input has extra };",
+    );
+    assert_eq!(errors.len(), 1, "{errors:?}");
+}
+
+#[test]
+fn an_enum_member_the_contract_does_not_have_fails_the_build() {
+    let errors = refused(
+        "permit(principal, action == Desk::Action::\"quote_refund\", resource)\n  \
+         when { context.input.reason == Desk::quote_refund::Input::reason::\"lost\" };",
+    );
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].2.contains("lost"), "{errors:?}");
+}
+
+#[test]
+fn every_invalid_policy_is_listed_at_once_in_the_order_of_the_text() {
+    let errors = refused(
+        "@id(\"first\")\npermit(principal, action, resource) when { context.input.nope };\n\
+         @id(\"fine\")\npermit(principal, action == Desk::Action::\"quote_refund\", resource);\n\
+         @id(\"second\")\nforbid(principal, action == Desk::Action::\"quote_refund\", resource)\n  \
+         when { principal.name == \"mallory\" };",
+    );
+    let policies: Vec<_> = errors
+        .iter()
+        .map(|(policy, _, _)| policy.as_deref())
+        .collect();
+    assert_eq!(policies, [Some("first"), Some("second")], "{errors:?}");
+}
+
+#[test]
+fn a_syntax_error_names_its_line_and_column() {
+    let errors =
+        refused("permit(principal, action, resource);\npermit(principal, action resource);");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].0, None);
+    assert_eq!(errors[0].1.map(|(line, _)| line), Some(2), "{errors:?}");
+}
+
+#[test]
+fn a_template_and_a_duplicate_id_are_refused() {
+    let template = refused("permit(principal == ?principal, action, resource);");
+    assert!(template[0].2.contains("template"), "{template:?}");
+    let twice = refused(
+        "@id(\"same\")\npermit(principal, action, resource);\n\
+         @id(\"same\")\nforbid(principal, action, resource);",
+    );
+    assert_eq!(twice.len(), 1, "{twice:?}");
+    assert_eq!(twice[0].0.as_deref(), Some("same"));
+}
+
+async fn quoted(dispatcher: &Dispatcher, arguments: Value) -> Dispatch {
+    let call = context("c1", "quote_refund", arguments, "op-1", "k-1");
+    dispatcher
+        .dispatch(&alice(), &call, &Task::unlimited())
+        .await
+}
+
+#[tokio::test]
+async fn decimals_times_enums_sets_and_options_are_decided_on_as_the_call_carried_them() {
+    let dispatcher = quote_desk(
+        r#"permit(principal, action == Desk::Action::"quote_refund", resource) when {
+             context.input.rate.lessThanOrEqual(decimal("0.5")) &&
+             context.input.asked_at < datetime("2026-12-06T09:30:00Z") &&
+             context.input.reason == Desk::quote_refund::Input::reason::"damaged" &&
+             context.input.lines.contains({ sku: "mug", count: 2 }) &&
+             !(context.input has note)
+           };"#,
+    )
+    .build()
+    .unwrap();
+    let permitted = quoted(&dispatcher, quote_arguments()).await;
+    assert_eq!(permitted.result.model.status(), Status::Succeeded);
+
+    // Each changed argument alone makes the policy not apply.
+    for (key, value) in [
+        ("rate", json!(0.75)),
+        ("asked_at", json!("2026-12-06T09:30:00Z")),
+        ("reason", json!("late")),
+        ("lines", json!([{ "sku": "mug", "count": 3 }])),
+        ("note", json!("call first")),
+    ] {
+        let mut arguments = quote_arguments();
+        arguments[key] = value;
+        let denied = quoted(&dispatcher, arguments).await;
+        assert_eq!(code(&denied), Some(ErrorCode::NotFound), "{key}");
+        assert_eq!(
+            denied.result.audit.detail.as_deref(),
+            Some("the policies refused: no policy permits it"),
+            "{key}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_number_a_cedar_decimal_cannot_hold_is_refused_not_rounded() {
+    let dispatcher = quote_desk(r#"permit(principal, action, resource);"#)
+        .build()
+        .unwrap();
+    let mut arguments = quote_arguments();
+    arguments["rate"] = json!(0.33333);
+    let denied = quoted(&dispatcher, arguments).await;
+    assert_eq!(code(&denied), Some(ErrorCode::NotFound));
+    let detail = denied.result.audit.detail.unwrap();
+    assert!(detail.contains("four places"), "{detail}");
+}
+
+/// Reads of any document but the secret ones; messages within globex; nothing for mallory.
+const TRACKER_POLICIES: &str = r#"
+@id("docs")
+permit(principal, action == Tools::Action::"read_doc", resource)
+  unless { context.input.doc_id like "secret-*" };
+
+@id("messages")
+permit(principal, action == Tools::Action::"send_message", resource)
+  when { context.input.to like "*@globex.example" };
+
+@id("not-mallory")
+forbid(principal, action, resource) when { principal.id == "mallory" };
+"#;
+
+fn tracker_with_policies(remote: &Arc<Remote>) -> Dispatcher {
+    builder(remote)
+        .policies(Policies::cedar("tracker.cedar", TRACKER_POLICIES))
+        .build()
+        .unwrap()
+}
+
+fn read(doc_id: &str) -> tool_contract::CallContext {
+    context("c1", "read_doc", json!({ "doc_id": doc_id }), "op-1", "k-1")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_a_policy_permits_runs() {
+    let remote = Remote::new();
+    let dispatcher = tracker_with_policies(&remote);
+    let dispatch = dispatcher
+        .dispatch(&alice(), &read("d-1"), &Task::unlimited())
+        .await;
+    assert_eq!(dispatch.result.model.status(), Status::Succeeded);
+    assert_eq!(remote.reads(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_no_policy_permits_reads_exactly_like_not_found_and_runs_nothing() {
+    let remote = Remote::new();
+    let dispatcher = tracker_with_policies(&remote);
+    let call = read("secret-1");
+    let denied = dispatcher
+        .dispatch(&alice(), &call, &Task::unlimited())
+        .await;
+    assert_eq!(code(&denied), Some(ErrorCode::NotFound));
+    assert_eq!(remote.reads(), 0);
+    let not_found = dispatcher.binder().project_failure(
+        &alice(),
+        &call,
+        ToolFailure::new(tool_contract::FailureKind::NotFound, "gone"),
+    );
+    assert_eq!(denied.result.model, not_found.model);
+    dispatcher
+        .binder()
+        .verify(&alice(), &call, &denied.result)
+        .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_forbid_wins_over_a_permit_and_the_audit_names_it() {
+    let remote = Remote::new();
+    let dispatcher = tracker_with_policies(&remote);
+    let mallory = Principal::new("acme", "mallory");
+    let denied = dispatcher
+        .dispatch(&mallory, &read("d-1"), &Task::unlimited())
+        .await;
+    assert_eq!(code(&denied), Some(ErrorCode::NotFound));
+    assert_eq!(
+        denied.result.audit.detail.as_deref(),
+        Some("the policies refused: forbidden by not-mallory")
+    );
+    assert_eq!(remote.reads(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_matching_permit_a_tool_is_refused() {
+    let remote = Remote::new();
+    let dispatcher = tracker_with_policies(&remote);
+    let call = context(
+        "c1",
+        "discover_advisors",
+        json!({ "schools": ["Lund"] }),
+        "op-1",
+        "k-1",
+    );
+    let denied = dispatcher
+        .dispatch(&alice(), &call, &Task::unlimited())
+        .await;
+    assert_eq!(code(&denied), Some(ErrorCode::NotFound));
+    assert_eq!(remote.reads(), 0);
+
+    let unchecked = builder(&remote).build().unwrap();
+    let ran = unchecked
+        .dispatch(&alice(), &call, &Task::unlimited())
+        .await;
+    assert_eq!(ran.result.model.status(), Status::Succeeded);
+    assert_eq!(remote.reads(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_authorizer_and_the_policies_must_both_allow() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .authorizer(
+            |principal: &Principal, _: &tool_contract::ToolSpec, _: &Value| {
+                principal.subject != "bob"
+            },
+        )
+        .policies(Policies::cedar("tracker.cedar", TRACKER_POLICIES))
+        .build()
+        .unwrap();
+    let bob = Principal::new("acme", "bob");
+    let refused = dispatcher
+        .dispatch(&bob, &read("d-1"), &Task::unlimited())
+        .await;
+    assert_eq!(code(&refused), Some(ErrorCode::NotFound));
+    assert_eq!(
+        refused.result.audit.detail.as_deref(),
+        Some("the authorizer refused")
+    );
+    let forbidden = dispatcher
+        .dispatch(&alice(), &read("secret-1"), &Task::unlimited())
+        .await;
+    assert_eq!(code(&forbidden), Some(ErrorCode::NotFound));
+    assert_eq!(
+        forbidden.result.audit.detail.as_deref(),
+        Some("the policies refused: no policy permits it")
+    );
+    let allowed = dispatcher
+        .dispatch(&alice(), &read("d-1"), &Task::unlimited())
+        .await;
+    assert_eq!(allowed.result.model.status(), Status::Succeeded);
+    assert_eq!(remote.reads(), 1);
+}
+
+fn arguments(value: Value) -> serde_json::Map<String, Value> {
+    let Value::Object(arguments) = value else {
+        unreachable!("an object literal")
+    };
+    arguments
+}
+
+#[tokio::test]
+async fn over_mcp_a_denied_call_reads_not_found_and_runs_nothing() {
+    let remote = Remote::new();
+    let dispatcher = Arc::new(tracker_with_policies(&remote));
+    let client = tool_contract_tests::mcp::discover(
+        McpServer::new(dispatcher, alice()),
+        task_client::TaskClient,
+    )
+    .await;
+    let denied = client
+        .call_tool(
+            CallToolRequestParams::new("read_doc")
+                .with_arguments(arguments(json!({ "doc_id": "secret-1" }))),
+        )
+        .await
+        .unwrap();
+    let structured = denied.structured_content.expect("structuredContent");
+    assert_eq!(structured["error"]["code"], "NOT_FOUND", "{structured}");
+    assert_eq!(remote.reads(), 0);
+}
+
+#[tokio::test]
+async fn as_a_task_a_denied_write_reads_not_found_and_runs_nothing() {
+    let remote = Remote::new();
+    let dispatcher = Arc::new(
+        builder(&remote)
+            .store(Arc::new(MemoryStore::new()))
+            .policies(Policies::cedar("tracker.cedar", TRACKER_POLICIES))
+            .build()
+            .unwrap(),
+    );
+    let client = task_client::session(task_client::server(dispatcher, alice())).await;
+    let call = CallToolRequestParams::new("send_message").with_arguments(arguments(
+        json!({ "to": "eve@evil.example", "text": "hello" }),
+    ));
+    let answer = match task_client::start(&client, call).await {
+        Started::Answered(result) => result,
+        Started::Task(task_id) => {
+            let task =
+                task_client::until(&client, &task_id, rmcp::model::TaskStatus::Completed).await;
+            serde_json::to_value(task).unwrap()
+        }
+    };
+    assert!(answer.to_string().contains("NOT_FOUND"), "{answer}");
+    assert_eq!(remote.all_requests(), 0);
+}
+
+#[tokio::test]
+async fn a_forbid_that_fails_refuses_the_call_where_cedar_would_skip_it() {
+    let dispatcher = quote_desk(
+        r#"@id("all") permit(principal, action, resource);
+           @id("overflows")
+           forbid(principal, action, resource)
+             when { context.input.amount_cents * 9223372036854775807 > 0 };"#,
+    )
+    .build()
+    .unwrap();
+    let denied = quoted(&dispatcher, quote_arguments()).await;
+    assert_eq!(code(&denied), Some(ErrorCode::NotFound));
+    let detail = denied.result.audit.detail.unwrap();
+    assert!(
+        detail.starts_with("the policies refused: a policy failed"),
+        "{detail}"
+    );
+    assert!(detail.contains("overflows"), "{detail}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_call_is_decided_for_its_own_principal_tenant_and_all() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .policies(Policies::cedar(
+            "tenants.cedar",
+            r#"permit(principal, action == Tools::Action::"read_doc", resource)
+                 when { principal.tenant == "acme" };"#,
+        ))
+        .build()
+        .unwrap();
+    let call = read("d-1");
+    let elsewhere = Principal::new("globex", "alice");
+    for (principal, runs) in [(alice(), true), (elsewhere.clone(), false), (alice(), true)] {
+        let dispatch = dispatcher
+            .dispatch(&principal, &call, &Task::unlimited())
+            .await;
+        let status = dispatch.result.model.status();
+        assert_eq!(status == Status::Succeeded, runs, "{principal:?}");
+    }
+    assert_eq!(remote.reads(), 2);
+}

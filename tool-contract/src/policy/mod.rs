@@ -1,0 +1,506 @@
+//! Cedar policies as data: who may call which tool with which arguments, written as text a
+//! reviewer reads, validated against the contracts when the dispatcher is built, and evaluated
+//! on every call (feature `cedar`).
+//!
+//! [`CedarSchema::of`] writes the schema a registry's contracts make; [`Policies`] is the text
+//! a [`DispatcherBuilder::policies`](crate::dispatch::DispatcherBuilder::policies) is given.
+//! At `build()` every policy is validated in Cedar's strict mode against that schema, and any
+//! error or warning (a field no contract has, a string compared with a number, a policy that
+//! can never apply) is a [`BuildError::Policy`](crate::dispatch::BuildError::Policy) naming the
+//! policy and its line and column, all of them at once. A contract change that breaks a policy
+//! fails the build that makes it.
+//!
+//! On each call, once its arguments are read exactly and the application's own
+//! [`Authorizer`](crate::dispatch::Authorizer) allowed it, and before any approval, the
+//! policies decide. Given policies, a call runs only when one `permit` matches and no `forbid`
+//! does (Cedar's default deny), and both the authorizer and the policies must allow it. A call
+//! whose evaluation errors (a `decimal` out of range, an overflow), or whose arguments Cedar
+//! cannot hold, is refused: where Cedar would skip a policy that errors, a call here fails
+//! closed. A refusal reads to the model exactly as `NOT_FOUND`, nothing runs and nothing is
+//! probed; its audit says why: the `forbid` policies that matched, or that no `permit` did.
+//!
+//! Each tool is decided by the policies whose scope can hold its action (`action`, `action ==`
+//! it, `action in` a list holding it or `call_tool`): Cedar's cost grows with the policies it
+//! evaluates, so a hundred policies over ten tools cost a call what ten do.
+//!
+//! ```
+//! use tool_contract::dispatch::{BuildError, Dispatcher};
+//! use tool_contract::policy::Policies;
+//! use tool_contract::{ToolContract, ToolFailure, ToolOutput};
+//!
+//! /// Look up an order.
+//! #[derive(serde::Deserialize, ToolContract)]
+//! #[tool_contract(output = Order, effect = read_only, source_label = "orders", producer_revision = "o-1")]
+//! struct GetOrder { #[tool_contract(max_len = 20)] order_id: String }
+//!
+//! #[derive(serde::Serialize, ToolOutput)]
+//! struct Order { total_cents: u32 }
+//!
+//! async fn get_order(_: GetOrder) -> Result<Order, ToolFailure> {
+//!     Ok(Order { total_cents: 1250 })
+//! }
+//!
+//! let policies = Policies::cedar(
+//!     "orders.cedar",
+//!     r#"permit(principal, action == Desk::Action::"get_order", resource)
+//!        when { context.input.order_number like "A-*" };"#,
+//! )
+//! .namespace("Desk");
+//! let errors = Dispatcher::for_development(tool_contract::registry![GetOrder])
+//!     .handler(get_order)
+//!     .policies(policies)
+//!     .build()
+//!     .unwrap_err();
+//! // No contract has `order_number`: the build says where.
+//! let BuildError::Policy(error) = &errors[0] else { panic!("{errors}") };
+//! assert_eq!((error.policy(), error.line()), (Some("policy0"), Some(2)));
+//! ```
+
+mod request;
+mod schema;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use cedar_policy::{
+    ActionConstraint, Authorizer, Decision, Effect, Entities, Entity, EntityId, EntityTypeName,
+    EntityUid, PolicyId, PolicySet, Request, ValidationMode, Validator,
+};
+use miette::Diagnostic;
+use serde_json::Value;
+
+use crate::contract::Registry;
+use crate::vocabulary::Principal;
+
+pub use schema::CedarSchema;
+
+/// The namespace a schema and its policies are in unless [`Policies::namespace`] says
+/// another.
+pub const DEFAULT_NAMESPACE: &str = "Tools";
+
+/// Cedar policies, as text, for a dispatcher to validate and apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policies {
+    file: String,
+    text: String,
+    namespace: String,
+}
+
+impl Policies {
+    /// The policies in `text`, Cedar's policy syntax; `file` names the text in errors (a file
+    /// name, say). A policy annotated `@id("…")` is known by that id, any other by its place
+    /// (`policy0`, `policy1`, …).
+    #[must_use]
+    pub fn cedar(file: impl Into<String>, text: impl Into<String>) -> Self {
+        Policies {
+            file: file.into(),
+            text: text.into(),
+            namespace: DEFAULT_NAMESPACE.to_owned(),
+        }
+    }
+
+    /// These policies, written for the schema under `namespace` (default
+    /// [`DEFAULT_NAMESPACE`]).
+    #[must_use]
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// Validates these policies against the schema of `registry`'s contracts, strictly.
+    ///
+    /// # Errors
+    ///
+    /// Every problem found: the schema's (see [`CedarSchema::of`]), the text's syntax, and each
+    /// validation error and warning, in the order of the text.
+    pub(crate) fn check(&self, registry: &Registry) -> Result<PolicyCheck, Vec<PolicyError>> {
+        let schema = CedarSchema::of(registry, &self.namespace).map_err(|error| vec![error])?;
+        let set = self.parse()?;
+        let validation =
+            Validator::new(schema.schema.clone()).validate(&set, ValidationMode::Strict);
+        let mut errors: Vec<PolicyError> = validation
+            .validation_errors()
+            .map(|error| self.located(Some(error.policy_id()), error))
+            .chain(
+                validation
+                    .validation_warnings()
+                    .map(|warning| self.located(Some(warning.policy_id()), warning)),
+            )
+            .collect();
+        if !errors.is_empty() {
+            errors.sort_by_key(|error| (error.line, error.column));
+            return Err(errors);
+        }
+        PolicyCheck::new(schema, set).map_err(|error| vec![error])
+    }
+
+    /// The policy set, each policy under its `@id` or its place.
+    fn parse(&self) -> Result<PolicySet, Vec<PolicyError>> {
+        let parsed: PolicySet =
+            self.text
+                .parse()
+                .map_err(|errors: cedar_policy::ParseErrors| {
+                    errors
+                        .iter()
+                        .map(|error| self.located(None, error))
+                        .collect::<Vec<_>>()
+                })?;
+        if let Some(template) = parsed.templates().next() {
+            return Err(vec![PolicyError {
+                message: "a template (a policy with slots) needs links, which a dispatcher does \
+                          not make: write the policy for its principal and resource"
+                    .to_owned(),
+                ..self.at(template.id(), template.annotation("id"))
+            }]);
+        }
+        let mut set = PolicySet::new();
+        let mut errors = Vec::new();
+        let mut policies: Vec<_> = parsed.policies().collect();
+        // Cedar numbers policies by their place in the text: `policy0`, `policy1`, …
+        policies.sort_by_key(|policy| {
+            policy
+                .id()
+                .to_string()
+                .trim_start_matches("policy")
+                .parse::<usize>()
+                .unwrap_or(0)
+        });
+        for policy in policies {
+            let named = match policy.annotation("id") {
+                Some(id) => policy.new_id(PolicyId::new(id)),
+                None => policy.clone(),
+            };
+            if let Err(error) = set.add(named) {
+                errors.push(PolicyError {
+                    message: error.to_string(),
+                    ..self.at(policy.id(), policy.annotation("id"))
+                });
+            }
+        }
+        if errors.is_empty() {
+            Ok(set)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// An error of `diagnostic`, at its first label.
+    fn located(&self, policy: Option<&PolicyId>, diagnostic: &dyn Diagnostic) -> PolicyError {
+        let offset = diagnostic
+            .labels()
+            .and_then(|mut labels| labels.next())
+            .map(|label| label.offset());
+        let mut message = diagnostic.to_string();
+        if let Some(help) = diagnostic.help() {
+            message.push_str(" (");
+            message.push_str(&help.to_string());
+            message.push(')');
+        }
+        let (line, column) = offset.map_or((None, None), |offset| {
+            let (line, column) = self.position(offset);
+            (Some(line), Some(column))
+        });
+        PolicyError {
+            file: self.file.clone(),
+            policy: policy.map(ToString::to_string),
+            line,
+            column,
+            message,
+        }
+    }
+
+    /// Where policy `id` starts, when Cedar kept its place.
+    fn at(&self, id: &PolicyId, annotated: Option<&str>) -> PolicyError {
+        PolicyError {
+            file: self.file.clone(),
+            policy: Some(annotated.map_or_else(|| id.to_string(), str::to_owned)),
+            line: None,
+            column: None,
+            message: String::new(),
+        }
+    }
+
+    /// The line and column (1-based, in characters) of byte `offset` of the text.
+    fn position(&self, offset: usize) -> (usize, usize) {
+        let before = &self.text[..offset.min(self.text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before
+            .rsplit('\n')
+            .next()
+            .map_or(0, |last| last.chars().count())
+            + 1;
+        (line, column)
+    }
+}
+
+/// A policy problem found when a dispatcher is built: where, and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyError {
+    file: String,
+    policy: Option<String>,
+    line: Option<usize>,
+    column: Option<usize>,
+    message: String,
+}
+
+impl PolicyError {
+    fn schema(message: String) -> Self {
+        PolicyError {
+            file: String::new(),
+            policy: None,
+            line: None,
+            column: None,
+            message,
+        }
+    }
+
+    /// The name [`Policies::cedar`] was given for the text; empty for a problem of the schema.
+    #[must_use]
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// The policy's id (`@id`, or `policy0`, `policy1`, … by place), when the problem is one
+    /// policy's.
+    #[must_use]
+    pub fn policy(&self) -> Option<&str> {
+        self.policy.as_deref()
+    }
+
+    /// The line of the text the problem is on (1-based), when Cedar says.
+    #[must_use]
+    pub fn line(&self) -> Option<usize> {
+        self.line
+    }
+
+    /// The column (1-based, in characters), when Cedar says.
+    #[must_use]
+    pub fn column(&self) -> Option<usize> {
+        self.column
+    }
+
+    /// What is wrong, in Cedar's words.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.file.is_empty() {
+            f.write_str("the Cedar schema")?;
+        } else {
+            f.write_str(&self.file)?;
+        }
+        if let (Some(line), Some(column)) = (self.line, self.column) {
+            write!(f, ":{line}:{column}")?;
+        }
+        if let Some(policy) = &self.policy {
+            write!(f, ": policy {policy:?}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+/// Policies validated against a registry's schema, ready to decide calls.
+pub(crate) struct PolicyCheck {
+    authorizer: Authorizer,
+    principal_type: EntityTypeName,
+    resource: EntityUid,
+    /// Per tool: its action, its input's type, and the action entities a request holds.
+    tools: HashMap<&'static str, ToolPolicy>,
+    /// How many policies there are, for `Debug`.
+    policies: usize,
+}
+
+struct ToolPolicy {
+    action: EntityUid,
+    input: schema::CedarType,
+    actions: Vec<Entity>,
+    /// The policies whose scope can hold this tool's action: Cedar's cost grows with the
+    /// policies it evaluates, and one whose scope names other actions is false here anyway.
+    set: PolicySet,
+    /// The entities of the principals that called it lately.
+    entities: Mutex<HashMap<Principal, (EntityUid, Arc<Entities>)>>,
+}
+
+/// How many principals' entities each tool keeps; past that it starts again.
+const KEPT_PRINCIPALS: usize = 256;
+
+/// What the policies decided of one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PolicyDecision {
+    /// A `permit` matched and no `forbid`.
+    Allow,
+    /// Refused, and why, for the audit: the `forbid`s that matched, or that none permitted,
+    /// or that the call could not be evaluated.
+    Deny(String),
+}
+
+impl PolicyCheck {
+    fn new(schema: CedarSchema, set: PolicySet) -> Result<Self, PolicyError> {
+        let namespace = schema.namespace().to_owned();
+        let name = |kind: &str| -> Result<EntityTypeName, PolicyError> {
+            format!("{namespace}::{kind}")
+                .parse()
+                .map_err(|error| PolicyError::schema(format!("{kind}: {error}")))
+        };
+        let principal_type = name(schema::PRINCIPAL_TYPE)?;
+        let resource = EntityUid::from_type_name_and_id(
+            name(schema::RESOURCE_TYPE)?,
+            EntityId::new(schema::RESOURCE_ID),
+        );
+        let action_type = name("Action")?;
+        let every_action = schema
+            .schema
+            .action_entities()
+            .map_err(|error| PolicyError::schema(format!("the actions: {error}")))?;
+        let call_tool =
+            EntityUid::from_type_name_and_id(action_type.clone(), EntityId::new(schema::CALL_TOOL));
+        let mut tools = HashMap::new();
+        for tool in schema.tools {
+            let action =
+                EntityUid::from_type_name_and_id(action_type.clone(), EntityId::new(tool.name));
+            let actions = [&action, &call_tool]
+                .into_iter()
+                .filter_map(|uid| every_action.get(uid).cloned())
+                .collect();
+            // The tool's action is in itself and in `call_tool`, and in nothing else.
+            let holds = |uid: &EntityUid| *uid == action || *uid == call_tool;
+            let mut applying = PolicySet::new();
+            for policy in set.policies() {
+                let applies = match policy.action_constraint() {
+                    ActionConstraint::Any => true,
+                    ActionConstraint::Eq(uid) => uid == action,
+                    ActionConstraint::In(uids) => uids.iter().any(holds),
+                };
+                if applies {
+                    applying.add(policy.clone()).map_err(|error| {
+                        PolicyError::schema(format!("slicing the policies: {error}"))
+                    })?;
+                }
+            }
+            tools.insert(
+                tool.name,
+                ToolPolicy {
+                    action,
+                    input: tool.input,
+                    actions,
+                    set: applying,
+                    entities: Mutex::new(HashMap::new()),
+                },
+            );
+        }
+        Ok(PolicyCheck {
+            authorizer: Authorizer::new(),
+            principal_type,
+            resource,
+            tools,
+            policies: set.policies().count(),
+        })
+    }
+
+    /// What the policies decide of `principal` calling `tool` with validated `arguments`.
+    pub(crate) fn decide(
+        &self,
+        principal: &Principal,
+        tool: &str,
+        arguments: &Value,
+    ) -> PolicyDecision {
+        let Some(entry) = self.tools.get(tool) else {
+            return PolicyDecision::Deny(format!("{tool:?} is not in the policies' schema"));
+        };
+        if !entry
+            .set
+            .policies()
+            .any(|policy| policy.effect() == Effect::Permit)
+        {
+            return PolicyDecision::Deny("no policy permits it".to_owned());
+        }
+        let request = (|| {
+            let (principal_uid, entities) = self.entities(entry, principal)?;
+            let context = request::context(&entry.input, arguments)?;
+            let request = Request::new(
+                principal_uid,
+                entry.action.clone(),
+                self.resource.clone(),
+                context,
+                None,
+            )
+            .map_err(|error| request::Unrepresentable(error.to_string()))?;
+            Ok::<_, request::Unrepresentable>((request, entities))
+        })();
+        let (request, entities) = match request {
+            Ok(built) => built,
+            Err(request::Unrepresentable(why)) => {
+                return PolicyDecision::Deny(format!(
+                    "the call cannot be put to the policies: {why}"
+                ));
+            }
+        };
+        let response = self
+            .authorizer
+            .is_authorized(&request, &entry.set, &entities);
+        let diagnostics = response.diagnostics();
+        let errors: Vec<String> = diagnostics.errors().map(ToString::to_string).collect();
+        if !errors.is_empty() {
+            return PolicyDecision::Deny(format!("a policy failed: {}", errors.join("; ")));
+        }
+        if response.decision() == Decision::Allow {
+            return PolicyDecision::Allow;
+        }
+        // Denied with no error: the reasons are the forbids that matched, if any did.
+        let mut forbids: Vec<String> = diagnostics.reason().map(ToString::to_string).collect();
+        if forbids.is_empty() {
+            return PolicyDecision::Deny("no policy permits it".to_owned());
+        }
+        forbids.sort();
+        PolicyDecision::Deny(format!("forbidden by {}", forbids.join(", ")))
+    }
+}
+
+impl PolicyCheck {
+    /// The entities a call of `entry`'s tool by `principal` is decided with: the principal,
+    /// the tool's action and `call_tool`. Cedar computes their hierarchy each time it is given
+    /// entities, which costs more than a decision on a few policies, so each principal's are
+    /// kept per tool (they hold nothing but the principal's own name).
+    fn entities(
+        &self,
+        entry: &ToolPolicy,
+        principal: &Principal,
+    ) -> Result<(EntityUid, Arc<Entities>), request::Unrepresentable> {
+        let mut kept = entry
+            .entities
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = kept.get(principal) {
+            return Ok(found.clone());
+        }
+        let principal_entity = request::principal_entity(&self.principal_type, principal)?;
+        let uid = principal_entity.uid();
+        let entities = Entities::from_entities(
+            entry.actions.iter().cloned().chain([principal_entity]),
+            None,
+        )
+        .map_err(|error| request::Unrepresentable(error.to_string()))?;
+        if kept.len() >= KEPT_PRINCIPALS {
+            kept.clear();
+        }
+        let found = (uid, Arc::new(entities));
+        kept.insert(principal.clone(), found.clone());
+        Ok(found)
+    }
+}
+
+impl fmt::Debug for PolicyCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyCheck")
+            .field("policies", &self.policies)
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
