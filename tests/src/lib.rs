@@ -29,6 +29,8 @@ pub mod guide {
     pub struct Production;
     #[doc = include_str!("../../tool-contract/guide/10-tasks.md")]
     pub struct Tasks;
+    #[doc = include_str!("../../tool-contract/guide/11-policies.md")]
+    pub struct Policies;
 }
 
 pub mod browser;

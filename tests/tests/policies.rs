@@ -523,3 +523,27 @@ async fn each_call_is_decided_for_its_own_principal_tenant_and_all() {
     }
     assert_eq!(remote.reads(), 2);
 }
+
+#[tokio::test]
+async fn an_edit_a_person_approved_is_decided_by_the_policies_as_if_the_model_asked_it() {
+    let remote = Remote::new();
+    let dispatcher = tracker_with_policies(&remote);
+    let call = tool_contract_tests::tracker::message("m1", "bob@globex.example");
+    let pending = tool_contract_tests::tracker::pending_approval(&dispatcher, &call).await;
+    let edited = json!({ "to": "eve@evil.example", "text": "hello" });
+    dispatcher
+        .approve_with_edits(
+            &pending.approval_id,
+            &pending.preview_sha256,
+            &edited,
+            "ana",
+            tool_contract_tests::tracker::clock() + std::time::Duration::from_secs(3600),
+        )
+        .await
+        .expect("the approval is recorded")
+        .grant()
+        .expect("one person grants it");
+    let dispatch = tool_contract_tests::tracker::run(&dispatcher, &call).await;
+    assert_eq!(code(&dispatch), Some(ErrorCode::NotFound), "{dispatch:?}");
+    assert_eq!(remote.all_requests(), 0, "the edited call never ran");
+}

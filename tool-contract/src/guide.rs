@@ -12,6 +12,7 @@
 //! 8. [Audit, receipts and tree heads](audit): records someone else can check.
 //! 9. [Running it in production](production): keys, traces, reconciling, limits.
 //! 10. [Long work and tasks](tasks): a call that outlasts its request, on any replica.
+//! 11. [Policies](policies): who may call what, as Cedar text checked against the contracts.
 //!
 //! The examples are a path through the same ground, each a program of its own
 //! (`cargo run --example 01_read_tool`, then `02_…` to `07_…`, each with the features it
@@ -24,7 +25,8 @@
         feature = "mcp-auth",
         feature = "console",
         feature = "postgres",
-        feature = "rig"
+        feature = "rig",
+        feature = "cedar"
     )),
     allow(rustdoc::broken_intra_doc_links)
 )]
@@ -58,3 +60,6 @@ pub mod production {}
 
 #[doc = include_str!("../guide/10-tasks.md")]
 pub mod tasks {}
+
+#[doc = include_str!("../guide/11-policies.md")]
+pub mod policies {}
