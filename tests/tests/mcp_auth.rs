@@ -1000,3 +1000,30 @@ async fn an_edit_does_not_run_what_the_callers_token_could_not_ask_for() {
     );
     assert_eq!(served.remote.all_requests(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_read_the_scopes_the_token_grants() {
+    let Some(issuer) = MockIssuer::start("policies and scopes") else {
+        return;
+    };
+    let policies = tool_contract::policy::Policies::cedar(
+        "docs.cedar",
+        r#"permit(principal, action == Tools::Action::"read_doc", resource)
+             when { !(context.input.doc_id like "secret-*") ||
+                    (principal has scopes && principal.scopes.contains("docs:secret")) };"#,
+    );
+    let served = serve_with(jwt(&issuer), |builder| builder.policies(policies)).await;
+    let reader = issuer.token(read_ask(&served)).await;
+    let cleared = json!({ "scope": "tools:read docs:secret" });
+    let cleared = issuer.token(with(read_ask(&served), cleared)).await;
+
+    let refused = post(&served.resource, Some(&reader), &find("secret-1")).await;
+    let code = &refused.json()["result"]["structuredContent"]["error"]["code"];
+    assert_eq!(code, "NOT_FOUND", "{}", refused.text);
+    assert_eq!(ran(&served), 0);
+    let answer = post(&served.resource, Some(&reader), &find("d-1")).await;
+    assert_eq!(status(&answer), "succeeded", "{}", answer.text);
+    let answer = post(&served.resource, Some(&cleared), &find("secret-1")).await;
+    assert_eq!(status(&answer), "succeeded", "{}", answer.text);
+    assert_eq!(ran(&served), 2);
+}

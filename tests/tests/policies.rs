@@ -11,7 +11,7 @@ use tool_contract::dispatch::{
     BuildError, BuildErrors, Dispatch, Dispatcher, DispatcherBuilder, Task,
 };
 use tool_contract::mcp::McpServer;
-use tool_contract::policy::{CedarSchema, Policies};
+use tool_contract::policy::{CedarSchema, Policies, PolicyError};
 use tool_contract::{ErrorCode, Principal, Status, ToolContract, ToolFailure, ToolOutput};
 use tool_contract_tests::task_client::{self, Started};
 use tool_contract_tests::tracker::{Remote, alice, builder, code, context};
@@ -20,7 +20,7 @@ use tool_contract_tests::tracker::{Remote, alice, builder, code, context};
 #[allow(dead_code)] // Its fields are for the policies; the handler reads one.
 #[derive(Debug, serde::Deserialize, ToolContract)]
 #[tool_contract(output = Quote, effect = read_only, source_label = "desk", producer_revision = "desk-1")]
-struct QuoteRefund {
+pub(crate) struct QuoteRefund {
     /// The order.
     #[tool_contract(max_len = 20)]
     order_id: String,
@@ -63,7 +63,7 @@ struct Line {
 }
 
 #[derive(Debug, serde::Serialize, ToolOutput)]
-struct Quote {
+pub(crate) struct Quote {
     refund_cents: u32,
 }
 
@@ -89,7 +89,8 @@ fn the_schema_gives_each_tool_an_action_whose_context_is_its_typed_input() {
         r#"namespace Desk {
   entity User = {
     "id": String,
-    "tenant": String
+    "tenant": String,
+    "scopes"?: Set<String>
   };
 
   entity McpServer;
@@ -138,7 +139,7 @@ fn quote_desk(policies: &str) -> DispatcherBuilder {
 }
 
 /// The errors building the quote desk with `policies` ends in.
-fn refused(policies: &str) -> Vec<(Option<String>, Option<(usize, usize)>, String)> {
+fn refused(policies: &str) -> Vec<PolicyError> {
     let errors: BuildErrors = quote_desk(policies).build().unwrap_err();
     errors
         .into_iter()
@@ -147,12 +148,7 @@ fn refused(policies: &str) -> Vec<(Option<String>, Option<(usize, usize)>, Strin
                 panic!("not a policy's error: {error}")
             };
             assert_eq!(error.file(), "desk.cedar");
-            let position = error.line().zip(error.column());
-            (
-                error.policy().map(str::to_owned),
-                position,
-                error.message().to_owned(),
-            )
+            error
         })
         .collect()
 }
@@ -164,10 +160,13 @@ fn a_policy_naming_a_field_no_contract_has_fails_the_build_at_its_place() {
          when { context.input.order_number == \"A-1\" };",
     );
     assert_eq!(errors.len(), 1, "{errors:?}");
-    let (policy, position, message) = &errors[0];
-    assert_eq!(policy.as_deref(), Some("policy0"));
-    assert_eq!(*position, Some((2, 10)));
-    assert!(message.contains("order_number"), "{message}");
+    assert_eq!(errors[0].policy(), Some("policy0"));
+    assert_eq!((errors[0].line(), errors[0].column()), (Some(2), Some(10)));
+    assert!(
+        errors[0].message().contains("order_number"),
+        "{}",
+        errors[0]
+    );
 }
 
 #[test]
@@ -177,8 +176,8 @@ fn a_policy_comparing_a_string_with_a_number_fails_the_build() {
          when { context.input.order_id > 500 };",
     );
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert_eq!(errors[0].0.as_deref(), Some("big"));
-    assert_eq!(errors[0].1.map(|(line, _)| line), Some(3));
+    assert_eq!(errors[0].policy(), Some("big"));
+    assert_eq!(errors[0].line(), Some(3));
 }
 
 #[test]
@@ -197,7 +196,7 @@ fn an_enum_member_the_contract_does_not_have_fails_the_build() {
          when { context.input.reason == Desk::quote_refund::Input::reason::\"lost\" };",
     );
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].2.contains("lost"), "{errors:?}");
+    assert!(errors[0].message().contains("lost"), "{errors:?}");
 }
 
 #[test]
@@ -208,10 +207,7 @@ fn every_invalid_policy_is_listed_at_once_in_the_order_of_the_text() {
          @id(\"second\")\nforbid(principal, action == Desk::Action::\"quote_refund\", resource)\n  \
          when { principal.name == \"mallory\" };",
     );
-    let policies: Vec<_> = errors
-        .iter()
-        .map(|(policy, _, _)| policy.as_deref())
-        .collect();
+    let policies: Vec<_> = errors.iter().map(PolicyError::policy).collect();
     assert_eq!(policies, [Some("first"), Some("second")], "{errors:?}");
 }
 
@@ -220,20 +216,20 @@ fn a_syntax_error_names_its_line_and_column() {
     let errors =
         refused("permit(principal, action, resource);\npermit(principal, action resource);");
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert_eq!(errors[0].0, None);
-    assert_eq!(errors[0].1.map(|(line, _)| line), Some(2), "{errors:?}");
+    assert_eq!(errors[0].policy(), None);
+    assert_eq!(errors[0].line(), Some(2), "{errors:?}");
 }
 
 #[test]
 fn a_template_and_a_duplicate_id_are_refused() {
     let template = refused("permit(principal == ?principal, action, resource);");
-    assert!(template[0].2.contains("template"), "{template:?}");
+    assert!(template[0].message().contains("template"), "{template:?}");
     let twice = refused(
         "@id(\"same\")\npermit(principal, action, resource);\n\
          @id(\"same\")\nforbid(principal, action, resource);",
     );
     assert_eq!(twice.len(), 1, "{twice:?}");
-    assert_eq!(twice[0].0.as_deref(), Some("same"));
+    assert_eq!(twice[0].policy(), Some("same"));
 }
 
 async fn quoted(dispatcher: &Dispatcher, arguments: Value) -> Dispatch {

@@ -57,6 +57,7 @@ mod operation_windows;
 mod operations;
 mod output_validation;
 mod policies;
+mod policy_portability;
 mod projection;
 mod providers;
 mod receipts;

@@ -38,7 +38,7 @@ mod builder;
 mod client_side;
 mod dispatcher;
 #[cfg(feature = "mcp")]
-pub(crate) use dispatcher::Reach;
+pub(crate) use dispatcher::Credentials;
 #[cfg(feature = "mcp")]
 pub(crate) use dispatcher::{Awaits, SAFETY_POLL};
 mod gate;

@@ -77,6 +77,14 @@ impl Verified {
         }
     }
 
+    /// The scopes the token grants.
+    pub(super) fn scopes(&self) -> &std::collections::BTreeSet<String> {
+        #[cfg(feature = "mcp-auth")]
+        return &self.caller.0.scopes;
+        #[cfg(not(feature = "mcp-auth"))]
+        match *self {}
+    }
+
     /// Refuses a call of `spec` with `arguments` whose scopes the token lacks.
     pub(super) fn allows(
         &self,

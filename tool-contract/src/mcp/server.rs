@@ -38,7 +38,7 @@ use super::approval::{
     console_page,
 };
 use super::beside::{Beside, merged, subscribes};
-use super::caller::Callers;
+use super::caller::{Callers, Verified};
 use super::capture::{Captured, Capturing, kept_over_http};
 use super::content::{ContentView, blocks};
 use super::progress::{SessionLogLevel, listen, log_level_of, while_sending};
@@ -50,7 +50,7 @@ use crate::control::Changed;
 use crate::control::{
     ApprovalError, ApproverIdentity, PendingApproval, RejectionReason, later_by, unix_ms,
 };
-use crate::dispatch::{ClientSide, Dispatch, Dispatcher, SAFETY_POLL, Task};
+use crate::dispatch::{ClientSide, Credentials, Dispatch, Dispatcher, SAFETY_POLL, Task};
 use crate::results::Status;
 use crate::vocabulary::{CallContext, Principal};
 use crate::vocabulary::{Correlation, ToolCall};
@@ -715,6 +715,10 @@ impl McpServer {
                     .is_ok()
             })
         };
+        let credentials = Credentials {
+            reach: &reach,
+            scopes: caller.as_ref().map(Verified::scopes),
+        };
         let stateless = without_handshake(request_context);
         // On 2026-07-28 the tool's questions are asked first, by `input_required`, before
         // any task is made; the answers travel in the sealed state.
@@ -758,13 +762,13 @@ impl McpServer {
             if stateless {
                 return Box::pin(self.call_stateless(
                     &received,
-                    &reach,
+                    credentials,
                     &client,
                     approval_state.as_deref(),
                 ))
                 .await;
             }
-            Box::pin(self.call_with_session(&principal, &context, peer, &reach, &client)).await
+            Box::pin(self.call_with_session(&principal, &context, peer, credentials, &client)).await
         };
         while_sending(listening, peer, answering).await
     }
@@ -906,12 +910,12 @@ impl McpServer {
         principal: &Principal,
         context: &CallContext,
         peer: &Peer<RoleServer>,
-        reach: &crate::dispatch::Reach<'_>,
+        credentials: Credentials<'_>,
         client: &ClientSide,
     ) -> Result<CallToolResponse, ErrorData> {
         let mut dispatch = self
             .dispatcher
-            .dispatch_within(principal, context, &self.task, reach, client)
+            .dispatch_within(principal, context, &self.task, credentials, client)
             .await;
         let mut pending = dispatch.pending_approval.take();
         if let Some(asked) = pending.take() {
@@ -930,7 +934,7 @@ impl McpServer {
                 // Granted or rejected: the dispatcher acts on the decision.
                 dispatch = self
                     .dispatcher
-                    .dispatch_within(principal, context, &self.task, reach, client)
+                    .dispatch_within(principal, context, &self.task, credentials, client)
                     .await;
                 pending = dispatch.pending_approval.take();
             } else {
@@ -947,7 +951,7 @@ impl McpServer {
     async fn call_stateless(
         &self,
         received: &Received<'_>,
-        reach: &crate::dispatch::Reach<'_>,
+        credentials: Credentials<'_>,
         client: &ClientSide,
         approval_state: Option<&str>,
     ) -> Result<CallToolResponse, ErrorData> {
@@ -967,7 +971,7 @@ impl McpServer {
         };
         let mut dispatch = self
             .dispatcher
-            .dispatch_within(principal, context, &self.task, reach, client)
+            .dispatch_within(principal, context, &self.task, credentials, client)
             .await;
         let pending = dispatch.pending_approval.take();
         // Asked once per call: a dismissed form is not asked again in a loop.

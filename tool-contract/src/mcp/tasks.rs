@@ -550,7 +550,8 @@ impl McpServer {
             capabilities,
         } = client;
         let registry = self.dispatcher.registry();
-        let reach = |spec: &ToolSpec, arguments: &[u8]| match reach {
+        let reach_of = reach;
+        let reach = |spec: &ToolSpec, arguments: &[u8]| match reach_of {
             Reach::Principal => true,
             Reach::NoEdits => false,
             Reach::Token(verified) => verified
@@ -572,6 +573,13 @@ impl McpServer {
             log: None,
             answers: std::sync::Arc::new(answers),
         };
+        let credentials = crate::dispatch::Credentials {
+            reach: &reach,
+            scopes: match reach_of {
+                Reach::Token(verified) => Some(verified.scopes()),
+                Reach::Principal | Reach::NoEdits => None,
+            },
+        };
         loop {
             // A read acts on nothing: its task may be cancelled all the while it runs.
             let begin = if registry
@@ -589,7 +597,7 @@ impl McpServer {
             }
             let mut dispatch = self
                 .dispatcher
-                .dispatch_within(principal, context, &self.task, &reach, &client)
+                .dispatch_within(principal, context, &self.task, credentials, &client)
                 .await;
             if let Some(wait) = in_progress_elsewhere(&dispatch) {
                 // The write runs under another lease (a replica that held this task before):

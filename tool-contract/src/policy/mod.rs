@@ -59,7 +59,7 @@
 mod request;
 mod schema;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -324,12 +324,24 @@ struct ToolPolicy {
     /// The policies whose scope can hold this tool's action: Cedar's cost grows with the
     /// policies it evaluates, and one whose scope names other actions is false here anyway.
     set: PolicySet,
-    /// The entities of the principals that called it lately.
-    entities: Mutex<HashMap<Principal, (EntityUid, Arc<Entities>)>>,
+    /// The entities of the callers that called it lately: by principal, then by scopes.
+    entities: Mutex<HashMap<Principal, Vec<KeptEntities>>>,
 }
 
-/// How many principals' entities each tool keeps; past that it starts again.
+/// A caller's entities, kept: the scopes they were made with, the principal's uid, and them.
+type KeptEntities = (Option<BTreeSet<String>>, (EntityUid, Arc<Entities>));
+
+/// How many principals' entities each tool keeps, and how many sets of scopes for each;
+/// past that it starts again.
 const KEPT_PRINCIPALS: usize = 256;
+
+/// Who calls, as the policies see them: the principal, and the scopes of the access token
+/// the call came with, if it came with one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Caller<'a> {
+    pub(crate) principal: &'a Principal,
+    pub(crate) scopes: Option<&'a BTreeSet<String>>,
+}
 
 /// What the policies decided of one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -404,10 +416,10 @@ impl PolicyCheck {
         })
     }
 
-    /// What the policies decide of `principal` calling `tool` with validated `arguments`.
+    /// What the policies decide of `caller` calling `tool` with validated `arguments`.
     pub(crate) fn decide(
         &self,
-        principal: &Principal,
+        caller: Caller<'_>,
         tool: &str,
         arguments: &Value,
     ) -> PolicyDecision {
@@ -422,7 +434,7 @@ impl PolicyCheck {
             return PolicyDecision::Deny("no policy permits it".to_owned());
         }
         let request = (|| {
-            let (principal_uid, entities) = self.entities(entry, principal)?;
+            let (principal_uid, entities) = self.entities(entry, caller)?;
             let context = request::context(&entry.input, arguments)?;
             let request = Request::new(
                 principal_uid,
@@ -464,23 +476,28 @@ impl PolicyCheck {
 }
 
 impl PolicyCheck {
-    /// The entities a call of `entry`'s tool by `principal` is decided with: the principal,
-    /// the tool's action and `call_tool`. Cedar computes their hierarchy each time it is given
-    /// entities, which costs more than a decision on a few policies, so each principal's are
-    /// kept per tool (they hold nothing but the principal's own name).
+    /// The entities a call of `entry`'s tool by `caller` is decided with: the principal, the
+    /// tool's action and `call_tool`. Cedar computes their hierarchy each time it is given
+    /// entities, which costs more than a decision on a few policies, so each caller's are kept
+    /// per tool (they hold nothing but the caller's own name and scopes).
     fn entities(
         &self,
         entry: &ToolPolicy,
-        principal: &Principal,
+        caller: Caller<'_>,
     ) -> Result<(EntityUid, Arc<Entities>), request::Unrepresentable> {
         let mut kept = entry
             .entities
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(found) = kept.get(principal) {
+        let found = kept.get(caller.principal).and_then(|by_scopes| {
+            by_scopes
+                .iter()
+                .find(|(scopes, _)| scopes.as_ref() == caller.scopes)
+        });
+        if let Some((_, found)) = found {
             return Ok(found.clone());
         }
-        let principal_entity = request::principal_entity(&self.principal_type, principal)?;
+        let principal_entity = request::principal_entity(&self.principal_type, caller)?;
         let uid = principal_entity.uid();
         let entities = Entities::from_entities(
             entry.actions.iter().cloned().chain([principal_entity]),
@@ -491,7 +508,11 @@ impl PolicyCheck {
             kept.clear();
         }
         let found = (uid, Arc::new(entities));
-        kept.insert(principal.clone(), found.clone());
+        let by_scopes = kept.entry(caller.principal.clone()).or_default();
+        if by_scopes.len() >= KEPT_PRINCIPALS {
+            by_scopes.clear();
+        }
+        by_scopes.push((caller.scopes.cloned(), found.clone()));
         Ok(found)
     }
 }

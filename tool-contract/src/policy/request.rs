@@ -8,22 +8,22 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::vocabulary::Principal;
-
+use super::Caller;
 use super::schema::{Attribute, CedarType};
 
 /// Why a call's arguments could not be put to the policies.
 #[derive(Debug)]
 pub(super) struct Unrepresentable(pub(super) String);
 
-/// The principal entity for `principal`, of type `principal_type`.
+/// The principal entity for `caller`, of type `principal_type`.
 pub(super) fn principal_entity(
     principal_type: &cedar_policy::EntityTypeName,
-    principal: &Principal,
+    caller: Caller<'_>,
 ) -> Result<Entity, Unrepresentable> {
+    let principal = caller.principal;
     let uid =
         EntityUid::from_type_name_and_id(principal_type.clone(), EntityId::new(&principal.subject));
-    let attributes = HashMap::from([
+    let mut attributes = HashMap::from([
         (
             "id".to_owned(),
             RestrictedExpression::new_string(principal.subject.clone()),
@@ -33,6 +33,10 @@ pub(super) fn principal_entity(
             RestrictedExpression::new_string(principal.tenant.clone()),
         ),
     ]);
+    if let Some(scopes) = caller.scopes {
+        let scopes = scopes.iter().cloned().map(RestrictedExpression::new_string);
+        attributes.insert("scopes".to_owned(), RestrictedExpression::new_set(scopes));
+    }
     Entity::new(uid, attributes, HashSet::new())
         .map_err(|error| Unrepresentable(format!("the principal: {error}")))
 }

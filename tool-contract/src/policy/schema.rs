@@ -61,8 +61,9 @@ pub(super) struct ToolEntry {
 ///
 /// What it declares, for a namespace `Desk`:
 ///
-/// - `Desk::User`, the principal: the verified caller, with attributes `id` (its subject) and
-///   `tenant`;
+/// - `Desk::User`, the principal: the verified caller, with attributes `id` (its subject),
+///   `tenant`, and `scopes` when the call came with an access token (MCP over HTTP as an OAuth
+///   resource server): the scopes it grants;
 /// - `Desk::McpServer`, the resource: the one entity `Desk::McpServer::"server"`;
 /// - `Desk::Action::"call_tool"`, and for each tool an action of the tool's name in it, whose
 ///   context is `{ input: … }`: the tool's arguments, each field typed as below.
@@ -269,7 +270,8 @@ fn render(namespace: &str, tools: &[ToolEntry]) -> String {
     let _ = writeln!(text, "namespace {namespace} {{");
     let _ = writeln!(
         text,
-        "  entity {PRINCIPAL_TYPE} = {{\n    \"id\": String,\n    \"tenant\": String\n  }};\n"
+        "  entity {PRINCIPAL_TYPE} = {{\n    \"id\": String,\n    \"tenant\": String,\n    \
+         \"scopes\"?: Set<String>\n  }};\n"
     );
     let _ = writeln!(text, "  entity {RESOURCE_TYPE};\n");
     let _ = writeln!(text, "  action {};", quoted(CALL_TOOL));

@@ -169,7 +169,13 @@ impl Dispatcher {
         #[cfg(feature = "cedar")]
         if let Some(check) = &self.policy_check {
             use crate::policy::PolicyDecision;
-            let decided = || check.decide(call.principal, valid.spec.name(), &valid.arguments);
+            let decided = || {
+                let caller = crate::policy::Caller {
+                    principal: call.principal,
+                    scopes: call.scopes,
+                };
+                check.decide(caller, valid.spec.name(), &valid.arguments)
+            };
             // Policies that panic refuse, as an authorizer that panics does.
             let decision = catch_unwind(AssertUnwindSafe(decided)).unwrap_or_else(|_| {
                 warn!(stage = "policy", "policy evaluation panicked");

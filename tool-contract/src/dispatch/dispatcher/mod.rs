@@ -25,7 +25,7 @@ pub use signed::SignedDecision;
 pub use signed::{Enrollment, SigningRequest};
 pub use tasks::TASK_LEASE;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -183,12 +183,22 @@ struct Call<'a> {
     /// What the caller's own credentials may ask (an MCP token's scopes), when the caller
     /// has limits beyond the principal's: an edit a person approved runs only within them.
     reach: Option<&'a Reach<'a>>,
+    /// The scopes the caller's token grants, when the call came with one.
+    scopes: Option<&'a BTreeSet<String>>,
     /// What the client gives the handler besides the input.
     client: Option<&'a ClientSide>,
 }
 
 /// Whether a caller's credentials may ask for a call of a tool with these arguments.
 pub(crate) type Reach<'a> = dyn Fn(&ToolSpec, &[u8]) -> bool + Send + Sync + 'a;
+
+/// What a caller's credentials say beyond the principal: how far an approved edit may
+/// reach, and the token's scopes (for the policies), when it came with a token.
+#[derive(Clone, Copy)]
+pub(crate) struct Credentials<'a> {
+    pub(crate) reach: &'a Reach<'a>,
+    pub(crate) scopes: Option<&'a BTreeSet<String>>,
+}
 
 /// How a dispatch ended, as the stage that ended it decided.
 struct Ended {
@@ -901,11 +911,11 @@ impl Dispatcher {
         principal: &Principal,
         context: &CallContext,
         task: &Task,
-        reach: &Reach<'_>,
+        credentials: Credentials<'_>,
         client: &ClientSide,
     ) -> Dispatch {
         let span = self.span(context);
-        self.dispatch_in_span(principal, context, task, Some(reach), Some(client))
+        self.dispatch_in_span(principal, context, task, Some(credentials), Some(client))
             .instrument(span)
             .await
     }
@@ -915,11 +925,12 @@ impl Dispatcher {
         principal: &Principal,
         context: &CallContext,
         task: &Task,
-        reach: Option<&Reach<'_>>,
+        credentials: Option<Credentials<'_>>,
         client: Option<&ClientSide>,
     ) -> Dispatch {
         let mut call = self.call(principal, context, task);
-        call.reach = reach;
+        call.reach = credentials.map(|credentials| credentials.reach);
+        call.scopes = credentials.and_then(|credentials| credentials.scopes);
         call.client = client;
         let ended = match self.admit(&call) {
             Err(result) => Ended::new(*result),
@@ -963,6 +974,7 @@ impl Dispatcher {
             edited_from: None,
             status_of: None,
             reach: None,
+            scopes: None,
             client: None,
         }
     }
