@@ -56,6 +56,7 @@
 //! assert_eq!((error.policy(), error.line()), (Some("policy0"), Some(2)));
 //! ```
 
+mod error;
 mod request;
 mod schema;
 
@@ -73,6 +74,8 @@ use serde_json::Value;
 use crate::contract::Registry;
 use crate::vocabulary::Principal;
 
+pub use error::PolicyError;
+pub(crate) use request::Caller;
 pub use schema::CedarSchema;
 
 /// The namespace a schema and its policies are in unless [`Policies::namespace`] says
@@ -234,78 +237,6 @@ impl Policies {
     }
 }
 
-/// A policy problem found when a dispatcher is built: where, and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyError {
-    file: String,
-    policy: Option<String>,
-    line: Option<usize>,
-    column: Option<usize>,
-    message: String,
-}
-
-impl PolicyError {
-    fn schema(message: String) -> Self {
-        PolicyError {
-            file: String::new(),
-            policy: None,
-            line: None,
-            column: None,
-            message,
-        }
-    }
-
-    /// The name [`Policies::cedar`] was given for the text; empty for a problem of the schema.
-    #[must_use]
-    pub fn file(&self) -> &str {
-        &self.file
-    }
-
-    /// The policy's id (`@id`, or `policy0`, `policy1`, … by place), when the problem is one
-    /// policy's.
-    #[must_use]
-    pub fn policy(&self) -> Option<&str> {
-        self.policy.as_deref()
-    }
-
-    /// The line of the text the problem is on (1-based), when Cedar says.
-    #[must_use]
-    pub fn line(&self) -> Option<usize> {
-        self.line
-    }
-
-    /// The column (1-based, in characters), when Cedar says.
-    #[must_use]
-    pub fn column(&self) -> Option<usize> {
-        self.column
-    }
-
-    /// What is wrong, in Cedar's words.
-    #[must_use]
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for PolicyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.file.is_empty() {
-            f.write_str("the Cedar schema")?;
-        } else {
-            f.write_str(&self.file)?;
-        }
-        if let (Some(line), Some(column)) = (self.line, self.column) {
-            write!(f, ":{line}:{column}")?;
-        }
-        if let Some(policy) = &self.policy {
-            write!(f, ": policy {policy:?}")?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-impl std::error::Error for PolicyError {}
-
 /// Policies validated against a registry's schema, ready to decide calls.
 pub(crate) struct PolicyCheck {
     authorizer: Authorizer,
@@ -334,14 +265,6 @@ type KeptEntities = (Option<BTreeSet<String>>, (EntityUid, Arc<Entities>));
 /// How many principals' entities each tool keeps, and how many sets of scopes for each;
 /// past that it starts again.
 const KEPT_PRINCIPALS: usize = 256;
-
-/// Who calls, as the policies see them: the principal, and the scopes of the access token
-/// the call came with, if it came with one.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Caller<'a> {
-    pub(crate) principal: &'a Principal,
-    pub(crate) scopes: Option<&'a BTreeSet<String>>,
-}
 
 /// What the policies decided of one call.
 #[derive(Debug, Clone, PartialEq, Eq)]

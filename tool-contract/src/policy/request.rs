@@ -1,15 +1,24 @@
 //! One call as a Cedar request: the caller as the principal entity, the tool's action, and its
 //! validated arguments as `context.input`, converted along the tool's [`CedarType`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use cedar_policy::{Context, Entity, EntityId, EntityUid, RestrictedExpression};
 use serde_json::Value;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::Caller;
+use crate::vocabulary::Principal;
+
 use super::schema::{Attribute, CedarType};
+
+/// Who calls, as the policies see them: the principal, and the scopes of the access token
+/// the call came with, if it came with one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Caller<'a> {
+    pub(crate) principal: &'a Principal,
+    pub(crate) scopes: Option<&'a BTreeSet<String>>,
+}
 
 /// Why a call's arguments could not be put to the policies.
 #[derive(Debug)]

@@ -11,7 +11,7 @@ use cedar_policy::{EntityTypeName, Schema};
 
 use crate::contract::{ObjectShape, Registry, Shape};
 
-use super::PolicyError;
+use super::error::PolicyError;
 
 /// The principal's entity type: the verified caller.
 pub(super) const PRINCIPAL_TYPE: &str = "User";
