@@ -21,7 +21,6 @@ use tool_contract::control::{ControlStore, MemoryStore};
 use tool_contract::dispatch::{
     Dispatcher, GateCall, GateDecision, HandlerContext, Task, ToolOptions,
 };
-use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::{
     AuditKeys, Binder, CallContext, Principal, RawProvenance, RawResult, Registry, SecretKey,
     ToolContract, ToolFailure, ToolOutput,
@@ -91,16 +90,7 @@ fn dispatcher(ledger: Arc<dyn ControlStore>) -> Dispatcher {
 }
 
 fn context(name: &str, key: String) -> CallContext {
-    let call = ToolCall {
-        api: Api::OpenAiResponses,
-        adapter_revision: "openai-responses/2026-08".to_owned(),
-        response_id: Some("resp_1".to_owned()),
-        call_id: "call_1".to_owned(),
-        correlation: Correlation::Id,
-        name: name.to_owned(),
-        arguments: br#"{"order_ref":"ORDER-7"}"#.to_vec(),
-    };
-    CallContext::new(call, "op-1").with_idempotency_key(key)
+    common::orders::call(name).with_idempotency_key(key)
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -13,9 +13,8 @@ use common::orders::{Discard, GetOrder, Order, get_order};
 use criterion::{Criterion, criterion_group, criterion_main};
 use tool_contract::dispatch::{Dispatcher, DispatcherBuilder, HandlerContext, Task};
 use tool_contract::policy::Policies;
-use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::{
-    AuditKeys, CallContext, Principal, RawResult, SecretKey, ToolContract, ToolFailure, ToolSpec,
+    AuditKeys, Principal, RawResult, SecretKey, ToolContract, ToolFailure, ToolSpec,
 };
 
 /// Nine more reads beside `get_order`, so that policies can name ten tools.
@@ -99,19 +98,6 @@ fn policies(tools: &[&str], per_tool: usize) -> Policies {
     Policies::cedar("bench.cedar", text)
 }
 
-fn context() -> CallContext {
-    let call = ToolCall {
-        api: Api::OpenAiResponses,
-        adapter_revision: "openai-responses/2026-08".to_owned(),
-        response_id: Some("resp_1".to_owned()),
-        call_id: "call_1".to_owned(),
-        correlation: Correlation::Id,
-        name: "get_order".to_owned(),
-        arguments: br#"{"order_ref":"ORDER-7"}"#.to_vec(),
-    };
-    CallContext::new(call, "op-1")
-}
-
 fn bench_policies(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -119,7 +105,7 @@ fn bench_policies(c: &mut Criterion) {
         .expect("a runtime");
     let principal = Principal::new("acme", "alice");
     let task = Task::unlimited();
-    let call = context();
+    let call = common::orders::call("get_order");
     let authorizer = |principal: &Principal, _: &ToolSpec, arguments: &serde_json::Value| {
         principal.tenant == "acme"
             && !(1..10).any(|index| {

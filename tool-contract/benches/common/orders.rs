@@ -4,10 +4,11 @@ use std::sync::Arc;
 
 use tool_contract::control::AuditSink;
 use tool_contract::dispatch::{Dispatcher, HandlerContext};
+use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::results::ProtectedAudit;
 use tool_contract::{
-    AuditKeys, ModelResult, RawProvenance, RawResult, SecretKey, ToolContract, ToolFailure,
-    ToolOutput,
+    AuditKeys, CallContext, ModelResult, RawProvenance, RawResult, SecretKey, ToolContract,
+    ToolFailure, ToolOutput,
 };
 
 /// Read one order.
@@ -66,4 +67,19 @@ pub fn dispatcher() -> Dispatcher {
     .audit_sink(Arc::new(Discard))
     .build()
     .expect("every tool has a handler")
+}
+
+/// A model's call of `name` for the order `ORDER-7`, as OpenAI's Responses API makes it, its
+/// operation `op-1`.
+pub fn call(name: &str) -> CallContext {
+    let call = ToolCall {
+        api: Api::OpenAiResponses,
+        adapter_revision: "openai-responses/2026-08".to_owned(),
+        response_id: Some("resp_1".to_owned()),
+        call_id: "call_1".to_owned(),
+        correlation: Correlation::Id,
+        name: name.to_owned(),
+        arguments: br#"{"order_ref":"ORDER-7"}"#.to_vec(),
+    };
+    CallContext::new(call, "op-1")
 }
