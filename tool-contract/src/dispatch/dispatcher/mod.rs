@@ -183,7 +183,8 @@ struct Call<'a> {
     /// What the caller's own credentials may ask (an MCP token's scopes), when the caller
     /// has limits beyond the principal's: an edit a person approved runs only within them.
     reach: Option<&'a Reach<'a>>,
-    /// The scopes the caller's token grants, when the call came with one.
+    /// The scopes the caller's token grants, when the call came with one (for the policies).
+    #[cfg_attr(not(feature = "cedar"), allow(dead_code))]
     scopes: Option<&'a BTreeSet<String>>,
     /// What the client gives the handler besides the input.
     client: Option<&'a ClientSide>,
@@ -195,6 +196,7 @@ pub(crate) type Reach<'a> = dyn Fn(&ToolSpec, &[u8]) -> bool + Send + Sync + 'a;
 /// What a caller's credentials say beyond the principal: how far an approved edit may
 /// reach, and the token's scopes (for the policies), when it came with a token.
 #[derive(Clone, Copy)]
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) struct Credentials<'a> {
     pub(crate) reach: &'a Reach<'a>,
     pub(crate) scopes: Option<&'a BTreeSet<String>>,
@@ -635,8 +637,8 @@ impl Dispatcher {
             .tool
             .validate(&edited, self.registry.forbidden_keys())
             .map_err(|violations| ApprovalError::InvalidEdit(violations.to_string()))?;
-        let approvals_required = self.approvals_required(spec, &edited);
-        let signatures_required = self.signatures_required(spec, &edited);
+        let approvals_required = self.approvals_required(spec, &edited, edited_arguments);
+        let signatures_required = self.signatures_required(spec, &edited, edited_arguments);
         let arguments = String::from_utf8(edited)
             .map_err(|error| ApprovalError::InvalidEdit(error.to_string()))?;
         Ok(Edit {
