@@ -543,3 +543,113 @@ async fn an_edit_a_person_approved_is_decided_by_the_policies_as_if_the_model_as
     assert_eq!(code(&dispatch), Some(ErrorCode::NotFound), "{dispatch:?}");
     assert_eq!(remote.all_requests(), 0, "the edited call never ran");
 }
+
+/// Messages may be sent anywhere; those outside acme need two people, those within none, and
+/// those to the board only count signed approvals.
+const APPROVAL_RULES: &str = r#"
+@id("messages")
+permit(principal, action == Tools::Action::"send_message", resource);
+
+@id("outside-two") @approvers("2")
+permit(principal, action == Tools::Action::"send_message", resource)
+  when { !(context.input.to like "*@acme.example") };
+
+@id("inside-none") @approvers("0")
+permit(principal, action == Tools::Action::"send_message", resource)
+  when { context.input.to like "*@acme.example" };
+
+@id("board-signed") @signed_approvals("passkeys")
+permit(principal, action, resource)
+  when { context.input has to && context.input.to == "board@acme.example" };
+"#;
+
+fn tracker_with_rules(remote: &Arc<Remote>) -> Dispatcher {
+    builder(remote)
+        .policies(Policies::cedar("rules.cedar", APPROVAL_RULES))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_approval_rule_asks_as_many_people_as_it_says_for_the_calls_it_matches() {
+    let remote = Remote::new();
+    let dispatcher = tracker_with_rules(&remote);
+    let outside = tool_contract_tests::tracker::message("m1", "bob@globex.example");
+    let pending = tool_contract_tests::tracker::pending_approval(&dispatcher, &outside).await;
+    assert_eq!(pending.approvals_required, 2);
+    assert!(!pending.signatures_required);
+    assert_eq!(remote.all_requests(), 0);
+}
+
+#[tokio::test]
+async fn an_approval_rule_of_no_one_runs_the_calls_it_matches_at_once() {
+    let remote = Remote::new();
+    let dispatcher = tracker_with_rules(&remote);
+    let inside = tool_contract_tests::tracker::message("m1", "carol@acme.example");
+    let ran = tool_contract_tests::tracker::run(&dispatcher, &inside).await;
+    assert_eq!(ran.result.model.status(), Status::Succeeded, "{ran:?}");
+    assert_eq!(remote.all_requests(), 1);
+}
+
+#[tokio::test]
+async fn the_largest_ask_of_the_rules_that_match_holds_and_signatures_with_it() {
+    let remote = Remote::new();
+    let dispatcher = tracker_with_rules(&remote);
+    // `inside-none` and `board-signed` both match: one person, with a passkey.
+    let board = tool_contract_tests::tracker::message("m1", "board@acme.example");
+    let pending = tool_contract_tests::tracker::pending_approval(&dispatcher, &board).await;
+    assert_eq!(pending.approvals_required, 1);
+    assert!(pending.signatures_required);
+}
+
+#[tokio::test]
+async fn approval_rules_never_permit_a_call() {
+    let remote = Remote::new();
+    // Only approval rules: no access policy permits `send_message`.
+    let rules_alone = APPROVAL_RULES.replace(
+        "@id(\"messages\")\npermit(principal, action == Tools::Action::\"send_message\", resource);",
+        "",
+    );
+    let dispatcher = builder(&remote)
+        .policies(Policies::cedar("rules.cedar", rules_alone))
+        .build()
+        .unwrap();
+    let outside = tool_contract_tests::tracker::message("m1", "bob@globex.example");
+    let refused = tool_contract_tests::tracker::run(&dispatcher, &outside).await;
+    assert_eq!(code(&refused), Some(ErrorCode::NotFound));
+}
+
+#[test]
+fn an_approval_rule_that_forbids_names_the_principal_or_adds_an_approval_is_refused() {
+    let remote = Remote::new();
+    let errors = builder(&remote)
+        .policies(Policies::cedar(
+            "rules.cedar",
+            r#"
+            @id("forbids") @approvers("2")
+            forbid(principal, action == Tools::Action::"send_message", resource);
+            @id("names-bob") @approvers("2")
+            permit(principal, action == Tools::Action::"send_message", resource)
+              when { principal.id == "bob" };
+            @id("on-a-read") @approvers("1")
+            permit(principal, action == Tools::Action::"read_doc", resource);
+            @id("too-many") @approvers("17")
+            permit(principal, action == Tools::Action::"send_message", resource);
+            "#,
+        ))
+        .build()
+        .unwrap_err();
+    let mut refused: Vec<&str> = errors
+        .iter()
+        .map(|error| match error {
+            BuildError::Policy(error) => error.policy().unwrap(),
+            other => panic!("{other}"),
+        })
+        .collect();
+    refused.sort_unstable();
+    assert_eq!(
+        refused,
+        ["forbids", "names-bob", "on-a-read", "too-many"],
+        "{errors}"
+    );
+}

@@ -19,6 +19,10 @@
 //! closed. A refusal reads to the model exactly as `NOT_FOUND`, nothing runs and nothing is
 //! probed; its audit says why: the `forbid` policies that matched, or that no `permit` did.
 //!
+//! A `permit` annotated `@approvers("N")` (or `@signed_approvals("…")`) is an approval rule
+//! instead: it grants nothing, and says how many people must approve the writes it matches
+//! (the guide's Policies chapter).
+//!
 //! Each tool is decided by the policies whose scope can hold its action (`action`, `action ==`
 //! it, `action in` a list holding it or `call_tool`): Cedar's cost grows with the policies it
 //! evaluates, so a hundred policies over ten tools cost a call what ten do.
@@ -56,6 +60,7 @@
 //! assert_eq!((error.policy(), error.line()), (Some("policy0"), Some(2)));
 //! ```
 
+mod approval;
 mod error;
 mod request;
 mod schema;
@@ -74,6 +79,7 @@ use serde_json::Value;
 use crate::contract::Registry;
 use crate::vocabulary::Principal;
 
+pub(crate) use approval::ApprovalAsk;
 pub use error::PolicyError;
 pub(crate) use request::Caller;
 pub use schema::CedarSchema;
@@ -135,7 +141,16 @@ impl Policies {
             errors.sort_by_key(|error| (error.line, error.column));
             return Err(errors);
         }
-        PolicyCheck::new(schema, set).map_err(|error| vec![error])
+        let split = approval::split(&set, registry).map_err(|refused| {
+            refused
+                .into_iter()
+                .map(|(id, why)| PolicyError {
+                    message: why,
+                    ..self.at(&id, None)
+                })
+                .collect::<Vec<_>>()
+        })?;
+        PolicyCheck::new(schema, split).map_err(|error| vec![error])
     }
 
     /// The policy set, each policy under its `@id` or its place.
@@ -246,6 +261,8 @@ pub(crate) struct PolicyCheck {
     tools: HashMap<&'static str, ToolPolicy>,
     /// How many policies there are, for `Debug`.
     policies: usize,
+    /// What each approval rule asks, by its id.
+    asks: HashMap<PolicyId, approval::ApprovalRule>,
 }
 
 struct ToolPolicy {
@@ -257,6 +274,10 @@ struct ToolPolicy {
     set: PolicySet,
     /// The entities of the callers that called it lately: by principal, then by scopes.
     entities: Mutex<HashMap<Principal, Vec<KeptEntities>>>,
+    /// The approval rules whose scope can hold the tool's action.
+    rules: PolicySet,
+    /// The entities its approval rules are decided with: its actions alone.
+    rule_entities: Entities,
 }
 
 /// A caller's entities, kept: the scopes they were made with, the principal's uid, and them.
@@ -277,7 +298,7 @@ pub(crate) enum PolicyDecision {
 }
 
 impl PolicyCheck {
-    fn new(schema: CedarSchema, set: PolicySet) -> Result<Self, PolicyError> {
+    fn new(schema: CedarSchema, split: approval::Split) -> Result<Self, PolicyError> {
         let namespace = schema.namespace().to_owned();
         let name = |kind: &str| -> Result<EntityTypeName, PolicyError> {
             format!("{namespace}::{kind}")
@@ -300,33 +321,24 @@ impl PolicyCheck {
         for tool in schema.tools {
             let action =
                 EntityUid::from_type_name_and_id(action_type.clone(), EntityId::new(tool.name));
-            let actions = [&action, &call_tool]
+            let actions: Vec<Entity> = [&action, &call_tool]
                 .into_iter()
                 .filter_map(|uid| every_action.get(uid).cloned())
                 .collect();
-            // The tool's action is in itself and in `call_tool`, and in nothing else.
-            let holds = |uid: &EntityUid| *uid == action || *uid == call_tool;
-            let mut applying = PolicySet::new();
-            for policy in set.policies() {
-                let applies = match policy.action_constraint() {
-                    ActionConstraint::Any => true,
-                    ActionConstraint::Eq(uid) => uid == action,
-                    ActionConstraint::In(uids) => uids.iter().any(holds),
-                };
-                if applies {
-                    applying.add(policy.clone()).map_err(|error| {
-                        PolicyError::schema(format!("slicing the policies: {error}"))
-                    })?;
-                }
-            }
+            let set = applying(&split.access, &action, &call_tool)?;
+            let rules = applying(&split.rules, &action, &call_tool)?;
+            let rule_entities = Entities::from_entities(actions.iter().cloned(), None)
+                .map_err(|error| PolicyError::schema(format!("the actions: {error}")))?;
             tools.insert(
                 tool.name,
                 ToolPolicy {
                     action,
                     input: tool.input,
                     actions,
-                    set: applying,
+                    set,
                     entities: Mutex::new(HashMap::new()),
+                    rules,
+                    rule_entities,
                 },
             );
         }
@@ -335,8 +347,56 @@ impl PolicyCheck {
             principal_type,
             resource,
             tools,
-            policies: set.policies().count(),
+            policies: split.access.policies().count() + split.asks.len(),
+            asks: split.asks,
         })
+    }
+
+    /// What the approval rules ask of a write of `tool` with validated `arguments`: `None`
+    /// when no rule applies to the tool. A rule that fails on the arguments asks, as a Rust
+    /// rule that panics does.
+    pub(crate) fn approval(&self, tool: &str, arguments: &Value) -> Option<ApprovalAsk> {
+        let entry = self.tools.get(tool)?;
+        if entry.rules.is_empty() {
+            return None;
+        }
+        let every_rule = || {
+            approval::ask_of(
+                entry
+                    .rules
+                    .policies()
+                    .filter_map(|rule| self.asks.get(rule.id())),
+            )
+        };
+        let Ok(context) = request::context(&entry.input, arguments) else {
+            return Some(every_rule());
+        };
+        // A rule never names the principal (`approval::split` refuses one that does), so any
+        // principal decides the same: the one with no name.
+        let nobody =
+            EntityUid::from_type_name_and_id(self.principal_type.clone(), EntityId::new(""));
+        let Ok(request) = Request::new(
+            nobody,
+            entry.action.clone(),
+            self.resource.clone(),
+            context,
+            None,
+        ) else {
+            return Some(every_rule());
+        };
+        let response = self
+            .authorizer
+            .is_authorized(&request, &entry.rules, &entry.rule_entities);
+        let diagnostics = response.diagnostics();
+        let failed = diagnostics.errors().map(|error| match error {
+            cedar_policy::AuthorizationError::PolicyEvaluationError(error) => error.policy_id(),
+        });
+        let matched: Vec<&approval::ApprovalRule> = diagnostics
+            .reason()
+            .chain(failed)
+            .filter_map(|id| self.asks.get(id))
+            .collect();
+        Some(approval::ask_of(matched))
     }
 
     /// What the policies decide of `caller` calling `tool` with validated `arguments`.
@@ -438,6 +498,30 @@ impl PolicyCheck {
         by_scopes.push((caller.scopes.cloned(), found.clone()));
         Ok(found)
     }
+}
+
+/// The policies of `set` whose scope can hold `action`, which is in itself and in
+/// `call_tool`, and in nothing else.
+fn applying(
+    set: &PolicySet,
+    action: &EntityUid,
+    call_tool: &EntityUid,
+) -> Result<PolicySet, PolicyError> {
+    let holds = |uid: &EntityUid| uid == action || uid == call_tool;
+    let mut applying = PolicySet::new();
+    for policy in set.policies() {
+        let applies = match policy.action_constraint() {
+            ActionConstraint::Any => true,
+            ActionConstraint::Eq(uid) => uid == *action,
+            ActionConstraint::In(uids) => uids.iter().any(holds),
+        };
+        if applies {
+            applying
+                .add(policy.clone())
+                .map_err(|error| PolicyError::schema(format!("slicing the policies: {error}")))?;
+        }
+    }
+    Ok(applying)
 }
 
 impl fmt::Debug for PolicyCheck {

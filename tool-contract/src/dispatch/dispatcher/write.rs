@@ -106,7 +106,8 @@ impl Dispatcher {
             request_sha256 = prefix(&key.request_sha256),
             key_sha256 = prefix(&sha256_hex(key.ledger_key.as_bytes()))
         );
-        let approvals_required = self.approvals_required(valid.spec, &call.context.call.arguments);
+        let approvals_required =
+            self.approvals_required(valid.spec, &call.context.call.arguments, &valid.arguments);
         // The approval stage as the look asked and read it, when the look found no record:
         // the stage then needs no step of its own (`Some` answer), or is asked the same.
         let mut looked_stage = None;
@@ -351,11 +352,21 @@ impl Dispatcher {
         let checked = self.lookup_and_validate(&edited).and_then(|edited_valid| {
             self.gates(&edited, &edited_valid)?;
             self.authorize(&edited, &edited_valid)?;
-            let needed = self.approvals_required(edited_valid.spec, &context.call.arguments);
+            let needed = self.approvals_required(
+                edited_valid.spec,
+                &context.call.arguments,
+                &edited_valid.arguments,
+            );
             let given = redeem.map_or(0, |grant| grant.approvals.len());
             let unsigned = redeem
                 .is_some_and(|grant| grant.approvals.iter().any(|given| !given.basis.is_signed()));
-            if unsigned && self.signatures_required(edited_valid.spec, &context.call.arguments) {
+            if unsigned
+                && self.signatures_required(
+                    edited_valid.spec,
+                    &context.call.arguments,
+                    &edited_valid.arguments,
+                )
+            {
                 let error = ModelError::new(ErrorCode::ApprovalInvalid);
                 let detail = "the edited arguments need approvals signed by passkeys";
                 return Err(Box::new(self.control(&edited, error, detail)));
@@ -582,30 +593,43 @@ impl Dispatcher {
     }
 
     /// How many different people must approve a write of `spec` with `arguments` (0: it runs
-    /// at once): none unless its contract says who approves (`by_caller`, `by_another`); then
-    /// one, or what the application's policy for the tool says of these arguments.
-    pub(super) fn approvals_required(&self, spec: &ToolSpec, arguments: &[u8]) -> u32 {
+    /// at once; `validated` is the same arguments, read): none unless its contract says who
+    /// approves (`by_caller`, `by_another`); then one, or what the application's rules for
+    /// the tool say of these arguments. Where both its Rust rules and its Cedar approval rules
+    /// speak, the larger count holds.
+    pub(super) fn approvals_required(
+        &self,
+        spec: &ToolSpec,
+        arguments: &[u8],
+        validated: &serde_json::Value,
+    ) -> u32 {
         if !spec.approval().is_some_and(Approval::is_required) {
             return 0;
         }
-        let Some(policy) = self.approval_policies.get(spec.name()) else {
-            return 1;
+        let by_rules = self.approval_policies.get(spec.name()).map(|policy| {
+            let forbidden = self.registry.forbidden_keys();
+            // A rule that panics holds: the application's code fails toward asking.
+            let holds = |rule: &ArgumentRule| {
+                catch_unwind(AssertUnwindSafe(|| rule(arguments, forbidden))).unwrap_or_else(|_| {
+                    warn!(stage = "approval", "approval policy panicked");
+                    true
+                })
+            };
+            let asked = policy.ask_when.as_ref().is_none_or(holds);
+            policy
+                .approvers
+                .iter()
+                .filter(|(_, rule)| holds(rule))
+                .fold(u32::from(asked), |most, (count, _)| most.max(*count))
+        });
+        let by_policies = self
+            .policy_approval(spec, validated)
+            .map(|ask| ask.approvers);
+        let required = match (by_rules, by_policies) {
+            (None, None) => 1,
+            (Some(count), None) | (None, Some(count)) => count,
+            (Some(rules), Some(policies)) => rules.max(policies),
         };
-        let forbidden = self.registry.forbidden_keys();
-        // A rule that panics holds: the application's code fails toward asking.
-        let holds = |rule: &ArgumentRule| {
-            catch_unwind(AssertUnwindSafe(|| rule(arguments, forbidden))).unwrap_or_else(|_| {
-                warn!(stage = "approval", "approval policy panicked");
-                true
-            })
-        };
-        let asked = policy.ask_when.as_ref().is_none_or(holds);
-        let base = u32::from(asked);
-        let required = policy
-            .approvers
-            .iter()
-            .filter(|(_, rule)| holds(rule))
-            .fold(base, |most, (count, _)| most.max(*count));
         if required == 0 {
             debug!(
                 stage = "approval",
@@ -617,8 +641,20 @@ impl Dispatcher {
     }
 
     /// Whether only signed approvals count for a write of `spec` with `arguments`: when a
-    /// rule of the application's (`signed_approvals_when`) holds of them.
-    pub(super) fn signatures_required(&self, spec: &ToolSpec, arguments: &[u8]) -> bool {
+    /// rule of the application's (`signed_approvals_when`) holds of them, or a Cedar approval
+    /// rule annotated `@signed_approvals` matches them.
+    pub(super) fn signatures_required(
+        &self,
+        spec: &ToolSpec,
+        arguments: &[u8],
+        validated: &serde_json::Value,
+    ) -> bool {
+        if self
+            .policy_approval(spec, validated)
+            .is_some_and(|ask| ask.signed)
+        {
+            return true;
+        }
         let Some(policy) = self.approval_policies.get(spec.name()) else {
             return false;
         };
@@ -630,6 +666,37 @@ impl Dispatcher {
                 true
             })
         })
+    }
+
+    /// What the Cedar approval rules ask of a write of `spec` with `validated` arguments, when
+    /// any apply to the tool.
+    #[cfg(feature = "cedar")]
+    fn policy_approval(
+        &self,
+        spec: &ToolSpec,
+        validated: &serde_json::Value,
+    ) -> Option<PoliciesAsk> {
+        let check = self.policy_check.as_ref()?;
+        // Rules that panic ask, as Rust rules that panic hold.
+        let asked = catch_unwind(AssertUnwindSafe(|| check.approval(spec.name(), validated)))
+            .unwrap_or_else(|_| {
+                warn!(stage = "approval", "approval rules panicked");
+                Some(crate::policy::ApprovalAsk {
+                    approvers: 1,
+                    signed: true,
+                })
+            })?;
+        Some(PoliciesAsk {
+            approvers: asked.approvers,
+            signed: asked.signed,
+        })
+    }
+
+    /// Without the `cedar` feature there are no approval rules of Cedar's.
+    #[cfg(not(feature = "cedar"))]
+    #[allow(clippy::unused_self)]
+    fn policy_approval(&self, _: &ToolSpec, _: &serde_json::Value) -> Option<PoliciesAsk> {
+        None
     }
 
     /// The approval stage: the grant for exactly this request, for the claim to redeem
@@ -846,7 +913,11 @@ impl Dispatcher {
             operation_id: call.context.operation_id.clone(),
             ledger_key: key.ledger_key.clone(),
             approvals_required,
-            signatures_required: self.signatures_required(valid.spec, &call.context.call.arguments),
+            signatures_required: self.signatures_required(
+                valid.spec,
+                &call.context.call.arguments,
+                &valid.arguments,
+            ),
             approvals: Vec::new(),
             by_another: valid.spec.approval() == Some(Approval::ByAnother),
             caller_person_ref: self
@@ -1300,4 +1371,10 @@ fn lease_ms(options: &ToolOptions, grace: Duration) -> u64 {
         .saturating_mul(attempts)
         .saturating_add(duration_ms(options.retry.max_total_wait))
         .saturating_add(duration_ms(grace))
+}
+
+/// What the Cedar approval rules that matched a write ask, together.
+struct PoliciesAsk {
+    approvers: u32,
+    signed: bool,
 }
