@@ -14,6 +14,7 @@ use tool_contract::dispatch::{Dispatcher, DispatcherBuilder, HandlerContext, Too
 use tool_contract::evidence::{GroundingSource, SourceTier};
 use tool_contract::mcp::TaskSupport;
 use tool_contract::mcp::auth::{Issuer, JwtVerifier, ResourceServer};
+use tool_contract::policy::Policies;
 use tool_contract::results::{ReceiptSigner, RelyingParty};
 use tool_contract::{
     AuditKeys, FailureKind, RawProvenance, RawResult, Registry, SecretKey, ToolContract,
@@ -486,6 +487,31 @@ pub fn signed_four_eyes_dispatcher(
     let builder = builder(desk, audit, store)?
         .approvers_when(2, above)
         .signed_approvals_when(above)
+        .relying_party(relying_party)
+        .approval_receipts(receipt_signer()?);
+    built(builder)
+}
+
+/// The desk's rules as Cedar policies (`examples/refund-desk/policies.cedar`), under the
+/// namespace `RefundDesk`: what [`signed_four_eyes_dispatcher`]'s Rust rules say, as text a
+/// reviewer reads.
+pub fn policies() -> Policies {
+    Policies::cedar(
+        "refund-desk/policies.cedar",
+        include_str!("../refund-desk/policies.cedar"),
+    )
+    .namespace("RefundDesk")
+}
+
+/// [`signed_four_eyes_dispatcher`] with its rules from [`policies`] in place of Rust's.
+pub fn policy_dispatcher(
+    desk: &Arc<Desk>,
+    audit: Arc<dyn AuditSink>,
+    store: Arc<dyn ControlStore>,
+    relying_party: RelyingParty,
+) -> Result<Dispatcher, String> {
+    let builder = builder(desk, audit, store)?
+        .policies(policies())
         .relying_party(relying_party)
         .approval_receipts(receipt_signer()?);
     built(builder)

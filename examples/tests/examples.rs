@@ -10,5 +10,6 @@ mod mcp_auth;
 mod mcp_http;
 mod mcp_stdio;
 mod output_schemas;
+mod policies;
 mod replay;
 mod rig_agent;
