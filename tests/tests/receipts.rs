@@ -349,3 +349,33 @@ fn text_that_is_not_a_receipt_is_refused_without_a_panic() {
         assert!(matches!(keys.verify(text), Err(ReceiptError::Malformed(_))));
     }
 }
+
+#[tokio::test]
+async fn the_preview_and_the_receipt_name_the_approval_rules_that_asked() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .policies(tool_contract::policy::Policies::cedar(
+            "rules.cedar",
+            r#"permit(principal, action, resource);
+               @id("outside-two") @approvers("2")
+               permit(principal, action == Tools::Action::"send_message", resource)
+                 when { !(context.input.to like "*@acme.example") };"#,
+        ))
+        .approval_receipts(signer())
+        .build()
+        .unwrap();
+    let call = message("m1", "bob@globex.example");
+    let pending = pending_approval(&dispatcher, &call).await;
+    assert_eq!(pending.preview.required_by, ["outside-two"]);
+    assert!(pending.preview.to_text().contains("outside-two"));
+    for approver in ["carol", "dave"] {
+        approve_as(&dispatcher, &pending, approver).await;
+    }
+    let ran = run(&dispatcher, &call).await;
+    assert_eq!(ran.result.model.status(), Status::Succeeded, "{ran:?}");
+    let receipt = published()
+        .verify(receipt_of(&ran).to_json().as_bytes())
+        .unwrap();
+    assert_eq!(receipt.required_by, ["outside-two"]);
+    assert_eq!(receipt.approvals_required, Some(2));
+}

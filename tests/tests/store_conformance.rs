@@ -628,6 +628,8 @@ fn pending(id: &str, key: &str, request: &str) -> PendingApproval {
             effect: Effect::NonIdempotentWrite,
             arguments: serde_json::json!({ "title": "Broken \u{202e} login", "n": [1, 2.5] }),
             earlier_run: None,
+            // Kept through every store, and into the grant it becomes.
+            required_by: vec!["big-issues".to_owned()],
         },
         preview_sha256: format!("preview-of-{request}"),
         principal_ref: "p1".to_owned(),
@@ -827,6 +829,8 @@ async fn a_grant_the_approval_stage_read_is_redeemed_by_one_claim(store: &impl B
     else {
         panic!("the approved request proceeds");
     };
+    // The rules that asked, as the preview named them, in the grant another replica reads.
+    assert_eq!(grant.required_by, ["big-issues"]);
     assert_eq!(
         b.claim_redeeming(&redeeming("b", "apr_a", T0 + 1), &grant)
             .await

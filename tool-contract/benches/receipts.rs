@@ -51,6 +51,7 @@ fn facts() -> ReceiptFacts {
         redeemed_at: at(30),
         edited_arguments: None,
         earlier_run: None,
+        required_by: Vec::new(),
     }
 }
 

@@ -61,6 +61,7 @@ async fn approved(approver: &dyn ControlStore, owner: &str) -> Approved {
         effect: Effect::NonIdempotentWrite,
         arguments: serde_json::json!({ "order_ref": format!("ORDER-{n}") }),
         earlier_run: None,
+        required_by: Vec::new(),
     };
     let preview_sha256 = preview.sha256();
     let ask = ApprovalAsk {

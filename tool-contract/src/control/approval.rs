@@ -29,6 +29,10 @@ pub struct Preview {
     /// call repeats it as a new operation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub earlier_run: Option<EarlierRun>,
+    /// The approval rules that asked for this approval, by id, when Cedar policies did
+    /// (feature `cedar`); empty when the contract or the application's Rust rules did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_by: Vec<String>,
 }
 
 impl Preview {
@@ -62,6 +66,7 @@ impl Preview {
     ///     effect: Effect::NonIdempotentWrite,
     ///     arguments: serde_json::json!({ "name": "invoice\u{202e}fdp.exe" }),
     ///     earlier_run: None,
+    ///     required_by: Vec::new(),
     /// };
     /// assert!(preview.to_text().contains(r"invoice\u202efdp.exe"));
     /// ```
@@ -237,6 +242,9 @@ pub struct ApprovalGrant {
     /// The operation's earlier run the people were shown, when this repeats one whose window
     /// ended.
     pub earlier_run: Option<EarlierRun>,
+    /// The approval rules that asked for it, by id (its preview's
+    /// [`required_by`](Preview::required_by)).
+    pub required_by: Vec<String>,
 }
 
 impl ApprovalGrant {

@@ -282,6 +282,7 @@ mod tests {
                 ledger_key: "p:k".to_owned(),
                 edited_arguments: None,
                 earlier_run: None,
+                required_by: Vec::new(),
             },
             redeemed_by: redeemed_by.map(|(owner, generation)| Lease {
                 owner: owner.to_owned(),

@@ -32,6 +32,8 @@ pub(crate) struct ApprovalAsk {
     pub(crate) approvers: u32,
     /// Whether any matching rule asks for signed approvals.
     pub(crate) signed: bool,
+    /// The ids of the matching rules that asked for a person or a signature.
+    pub(crate) by: Vec<String>,
 }
 
 /// A policy set split in two: who may call (the policies without an approval annotation),
@@ -147,18 +149,28 @@ fn named_tools(policy: &Policy) -> Vec<String> {
 }
 
 /// What the rules `matched` ask together, or the contract's one person when none matched.
-pub(super) fn ask_of<'a>(matched: impl IntoIterator<Item = &'a ApprovalRule>) -> ApprovalAsk {
+pub(super) fn ask_of<'a>(
+    matched: impl IntoIterator<Item = (&'a PolicyId, &'a ApprovalRule)>,
+) -> ApprovalAsk {
     let mut asked: Option<ApprovalAsk> = None;
-    for rule in matched {
+    for (id, rule) in matched {
         let ask = asked.get_or_insert(ApprovalAsk {
             approvers: 0,
             signed: false,
+            by: Vec::new(),
         });
         ask.approvers = ask.approvers.max(rule.approvers);
         ask.signed |= rule.signed;
+        if rule.approvers > 0 || rule.signed {
+            ask.by.push(id.to_string());
+        }
     }
-    asked.unwrap_or(ApprovalAsk {
+    let mut ask = asked.unwrap_or(ApprovalAsk {
         approvers: 1,
         signed: false,
-    })
+        by: Vec::new(),
+    });
+    ask.by.sort();
+    ask.by.dedup();
+    ask
 }

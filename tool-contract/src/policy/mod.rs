@@ -365,7 +365,7 @@ impl PolicyCheck {
                 entry
                     .rules
                     .policies()
-                    .filter_map(|rule| self.asks.get(rule.id())),
+                    .filter_map(|rule| Some((rule.id(), self.asks.get(rule.id())?))),
             )
         };
         let Ok(context) = request::context(&entry.input, arguments) else {
@@ -391,10 +391,10 @@ impl PolicyCheck {
         let failed = diagnostics.errors().map(|error| match error {
             cedar_policy::AuthorizationError::PolicyEvaluationError(error) => error.policy_id(),
         });
-        let matched: Vec<&approval::ApprovalRule> = diagnostics
+        let matched: Vec<_> = diagnostics
             .reason()
             .chain(failed)
-            .filter_map(|id| self.asks.get(id))
+            .filter_map(|id| Some((id, self.asks.get(id)?)))
             .collect();
         Some(approval::ask_of(matched))
     }

@@ -83,6 +83,10 @@ pub struct ApprovalReceipt {
     /// what the people were shown they approved a repeat of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub earlier_run: Option<EarlierRun>,
+    /// The approval rules (Cedar policies, by id) that asked for the approval, when policies
+    /// did: the preview the people saw named them too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_by: Vec<String>,
 }
 
 /// The earlier run of an operation whose window ended (`within = "30d"`): a repeat after it is
@@ -228,6 +232,8 @@ pub struct ReceiptFacts {
     pub edited_arguments: Option<String>,
     /// The operation's earlier run, when its window ended and this is a repeat.
     pub earlier_run: Option<EarlierRun>,
+    /// The approval rules that asked for the approval, by id.
+    pub required_by: Vec<String>,
 }
 
 /// One published verification key: its id, its public half, and the times it signs between.
@@ -390,6 +396,7 @@ impl ReceiptSigner {
             approvals_required: Some(facts.approvals_required),
             signatures_required: Some(facts.signatures_required),
             earlier_run: facts.earlier_run.clone(),
+            required_by: facts.required_by.clone(),
         };
         let signature = self.signing_key.sign(&signed_bytes(&receipt));
         Ok(SignedReceipt {
@@ -900,6 +907,7 @@ mod tests {
             redeemed_at: at(30),
             edited_arguments: None,
             earlier_run: None,
+            required_by: Vec::new(),
         }
     }
 

@@ -333,6 +333,7 @@ pub fn decide_approve(
         .unwrap_or(step.expires_at);
     let grant = ApprovalGrant {
         earlier_run: pending.preview.earlier_run,
+        required_by: pending.preview.required_by,
         approval_id: pending.approval_id,
         request_sha256: pending.request_sha256,
         preview_sha256: pending.preview_sha256,

@@ -81,6 +81,7 @@ mod tests {
             ledger_key: ledger_key.to_owned(),
             edited_arguments: None,
             earlier_run: None,
+            required_by: Vec::new(),
         }
     }
 

@@ -196,6 +196,8 @@ struct StoredGrant {
     edited_arguments: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     earlier_run: Option<EarlierRun>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    required_by: Vec<String>,
 }
 
 fn to_json(value: &impl Serialize) -> Result<String, StoreError> {
@@ -243,6 +245,7 @@ pub(crate) fn approval_row(entry: &ApprovalEntry) -> Result<ApprovalRow, StoreEr
                 ledger_key: grant.ledger_key.clone(),
                 edited_arguments: grant.edited_arguments.clone(),
                 earlier_run: grant.earlier_run.clone(),
+                required_by: grant.required_by.clone(),
             };
             (GRANTED, to_json(&stored)?, redeemed_by.clone())
         }
@@ -327,6 +330,7 @@ pub(crate) fn approval_entry(row: ReadApprovalRow) -> Result<ApprovalEntry, Stor
                 ledger_key: stored.ledger_key,
                 edited_arguments: stored.edited_arguments,
                 earlier_run: stored.earlier_run,
+                required_by: stored.required_by,
             };
             Ok(ApprovalEntry::Granted { grant, redeemed_by })
         }

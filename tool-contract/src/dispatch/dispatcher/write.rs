@@ -684,11 +684,13 @@ impl Dispatcher {
                 Some(crate::policy::ApprovalAsk {
                     approvers: 1,
                     signed: true,
+                    by: Vec::new(),
                 })
             })?;
         Some(PoliciesAsk {
             approvers: asked.approvers,
             signed: asked.signed,
+            by: asked.by,
         })
     }
 
@@ -851,6 +853,7 @@ impl Dispatcher {
             redeemed_at,
             edited_arguments: grant.edited_arguments.clone(),
             earlier_run: grant.earlier_run.clone(),
+            required_by: grant.required_by.clone(),
         }
     }
 
@@ -895,6 +898,10 @@ impl Dispatcher {
             effect: valid.spec.effect(),
             arguments: valid.arguments.clone(),
             earlier_run: key.earlier_run.clone(),
+            required_by: self
+                .policy_approval(valid.spec, &valid.arguments)
+                .map(|ask| ask.by)
+                .unwrap_or_default(),
         };
         let preview_sha256 = preview.sha256();
         let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
@@ -1373,8 +1380,9 @@ fn lease_ms(options: &ToolOptions, grace: Duration) -> u64 {
         .saturating_add(duration_ms(grace))
 }
 
-/// What the Cedar approval rules that matched a write ask, together.
+/// What the Cedar approval rules that matched a write ask, together, and which asked.
 struct PoliciesAsk {
     approvers: u32,
     signed: bool,
+    by: Vec<String>,
 }
