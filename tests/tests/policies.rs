@@ -653,3 +653,46 @@ fn an_approval_rule_that_forbids_names_the_principal_or_adds_an_approval_is_refu
         "{errors}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_audit_names_the_permits_that_let_each_call_through() {
+    let remote = Remote::new();
+    let log = Arc::new(tool_contract::control::MemoryAuditLog::new(
+        tool_contract_tests::tracker::audit_key(),
+    ));
+    let dispatcher = builder(&remote)
+        .audit_sink(log.clone())
+        .policies(Policies::cedar("tracker.cedar", TRACKER_POLICIES))
+        .build()
+        .unwrap();
+    let looked = dispatcher
+        .dispatch(&alice(), &read("d-1"), &Task::unlimited())
+        .await;
+    assert_eq!(looked.result.audit.policies, ["docs"]);
+
+    // A write: asked, approved, then run; each record names the permit it ran under.
+    let call = tool_contract_tests::tracker::message("m1", "bob@globex.example");
+    tool_contract_tests::tracker::approve(&dispatcher, &call, "ana").await;
+    let sent = tool_contract_tests::tracker::run(&dispatcher, &call).await;
+    assert_eq!(sent.result.model.status(), Status::Succeeded, "{sent:?}");
+    assert_eq!(sent.result.audit.policies, ["messages"]);
+
+    // A refusal names none: its detail says why.
+    let refused = dispatcher
+        .dispatch(&alice(), &read("secret-1"), &Task::unlimited())
+        .await;
+    assert!(refused.result.audit.policies.is_empty());
+
+    // The log keeps them as the records said.
+    let kept: Vec<Vec<String>> = log
+        .records()
+        .into_iter()
+        .map(|(_, audit)| audit.policies)
+        .collect();
+    assert_eq!(kept.first().unwrap(), &["docs"]);
+    assert!(
+        kept.iter().any(|policies| policies == &["messages"]),
+        "{kept:?}"
+    );
+    assert!(kept.last().unwrap().is_empty());
+}

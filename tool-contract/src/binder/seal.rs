@@ -110,6 +110,7 @@ impl Binder<'_> {
             redactions,
             detail,
             approval: None,
+            policies: Vec::new(),
         };
         CallResult {
             model,

@@ -18,6 +18,8 @@
 //! cannot hold, is refused: where Cedar would skip a policy that errors, a call here fails
 //! closed. A refusal reads to the model exactly as `NOT_FOUND`, nothing runs and nothing is
 //! probed; its audit says why: the `forbid` policies that matched, or that no `permit` did.
+//! A call that runs has its `permit`s named in its audit
+//! ([`ProtectedAudit::policies`](crate::results::ProtectedAudit::policies)).
 //!
 //! A `permit` annotated `@approvers("N")` (or `@signed_approvals("…")`) is an approval rule
 //! instead: it grants nothing, and says how many people must approve the writes it matches
@@ -290,8 +292,8 @@ const KEPT_PRINCIPALS: usize = 256;
 /// What the policies decided of one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum PolicyDecision {
-    /// A `permit` matched and no `forbid`.
-    Allow,
+    /// A `permit` matched and no `forbid`: the ids of the `permit`s that matched.
+    Allow(Vec<String>),
     /// Refused, and why, for the audit: the `forbid`s that matched, or that none permitted,
     /// or that the call could not be evaluated.
     Deny(String),
@@ -446,7 +448,9 @@ impl PolicyCheck {
             return PolicyDecision::Deny(format!("a policy failed: {}", errors.join("; ")));
         }
         if response.decision() == Decision::Allow {
-            return PolicyDecision::Allow;
+            let mut permits: Vec<String> = diagnostics.reason().map(ToString::to_string).collect();
+            permits.sort();
+            return PolicyDecision::Allow(permits);
         }
         // Denied with no error: the reasons are the forbids that matched, if any did.
         let mut forbids: Vec<String> = diagnostics.reason().map(ToString::to_string).collect();

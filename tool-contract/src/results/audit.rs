@@ -53,6 +53,11 @@ pub struct ProtectedAudit {
     /// For a write that ran on a person's approval: whose, of what.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalRecord>,
+    /// The Cedar policies that let the call through, by id (feature `cedar`): kept beside the
+    /// binding, as `approval` is, for auditors. Empty, and absent from the JSON, without
+    /// policies or for a call they refused (whose `detail` names the `forbid`s).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<String>,
 }
 
 /// The approval a write ran on, as the audit keeps it.

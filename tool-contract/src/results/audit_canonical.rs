@@ -30,6 +30,7 @@ impl ProtectedAudit {
             redactions,
             detail,
             approval,
+            policies,
         } = self;
         let binding = binding_json(binding);
         let downstream = downstream_json(downstream);
@@ -38,7 +39,7 @@ impl ProtectedAudit {
         let tool_contract = tool_contract.as_ref().map(contract_json);
         let tool_contract = tool_contract.as_deref().map_or(Field::NULL, Field::Json);
         let mut out = Vec::with_capacity(1024);
-        let mut members = Vec::with_capacity(11);
+        let mut members = Vec::with_capacity(12);
         let approval = approval.as_ref().map(approval_json);
         if let Some(approval) = &approval {
             members.push((name!("approval"), Field::Json(approval)));
@@ -52,6 +53,12 @@ impl ProtectedAudit {
                 Field::OptStr(idempotency_key.as_deref()),
             ),
             (name!("operation_id"), Field::Str(operation_id)),
+        ]);
+        let policies = (!policies.is_empty()).then(|| strings_json(policies));
+        if let Some(policies) = &policies {
+            members.push((name!("policies"), Field::Json(policies)));
+        }
+        members.extend([
             (name!("principal_ref"), Field::Str(principal_ref)),
             (name!("provider_context"), Field::Json(&provider_context)),
             (name!("redactions"), Field::Json(&redactions)),
@@ -161,6 +168,14 @@ fn contract_json(contract: &ContractRevisions) -> Vec<u8> {
     ])
 }
 
+/// A list of strings, as canonical JSON.
+fn strings_json(strings: &[String]) -> Vec<u8> {
+    infallible(
+        canonical::to_vec(&serde_json::json!(strings)),
+        "strings are canonical JSON",
+    )
+}
+
 /// An approval, rare beside the calls that have none, through its serialization: it holds a
 /// signed receipt of many parts.
 fn approval_json(approval: &ApprovalRecord) -> Vec<u8> {
@@ -207,6 +222,7 @@ mod tests {
             redactions: Vec::new(),
             detail: None,
             approval: None,
+            policies: Vec::new(),
         }
     }
 
@@ -266,6 +282,7 @@ mod tests {
                 receipt: None,
                 redeemed: Some(true),
             }),
+            policies: vec![text("permit"), "agents-read".to_owned()],
         }
     }
 
@@ -301,6 +318,7 @@ mod tests {
         with(&|audit| audit.redactions = full.redactions[..1].to_vec());
         with(&|audit| audit.detail = full.detail.clone());
         with(&|audit| audit.approval = full.approval.clone());
+        with(&|audit| audit.policies = full.policies.clone());
         for audit in audits {
             assert_eq!(
                 audit.to_canonical_json(),

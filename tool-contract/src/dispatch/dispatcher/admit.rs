@@ -17,9 +17,10 @@ use crate::results::{ErrorCode, ModelError};
 impl Dispatcher {
     /// Whether the call may run at all: lookup, arguments, gates, authorization.
     pub(super) fn admit<'s>(&'s self, call: &Call<'_>) -> Result<Valid<'s>, Exit> {
-        let valid = self.lookup_and_validate(call)?;
+        let mut valid = self.lookup_and_validate(call)?;
         Guardrail::Gates.check(call.context, || self.gates(call, &valid))?;
-        Guardrail::Authorization.check(call.context, || self.authorize(call, &valid))?;
+        valid.policies =
+            Guardrail::Authorization.check(call.context, || self.authorize(call, &valid))?;
         Ok(valid)
     }
 
@@ -96,6 +97,7 @@ impl Dispatcher {
             spec,
             entry,
             arguments,
+            policies: Vec::new(),
         })
     }
 
@@ -153,8 +155,13 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// Authorization: a refusal reads as `NOT_FOUND`, word for word.
-    pub(super) fn authorize(&self, call: &Call<'_>, valid: &Valid<'_>) -> Result<(), Exit> {
+    /// Authorization: a refusal reads as `NOT_FOUND`, word for word. What it returns: the
+    /// Cedar policies that let the call through (none without policies).
+    pub(super) fn authorize(
+        &self,
+        call: &Call<'_>,
+        valid: &Valid<'_>,
+    ) -> Result<Vec<String>, Exit> {
         let allowed = self.authorizer.as_ref().is_none_or(|authorizer| {
             let asked = || authorizer.authorize(call.principal, valid.spec, &valid.arguments);
             // An authorizer that panics refuses.
@@ -181,11 +188,14 @@ impl Dispatcher {
                 warn!(stage = "policy", "policy evaluation panicked");
                 PolicyDecision::Deny("the policies' evaluation panicked".to_owned())
             });
-            if let PolicyDecision::Deny(why) = decision {
-                return Err(self.unauthorized(call, &format!("the policies refused: {why}")));
-            }
+            return match decision {
+                PolicyDecision::Allow(permits) => Ok(permits),
+                PolicyDecision::Deny(why) => {
+                    Err(self.unauthorized(call, &format!("the policies refused: {why}")))
+                }
+            };
         }
-        Ok(())
+        Ok(Vec::new())
     }
 
     /// A refusal of authorization: `NOT_FOUND` to the model, `detail` to the audit.

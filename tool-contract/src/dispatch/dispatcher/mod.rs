@@ -209,6 +209,8 @@ struct Ended {
     pending_approval: Option<PendingApproval>,
     /// The approval the write ran on, for the audit.
     approval: Option<ApprovalRecord>,
+    /// The policies that let the call through, for the audit.
+    policies: Vec<String>,
     attempts: u32,
     stop: Option<StopReason>,
     /// Whether the handler panicked.
@@ -224,6 +226,7 @@ impl Ended {
             write_state: None,
             pending_approval: None,
             approval: None,
+            policies: Vec::new(),
             attempts: 0,
             stop: None,
             handler_panicked: false,
@@ -252,6 +255,8 @@ struct Valid<'a> {
     spec: &'static ToolSpec,
     entry: &'a ToolEntry,
     arguments: Value,
+    /// The Cedar policies that let it through, once authorized (none without policies).
+    policies: Vec<String>,
 }
 
 impl Dispatcher {
@@ -939,9 +944,15 @@ impl Dispatcher {
             // On the heap: a write's steps make a future of some 15 KB, which every read's
             // future would otherwise be as large as, and be copied whole where it is moved.
             Ok(valid) if valid.spec.effect().is_write() => {
-                Box::pin(self.write(&call, &valid)).await
+                let mut ended = Box::pin(self.write(&call, &valid)).await;
+                ended.policies = valid.policies;
+                ended
             }
-            Ok(valid) => self.read(&mut call, &valid).await,
+            Ok(valid) => {
+                let mut ended = self.read(&mut call, &valid).await;
+                ended.policies = valid.policies;
+                ended
+            }
         };
         self.finish(ended).await
     }
@@ -1020,15 +1031,18 @@ impl Dispatcher {
         self.control(call, ModelError::new(code), &error_text)
     }
 
-    /// Sends `result` to the audit sink, with the approval it ran on; returns the sink's
-    /// failure, if it failed.
+    /// Sends `result` to the audit sink, with the approval it ran on and the policies that
+    /// let it through; returns the sink's failure, if it failed.
     async fn audit(
         &self,
         result: &mut CallResult,
         approval: Option<&ApprovalRecord>,
+        policies: &[String],
     ) -> Option<AuditLogError> {
-        // Not part of any digest: the approval is kept beside the binding, for auditors.
+        // Not part of any digest: the approval and the policies are kept beside the binding,
+        // for auditors.
         result.audit.approval = approval.cloned();
+        result.audit.policies = policies.to_vec();
         let append = || self.audit_sink.append(&result.model, &result.audit);
         // A sink that panics (building its future or in it) has failed to keep the record,
         // like one that errs.
@@ -1051,7 +1065,11 @@ impl Dispatcher {
     async fn finish(&self, mut ended: Ended) -> Dispatch {
         let audit_error = match ended.audited.take() {
             Some(error) => error,
-            None => self.audit(&mut ended.result, ended.approval.as_ref()).await,
+            None => {
+                let policies = &ended.policies;
+                self.audit(&mut ended.result, ended.approval.as_ref(), policies)
+                    .await
+            }
         };
         let model_json = self
             .trace_model_results

@@ -349,9 +349,9 @@ impl Dispatcher {
         };
         // Everything a call must pass, asked again of the edited call: its contract, the
         // gates, the authorizer, and as many approvers as its own arguments call for.
-        let checked = self.lookup_and_validate(&edited).and_then(|edited_valid| {
+        let checked = self.lookup_and_validate(&edited).and_then(|mut edited_valid| {
             self.gates(&edited, &edited_valid)?;
-            self.authorize(&edited, &edited_valid)?;
+            edited_valid.policies = self.authorize(&edited, &edited_valid)?;
             let needed = self.approvals_required(
                 edited_valid.spec,
                 &context.call.arguments,
@@ -1131,7 +1131,9 @@ impl Dispatcher {
             }
         };
         // The audit first, as for every write's end.
-        let audit_error = self.audit(&mut result, approval.as_ref()).await;
+        let audit_error = self
+            .audit(&mut result, approval.as_ref(), &valid.policies)
+            .await;
         let state = self
             .settle_unknown(key, event, Some(self.stored(key, &result.model)))
             .await;
