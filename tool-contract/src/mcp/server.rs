@@ -762,13 +762,14 @@ impl McpServer {
             if stateless {
                 return Box::pin(self.call_stateless(
                     &received,
-                    credentials,
+                    &credentials,
                     &client,
                     approval_state.as_deref(),
                 ))
                 .await;
             }
-            Box::pin(self.call_with_session(&principal, &context, peer, credentials, &client)).await
+            Box::pin(self.call_with_session(&principal, &context, peer, &credentials, &client))
+                .await
         };
         while_sending(listening, peer, answering).await
     }
@@ -910,7 +911,7 @@ impl McpServer {
         principal: &Principal,
         context: &CallContext,
         peer: &Peer<RoleServer>,
-        credentials: Credentials<'_>,
+        credentials: &Credentials<'_>,
         client: &ClientSide,
     ) -> Result<CallToolResponse, ErrorData> {
         let mut dispatch = self
@@ -951,7 +952,7 @@ impl McpServer {
     async fn call_stateless(
         &self,
         received: &Received<'_>,
-        credentials: Credentials<'_>,
+        credentials: &Credentials<'_>,
         client: &ClientSide,
         approval_state: Option<&str>,
     ) -> Result<CallToolResponse, ErrorData> {

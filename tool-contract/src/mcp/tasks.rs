@@ -597,7 +597,7 @@ impl McpServer {
             }
             let mut dispatch = self
                 .dispatcher
-                .dispatch_within(principal, context, &self.task, credentials, &client)
+                .dispatch_within(principal, context, &self.task, &credentials, &client)
                 .await;
             if let Some(wait) = in_progress_elsewhere(&dispatch) {
                 // The write runs under another lease (a replica that held this task before):

@@ -179,7 +179,7 @@ impl Dispatcher {
             let decided = || {
                 let caller = crate::policy::Caller {
                     principal: call.principal,
-                    scopes: call.scopes,
+                    scopes: call.credentials.and_then(|credentials| credentials.scopes),
                 };
                 check.decide(caller, valid.spec.name(), &valid.arguments)
             };

@@ -56,7 +56,7 @@ impl Dispatcher {
         let mut ended = Ended::new(projected.result)
             .stopped(projected.stop)
             .approved(approval);
-        ended.policies.clone_from(&valid.policies);
+        ended.result.audit.policies.clone_from(&valid.policies);
         ended.attempts = attempts;
         ended.handler_panicked = projected.handler_panicked;
         let Some(key) = key else {
@@ -71,8 +71,7 @@ impl Dispatcher {
         }
         // The audit first: should the process die before the ledger record, the lease lapses,
         // the write turns unknown, and the audit already holds what happened.
-        let audited = self.audit(&mut ended.result, ended.approval.as_ref(), &ended.policies);
-        ended.audited = Some(audited.await);
+        ended.audited = Some(self.audit(&mut ended.result, ended.approval.as_ref()).await);
         // An edited call: the record, and the model, hold what the model is told on its own
         // call; the audit holds both.
         let told_call = call
@@ -80,9 +79,8 @@ impl Dispatcher {
             .map(|original| self.call(call.principal, original, call.task));
         if let Some(told_call) = &told_call {
             let mut told = self.told_of_edit(told_call, &ended.result);
-            let audit_error = self
-                .audit(&mut told, ended.approval.as_ref(), &ended.policies)
-                .await;
+            told.audit.policies.clone_from(&valid.policies);
+            let audit_error = self.audit(&mut told, ended.approval.as_ref()).await;
             let first_error = ended.audited.take().flatten();
             ended.audited = Some(first_error.or(audit_error));
             ended.result = told;
@@ -137,9 +135,11 @@ impl Dispatcher {
         );
         let error = ModelError::new(ErrorCode::StatusConflict);
         let mut conflict = self.control(call, error, &detail);
-        let audit_error = self
-            .audit(&mut conflict, ended.approval.as_ref(), &ended.policies)
-            .await;
+        conflict
+            .audit
+            .policies
+            .clone_from(&ended.result.audit.policies);
+        let audit_error = self.audit(&mut conflict, ended.approval.as_ref()).await;
         let first_error = ended.audited.take().flatten();
         ended.audited = Some(first_error.or(audit_error));
         ended.write_state = match state {

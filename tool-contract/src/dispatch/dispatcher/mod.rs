@@ -181,11 +181,10 @@ struct Call<'a> {
     /// The write this read runs as the status query of.
     status_of: Option<&'static str>,
     /// What the caller's own credentials may ask (an MCP token's scopes), when the caller
-    /// has limits beyond the principal's: an edit a person approved runs only within them.
-    reach: Option<&'a Reach<'a>>,
-    /// The scopes the caller's token grants, when the call came with one (for the policies).
-    #[cfg_attr(not(feature = "cedar"), allow(dead_code))]
-    scopes: Option<&'a BTreeSet<String>>,
+    /// has limits beyond the principal's: an edit a person approved runs only within them;
+    /// and the token's scopes, for the policies. One reference: every move of a dispatch's
+    /// future copies its calls.
+    credentials: Option<&'a Credentials<'a>>,
     /// What the client gives the handler besides the input.
     client: Option<&'a ClientSide>,
 }
@@ -195,10 +194,10 @@ pub(crate) type Reach<'a> = dyn Fn(&ToolSpec, &[u8]) -> bool + Send + Sync + 'a;
 
 /// What a caller's credentials say beyond the principal: how far an approved edit may
 /// reach, and the token's scopes (for the policies), when it came with a token.
-#[derive(Clone, Copy)]
 #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) struct Credentials<'a> {
     pub(crate) reach: &'a Reach<'a>,
+    #[cfg_attr(not(feature = "cedar"), allow(dead_code))]
     pub(crate) scopes: Option<&'a BTreeSet<String>>,
 }
 
@@ -209,8 +208,6 @@ struct Ended {
     pending_approval: Option<PendingApproval>,
     /// The approval the write ran on, for the audit.
     approval: Option<ApprovalRecord>,
-    /// The policies that let the call through, for the audit.
-    policies: Vec<String>,
     attempts: u32,
     stop: Option<StopReason>,
     /// Whether the handler panicked.
@@ -226,7 +223,6 @@ impl Ended {
             write_state: None,
             pending_approval: None,
             approval: None,
-            policies: Vec::new(),
             attempts: 0,
             stop: None,
             handler_panicked: false,
@@ -918,7 +914,7 @@ impl Dispatcher {
         principal: &Principal,
         context: &CallContext,
         task: &Task,
-        credentials: Credentials<'_>,
+        credentials: &Credentials<'_>,
         client: &ClientSide,
     ) -> Dispatch {
         let span = self.span(context);
@@ -932,12 +928,11 @@ impl Dispatcher {
         principal: &Principal,
         context: &CallContext,
         task: &Task,
-        credentials: Option<Credentials<'_>>,
+        credentials: Option<&Credentials<'_>>,
         client: Option<&ClientSide>,
     ) -> Dispatch {
         let mut call = self.call(principal, context, task);
-        call.reach = credentials.map(|credentials| credentials.reach);
-        call.scopes = credentials.and_then(|credentials| credentials.scopes);
+        call.credentials = credentials;
         call.client = client;
         let ended = match self.admit(&call) {
             Err(result) => Ended::new(*result),
@@ -945,12 +940,12 @@ impl Dispatcher {
             // future would otherwise be as large as, and be copied whole where it is moved.
             Ok(valid) if valid.spec.effect().is_write() => {
                 let mut ended = Box::pin(self.write(&call, &valid)).await;
-                ended.policies = valid.policies;
+                ended.result.audit.policies = valid.policies;
                 ended
             }
             Ok(valid) => {
                 let mut ended = self.read(&mut call, &valid).await;
-                ended.policies = valid.policies;
+                ended.result.audit.policies = valid.policies;
                 ended
             }
         };
@@ -986,8 +981,7 @@ impl Dispatcher {
             binder: self.binder(),
             edited_from: None,
             status_of: None,
-            reach: None,
-            scopes: None,
+            credentials: None,
             client: None,
         }
     }
@@ -1031,18 +1025,16 @@ impl Dispatcher {
         self.control(call, ModelError::new(code), &error_text)
     }
 
-    /// Sends `result` to the audit sink, with the approval it ran on and the policies that
-    /// let it through; returns the sink's failure, if it failed.
+    /// Sends `result` to the audit sink, with the approval it ran on; returns the sink's
+    /// failure, if it failed. (The policies that let the call through are in its audit
+    /// already: like the approval, beside the binding and in no digest.)
     async fn audit(
         &self,
         result: &mut CallResult,
         approval: Option<&ApprovalRecord>,
-        policies: &[String],
     ) -> Option<AuditLogError> {
-        // Not part of any digest: the approval and the policies are kept beside the binding,
-        // for auditors.
+        // Not part of any digest: the approval is kept beside the binding, for auditors.
         result.audit.approval = approval.cloned();
-        result.audit.policies = policies.to_vec();
         let append = || self.audit_sink.append(&result.model, &result.audit);
         // A sink that panics (building its future or in it) has failed to keep the record,
         // like one that errs.
@@ -1065,11 +1057,7 @@ impl Dispatcher {
     async fn finish(&self, mut ended: Ended) -> Dispatch {
         let audit_error = match ended.audited.take() {
             Some(error) => error,
-            None => {
-                let policies = &ended.policies;
-                self.audit(&mut ended.result, ended.approval.as_ref(), policies)
-                    .await
-            }
+            None => self.audit(&mut ended.result, ended.approval.as_ref()).await,
         };
         let model_json = self
             .trace_model_results

@@ -188,7 +188,7 @@ impl Dispatcher {
             state = state.as_str(),
             "settled by a person"
         );
-        let audit_error = self.audit(&mut result, None, &[]).await;
+        let audit_error = self.audit(&mut result, None).await;
         let mut ended = Ended::new(result).in_state(Some(state));
         ended.audited = Some(audit_error);
         Ok(ended)

@@ -203,9 +203,9 @@ impl Dispatcher {
                         .await
                 }
                 Some(edited)
-                    if call
-                        .reach
-                        .is_some_and(|reach| !reach(valid.spec, edited.as_bytes())) =>
+                    if call.credentials.is_some_and(|credentials| {
+                        !(credentials.reach)(valid.spec, edited.as_bytes())
+                    }) =>
                 {
                     // A person may change the call, not what its caller may ask for: the edit
                     // does not run with credentials that could not have asked it.
@@ -1131,9 +1131,8 @@ impl Dispatcher {
             }
         };
         // The audit first, as for every write's end.
-        let audit_error = self
-            .audit(&mut result, approval.as_ref(), &valid.policies)
-            .await;
+        result.audit.policies.clone_from(&valid.policies);
+        let audit_error = self.audit(&mut result, approval.as_ref()).await;
         let state = self
             .settle_unknown(key, event, Some(self.stored(key, &result.model)))
             .await;
