@@ -243,7 +243,13 @@ impl Policies {
 
     /// The line and column (1-based, in characters) of byte `offset` of the text.
     fn position(&self, offset: usize) -> (usize, usize) {
-        let before = &self.text[..offset.min(self.text.len())];
+        // Cedar's offsets are bytes at a character's start; one that is not is taken back to
+        // the character it falls in, never sliced through.
+        let mut end = offset.min(self.text.len());
+        while !self.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let before = &self.text[..end];
         let line = before.matches('\n').count() + 1;
         let column = before
             .rsplit('\n')
@@ -534,5 +540,19 @@ impl fmt::Debug for PolicyCheck {
             .field("policies", &self.policies)
             .field("tools", &self.tools.len())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Policies;
+
+    #[test]
+    fn a_position_inside_a_character_is_that_characters() {
+        let policies = Policies::cedar("p", "é\nxé");
+        assert_eq!(policies.position(1), (1, 1));
+        assert_eq!(policies.position(3), (2, 1));
+        assert_eq!(policies.position(5), (2, 2));
+        assert_eq!(policies.position(99), (2, 3));
     }
 }
