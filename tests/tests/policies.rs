@@ -696,3 +696,21 @@ async fn the_audit_names_the_permits_that_let_each_call_through() {
     );
     assert!(kept.last().unwrap().is_empty());
 }
+
+#[test]
+fn a_user_named_by_id_alone_is_refused_for_it_is_that_subject_in_every_tenant() {
+    let errors = refused(
+        "@id(\"scope\")\npermit(principal == Desk::User::\"alice\", action, resource);\n\
+         @id(\"condition\")\npermit(principal, action, resource) when { principal == Desk::User::\"alice\" };\n\
+         @id(\"attributes\")\npermit(principal, action, resource)\n  \
+         when { principal.id == \"alice\" && principal.tenant == \"acme\" };",
+    );
+    let mut policies: Vec<_> = errors.iter().map(PolicyError::policy).collect();
+    policies.sort_unstable();
+    assert_eq!(policies, [Some("condition"), Some("scope")], "{errors:?}");
+    assert!(
+        errors[0].message().contains("every tenant"),
+        "{}",
+        errors[0]
+    );
+}

@@ -143,6 +143,28 @@ impl Policies {
             errors.sort_by_key(|error| (error.line, error.column));
             return Err(errors);
         }
+        // A user's entity id is their subject alone: compared with one, a policy would match
+        // the same subject in every tenant.
+        let user = format!("{}::{}", self.namespace, schema::PRINCIPAL_TYPE);
+        let ambiguous: Vec<PolicyError> = set
+            .policies()
+            .filter(|policy| {
+                policy
+                    .to_json()
+                    .map_or(true, |json| names_an_entity_of(&json, &user))
+            })
+            .map(|policy| PolicyError {
+                message: format!(
+                    "a {user} named by its id alone is the same subject in every tenant: name \
+                     the caller by its attributes (`principal.id == \"alice\" && \
+                     principal.tenant == \"acme\"`)"
+                ),
+                ..self.at(policy.id(), None)
+            })
+            .collect();
+        if !ambiguous.is_empty() {
+            return Err(ambiguous);
+        }
         let split = approval::split(&set, registry).map_err(|refused| {
             refused
                 .into_iter()
@@ -291,9 +313,11 @@ struct ToolPolicy {
 /// A caller's entities, kept: the scopes they were made with, the principal's uid, and them.
 type KeptEntities = (Option<BTreeSet<String>>, (EntityUid, Arc<Entities>));
 
-/// How many principals' entities each tool keeps, and how many sets of scopes for each;
-/// past that it starts again.
+/// How many principals' entities each tool keeps, past which it starts again.
 const KEPT_PRINCIPALS: usize = 256;
+
+/// How many sets of scopes it keeps for one principal (their tokens rarely differ).
+const KEPT_SCOPE_SETS: usize = 4;
 
 /// What the policies decided of one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -502,11 +526,26 @@ impl PolicyCheck {
         }
         let found = (uid, Arc::new(entities));
         let by_scopes = kept.entry(caller.principal.clone()).or_default();
-        if by_scopes.len() >= KEPT_PRINCIPALS {
+        if by_scopes.len() >= KEPT_SCOPE_SETS {
             by_scopes.clear();
         }
         by_scopes.push((caller.scopes.cloned(), found.clone()));
         Ok(found)
+    }
+}
+
+/// Whether a policy's JSON form names an entity of type `ty` by its id, in its scope or its
+/// conditions.
+fn names_an_entity_of(json: &Value, ty: &str) -> bool {
+    match json {
+        Value::Object(members) => {
+            (members.get("type").and_then(Value::as_str) == Some(ty) && members.contains_key("id"))
+                || members
+                    .values()
+                    .any(|member| names_an_entity_of(member, ty))
+        }
+        Value::Array(items) => items.iter().any(|item| names_an_entity_of(item, ty)),
+        _ => false,
     }
 }
 
