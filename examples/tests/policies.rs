@@ -1,9 +1,11 @@
-//! The refund desk's policy file asks what the Rust rules it stands for ask.
+//! The refund desk's policy file asks what the Rust rules it stands for ask, and proves it
+//! does for every draft.
 
 use std::sync::Arc;
 
 use tool_contract::control::{MemoryAuditLog, MemoryStore};
 use tool_contract::dispatch::{Dispatcher, Task};
+use tool_contract::policy::{Claim, Prover, Verdict};
 use tool_contract::providers::{Api, Correlation, ToolCall};
 use tool_contract::{CallContext, Principal, Status};
 use tool_contract_examples::refund_desk::{self as desk, Desk};
@@ -64,4 +66,27 @@ async fn the_desks_policy_file_asks_what_its_rust_rules_ask() {
     }
     assert_eq!(asked(&by_rust, at_the_line + 1).await, (2, true));
     assert_eq!(asked(&by_rust, at_the_line).await, (1, false));
+}
+
+#[tokio::test]
+async fn the_desks_policy_file_proves_every_draft_above_the_line_waits_for_two_signed_approvals() {
+    let test =
+        "the_desks_policy_file_proves_every_draft_above_the_line_waits_for_two_signed_approvals";
+    let Some(cvc5) = tool_contract_tests::program_named_by("TOOL_CONTRACT_CVC5", test) else {
+        return;
+    };
+    let mut prover = Prover::new(&desk::policies(), &desk::registry())
+        .unwrap()
+        .solver(cvc5);
+    let above = |cents: u64| {
+        Claim::needs_approvers("create_refund_draft", 2)
+            .signed()
+            .when(format!("context.input.amount_cents > {cents}"))
+    };
+    let at_the_line = desk::TWO_SUPERVISORS_ABOVE_CENTS;
+    assert_eq!(prover.prove(&above(at_the_line)).await, Ok(Verdict::Proved));
+    let Ok(Verdict::Refuted(call)) = prover.prove(&above(at_the_line - 1)).await else {
+        panic!("a draft at the line needs one person")
+    };
+    assert_eq!(call.input()["amount_cents"], at_the_line, "{call}");
 }

@@ -58,6 +58,7 @@ mod operations;
 mod output_validation;
 mod policies;
 mod policy_portability;
+mod policy_proofs;
 mod projection;
 mod providers;
 mod receipts;

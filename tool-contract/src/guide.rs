@@ -26,7 +26,7 @@
         feature = "console",
         feature = "postgres",
         feature = "rig",
-        feature = "cedar"
+        feature = "cedar-prove"
     )),
     allow(rustdoc::broken_intra_doc_links)
 )]

@@ -126,6 +126,7 @@
 //! | `passkeys` | approvals signed by the approvers' own passkeys (WebAuthn, verified by `webauthn-rs-core`; building needs OpenSSL's headers): `Dispatcher::begin_enrollment`, `decide_signed`, `results::KeySet::verify_with_approvers`; the approver directory, the approval statement and signed audit tree heads need no feature |
 //! | `rig` | `rig::RigTools`: a dispatcher's registry as the tools of a rig (`rig-core` 0.44) agent, every call from its loop through the pipeline (needs Rust 1.95) |
 //! | `cedar` | `policy`: Cedar policies validated against a schema the contracts make when the dispatcher is built, and evaluated on every call |
+//! | `cedar-prove` | `policy::Prover`: claims about those policies ("every refund above 500.00 waits for two people") proved for every call, or refuted with one, by Cedar's symbolic compiler and the cvc5 solver (implies `cedar`) |
 //! | `otel` | the MCP server's `tools/call` spans parented from the trace context in the request's `_meta`, through the application's OpenTelemetry propagator |
 //!
 //! Items behind a feature say so in these docs.

@@ -14,7 +14,7 @@ pub(super) const APPROVERS: &str = "approvers";
 pub(super) const SIGNED: &str = "signed_approvals";
 
 /// The most approvers one rule may ask for.
-const MOST_APPROVERS: u32 = 16;
+pub(super) const MOST_APPROVERS: u32 = 16;
 
 /// What one approval rule asks of the calls it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -25,6 +25,10 @@
 //! instead: it grants nothing, and says how many people must approve the writes it matches
 //! (the guide's Policies chapter).
 //!
+//! With the feature `cedar-prove`, a `Prover` proves claims about the policies for every call
+//! the contracts allow ("every draft above 500.00 waits for two people"), or finds a call
+//! each is false of, before they deploy.
+//!
 //! Each tool is decided by the policies whose scope can hold its action (`action`, `action ==`
 //! it, `action in` a list holding it or `call_tool`): Cedar's cost grows with the policies it
 //! evaluates, so a hundred policies over ten tools cost a call what ten do.
@@ -64,6 +68,8 @@
 
 mod approval;
 mod error;
+#[cfg(feature = "cedar-prove")]
+mod prove;
 mod request;
 mod schema;
 
@@ -83,6 +89,8 @@ use crate::vocabulary::Principal;
 
 pub(crate) use approval::ApprovalAsk;
 pub use error::PolicyError;
+#[cfg(feature = "cedar-prove")]
+pub use prove::{Claim, Counterexample, ProofError, Prover, Verdict};
 pub(crate) use request::Caller;
 pub use schema::CedarSchema;
 
@@ -126,6 +134,16 @@ impl Policies {
     /// Every problem found: the schema's (see [`CedarSchema::of`]), the text's syntax, and each
     /// validation error and warning, in the order of the text.
     pub(crate) fn check(&self, registry: &Registry) -> Result<PolicyCheck, Vec<PolicyError>> {
+        let (schema, split) = self.validate(registry)?;
+        PolicyCheck::new(schema, split).map_err(|error| vec![error])
+    }
+
+    /// The schema and these policies, validated against it and split into access policies and
+    /// approval rules; every problem found otherwise, as [`Policies::check`] says.
+    fn validate(
+        &self,
+        registry: &Registry,
+    ) -> Result<(CedarSchema, approval::Split), Vec<PolicyError>> {
         let schema = CedarSchema::of(registry, &self.namespace).map_err(|error| vec![error])?;
         let set = self.parse()?;
         let validation =
@@ -174,7 +192,7 @@ impl Policies {
                 })
                 .collect::<Vec<_>>()
         })?;
-        PolicyCheck::new(schema, split).map_err(|error| vec![error])
+        Ok((schema, split))
     }
 
     /// The policy set, each policy under its `@id` or its place.
