@@ -68,6 +68,7 @@
 
 mod approval;
 mod error;
+mod evaluate;
 #[cfg(feature = "cedar-prove")]
 mod prove;
 mod request;
@@ -78,8 +79,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use cedar_policy::{
-    ActionConstraint, Authorizer, Decision, Effect, Entities, Entity, EntityId, EntityTypeName,
-    EntityUid, PolicyId, PolicySet, Request, ValidationMode, Validator,
+    ActionConstraint, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicyId, PolicySet,
+    Request, ValidationMode, Validator,
 };
 use miette::Diagnostic;
 use serde_json::Value;
@@ -93,6 +94,8 @@ pub use error::PolicyError;
 pub use prove::{Claim, Counterexample, ProofError, Prover, Verdict};
 pub(crate) use request::Caller;
 pub use schema::CedarSchema;
+
+use evaluate::Conditions;
 
 /// The namespace a schema and its policies are in unless [`Policies::namespace`] says
 /// another.
@@ -302,7 +305,6 @@ impl Policies {
 
 /// Policies validated against a registry's schema, ready to decide calls.
 pub(crate) struct PolicyCheck {
-    authorizer: Authorizer,
     principal_type: EntityTypeName,
     resource: EntityUid,
     /// Per tool: its action, its input's type, and the action entities a request holds.
@@ -319,11 +321,11 @@ struct ToolPolicy {
     actions: Vec<Entity>,
     /// The policies whose scope can hold this tool's action: Cedar's cost grows with the
     /// policies it evaluates, and one whose scope names other actions is false here anyway.
-    set: PolicySet,
+    access: Conditions,
     /// The entities of the callers that called it lately: by principal, then by scopes.
     entities: Mutex<HashMap<Principal, Vec<KeptEntities>>>,
     /// The approval rules whose scope can hold the tool's action.
-    rules: PolicySet,
+    rules: Conditions,
     /// The entities its approval rules are decided with: its actions alone.
     rule_entities: Entities,
 }
@@ -375,8 +377,8 @@ impl PolicyCheck {
                 .into_iter()
                 .filter_map(|uid| every_action.get(uid).cloned())
                 .collect();
-            let set = applying(&split.access, &action, &call_tool)?;
-            let rules = applying(&split.rules, &action, &call_tool)?;
+            let access = Conditions::of(&applying(&split.access, &action, &call_tool)?);
+            let rules = Conditions::of(&applying(&split.rules, &action, &call_tool)?);
             let rule_entities = Entities::from_entities(actions.iter().cloned(), None)
                 .map_err(|error| PolicyError::schema(format!("the actions: {error}")))?;
             tools.insert(
@@ -385,7 +387,7 @@ impl PolicyCheck {
                     action,
                     input: tool.input,
                     actions,
-                    set,
+                    access,
                     entities: Mutex::new(HashMap::new()),
                     rules,
                     rule_entities,
@@ -393,7 +395,6 @@ impl PolicyCheck {
             );
         }
         Ok(PolicyCheck {
-            authorizer: Authorizer::new(),
             principal_type,
             resource,
             tools,
@@ -414,8 +415,8 @@ impl PolicyCheck {
             approval::ask_of(
                 entry
                     .rules
-                    .policies()
-                    .filter_map(|rule| Some((rule.id(), self.asks.get(rule.id())?))),
+                    .ids()
+                    .filter_map(|id| Some((id, self.asks.get(id)?))),
             )
         };
         let Ok(context) = request::context(&entry.input, arguments) else {
@@ -434,16 +435,11 @@ impl PolicyCheck {
         ) else {
             return Some(every_rule());
         };
-        let response = self
-            .authorizer
-            .is_authorized(&request, &entry.rules, &entry.rule_entities);
-        let diagnostics = response.diagnostics();
-        let failed = diagnostics.errors().map(|error| match error {
-            cedar_policy::AuthorizationError::PolicyEvaluationError(error) => error.policy_id(),
-        });
-        let matched: Vec<_> = diagnostics
-            .reason()
-            .chain(failed)
+        let outcome = entry.rules.evaluate(&request, &entry.rule_entities);
+        let matched: Vec<_> = outcome
+            .permits
+            .into_iter()
+            .chain(outcome.failed.into_iter().map(|(id, _)| id))
             .filter_map(|id| Some((id, self.asks.get(id)?)))
             .collect();
         Some(approval::ask_of(matched))
@@ -459,11 +455,7 @@ impl PolicyCheck {
         let Some(entry) = self.tools.get(tool) else {
             return PolicyDecision::Deny(format!("{tool:?} is not in the policies' schema"));
         };
-        if !entry
-            .set
-            .policies()
-            .any(|policy| policy.effect() == Effect::Permit)
-        {
+        if !entry.access.any_permit() {
             return PolicyDecision::Deny("no policy permits it".to_owned());
         }
         let request = (|| {
@@ -487,26 +479,30 @@ impl PolicyCheck {
                 ));
             }
         };
-        let response = self
-            .authorizer
-            .is_authorized(&request, &entry.set, &entities);
-        let diagnostics = response.diagnostics();
-        let errors: Vec<String> = diagnostics.errors().map(ToString::to_string).collect();
-        if !errors.is_empty() {
-            return PolicyDecision::Deny(format!("a policy failed: {}", errors.join("; ")));
+        let outcome = entry.access.evaluate(&request, &entities);
+        if !outcome.failed.is_empty() {
+            let failed: Vec<String> = outcome
+                .failed
+                .iter()
+                .map(|(id, error)| format!("while evaluating policy `{id}`: {error}"))
+                .collect();
+            return PolicyDecision::Deny(format!("a policy failed: {}", failed.join("; ")));
         }
-        if response.decision() == Decision::Allow {
-            let mut permits: Vec<String> = diagnostics.reason().map(ToString::to_string).collect();
-            permits.sort();
-            return PolicyDecision::Allow(permits);
+        let sorted = |ids: Vec<&PolicyId>| {
+            let mut ids: Vec<String> = ids.into_iter().map(ToString::to_string).collect();
+            ids.sort();
+            ids
+        };
+        if !outcome.forbids.is_empty() {
+            return PolicyDecision::Deny(format!(
+                "forbidden by {}",
+                sorted(outcome.forbids).join(", ")
+            ));
         }
-        // Denied with no error: the reasons are the forbids that matched, if any did.
-        let mut forbids: Vec<String> = diagnostics.reason().map(ToString::to_string).collect();
-        if forbids.is_empty() {
+        if outcome.permits.is_empty() {
             return PolicyDecision::Deny("no policy permits it".to_owned());
         }
-        forbids.sort();
-        PolicyDecision::Deny(format!("forbidden by {}", forbids.join(", ")))
+        PolicyDecision::Allow(sorted(outcome.permits))
     }
 }
 
