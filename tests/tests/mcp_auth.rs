@@ -13,7 +13,7 @@ use tool_contract::dispatch::{Dispatcher, DispatcherBuilder};
 use tool_contract::mcp::auth::{
     AuthConfigError, IntrospectionVerifier, Issuer, JwtVerifier, ResourceServer, TokenVerifier,
 };
-use tool_contract::mcp::{McpServeError, McpServer};
+use tool_contract::mcp::{McpServeError, McpServer, TaskSupport};
 use tool_contract_tests::http::{self, Answer};
 use tool_contract_tests::issuer::{CLIENT_ID, CLIENT_SECRET, MockIssuer};
 use tool_contract_tests::tracker::{Remote, SendMessage, audit_key, builder, keys};
@@ -1026,4 +1026,61 @@ async fn policies_read_the_scopes_the_token_grants() {
     let answer = post(&served.resource, Some(&cleared), &find("secret-1")).await;
     assert_eq!(status(&answer), "succeeded", "{}", answer.text);
     assert_eq!(ran(&served), 2);
+}
+
+/// A read run as a task is decided by the policies with the scopes of the token it was asked
+/// with: the task holds the token's reach, and its decision reads `principal.scopes` as the
+/// call's own would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_decided_by_the_policies_with_the_scopes_of_its_token() {
+    let Some(issuer) = MockIssuer::start("a task's scopes") else {
+        return;
+    };
+    let policies = tool_contract::policy::Policies::cedar(
+        "docs.cedar",
+        r#"permit(principal, action == Tools::Action::"read_doc", resource)
+             when { !(context.input.doc_id like "secret-*") ||
+                    (principal has scopes && principal.scopes.contains("docs:secret")) };"#,
+    );
+    let served = serve_configured(
+        jwt(&issuer),
+        |builder| builder.policies(policies),
+        |server| server.with_tasks(|_| TaskSupport::Optional),
+    )
+    .await;
+    let url = served.resource.clone();
+    let reader = issuer.token(read_ask(&served)).await;
+    let cleared = json!({ "scope": "tools:read docs:secret" });
+    let cleared = issuer.token(with(read_ask(&served), cleared)).await;
+
+    for (token, expected) in [(&reader, "failed"), (&cleared, "succeeded")] {
+        let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": { "tasks": {} },
+            "clientInfo": { "name": "task-test", "version": "1" } } });
+        let opened = in_session(&url, token, None, &initialize).await;
+        assert_eq!(opened.status, 200, "{}", opened.text);
+        let session = opened.header("mcp-session-id").to_owned();
+        let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        in_session(&url, token, Some(&session), &initialized).await;
+        let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "read_doc", "arguments": { "doc_id": "secret-1" }, "task": { "ttl": 60000 } } });
+        let created = in_session(&url, token, Some(&session), &call).await.json();
+        let task_id = created["result"]["task"]["taskId"].clone();
+        assert!(task_id.is_string(), "{created}");
+        let result = json!({ "jsonrpc": "2.0", "id": 3, "method": "tasks/result",
+            "params": { "taskId": task_id } });
+        let result = in_session(&url, token, Some(&session), &result)
+            .await
+            .json();
+        let answer = &result["result"]["structuredContent"];
+        assert_eq!(answer["status"], expected, "{result}");
+        if expected == "failed" {
+            assert_eq!(answer["error"]["code"], "NOT_FOUND", "{result}");
+        }
+    }
+    assert_eq!(
+        served.remote.reads(),
+        1,
+        "only the cleared token's task read"
+    );
 }
