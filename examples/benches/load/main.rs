@@ -27,6 +27,11 @@ use std::time::Duration;
 use drive::{Connection, Revision, Run};
 use servers::Server;
 
+/// The desk's own allocator, so that the anchor (this program, run again) and the in-process
+/// writes run on what the desk runs on.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const CONNECTIONS: [usize; 4] = [1, 8, 50, 200];
 const CLOSED: Duration = Duration::from_secs(2);
 const OPEN: Duration = Duration::from_secs(2);

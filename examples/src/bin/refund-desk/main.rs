@@ -38,6 +38,11 @@ use tool_contract::results::{KeySet, RelyingParty};
 use replay::{Output, Wire};
 use tool_contract_examples::refund_desk as desk;
 
+/// The allocator a deployment would choose: under many callers, glibc's malloc spent about a
+/// quarter of each served call consolidating its free lists (BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const USAGE: &str = "\
 usage: refund-desk [replay] [--provider NAME] [--verbose | --json]
        refund-desk --declarations [--provider NAME]
