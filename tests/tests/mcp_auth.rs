@@ -1001,17 +1001,22 @@ async fn an_edit_does_not_run_what_the_callers_token_could_not_ask_for() {
     assert_eq!(served.remote.all_requests(), 1);
 }
 
+/// Anyone may read a document, and a secret one (`secret-…`) only with `docs:secret`.
+fn secret_docs_need_their_scope() -> tool_contract::policy::Policies {
+    tool_contract::policy::Policies::cedar(
+        "docs.cedar",
+        r#"permit(principal, action == Tools::Action::"read_doc", resource)
+             when { !(context.input.doc_id like "secret-*") ||
+                    (principal has scopes && principal.scopes.contains("docs:secret")) };"#,
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn policies_read_the_scopes_the_token_grants() {
     let Some(issuer) = MockIssuer::start("policies and scopes") else {
         return;
     };
-    let policies = tool_contract::policy::Policies::cedar(
-        "docs.cedar",
-        r#"permit(principal, action == Tools::Action::"read_doc", resource)
-             when { !(context.input.doc_id like "secret-*") ||
-                    (principal has scopes && principal.scopes.contains("docs:secret")) };"#,
-    );
+    let policies = secret_docs_need_their_scope();
     let served = serve_with(jwt(&issuer), |builder| builder.policies(policies)).await;
     let reader = issuer.token(read_ask(&served)).await;
     let cleared = json!({ "scope": "tools:read docs:secret" });
@@ -1036,12 +1041,7 @@ async fn a_task_is_decided_by_the_policies_with_the_scopes_of_its_token() {
     let Some(issuer) = MockIssuer::start("a task's scopes") else {
         return;
     };
-    let policies = tool_contract::policy::Policies::cedar(
-        "docs.cedar",
-        r#"permit(principal, action == Tools::Action::"read_doc", resource)
-             when { !(context.input.doc_id like "secret-*") ||
-                    (principal has scopes && principal.scopes.contains("docs:secret")) };"#,
-    );
+    let policies = secret_docs_need_their_scope();
     let served = serve_configured(
         jwt(&issuer),
         |builder| builder.policies(policies),
