@@ -142,6 +142,54 @@ async fn a_call_no_policy_permits_is_proved_never_permitted_and_one_permitted_is
     assert_ne!(call.principal()["tenant"], "acme", "{call}");
 }
 
+/// Decimals, times, enums, sets of records and options, as the schema types a contract's
+/// fields, are reasoned about as a call carries them.
+#[tokio::test]
+async fn every_kind_of_field_the_schema_types_can_be_proved_about() {
+    let Some(cvc5) = cvc5("every_kind_of_field_the_schema_types_can_be_proved_about") else {
+        return;
+    };
+    let policies = Policies::cedar(
+        "quotes.cedar",
+        r#"permit(principal, action == Desk::Action::"quote_refund", resource) when {
+             context.input.rate.lessThanOrEqual(decimal("0.5")) &&
+             context.input.asked_at < datetime("2026-12-06T09:30:00Z") &&
+             context.input.reason == Desk::quote_refund::Input::reason::"damaged" &&
+             context.input.lines.contains({ sku: "mug", count: 2 }) &&
+             !(context.input has note)
+           };"#,
+    )
+    .namespace("Desk");
+    let mut prover = Prover::new(
+        &policies,
+        &tool_contract::registry![crate::policies::QuoteRefund],
+    )
+    .unwrap_or_else(|errors| panic!("{errors:?}"))
+    .solver(cvc5);
+    for condition in [
+        r#"context.input.rate.greaterThan(decimal("0.5"))"#,
+        r#"context.input.asked_at >= datetime("2026-12-06T09:30:00Z")"#,
+        r#"context.input.reason == Desk::quote_refund::Input::reason::"late""#,
+        "context.input has note",
+        "context.input.lines.isEmpty()",
+    ] {
+        let claim = Claim::never_permitted("quote_refund").when(condition);
+        assert_eq!(
+            prover.prove(&claim).await,
+            Ok(Verdict::Proved),
+            "{condition}"
+        );
+    }
+    let Ok(Verdict::Refuted(call)) = prover.prove(&Claim::never_permitted("quote_refund")).await
+    else {
+        panic!("a damaged mug's quote is permitted")
+    };
+    assert!(
+        call.input()["reason"].to_string().contains("damaged"),
+        "{call}"
+    );
+}
+
 #[tokio::test]
 async fn one_prover_decides_claim_after_claim_on_one_solver() {
     let Some(cvc5) = cvc5("one_prover_decides_claim_after_claim_on_one_solver") else {
@@ -186,6 +234,10 @@ async fn a_claim_that_does_not_fit_the_contracts_is_refused_before_the_solver_ru
             Claim::never_permitted("create_refund_draft")
                 .when("true }; permit(principal, action, resource) when { true"),
             "not one Cedar expression",
+        ),
+        (
+            Claim::never_permitted("create_refund_draft").signed(),
+            "signed approvals are a claim of needs_approvers",
         ),
     ];
     for (claim, why) in refused {

@@ -100,12 +100,19 @@ impl Prover {
         let env = self.request_env(&claim.tool)?;
         let permitted = self.compile(&env, &self.permitted(claim)?)?;
         let counterexample = match claim.kind {
+            ClaimKind::NeverPermitted if claim.signed => {
+                return Err(ProofError::Claim(
+                    "signed approvals are a claim of needs_approvers: a call never permitted \
+                     is never approved"
+                        .to_owned(),
+                ));
+            }
             ClaimKind::NeverPermitted => {
                 self.compiler()?
                     .check_always_denies_with_counterexample_opt(&permitted)
                     .await
             }
-            ClaimKind::NeedsApprovers { approvers, signed } => {
+            ClaimKind::NeedsApprovers { approvers } => {
                 if !(2..=MOST_APPROVERS).contains(&approvers) {
                     return Err(ProofError::Claim(format!(
                         "{approvers} approvers: a claim counts from 2 (one person is what the \
@@ -125,7 +132,7 @@ impl Prover {
                     .compiler()?
                     .check_implies_with_counterexample_opt(&permitted, &enough)
                     .await;
-                if signed && matches!(found, Ok(None)) {
+                if claim.signed && matches!(found, Ok(None)) {
                     let signing = self.rules_asking(&claim.tool, |rule| rule.signed)?;
                     let signing = self.compile(&env, &signing)?;
                     found = self
@@ -297,13 +304,14 @@ fn with_causes(error: &dyn std::error::Error) -> String {
 pub struct Claim {
     tool: String,
     kind: ClaimKind,
+    signed: bool,
     condition: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ClaimKind {
     NeverPermitted,
-    NeedsApprovers { approvers: u32, signed: bool },
+    NeedsApprovers { approvers: u32 },
 }
 
 impl Claim {
@@ -313,6 +321,7 @@ impl Claim {
         Claim {
             tool: tool.into(),
             kind: ClaimKind::NeverPermitted,
+            signed: false,
             condition: None,
         }
     }
@@ -327,21 +336,19 @@ impl Claim {
     pub fn needs_approvers(tool: impl Into<String>, approvers: u32) -> Claim {
         Claim {
             tool: tool.into(),
-            kind: ClaimKind::NeedsApprovers {
-                approvers,
-                signed: false,
-            },
+            kind: ClaimKind::NeedsApprovers { approvers },
+            signed: false,
             condition: None,
         }
     }
 
-    /// This claim, where only approvals signed with a passkey count: a rule annotated
-    /// `@signed_approvals` matches each of the calls too.
+    /// This claim of [`needs_approvers`](Claim::needs_approvers), where only approvals signed
+    /// with a passkey count: a rule annotated `@signed_approvals` matches each of the calls
+    /// too. Of a claim that no call is permitted it means nothing, and
+    /// [`Prover::prove`] refuses it.
     #[must_use]
     pub fn signed(mut self) -> Claim {
-        if let ClaimKind::NeedsApprovers { signed, .. } = &mut self.kind {
-            *signed = true;
-        }
+        self.signed = true;
         self
     }
 
