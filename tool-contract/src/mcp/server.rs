@@ -44,6 +44,7 @@ use super::content::{ContentView, blocks};
 use super::progress::{SessionLogLevel, listen, log_level_of, while_sending};
 use super::questions::{AnswersState, Asking, QuestionRule, answers_in, open_requests};
 use super::task_options::{TaskOptions, TaskSupport};
+use super::tasks::TaskChoice;
 use super::utility_transport::UtilityStream;
 use crate::contract::ToolSpec;
 use crate::control::Changed;
@@ -739,10 +740,13 @@ impl McpServer {
         };
         // Each step that waits on something large is boxed: a future holds its largest
         // step's, and is copied whole at every move (`while_sending` takes it by value).
-        let task =
-            Box::pin(self.call_as_task(&received, caller.as_ref(), asked_task, &answers)).await;
-        if let Some(answered) = task {
-            return answered;
+        match self.task_choice(&request.name, request_context, asked_task) {
+            TaskChoice::Inline => {}
+            TaskChoice::Refused(error) => return Err(error),
+            TaskChoice::Task { options, ttl } => {
+                let made = self.call_as_task(&received, caller.as_ref(), (options, ttl), &answers);
+                return Box::pin(made).await;
+            }
         }
         // Reports a handler makes go to a client that asked for them, before the answer.
         let log_level = (!stateless).then_some(&self.log_level);

@@ -24,7 +24,7 @@ use super::questions::{Asking, answers_in};
 use super::server::{
     McpServer, Received, declares_form_elicitation, declares_url_elicitation, without_handshake,
 };
-use super::task_options::TaskSupport;
+use super::task_options::{TaskOptions, TaskSupport};
 use super::utility_transport::speaks_utility;
 use crate::contract::ToolSpec;
 use crate::control::{
@@ -91,6 +91,19 @@ impl TaskCall {
         let (principal, context) = Dispatcher::call_of_task(&stored.call)?;
         Some((principal, context, stored.work, stored.client))
     }
+}
+
+/// What a call's request and its tool's rule make of it: see [`McpServer::task_choice`].
+pub(super) enum TaskChoice<'s> {
+    /// Answered in its request.
+    Inline,
+    /// Refused: nothing runs.
+    Refused(ErrorData),
+    /// Answered by a task, made with the server's `options` and kept for `ttl`.
+    Task {
+        options: &'s TaskOptions,
+        ttl: Option<Duration>,
+    },
 }
 
 /// How far an approved edit may reach in a task's work.
@@ -283,25 +296,19 @@ impl McpServer {
         Ok(self.task_owner(&principal))
     }
 
-    /// A call answered by a task, if it becomes one: when its tool's rule allows it and, on
+    /// Whether a call is answered by a task: when its tool's rule allows it and, on
     /// 2026-07-28, the request declared the extension, or, in a 2025-11-25 session, the call
     /// asked for one (`asked`, its `params.task`). A tool that requires tasks, called by a
     /// request that cannot take one, is refused; so is, on 2025-11-25, a call that asks a
-    /// task of a tool whose calls never are.
-    pub(super) async fn call_as_task(
+    /// task of a tool whose calls never are. Decided before anything waits, so that a call
+    /// that makes no task never builds (nor boxes) the making of one.
+    pub(super) fn task_choice(
         &self,
-        received: &Received<'_>,
-        caller: Option<&Verified>,
+        tool: &str,
+        request_context: &RequestContext<RoleServer>,
         asked: Option<TaskAsked>,
-        answers: &JsonObject,
-    ) -> Option<Result<CallToolResponse, ErrorData>> {
-        let Received {
-            principal,
-            request,
-            request_context,
-            context,
-        } = *received;
-        let support = self.task_support(&request.name);
+    ) -> TaskChoice<'_> {
+        let support = self.task_support(tool);
         // 2026-07-28 ignores `params.task`; the utility knows nothing else. A 2025-11-25
         // session of a server that declared no tasks processes the call as any other, as the
         // utility asks of a receiver that did not declare it.
@@ -316,11 +323,11 @@ impl McpServer {
             without_handshake(request_context) && declares_tasks(request_context)
         };
         let method_not_found = |message: &'static str| {
-            Some(Err(ErrorData::new(
+            TaskChoice::Refused(ErrorData::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
                 message,
                 None,
-            )))
+            ))
         };
         match support {
             TaskSupport::Forbidden if utility && takes_task => {
@@ -328,28 +335,30 @@ impl McpServer {
                     "the tool's calls are never tasks: call it without params.task",
                 );
             }
-            TaskSupport::Forbidden => return None,
-            TaskSupport::Optional if !takes_task => return None,
+            TaskSupport::Forbidden => return TaskChoice::Inline,
+            TaskSupport::Optional if !takes_task => return TaskChoice::Inline,
             TaskSupport::Required if !takes_task && utility => {
                 return method_not_found(
                     "the tool's calls are tasks only: call it with params.task",
                 );
             }
             TaskSupport::Required if !takes_task => {
-                return Some(Err(ErrorData::missing_required_client_capability(
+                return TaskChoice::Refused(ErrorData::missing_required_client_capability(
                     ClientCapabilities::builder().enable_tasks().build(),
-                )));
+                ));
             }
             TaskSupport::Optional | TaskSupport::Required => {}
         }
-        let options = self.tasks.as_ref()?;
+        let Some(options) = self.tasks.as_ref() else {
+            return TaskChoice::Inline;
+        };
         // The client may ask to keep its task for less time than the server would.
         let ttl = match asked {
             Some(TaskAsked::Malformed) => {
-                return Some(Err(ErrorData::invalid_params(
+                return TaskChoice::Refused(ErrorData::invalid_params(
                     "params.task is not { \"ttl\": milliseconds }: nothing ran",
                     None,
-                )));
+                ));
             }
             Some(TaskAsked::Ttl(Some(ttl_ms))) => {
                 let asked = Duration::from_millis(ttl_ms);
@@ -357,6 +366,24 @@ impl McpServer {
             }
             Some(TaskAsked::Ttl(None)) | None => options.ttl,
         };
+        TaskChoice::Task { options, ttl }
+    }
+
+    /// A call [`task_choice`](Self::task_choice) made a task: the task made with `options`,
+    /// kept for `ttl`, and its work started past this request.
+    pub(super) async fn call_as_task(
+        &self,
+        received: &Received<'_>,
+        caller: Option<&Verified>,
+        (options, ttl): (&TaskOptions, Option<Duration>),
+        answers: &JsonObject,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Received {
+            principal,
+            request,
+            request_context,
+            context,
+        } = *received;
         let owner = self.task_owner(principal);
         let work = TaskWork {
             asks: Asks {
@@ -370,10 +397,10 @@ impl McpServer {
             capabilities: request_context.client_capabilities(),
         };
         let Some(call) = TaskCall::of(principal, context, work, &client) else {
-            return Some(Err(ErrorData::invalid_params(
+            return Err(ErrorData::invalid_params(
                 "the call's arguments are not UTF-8: nothing ran",
                 None,
-            )));
+            ));
         };
         let created = self
             .dispatcher
@@ -388,8 +415,8 @@ impl McpServer {
             .await;
         let row = match created {
             Ok(Some(row)) => row,
-            Ok(None) => return Some(self.over_the_limit(principal, context).await),
-            Err(error) => return Some(Err(store_failed(&error))),
+            Ok(None) => return self.over_the_limit(principal, context).await,
+            Err(error) => return Err(store_failed(&error)),
         };
         // The row is in the store: whichever replica is asked about it answers. The work runs
         // here, past this request, holding the task while it does.
@@ -406,8 +433,8 @@ impl McpServer {
             client,
         );
         tokio::spawn(held);
-        Some(Ok(CallToolResponse::Task(CreateTaskResult::new(
-            wire_task(&row),
+        Ok(CallToolResponse::Task(CreateTaskResult::new(wire_task(
+            &row,
         ))))
     }
 

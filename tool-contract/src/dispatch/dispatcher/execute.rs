@@ -62,7 +62,23 @@ impl Dispatcher {
         let Some(key) = key else {
             return ended;
         };
-        if projected.event.is_none()
+        // On the heap: a read never takes these steps, and its future would otherwise be as
+        // large as theirs (some 4 KB more), copied whole wherever it is moved.
+        Box::pin(self.record_write(call, valid, key, ended, projected.event)).await
+    }
+
+    /// A write's end after its attempts: the audit, then its record in the ledger (or its
+    /// key given back, when nothing was sent).
+    async fn record_write(
+        &self,
+        call: &Call<'_>,
+        valid: &Valid<'_>,
+        key: &WriteKey,
+        mut ended: Ended,
+        event: Option<WriteEvent>,
+    ) -> Ended {
+        let attempts = ended.attempts;
+        if event.is_none()
             && attempts == 0
             && let Some(approval) = ended.approval.as_mut()
         {
@@ -71,7 +87,10 @@ impl Dispatcher {
         }
         // The audit first: should the process die before the ledger record, the lease lapses,
         // the write turns unknown, and the audit already holds what happened.
-        ended.audited = Some(self.audit(&mut ended.result, ended.approval.as_ref()).await);
+        ended.audited = Some(
+            self.audit(&mut ended.result, ended.approval.as_deref())
+                .await,
+        );
         // An edited call: the record, and the model, hold what the model is told on its own
         // call; the audit holds both.
         let told_call = call
@@ -80,13 +99,13 @@ impl Dispatcher {
         if let Some(told_call) = &told_call {
             let mut told = self.told_of_edit(told_call, &ended.result);
             told.audit.policies.clone_from(&valid.policies);
-            let audit_error = self.audit(&mut told, ended.approval.as_ref()).await;
+            let audit_error = self.audit(&mut told, ended.approval.as_deref()).await;
             let first_error = ended.audited.take().flatten();
             ended.audited = Some(first_error.or(audit_error));
             ended.result = told;
         }
         let call = told_call.as_ref().unwrap_or(call);
-        ended.write_state = match projected.event {
+        ended.write_state = match event {
             None => {
                 // Nothing was sent: the key is free again. The grant is spent by any attempt.
                 if let Err(error) = self.store.release(&key.release(attempts == 0)).await {
@@ -139,7 +158,7 @@ impl Dispatcher {
             .audit
             .policies
             .clone_from(&ended.result.audit.policies);
-        let audit_error = self.audit(&mut conflict, ended.approval.as_ref()).await;
+        let audit_error = self.audit(&mut conflict, ended.approval.as_deref()).await;
         let first_error = ended.audited.take().flatten();
         ended.audited = Some(first_error.or(audit_error));
         ended.write_state = match state {

@@ -201,13 +201,14 @@ pub(crate) struct Credentials<'a> {
     pub(crate) scopes: Option<&'a BTreeSet<String>>,
 }
 
-/// How a dispatch ended, as the stage that ended it decided.
+/// How a dispatch ended, as the stage that ended it decided. The approvals are boxed: a read
+/// has neither, and an `Ended` is moved from stage to stage (1 KB less to copy each time).
 struct Ended {
     result: CallResult,
     write_state: Option<WriteState>,
-    pending_approval: Option<PendingApproval>,
+    pending_approval: Option<Box<PendingApproval>>,
     /// The approval the write ran on, for the audit.
-    approval: Option<ApprovalRecord>,
+    approval: Option<Box<ApprovalRecord>>,
     attempts: u32,
     stop: Option<StopReason>,
     /// Whether the handler panicked.
@@ -241,7 +242,7 @@ impl Ended {
     }
 
     fn approved(mut self, approval: Option<ApprovalRecord>) -> Self {
-        self.approval = approval;
+        self.approval = approval.map(Box::new);
         self
     }
 }
@@ -934,7 +935,7 @@ impl Dispatcher {
         let mut call = self.call(principal, context, task);
         call.credentials = credentials;
         call.client = client;
-        let ended = match self.admit(&call) {
+        let mut ended = match self.admit(&call) {
             Err(result) => Ended::new(*result),
             // On the heap: a write's steps make a future of some 15 KB, which every read's
             // future would otherwise be as large as, and be copied whole where it is moved.
@@ -949,7 +950,8 @@ impl Dispatcher {
                 ended
             }
         };
-        self.finish(ended).await
+        let audit_error = self.audited(&mut ended).await;
+        self.finished(ended, audit_error)
     }
 
     /// `principal`'s call refused with `code` before anything of it ran (`detail` for the
@@ -1055,10 +1057,25 @@ impl Dispatcher {
     /// Puts the dispatch together: the audit sink (unless the write path sent it already),
     /// the last trace event, and what the stages decided.
     async fn finish(&self, mut ended: Ended) -> Dispatch {
-        let audit_error = match ended.audited.take() {
+        let audit_error = self.audited(&mut ended).await;
+        self.finished(ended, audit_error)
+    }
+
+    /// The audit sink's answer for `ended`: sent now, unless the write path sent it already.
+    async fn audited(&self, ended: &mut Ended) -> Option<AuditLogError> {
+        match ended.audited.take() {
             Some(error) => error,
-            None => self.audit(&mut ended.result, ended.approval.as_ref()).await,
-        };
+            None => {
+                self.audit(&mut ended.result, ended.approval.as_deref())
+                    .await
+            }
+        }
+    }
+
+    /// The last trace event, and the dispatch of what the stages decided. Apart from
+    /// [`finish`](Self::finish) so that a read's future holds its `Ended` once: an `async fn`
+    /// keeps an argument it moves both as it came and as moved.
+    fn finished(&self, ended: Ended, audit_error: Option<AuditLogError>) -> Dispatch {
         let model_json = self
             .trace_model_results
             .then(|| serde_json::to_string(&ended.result.model).ok())
@@ -1083,7 +1100,7 @@ impl Dispatcher {
         Dispatch {
             result: ended.result,
             write_state: ended.write_state,
-            pending_approval: ended.pending_approval,
+            pending_approval: ended.pending_approval.map(|pending| *pending),
             attempts: ended.attempts,
             stop: ended.stop,
             audit_error,
@@ -1141,4 +1158,27 @@ fn prefix(digest: &str) -> &str {
 fn start_of_sequence() -> u64 {
     let micros = OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000;
     u64::try_from(micros).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of the future `make` returns, never polled nor made.
+    fn future_size<Args, Made: Future>(_: impl FnOnce(Args) -> Made) -> usize {
+        size_of::<Made>()
+    }
+
+    /// A dispatch's future is moved whole (into a server's box, a spawned task): a read's
+    /// holds a read's steps only, the write's and a status query's being boxed apart. In a
+    /// debug build (larger futures than a release one): 7.1 KB, and 9.4 KB with them in line.
+    #[test]
+    fn a_dispatch_future_holds_a_reads_steps_only() {
+        let size = future_size(
+            |(dispatcher, principal, context, task): (Dispatcher, Principal, CallContext, Task)| async move {
+                dispatcher.dispatch(&principal, &context, &task).await
+            },
+        );
+        assert!(size <= 8 * 1024, "{size} bytes");
+    }
 }

@@ -19,6 +19,17 @@ impl Dispatcher {
     /// A read: the status query of the unknown write its operation holds, if it is one's
     /// declared status tool; otherwise an ordinary read.
     pub(super) async fn read(&self, call: &mut Call<'_>, valid: &Valid<'_>) -> Ended {
+        if !self.status_tools.contains_key(valid.spec.name()) {
+            return self.execute(call, valid, None, None).await;
+        }
+        // On the heap: most reads are no status query, and their future would otherwise be
+        // as large as one's.
+        Box::pin(self.status_query(call, valid)).await
+    }
+
+    /// A read of a write's declared status tool: under the write's key when its operation
+    /// holds the write's unknown outcome, otherwise an ordinary read.
+    async fn status_query(&self, call: &mut Call<'_>, valid: &Valid<'_>) -> Ended {
         let Some(writes) = self.status_tools.get(valid.spec.name()) else {
             return self.execute(call, valid, None, None).await;
         };

@@ -949,7 +949,7 @@ impl Dispatcher {
         );
         let mut ended = Ended::new(self.control(call, ModelError::new(code), detail))
             .in_state(Some(PENDING_APPROVAL));
-        ended.pending_approval = Some(pending);
+        ended.pending_approval = Some(Box::new(pending));
         ended
     }
 
