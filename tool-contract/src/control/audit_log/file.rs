@@ -525,17 +525,25 @@ impl Shared {
     fn write_line(
         &self,
         active: &mut Active,
-        mut line: Vec<u8>,
+        line: Vec<u8>,
         next: ChainHead,
     ) -> Result<(), AuditLogError> {
-        line.push(b'\n');
-        active.file.write_all(&line)?;
-        active.bytes += line.len() as u64;
+        let mut staged = Staged::default();
+        Self::stage(active, &mut staged, &line, next);
+        active.file.write_all(&staged.lines)?;
+        Ok(())
+    }
+
+    /// Takes `line`, the record that takes the chain to `next`, after the others into
+    /// `staged`, written with them in one `write` when the batch settles.
+    fn stage(active: &mut Active, staged: &mut Staged, line: &[u8], next: ChainHead) {
+        staged.lines.extend_from_slice(line);
+        staged.lines.push(b'\n');
+        active.bytes += line.len() as u64 + 1;
         active.head = next;
         if let Some(heads) = active.tree_heads.as_mut() {
-            heads.tree.push(&line[..line.len() - 1]);
+            heads.tree.push(line);
         }
-        Ok(())
     }
 
     /// Makes every record written durable; on failure, cuts them off again and goes back to
@@ -671,9 +679,9 @@ impl Shared {
         self.write_event(active, &event)
     }
 
-    /// Writes `batch` in order, syncs once, seals the head, and answers each append. A record
-    /// that would take the segment past its limit first has those before it synced and
-    /// answered, and the segment rotated.
+    /// Writes `batch` in order, in one `write`, syncs once, seals the head, and answers each
+    /// append. A record that would take the segment past its limit first has those before it
+    /// written, synced and answered, and the segment rotated.
     fn write_batch(&self, batch: Vec<Append>) {
         let mut active = self.active();
         let active = &mut *active;
@@ -683,12 +691,12 @@ impl Shared {
             }
             return;
         }
-        let mut written = Vec::with_capacity(batch.len());
+        let mut staged = Staged::default();
         let mut before = Before::of(active);
         for Append { members, answer } in batch {
             let (mut line, mut next) = self.line_for(active, &members);
             if Shared::past_limit(active, &line) {
-                self.settle(active, &before, &mut written);
+                self.settle(active, &before, &mut staged);
                 if let Err(error) = self.rotate_locked(active) {
                     let _ = answer.send(Err(error));
                     before = Before::of(active);
@@ -697,36 +705,40 @@ impl Shared {
                 before = Before::of(active);
                 (line, next) = self.line_for(active, &members);
             }
-            if let Err(error) = self.write_line(active, line, next) {
-                before.restore(active);
-                for waiting in written.drain(..) {
-                    let _ = waiting.send(Err(error.again()));
-                }
-                let _ = answer.send(Err(error));
-            } else {
-                written.push(answer);
-            }
+            Self::stage(active, &mut staged, &line, next);
+            staged.answers.push(answer);
         }
-        self.settle(active, &before, &mut written);
+        self.settle(active, &before, &mut staged);
     }
 
-    /// Syncs what `written` waits on and seals the head after it, then answers each: `Ok` once
-    /// the records are durable; an error if the sync failed (the records cut off again) or the
-    /// seal did (the records stay: they are durable, but the checkpoint or tree head is not).
-    fn settle(
-        &self,
-        active: &mut Active,
-        before: &Before,
-        written: &mut Vec<oneshot::Sender<Result<(), AuditLogError>>>,
-    ) {
-        if written.is_empty() {
+    /// Writes what `staged` holds and syncs it, seals the head after it, then answers each
+    /// append: `Ok` once the records are durable; an error if the write or the sync failed
+    /// (the records cut off again) or the seal did (the records stay: they are durable, but
+    /// the checkpoint or tree head is not).
+    fn settle(&self, active: &mut Active, before: &Before, staged: &mut Staged) {
+        if staged.answers.is_empty() {
             return;
         }
-        let settled = self.sync(active, before).and_then(|()| self.seal(active));
-        for waiting in written.drain(..) {
+        let written = active.file.write_all(&staged.lines);
+        staged.lines.clear();
+        let settled = match written {
+            Ok(()) => self.sync(active, before).and_then(|()| self.seal(active)),
+            Err(error) => {
+                before.restore(active);
+                Err(error.into())
+            }
+        };
+        for waiting in staged.answers.drain(..) {
             let _ = waiting.send(settled.as_ref().map_err(AuditLogError::again).copied());
         }
     }
+}
+
+/// The records of a batch not written yet, and who waits on each.
+#[derive(Default)]
+struct Staged {
+    lines: Vec<u8>,
+    answers: Vec<oneshot::Sender<Result<(), AuditLogError>>>,
 }
 
 impl AuditSink for JsonLinesAuditLog {
