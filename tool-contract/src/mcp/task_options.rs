@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use rmcp::ErrorData;
+
 use crate::contract::ToolSpec;
 
 /// Whether a tool's calls become tasks: the three answers of 2025-11-25's
@@ -58,4 +60,17 @@ impl TaskOptions {
             open_per_principal: OPEN_TASKS_PER_PRINCIPAL,
         }
     }
+}
+
+/// What a call's request and its tool's rule make of it: see `McpServer::task_choice`.
+pub(super) enum TaskChoice<'s> {
+    /// Answered in its request.
+    Inline,
+    /// Refused: nothing runs.
+    Refused(ErrorData),
+    /// Answered by a task, made with the server's `options` and kept for `ttl`.
+    Task {
+        options: &'s TaskOptions,
+        ttl: Option<Duration>,
+    },
 }

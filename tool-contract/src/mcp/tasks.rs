@@ -24,7 +24,7 @@ use super::questions::{Asking, answers_in};
 use super::server::{
     McpServer, Received, declares_form_elicitation, declares_url_elicitation, without_handshake,
 };
-use super::task_options::{TaskOptions, TaskSupport};
+use super::task_options::{TaskChoice, TaskOptions, TaskSupport};
 use super::utility_transport::speaks_utility;
 use crate::contract::ToolSpec;
 use crate::control::{
@@ -91,19 +91,6 @@ impl TaskCall {
         let (principal, context) = Dispatcher::call_of_task(&stored.call)?;
         Some((principal, context, stored.work, stored.client))
     }
-}
-
-/// What a call's request and its tool's rule make of it: see [`McpServer::task_choice`].
-pub(super) enum TaskChoice<'s> {
-    /// Answered in its request.
-    Inline,
-    /// Refused: nothing runs.
-    Refused(ErrorData),
-    /// Answered by a task, made with the server's `options` and kept for `ttl`.
-    Task {
-        options: &'s TaskOptions,
-        ttl: Option<Duration>,
-    },
 }
 
 /// How far an approved edit may reach in a task's work.
