@@ -1159,26 +1159,3 @@ fn start_of_sequence() -> u64 {
     let micros = OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000;
     u64::try_from(micros).unwrap_or(0)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The size of the future `make` returns, never polled nor made.
-    fn future_size<Args, Made: Future>(_: impl FnOnce(Args) -> Made) -> usize {
-        size_of::<Made>()
-    }
-
-    /// A dispatch's future is moved whole (into a server's box, a spawned task): a read's
-    /// holds a read's steps only, the write's and a status query's being boxed apart. In a
-    /// debug build (larger futures than a release one): 7.1 KB, and 9.4 KB with them in line.
-    #[test]
-    fn a_dispatch_future_holds_a_reads_steps_only() {
-        let size = future_size(
-            |(dispatcher, principal, context, task): (Dispatcher, Principal, CallContext, Task)| async move {
-                dispatcher.dispatch(&principal, &context, &task).await
-            },
-        );
-        assert!(size <= 8 * 1024, "{size} bytes");
-    }
-}
