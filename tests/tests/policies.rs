@@ -131,6 +131,17 @@ fn a_namespace_that_is_not_a_cedar_name_is_refused() {
     assert!(error.message().contains("\"my-desk\""), "{error}");
 }
 
+/// A `permit` whose condition reads a field of every kind the schema types (a decimal, a
+/// datetime, an enum, a set of records, an option), each as `quote_arguments()` satisfies it.
+pub(crate) const EVERY_KIND_OF_FIELD: &str = r#"
+permit(principal, action == Desk::Action::"quote_refund", resource) when {
+    context.input.rate.lessThanOrEqual(decimal("0.5")) &&
+    context.input.asked_at < datetime("2026-12-06T09:30:00Z") &&
+    context.input.reason == Desk::quote_refund::Input::reason::"damaged" &&
+    context.input.lines.contains({ sku: "mug", count: 2 }) &&
+    !(context.input has note)
+};"#;
+
 /// The quote desk with `policies`, before `build`.
 fn quote_desk(policies: &str) -> DispatcherBuilder {
     Dispatcher::for_development(tool_contract::registry![QuoteRefund])
@@ -241,17 +252,7 @@ async fn quoted(dispatcher: &Dispatcher, arguments: Value) -> Dispatch {
 
 #[tokio::test]
 async fn decimals_times_enums_sets_and_options_are_decided_on_as_the_call_carried_them() {
-    let dispatcher = quote_desk(
-        r#"permit(principal, action == Desk::Action::"quote_refund", resource) when {
-             context.input.rate.lessThanOrEqual(decimal("0.5")) &&
-             context.input.asked_at < datetime("2026-12-06T09:30:00Z") &&
-             context.input.reason == Desk::quote_refund::Input::reason::"damaged" &&
-             context.input.lines.contains({ sku: "mug", count: 2 }) &&
-             !(context.input has note)
-           };"#,
-    )
-    .build()
-    .unwrap();
+    let dispatcher = quote_desk(EVERY_KIND_OF_FIELD).build().unwrap();
     let permitted = quoted(&dispatcher, quote_arguments()).await;
     assert_eq!(permitted.result.model.status(), Status::Succeeded);
 

@@ -149,17 +149,8 @@ async fn every_kind_of_field_the_schema_types_can_be_proved_about() {
     let Some(cvc5) = cvc5("every_kind_of_field_the_schema_types_can_be_proved_about") else {
         return;
     };
-    let policies = Policies::cedar(
-        "quotes.cedar",
-        r#"permit(principal, action == Desk::Action::"quote_refund", resource) when {
-             context.input.rate.lessThanOrEqual(decimal("0.5")) &&
-             context.input.asked_at < datetime("2026-12-06T09:30:00Z") &&
-             context.input.reason == Desk::quote_refund::Input::reason::"damaged" &&
-             context.input.lines.contains({ sku: "mug", count: 2 }) &&
-             !(context.input has note)
-           };"#,
-    )
-    .namespace("Desk");
+    let policies =
+        Policies::cedar("quotes.cedar", crate::policies::EVERY_KIND_OF_FIELD).namespace("Desk");
     let mut prover = Prover::new(
         &policies,
         &tool_contract::registry![crate::policies::QuoteRefund],
