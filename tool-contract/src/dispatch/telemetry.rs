@@ -24,11 +24,14 @@ use crate::vocabulary::CallContext;
 pub const UNREGISTERED_TOOL: &str = "(unregistered)";
 
 /// The `execute_tool` span of one call.
+///
+/// `request_id` and `operation_sha256` are made only for a span something listens to: the
+/// macro writes its fields inside that branch, so a call nobody traces pays for neither.
 pub(super) fn execute_tool(
     spec: Option<&'static ToolSpec>,
     context: &CallContext,
-    request_id: &str,
-    operation_sha256: &str,
+    request_id: impl FnOnce() -> String,
+    operation_sha256: impl FnOnce() -> String,
 ) -> Span {
     let tool = spec.map_or(UNREGISTERED_TOOL, ToolSpec::name);
     let description = spec.map(ToolSpec::description);
@@ -44,9 +47,9 @@ pub(super) fn execute_tool(
         gen_ai.tool.description = description,
         "error.type" = Empty,
         gen_ai.tool.call.result = Empty,
-        request_id,
+        request_id = request_id().as_str(),
         // The operation id may carry the client's words (MCP's `_meta`): its digest only.
-        operation_sha256,
+        operation_sha256 = operation_sha256().as_str(),
     )
 }
 

@@ -17,7 +17,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::assertion::{ApprovalBasis, PasskeyAssertion};
-use super::digest::{DigestAlgorithm, RequestRevisions, plain_request_digest};
+use super::digest::{DigestAlgorithm, RequestRevisions, lower_hex, plain_request_digest};
 use super::statement::{ApprovalStatement, Decision};
 use crate::json::canonical;
 use crate::json::depth;
@@ -335,7 +335,7 @@ impl ReceiptSigner {
                 key_id: self.key_id.clone(),
             });
         }
-        Ok(hex::encode(self.signing_key.sign(bytes).to_bytes()))
+        Ok(lower_hex(&self.signing_key.sign(bytes).to_bytes()))
     }
 
     /// The signed receipt of `facts`.

@@ -22,7 +22,7 @@ use super::{AuditLogError, ChainHead};
 use crate::json::encoding::infallible;
 use crate::json::{canonical, depth};
 use crate::results::SecretKey;
-use crate::results::digest::digests_equal;
+use crate::results::digest::{digests_equal, lower_hex};
 
 const CHECKPOINT_DOMAIN: &[u8] = b"tool-contract/audit-checkpoint-v1\n";
 
@@ -140,7 +140,7 @@ fn seal(key: &SecretKey, head: &ChainHead) -> String {
     mac.update(itoa::Buffer::new().format(head.records).as_bytes());
     mac.update(b"\n");
     mac.update(head.head_sha256.as_bytes());
-    hex::encode(mac.finalize().into_bytes())
+    lower_hex(&mac.finalize().into_bytes())
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use super::tree::{MerkleTree, SignedTreeHead, TreeHeadsHeld, verify_tree_heads};
 use super::{AuditFuture, AuditLogError, AuditSink, BrokenLink, ChainHead};
 use crate::control::store::PooledConnection;
 use crate::control::{PostgresStore, StoreError};
-use crate::results::digest::digests_equal;
+use crate::results::digest::{digests_equal, lower_hex};
 use crate::results::{KeySet, ModelResult, ProtectedAudit, ReceiptSigner, SecretKey};
 
 /// What the seal of a stream's head covers before the head: no other digest starts so.
@@ -587,7 +587,7 @@ fn head_seal(key: &SecretKey, stream: &str, head: &ChainHead) -> String {
     mac.update(itoa::Buffer::new().format(head.records).as_bytes());
     mac.update(b"\n");
     mac.update(head.head_sha256.as_bytes());
-    hex::encode(mac.finalize().into_bytes())
+    lower_hex(&mac.finalize().into_bytes())
 }
 
 /// The head a row holds, if its seal is this key's for this stream.

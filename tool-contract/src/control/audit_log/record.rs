@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::{AuditLogError, BrokenLink, ChainHead, LogEvent};
 use crate::json::encoding::infallible;
 use crate::json::{canonical, depth};
-use crate::results::digest::digests_equal;
+use crate::results::digest::{digests_equal, lower_hex};
 use crate::results::{ModelResult, ProtectedAudit, SecretKey};
 
 /// What the keyed digest of a record covers before the record: the key may be one the
@@ -119,7 +119,7 @@ fn keyed_digest(key: &SecretKey, content: &[u8]) -> String {
     let mut mac = key.mac();
     mac.update(RECORD_DOMAIN);
     mac.update(content);
-    hex::encode(mac.finalize().into_bytes())
+    lower_hex(&mac.finalize().into_bytes())
 }
 
 /// Checks records one after the other, each against the one before.

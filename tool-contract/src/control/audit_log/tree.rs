@@ -12,6 +12,7 @@ use time::format_description::well_known::Rfc3339;
 use super::{ChainHead, TreeHeadError};
 use crate::json::encoding::infallible;
 use crate::json::{canonical, depth};
+use crate::results::digest::lower_hex;
 use crate::results::{KeySet, ReceiptError, ReceiptSigner};
 
 /// The `domain` of every signed tree head of this version.
@@ -215,7 +216,7 @@ impl SignedTreeHead {
             domain: TREE_HEAD_DOMAIN.to_owned(),
             log: log.to_owned(),
             tree_size: tree.size(),
-            root_sha256: hex::encode(tree.root()),
+            root_sha256: lower_hex(&tree.root()),
             chain_head: chain_head.clone(),
             signed_at: at
                 .format(&Rfc3339)

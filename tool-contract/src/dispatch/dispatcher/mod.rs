@@ -993,8 +993,8 @@ impl Dispatcher {
         telemetry::execute_tool(
             self.registry.get(&context.call.name),
             context,
-            &format!("{}-{sequence}", self.owner),
-            prefix(&sha256_hex(context.operation_id.as_bytes())),
+            || format!("{}-{sequence}", self.owner),
+            || prefix(&sha256_hex(context.operation_id.as_bytes())).to_owned(),
         )
     }
 
