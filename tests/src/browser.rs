@@ -33,15 +33,23 @@ pub struct Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        // A browser whose session never ended outlives its driver: end each by its profile,
-        // which only its own processes name.
+        // A browser whose session never ended outlives its driver.
         for profile in &self.profiles {
-            let _ = std::process::Command::new("pkill")
-                .arg("-f")
-                .arg(format!("--user-data-dir={}", profile.display()))
-                .status();
+            end_browsers_of(profile);
         }
     }
+}
+
+/// Ends every process started with `profile` as its `--user-data-dir`, which only a browser
+/// of that profile names. The pattern starts with `--`: after `--` for pkill to take it as a
+/// pattern, not as an option it does not know.
+pub fn end_browsers_of(profile: &Path) {
+    let _ = std::process::Command::new("pkill")
+        .arg("-f")
+        .arg("--")
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .stderr(Stdio::null())
+        .status();
 }
 
 impl Driver {

@@ -14,6 +14,7 @@ mod audit_log_postgres;
 mod audit_pages;
 mod binding;
 mod borrowed_outputs;
+mod browser_driver;
 mod caller_limits;
 mod canonical;
 mod canonical_output;
