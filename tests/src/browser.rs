@@ -41,8 +41,8 @@ impl Drop for Driver {
 }
 
 /// Ends every process started with `profile` as its `--user-data-dir`, which only a browser
-/// of that profile names. The pattern starts with `--`: after `--` for pkill to take it as a
-/// pattern, not as an option it does not know.
+/// of that profile names. The pattern itself starts with `--`, so it follows `--`: pkill would
+/// read it as an option it does not know, and end nothing.
 pub fn end_browsers_of(profile: &Path) {
     let _ = std::process::Command::new("pkill")
         .arg("-f")
