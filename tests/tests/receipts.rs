@@ -379,3 +379,47 @@ async fn the_preview_and_the_receipt_name_the_approval_rules_that_asked() {
     assert_eq!(receipt.required_by, ["outside-two"]);
     assert_eq!(receipt.approvals_required, Some(2));
 }
+
+#[tokio::test]
+async fn a_receipt_names_the_rules_that_ask_of_the_arguments_a_person_edited() {
+    let remote = Remote::new();
+    let dispatcher = builder(&remote)
+        .policies(tool_contract::policy::Policies::cedar(
+            "rules.cedar",
+            r#"permit(principal, action, resource);
+               @id("outside-two") @approvers("2")
+               permit(principal, action == Tools::Action::"send_message", resource)
+                 when { !(context.input.to like "*@acme.example") };
+               @id("to-eve") @approvers("1")
+               permit(principal, action == Tools::Action::"send_message", resource)
+                 when { context.input.to == "eve@globex.example" };"#,
+        ))
+        .approval_receipts(signer())
+        .build()
+        .unwrap();
+    let call = message("m1", "bob@globex.example");
+    let pending = pending_approval(&dispatcher, &call).await;
+    assert_eq!(pending.preview.required_by, ["outside-two"]);
+    let edited = serde_json::json!({ "to": "eve@globex.example", "text": "hello" });
+    for approver in ["carol", "dave"] {
+        let _ = dispatcher
+            .approve_with_edits(
+                &pending.approval_id,
+                &pending.preview_sha256,
+                &edited,
+                approver,
+                clock() + Duration::from_secs(3600),
+            )
+            .await
+            .expect("the approval is recorded");
+    }
+    let ran = run(&dispatcher, &call).await;
+    let code = ran.result.model.error().map(|error| error.code());
+    assert_eq!(code, Some(ErrorCode::ApprovedWithChanges), "{ran:?}");
+    assert_eq!(remote.all_requests(), 1, "the edited call ran");
+    let receipt = published()
+        .verify(receipt_of(&ran).to_json().as_bytes())
+        .unwrap();
+    assert!(receipt.edited_arguments_sha256.is_some(), "{receipt:?}");
+    assert_eq!(receipt.required_by, ["outside-two", "to-eve"]);
+}

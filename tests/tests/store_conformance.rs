@@ -682,6 +682,7 @@ fn approval(id: &str, request: &str, now_ms: u64) -> ApproveStep {
         edited_arguments: None,
         approvals_required: 0,
         signatures_required: false,
+        required_by: Vec::new(),
         basis: ApprovalBasis::Service,
         person_ref: None,
         seal: seal(),
@@ -1275,6 +1276,25 @@ async fn a_grant_with_edits_keeps_them_on_every_replica(store: &impl Backend) {
     assert_eq!(found.edited_arguments, edited.edited_arguments);
 }
 
+async fn the_rules_an_edit_adds_join_the_grant_on_every_replica(store: &impl Backend) {
+    let (a, b) = (store.open().await, store.open().await);
+    a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
+    // The preview's rule asks of the edit too; `to-outside` asks of the edit alone.
+    let edited = ApproveStep {
+        edited_arguments: Some(r#"{"to":"eve@globex.example"}"#.to_owned()),
+        required_by: vec!["to-outside".to_owned(), "big-issues".to_owned()],
+        ..approval("apr_a", "r1", T0)
+    };
+    let grant = granted(b.approve(&edited).await.unwrap().unwrap());
+    assert_eq!(grant.required_by, ["big-issues", "to-outside"]);
+    let ApprovalCheck::Proceed(found) =
+        a.check_approval(&ask("r1", "apr_b", T0 + 1)).await.unwrap()
+    else {
+        panic!("the grant proceeds");
+    };
+    assert_eq!(found.required_by, ["big-issues", "to-outside"]);
+}
+
 async fn a_rejection_holds_on_every_replica(store: &impl Backend) {
     let (a, b) = (store.open().await, store.open().await);
     a.check_approval(&ask("r1", "apr_a", T0)).await.unwrap();
@@ -1417,6 +1437,7 @@ tool_contract_tests::on_every_store!(
     an_approval_must_name_the_pending_preview_and_a_later_expiry,
     a_rejection_holds_on_every_replica,
     a_grant_with_edits_keeps_them_on_every_replica,
+    the_rules_an_edit_adds_join_the_grant_on_every_replica,
     a_lapsed_owner_cannot_write_over_a_record_claimed_again,
     purging_on_one_replica_keeps_what_another_still_needs,
     a_grant_the_approval_stage_read_is_redeemed_by_one_claim,

@@ -101,6 +101,7 @@ async fn approved(approver: &dyn ControlStore, owner: &str) -> Approved {
         edited_arguments: None,
         approvals_required: 0,
         signatures_required: false,
+        required_by: Vec::new(),
         basis: ApprovalBasis::Service,
         person_ref: None,
         seal: seal(),

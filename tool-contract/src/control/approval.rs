@@ -242,8 +242,9 @@ pub struct ApprovalGrant {
     /// The operation's earlier run the people were shown, when this repeats one whose window
     /// ended.
     pub earlier_run: Option<EarlierRun>,
-    /// The approval rules that asked for it, by id (its preview's
-    /// [`required_by`](Preview::required_by)).
+    /// The approval rules that asked for it, by id: its preview's
+    /// [`required_by`](Preview::required_by), then those that ask of the edited arguments
+    /// and not of the ones asked about, when approved with edits.
     pub required_by: Vec<String>,
 }
 

@@ -122,6 +122,10 @@ pub struct ApproveStep {
     /// Whether the approved arguments need signed approvals (`false`: as the pending
     /// approval says). Like the count, an edit can raise it, never lower it.
     pub signatures_required: bool,
+    /// The approval rules, by id, that ask of the approved arguments (empty: as the pending
+    /// approval's preview names them). The grant names the preview's rules and these: an
+    /// edit can add rules, never take one away.
+    pub required_by: Vec<String>,
     /// What the approval rests on.
     pub basis: ApprovalBasis,
     /// Who the approver is as a principal of the caller's tenant, when known

@@ -84,7 +84,8 @@ pub struct ApprovalReceipt {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub earlier_run: Option<EarlierRun>,
     /// The approval rules (Cedar policies, by id) that asked for the approval, when policies
-    /// did: the preview the people saw named them too.
+    /// did: the preview the people saw named them, and an edit they approved added those that
+    /// ask of the edited arguments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub required_by: Vec<String>,
 }
@@ -232,7 +233,8 @@ pub struct ReceiptFacts {
     pub edited_arguments: Option<String>,
     /// The operation's earlier run, when its window ended and this is a repeat.
     pub earlier_run: Option<EarlierRun>,
-    /// The approval rules that asked for the approval, by id.
+    /// The approval rules that asked for the approval, by id: the preview's, and those an
+    /// approved edit added.
     pub required_by: Vec<String>,
 }
 

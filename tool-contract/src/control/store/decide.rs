@@ -225,7 +225,8 @@ pub fn decide_approval(
 /// ([`ApproverIdentity`]); the grant forms when as many different people
 /// as the pending approval requires (raised to what `step`'s arguments need, for an approval
 /// with edits) have approved the same preview (and the same edits), and lapses with the first
-/// of their approvals.
+/// of their approvals. It names the approval rules of the preview and those `step` adds for
+/// its edits.
 ///
 /// # Errors
 ///
@@ -331,9 +332,15 @@ pub fn decide_approve(
         .map(|given| given.expires_at)
         .min()
         .unwrap_or(step.expires_at);
+    let mut required_by = pending.preview.required_by;
+    for rule in &step.required_by {
+        if !required_by.contains(rule) {
+            required_by.push(rule.clone());
+        }
+    }
     let grant = ApprovalGrant {
         earlier_run: pending.preview.earlier_run,
-        required_by: pending.preview.required_by,
+        required_by,
         approval_id: pending.approval_id,
         request_sha256: pending.request_sha256,
         preview_sha256: pending.preview_sha256,

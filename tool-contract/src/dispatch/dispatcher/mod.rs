@@ -72,6 +72,8 @@ pub(crate) struct Edit {
     pub(super) arguments: String,
     pub(super) approvals_required: u32,
     pub(super) signatures_required: bool,
+    /// The approval rules that ask of the edited arguments, by id.
+    pub(super) required_by: Vec<String>,
 }
 
 /// Who gives an approval, as the store records and compares them.
@@ -641,12 +643,14 @@ impl Dispatcher {
             .map_err(|violations| ApprovalError::InvalidEdit(violations.to_string()))?;
         let approvals_required = self.approvals_required(spec, &edited, edited_arguments);
         let signatures_required = self.signatures_required(spec, &edited, edited_arguments);
+        let required_by = self.approval_rules_asking(spec, edited_arguments);
         let arguments = String::from_utf8(edited)
             .map_err(|error| ApprovalError::InvalidEdit(error.to_string()))?;
         Ok(Edit {
             arguments,
             approvals_required,
             signatures_required,
+            required_by,
         })
     }
 
@@ -702,15 +706,25 @@ impl Dispatcher {
         if expires_at.format(&Rfc3339).is_err() {
             return Err(ApprovalError::ExpiryOutOfRange);
         }
+        let (edited_arguments, approvals_required, signatures_required, required_by) = match edit {
+            Some(edit) => (
+                Some(edit.arguments),
+                edit.approvals_required,
+                edit.signatures_required,
+                edit.required_by,
+            ),
+            None => (None, 0, false, Vec::new()),
+        };
         let step = ApproveStep {
             approval_id: approval_id.to_owned(),
             preview_sha256: preview_sha256.to_owned(),
             approver: approving.name,
             expires_at,
             now: (self.clock)(),
-            approvals_required: edit.as_ref().map_or(0, |edit| edit.approvals_required),
-            signatures_required: edit.as_ref().is_some_and(|edit| edit.signatures_required),
-            edited_arguments: edit.map(|edit| edit.arguments),
+            approvals_required,
+            signatures_required,
+            required_by,
+            edited_arguments,
             basis: approving.basis,
             person_ref: approving.person_ref,
             seal: self.row_seal.clone(),

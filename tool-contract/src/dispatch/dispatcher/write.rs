@@ -668,6 +668,18 @@ impl Dispatcher {
         })
     }
 
+    /// The Cedar approval rules, by id, that ask for an approval of a write of `spec` with
+    /// `validated` arguments.
+    pub(super) fn approval_rules_asking(
+        &self,
+        spec: &ToolSpec,
+        validated: &serde_json::Value,
+    ) -> Vec<String> {
+        self.policy_approval(spec, validated)
+            .map(|ask| ask.by)
+            .unwrap_or_default()
+    }
+
     /// What the Cedar approval rules ask of a write of `spec` with `validated` arguments, when
     /// any apply to the tool.
     #[cfg(feature = "cedar")]
@@ -898,10 +910,7 @@ impl Dispatcher {
             effect: valid.spec.effect(),
             arguments: valid.arguments.clone(),
             earlier_run: key.earlier_run.clone(),
-            required_by: self
-                .policy_approval(valid.spec, &valid.arguments)
-                .map(|ask| ask.by)
-                .unwrap_or_default(),
+            required_by: self.approval_rules_asking(valid.spec, &valid.arguments),
         };
         let preview_sha256 = preview.sha256();
         let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
