@@ -350,20 +350,25 @@ fn text_that_is_not_a_receipt_is_refused_without_a_panic() {
     }
 }
 
+/// Every call permitted; a message outside acme asks two people.
+const OUTSIDE_TWO: &str = r#"permit(principal, action, resource);
+    @id("outside-two") @approvers("2")
+    permit(principal, action == Tools::Action::"send_message", resource)
+      when { !(context.input.to like "*@acme.example") };"#;
+
+/// A dispatcher deciding by the Cedar `rules` and signing its receipts.
+fn under_rules(remote: &Arc<Remote>, rules: &str) -> Dispatcher {
+    builder(remote)
+        .policies(tool_contract::policy::Policies::cedar("rules.cedar", rules))
+        .approval_receipts(signer())
+        .build()
+        .unwrap()
+}
+
 #[tokio::test]
 async fn the_preview_and_the_receipt_name_the_approval_rules_that_asked() {
     let remote = Remote::new();
-    let dispatcher = builder(&remote)
-        .policies(tool_contract::policy::Policies::cedar(
-            "rules.cedar",
-            r#"permit(principal, action, resource);
-               @id("outside-two") @approvers("2")
-               permit(principal, action == Tools::Action::"send_message", resource)
-                 when { !(context.input.to like "*@acme.example") };"#,
-        ))
-        .approval_receipts(signer())
-        .build()
-        .unwrap();
+    let dispatcher = under_rules(&remote, OUTSIDE_TWO);
     let call = message("m1", "bob@globex.example");
     let pending = pending_approval(&dispatcher, &call).await;
     assert_eq!(pending.preview.required_by, ["outside-two"]);
@@ -383,20 +388,10 @@ async fn the_preview_and_the_receipt_name_the_approval_rules_that_asked() {
 #[tokio::test]
 async fn a_receipt_names_the_rules_that_ask_of_the_arguments_a_person_edited() {
     let remote = Remote::new();
-    let dispatcher = builder(&remote)
-        .policies(tool_contract::policy::Policies::cedar(
-            "rules.cedar",
-            r#"permit(principal, action, resource);
-               @id("outside-two") @approvers("2")
-               permit(principal, action == Tools::Action::"send_message", resource)
-                 when { !(context.input.to like "*@acme.example") };
-               @id("to-eve") @approvers("1")
-               permit(principal, action == Tools::Action::"send_message", resource)
-                 when { context.input.to == "eve@globex.example" };"#,
-        ))
-        .approval_receipts(signer())
-        .build()
-        .unwrap();
+    let to_eve = r#"@id("to-eve") @approvers("1")
+        permit(principal, action == Tools::Action::"send_message", resource)
+          when { context.input.to == "eve@globex.example" };"#;
+    let dispatcher = under_rules(&remote, &format!("{OUTSIDE_TWO}\n{to_eve}"));
     let call = message("m1", "bob@globex.example");
     let pending = pending_approval(&dispatcher, &call).await;
     assert_eq!(pending.preview.required_by, ["outside-two"]);
